@@ -1,0 +1,1083 @@
+//! The catalog: the state derived from manifest records, and nothing else.
+//!
+//! [`Catalog::apply`] is the only way it changes; boot replay and live barriers call the same
+//! function, so what a running store believes is exactly what a reboot would rebuild. An apply is
+//! atomic: the whole record is validated against the catalog plus the effects of its own earlier
+//! entries (a small overlay, never a clone of the catalog), and only then applied.
+//!
+//! Every file ever added stays listed, retired or not: the ordinal, position and name rules are
+//! derived from all of them, and [`Catalog::snapshot`] must be able to rebuild them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::key::TrackKey;
+use crate::record::{
+    DeclError, Entry, FileEntry, FileName, PartitionEntry, Record, Retirement, StreamDecl, Tier,
+};
+
+/// Why a record was refused. The catalog is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApplyError {
+    /// Index of the offending entry inside the record.
+    pub entry_idx: usize,
+    /// What is wrong with it.
+    pub reason: ApplyReason,
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "record entry {}: {}", self.entry_idx, self.reason)
+    }
+}
+
+impl std::error::Error for ApplyError {}
+
+/// What is wrong with one entry. Partition positions are indexes into the file's partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApplyReason {
+    /// A declaration fails [`StreamDecl::validate`].
+    InvalidDecl {
+        /// The stream id.
+        stream: String,
+        /// Why the declaration is invalid.
+        error: DeclError,
+    },
+    /// A stream is re-declared differently from its recorded declaration.
+    DeclConflict {
+        /// The stream id.
+        stream: String,
+    },
+    /// A file name is not above every name added before.
+    NameNotIncreasing {
+        /// The name in the entry.
+        name: FileName,
+        /// The highest name added so far.
+        max_added: FileName,
+    },
+    /// `u64::MAX` is never issued, so that [`Catalog::next_name`] always exists.
+    NameReserved {
+        /// The name in the entry.
+        name: FileName,
+    },
+    /// A file lists no partitions.
+    EmptyFile {
+        /// The file's name.
+        name: FileName,
+    },
+    /// A partition or watermark names an undeclared stream.
+    UnknownStream {
+        /// The stream id.
+        stream: String,
+        /// The partition, for an `AddFile`; `None` for a `Watermark`.
+        partition_idx: Option<usize>,
+    },
+    /// A partition's track tuple does not have the depth its stream declares.
+    TrackDepth {
+        /// The partition.
+        partition_idx: usize,
+        /// Components in its key.
+        depth: usize,
+        /// Components the stream declares.
+        declared: usize,
+    },
+    /// A partition has an axis range iff its stream declares an axis; this one does not match.
+    AxisPresence {
+        /// The partition.
+        partition_idx: usize,
+        /// Whether the stream declares an axis.
+        declared: bool,
+    },
+    /// A range has `lo > hi`.
+    InvertedRange {
+        /// The partition.
+        partition_idx: usize,
+        /// Which range: `positions`, `ordinals` or `axis`.
+        what: &'static str,
+        /// Its lo.
+        lo: u64,
+        /// Its hi.
+        hi: u64,
+    },
+    /// `n_rows` is 0 or more than the ordinal range holds.
+    RowCount {
+        /// The partition.
+        partition_idx: usize,
+        /// The row count.
+        n_rows: u64,
+        /// The ordinal range.
+        ordinals: [u64; 2],
+    },
+    /// A partition's byte extent is not inside the file.
+    Extent {
+        /// The partition.
+        partition_idx: usize,
+        /// Its offset.
+        offset: u64,
+        /// Its length.
+        len: u64,
+        /// The file's length.
+        file_len: u64,
+    },
+    /// Two partitions of one file have the same stream and track.
+    DuplicatePartition {
+        /// The repeat.
+        partition_idx: usize,
+        /// The first.
+        first_idx: usize,
+        /// The stream.
+        stream: String,
+        /// The track.
+        track: TrackKey,
+    },
+    /// A file's lowest ordinal of a stream is not the stream's next ordinal.
+    OrdinalStart {
+        /// The stream.
+        stream: String,
+        /// The stream's next ordinal.
+        expected: u64,
+        /// The lowest ordinal of the stream in this file.
+        got: u64,
+    },
+    /// A file's rows of a stream do not fill the ordinals they span.
+    OrdinalDensity {
+        /// The stream.
+        stream: String,
+        /// Rows of the stream in the file.
+        n_rows: u128,
+        /// Ordinals from the file's lowest to its highest of the stream.
+        span: u128,
+    },
+    /// A file uses ordinal `u64::MAX`, leaving no next ordinal.
+    OrdinalExhausted {
+        /// The stream.
+        stream: String,
+    },
+    /// A retirement names a file never added.
+    UnknownFile {
+        /// The file.
+        file: FileName,
+    },
+    /// A retirement names a file whose every tier is already retired.
+    FileRetired {
+        /// The file.
+        file: FileName,
+    },
+    /// A retirement names a partition the file does not hold.
+    NoPartition {
+        /// The file.
+        file: FileName,
+        /// The stream.
+        stream: String,
+        /// The track.
+        track: TrackKey,
+    },
+    /// A retirement names a level the partition does not store in that file.
+    NoTier {
+        /// The file.
+        file: FileName,
+        /// The stream.
+        stream: String,
+        /// The track.
+        track: TrackKey,
+        /// The tier named.
+        tier: Tier,
+        /// Levels stored.
+        n_levels: u8,
+    },
+    /// A retirement names a tier already retired.
+    TierRetired {
+        /// The file.
+        file: FileName,
+        /// The stream.
+        stream: String,
+        /// The track.
+        track: TrackKey,
+        /// The tier.
+        tier: Tier,
+    },
+    /// A watermark below the stream's current one.
+    WatermarkBackwards {
+        /// The stream.
+        stream: String,
+        /// The current watermark.
+        current: u64,
+        /// The position in the entry.
+        position: u64,
+    },
+}
+
+impl fmt::Display for ApplyReason {
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per variant; splitting them would scatter the messages"
+    )]
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidDecl { stream, error } => {
+                write!(f, "declaration of stream {stream:?}: {error}")
+            }
+            Self::DeclConflict { stream } => write!(
+                f,
+                "stream {stream:?} is re-declared differently from its recorded declaration"
+            ),
+            Self::NameNotIncreasing { name, max_added } => {
+                write!(
+                    f,
+                    "file {name} is not above the highest file added, {max_added}"
+                )
+            }
+            Self::NameReserved { name } => write!(f, "file name {name} is reserved"),
+            Self::EmptyFile { name } => write!(f, "file {name} lists no partitions"),
+            Self::UnknownStream {
+                stream,
+                partition_idx: Some(idx),
+            } => {
+                write!(f, "partition {idx}: stream {stream:?} is not declared")
+            }
+            Self::UnknownStream {
+                stream,
+                partition_idx: None,
+            } => {
+                write!(f, "stream {stream:?} is not declared")
+            }
+            Self::TrackDepth {
+                partition_idx,
+                depth,
+                declared,
+            } => write!(
+                f,
+                "partition {partition_idx}: track has {depth} components, the stream declares {declared}"
+            ),
+            Self::AxisPresence {
+                partition_idx,
+                declared: true,
+            } => {
+                write!(
+                    f,
+                    "partition {partition_idx}: no axis range, but the stream declares an axis"
+                )
+            }
+            Self::AxisPresence {
+                partition_idx,
+                declared: false,
+            } => write!(
+                f,
+                "partition {partition_idx}: an axis range, but the stream declares no axis"
+            ),
+            Self::InvertedRange {
+                partition_idx,
+                what,
+                lo,
+                hi,
+            } => {
+                write!(
+                    f,
+                    "partition {partition_idx}: {what} lo {lo} is above hi {hi}"
+                )
+            }
+            Self::RowCount {
+                partition_idx,
+                n_rows,
+                ordinals: [lo, hi],
+            } => write!(
+                f,
+                "partition {partition_idx}: {n_rows} rows do not fit ordinals {lo}..={hi} (1..=span)"
+            ),
+            Self::Extent {
+                partition_idx,
+                offset,
+                len,
+                file_len,
+            } => write!(
+                f,
+                "partition {partition_idx}: extent {offset}+{len} is outside the file's {file_len} bytes"
+            ),
+            Self::DuplicatePartition {
+                partition_idx,
+                first_idx,
+                stream,
+                track,
+            } => write!(
+                f,
+                "partition {partition_idx} repeats stream {stream:?} track {track:?} of partition {first_idx}"
+            ),
+            Self::OrdinalStart {
+                stream,
+                expected,
+                got,
+            } => write!(
+                f,
+                "stream {stream:?}: lowest ordinal in the file is {got}, the next ordinal is {expected}"
+            ),
+            Self::OrdinalDensity {
+                stream,
+                n_rows,
+                span,
+            } => write!(
+                f,
+                "stream {stream:?}: {n_rows} rows in the file but its ordinals span {span}"
+            ),
+            Self::OrdinalExhausted { stream } => {
+                write!(
+                    f,
+                    "stream {stream:?}: ordinal {} leaves no next ordinal",
+                    u64::MAX
+                )
+            }
+            Self::UnknownFile { file } => write!(f, "file {file} was never added"),
+            Self::FileRetired { file } => write!(f, "file {file} is already wholly retired"),
+            Self::NoPartition {
+                file,
+                stream,
+                track,
+            } => {
+                write!(
+                    f,
+                    "file {file} holds no partition of stream {stream:?} track {track:?}"
+                )
+            }
+            Self::NoTier {
+                file,
+                stream,
+                track,
+                tier,
+                n_levels,
+            } => write!(
+                f,
+                "file {file} stream {stream:?} track {track:?} has no {tier} ({n_levels} levels stored)"
+            ),
+            Self::TierRetired {
+                file,
+                stream,
+                track,
+                tier,
+            } => write!(
+                f,
+                "file {file} stream {stream:?} track {track:?}: {tier} is already retired"
+            ),
+            Self::WatermarkBackwards {
+                stream,
+                current,
+                position,
+            } => write!(
+                f,
+                "stream {stream:?}: watermark {position} is below the current {current}"
+            ),
+        }
+    }
+}
+
+/// The live segments of one track for each tier, as indexes into the files' partition lists.
+///
+/// Canonical form, so that equal live sets give equal states whatever the history: no trailing
+/// empty level map, and a track with nothing live is removed from its stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct TrackState {
+    raw: BTreeMap<FileName, usize>,
+    /// `levels[k]`: the live `Level(k)` segments.
+    levels: Vec<BTreeMap<FileName, usize>>,
+}
+
+impl TrackState {
+    fn tier(&self, tier: Tier) -> Option<&BTreeMap<FileName, usize>> {
+        match tier {
+            Tier::Raw => Some(&self.raw),
+            Tier::Level(k) => self.levels.get(usize::from(k)),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.raw.is_empty() && self.levels.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StreamState {
+    decl: StreamDecl,
+    watermark: Option<u64>,
+    /// One above the highest ordinal ever added (0 before any).
+    next_ordinal: u64,
+    last_position: Option<u64>,
+    tracks: BTreeMap<TrackKey, TrackState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileState {
+    entry: FileEntry,
+    /// Tiers of this file not yet retired; 0 exactly when the file is in `retired_files`.
+    live_tiers: u64,
+}
+
+/// The state derived from manifest records: declarations, files, retirements, watermarks and
+/// names.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Catalog {
+    streams: BTreeMap<String, StreamState>,
+    /// Every file ever added, live or wholly retired.
+    files: BTreeMap<FileName, FileState>,
+    retired_files: BTreeSet<FileName>,
+    name_high: FileName,
+}
+
+impl Catalog {
+    /// An empty catalog: what boot starts from.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies one record, whole or not at all. On `Err` the catalog is unchanged.
+    ///
+    /// Rules, per entry (each violation names the entry):
+    /// - `Declare`: the declaration validates; an identical re-declaration is a no-op, a
+    ///   different one a conflict.
+    /// - `AddFile`: the name is above every name added before and is not `u64::MAX`; the file
+    ///   lists at least one partition; each partition's stream is declared, its track has the
+    ///   declared depth, it has an axis range iff the stream declares an axis, its ranges have
+    ///   `lo <= hi`, `1 <= n_rows <= ordinal span`, and its extent lies inside the file; no two
+    ///   partitions share (stream, track). Ordinals, per stream in the file: the lowest equals
+    ///   the stream's next ordinal, and the rows fill the span from lowest to highest exactly
+    ///   (sum of `n_rows` = highest - lowest + 1). Since every earlier ordinal of the stream is
+    ///   below its next ordinal, this also rules out overlap with earlier files.
+    /// - `Retire`: the file is added and not wholly retired, holds that (stream, track), the
+    ///   tier exists (`Raw`, or `Level(k)` with `k < n_levels`) and is not already retired.
+    /// - `Watermark`: the stream is declared and the position is not below its watermark.
+    /// - `NameHigh`: not `u64::MAX`; a value below the current one is accepted and ignored.
+    pub fn apply(&mut self, record: &Record) -> Result<(), ApplyError> {
+        let mut pending = Pending::new(self);
+        for (entry_idx, entry) in record.entries.iter().enumerate() {
+            pending
+                .check(entry)
+                .map_err(|reason| ApplyError { entry_idx, reason })?;
+        }
+        for entry in &record.entries {
+            self.commit(entry);
+        }
+        Ok(())
+    }
+
+    // ---- mutation: only after the whole record validated; a failure here is our bug ----
+
+    fn commit(&mut self, entry: &Entry) {
+        match entry {
+            Entry::Declare(decl) => {
+                let state = self
+                    .streams
+                    .entry(decl.id.clone())
+                    .or_insert_with(|| StreamState {
+                        decl: decl.clone(),
+                        watermark: None,
+                        next_ordinal: 0,
+                        last_position: None,
+                        tracks: BTreeMap::new(),
+                    });
+                assert_eq!(
+                    &state.decl, decl,
+                    "validated: re-declarations are identical"
+                );
+            }
+            Entry::AddFile(file) => self.commit_add(file),
+            Entry::Retire(retirement) => self.commit_retire(retirement),
+            Entry::Watermark { stream, position } => {
+                let state = self
+                    .streams
+                    .get_mut(stream)
+                    .expect("validated: stream declared");
+                assert!(
+                    state.watermark <= Some(*position),
+                    "validated: watermark non-decreasing"
+                );
+                state.watermark = Some(*position);
+            }
+            Entry::NameHigh(name) => self.name_high = self.name_high.max(*name),
+        }
+    }
+
+    fn commit_add(&mut self, file: &FileEntry) {
+        let mut live_tiers = 0;
+        for (idx, part) in file.partitions.iter().enumerate() {
+            let stream = self
+                .streams
+                .get_mut(&part.stream)
+                .expect("validated: stream declared");
+            let track = stream.tracks.entry(part.track.clone()).or_default();
+            track.raw.insert(file.name, idx);
+            let n_levels = usize::from(part.n_levels);
+            if track.levels.len() < n_levels {
+                track.levels.resize_with(n_levels, BTreeMap::new);
+            }
+            for level in &mut track.levels[..n_levels] {
+                level.insert(file.name, idx);
+            }
+            let next = part.ordinals[1]
+                .checked_add(1)
+                .expect("validated: ordinals below u64::MAX");
+            stream.next_ordinal = stream.next_ordinal.max(next);
+            stream.last_position = stream.last_position.max(Some(part.positions[1]));
+            live_tiers += 1 + u64::from(part.n_levels);
+        }
+        self.name_high = self.name_high.max(file.name);
+        let previous = self.files.insert(
+            file.name,
+            FileState {
+                entry: file.clone(),
+                live_tiers,
+            },
+        );
+        assert!(previous.is_none(), "validated: file names increase");
+    }
+
+    fn commit_retire(&mut self, r: &Retirement) {
+        let stream = self
+            .streams
+            .get_mut(&r.stream)
+            .expect("validated: stream declared");
+        let track = stream
+            .tracks
+            .get_mut(&r.track)
+            .expect("validated: track has live tiers");
+        let removed = match r.tier {
+            Tier::Raw => track.raw.remove(&r.file),
+            Tier::Level(k) => track
+                .levels
+                .get_mut(usize::from(k))
+                .and_then(|m| m.remove(&r.file)),
+        };
+        assert!(removed.is_some(), "validated: the retired tier was live");
+        while track.levels.last().is_some_and(BTreeMap::is_empty) {
+            track.levels.pop();
+        }
+        if track.is_empty() {
+            stream.tracks.remove(&r.track);
+        }
+        let file = self.files.get_mut(&r.file).expect("validated: file added");
+        file.live_tiers -= 1;
+        if file.live_tiers == 0 {
+            self.retired_files.insert(r.file);
+        }
+    }
+
+    // ---- queries ----
+
+    /// Every declared stream, by id.
+    pub fn streams(&self) -> impl Iterator<Item = &StreamDecl> {
+        self.streams.values().map(|s| &s.decl)
+    }
+
+    /// The declaration of stream `id`.
+    pub fn stream(&self, id: &str) -> Option<&StreamDecl> {
+        self.streams.get(id).map(|s| &s.decl)
+    }
+
+    /// The position through which stream `id` is durable; `None` if nothing is yet.
+    pub fn watermark(&self, id: &str) -> Option<u64> {
+        self.streams.get(id).and_then(|s| s.watermark)
+    }
+
+    /// The ordinal the next row of stream `id` gets: one above the highest ever added, 0 at
+    /// first (and for an undeclared stream).
+    pub fn next_ordinal(&self, id: &str) -> u64 {
+        self.streams.get(id).map_or(0, |s| s.next_ordinal)
+    }
+
+    /// The highest position ever added for stream `id`, retired or not.
+    pub fn last_position(&self, id: &str) -> Option<u64> {
+        self.streams.get(id).and_then(|s| s.last_position)
+    }
+
+    /// The axis range covered by the live partitions of stream `id` beneath `prefix`: those with
+    /// any tier (raw or level) not retired. `None` if there are none or the stream has no axis.
+    pub fn axis_range(&self, id: &str, prefix: &TrackKey) -> Option<[u64; 2]> {
+        let mut range: Option<[u64; 2]> = None;
+        for partition in self.partitions(id, prefix) {
+            for segments in std::iter::once(&partition.state.raw).chain(&partition.state.levels) {
+                for (&name, &idx) in segments {
+                    let Some([lo, hi]) = partition.entry(name, idx).axis else {
+                        continue;
+                    };
+                    range = Some(match range {
+                        None => [lo, hi],
+                        Some([min, max]) => [min.min(lo), max.max(hi)],
+                    });
+                }
+            }
+        }
+        range
+    }
+
+    /// The partitions of stream `id` beneath `prefix` that have a live tier, in track-key order.
+    ///
+    /// A range scan over the stream's tracks, not a filter.
+    pub fn partitions<'a>(
+        &'a self,
+        id: &str,
+        prefix: &TrackKey,
+    ) -> impl DoubleEndedIterator<Item = PartitionView<'a>> + use<'a> {
+        let bounds = prefix.range();
+        let files = &self.files;
+        self.streams.get(id).into_iter().flat_map(move |stream| {
+            stream
+                .tracks
+                .range(bounds.clone())
+                .map(|(track, state)| PartitionView {
+                    files,
+                    track,
+                    state,
+                })
+        })
+    }
+
+    /// The entry of file `name`, live or wholly retired.
+    pub fn file(&self, name: FileName) -> Option<&FileEntry> {
+        self.files.get(&name).map(|f| &f.entry)
+    }
+
+    /// The files with at least one tier not retired, by name.
+    pub fn live_files(&self) -> impl Iterator<Item = &FileEntry> {
+        self.files
+            .values()
+            .filter(|f| f.live_tiers > 0)
+            .map(|f| &f.entry)
+    }
+
+    /// The files whose every tier is retired, by name: boot may delete them.
+    pub fn retired_files(&self) -> impl Iterator<Item = FileName> {
+        self.retired_files.iter().copied()
+    }
+
+    /// The highest name ever issued: the max of every `NameHigh` and every added file name.
+    pub fn name_high(&self) -> FileName {
+        self.name_high
+    }
+
+    /// The name to issue next, above everything the store has ever held.
+    pub fn next_name(&self) -> FileName {
+        // apply refuses u64::MAX as a name, so this cannot overflow.
+        self.name_high + 1
+    }
+
+    /// A record that, applied to an empty catalog, rebuilds one equal to this.
+    ///
+    /// Declarations first, then every file ever added in name order, each followed by the
+    /// retirements of its tiers, then watermarks, then the highest name.
+    pub fn snapshot(&self) -> Record {
+        let mut entries: Vec<Entry> = self.streams().cloned().map(Entry::Declare).collect();
+        for (&name, file) in &self.files {
+            entries.push(Entry::AddFile(file.entry.clone()));
+            for part in &file.entry.partitions {
+                let tiers = std::iter::once(Tier::Raw).chain((0..part.n_levels).map(Tier::Level));
+                for tier in tiers {
+                    if !self.is_live(name, part, tier) {
+                        entries.push(Entry::Retire(Retirement {
+                            file: name,
+                            stream: part.stream.clone(),
+                            track: part.track.clone(),
+                            tier,
+                        }));
+                    }
+                }
+            }
+        }
+        for state in self.streams.values() {
+            if let Some(position) = state.watermark {
+                entries.push(Entry::Watermark {
+                    stream: state.decl.id.clone(),
+                    position,
+                });
+            }
+        }
+        if self.name_high > 0 {
+            entries.push(Entry::NameHigh(self.name_high));
+        }
+        Record { entries }
+    }
+
+    fn is_live(&self, name: FileName, part: &PartitionEntry, tier: Tier) -> bool {
+        self.streams
+            .get(&part.stream)
+            .and_then(|s| s.tracks.get(&part.track))
+            .and_then(|t| t.tier(tier))
+            .is_some_and(|segments| segments.contains_key(&name))
+    }
+
+    /// The live partition index of (file, stream, track, tier), if that tier is live.
+    fn live_idx(&self, r: &Retirement) -> Option<usize> {
+        let segments = self
+            .streams
+            .get(&r.stream)?
+            .tracks
+            .get(&r.track)?
+            .tier(r.tier)?;
+        segments.get(&r.file).copied()
+    }
+}
+
+/// One track of a stream, with its live segments per tier.
+#[derive(Clone, Copy)]
+pub struct PartitionView<'a> {
+    files: &'a BTreeMap<FileName, FileState>,
+    track: &'a TrackKey,
+    state: &'a TrackState,
+}
+
+impl<'a> PartitionView<'a> {
+    /// The partition's track key.
+    pub fn track(&self) -> &'a TrackKey {
+        self.track
+    }
+
+    /// The live segments holding `tier` of this partition, in file-name order.
+    ///
+    /// # Panics
+    /// Only if the catalog's own index is broken (a bug): every indexed segment is listed.
+    pub fn segments(
+        &self,
+        tier: Tier,
+    ) -> impl DoubleEndedIterator<Item = (FileName, &'a PartitionEntry)> + use<'a> {
+        let view = *self;
+        self.state.tier(tier).into_iter().flat_map(move |segments| {
+            segments
+                .iter()
+                .map(move |(&name, &idx)| (name, view.entry(name, idx)))
+        })
+    }
+
+    fn entry(&self, name: FileName, idx: usize) -> &'a PartitionEntry {
+        let file = self
+            .files
+            .get(&name)
+            .expect("an indexed segment's file is listed");
+        file.entry
+            .partitions
+            .get(idx)
+            .expect("an indexed partition is in its file")
+    }
+}
+
+impl fmt::Debug for PartitionView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PartitionView")
+            .field("track", self.track)
+            .field("raw", &self.state.raw.keys().collect::<Vec<_>>())
+            .field("n_levels", &self.state.levels.len())
+            .finish()
+    }
+}
+
+/// The effects of a record's earlier entries, over the catalog, while the record is validated.
+struct Pending<'a> {
+    catalog: &'a Catalog,
+    declared: BTreeMap<&'a str, &'a StreamDecl>,
+    max_added: Option<FileName>,
+    next_ordinal: BTreeMap<&'a str, u64>,
+    /// Files added by this record, with their partitions by (stream, track).
+    added: BTreeMap<FileName, AddedFile<'a>>,
+    /// Tiers retired by this record: (file, partition index, tier).
+    retired: BTreeSet<(FileName, usize, Tier)>,
+    watermarks: BTreeMap<&'a str, u64>,
+}
+
+struct AddedFile<'a> {
+    entry: &'a FileEntry,
+    by_track: BTreeMap<(&'a str, &'a TrackKey), usize>,
+}
+
+/// Per stream, what one file holds of it.
+struct OrdinalSpan {
+    lo: u64,
+    hi: u64,
+    n_rows: u128,
+}
+
+impl<'a> Pending<'a> {
+    fn new(catalog: &'a Catalog) -> Self {
+        Self {
+            catalog,
+            declared: BTreeMap::new(),
+            max_added: catalog.files.last_key_value().map(|(&name, _)| name),
+            next_ordinal: BTreeMap::new(),
+            added: BTreeMap::new(),
+            retired: BTreeSet::new(),
+            watermarks: BTreeMap::new(),
+        }
+    }
+
+    fn decl(&self, id: &str) -> Option<&'a StreamDecl> {
+        self.declared
+            .get(id)
+            .copied()
+            .or_else(|| self.catalog.stream(id))
+    }
+
+    fn check(&mut self, entry: &'a Entry) -> Result<(), ApplyReason> {
+        match entry {
+            Entry::Declare(decl) => self.check_declare(decl),
+            Entry::AddFile(file) => self.check_add(file),
+            Entry::Retire(retirement) => self.check_retire(retirement),
+            Entry::Watermark { stream, position } => self.check_watermark(stream, *position),
+            Entry::NameHigh(name) => {
+                if *name == FileName::MAX {
+                    return Err(ApplyReason::NameReserved { name: *name });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn check_declare(&mut self, decl: &'a StreamDecl) -> Result<(), ApplyReason> {
+        decl.validate().map_err(|error| ApplyReason::InvalidDecl {
+            stream: decl.id.clone(),
+            error,
+        })?;
+        match self.decl(&decl.id) {
+            Some(existing) if existing == decl => Ok(()),
+            Some(_) => Err(ApplyReason::DeclConflict {
+                stream: decl.id.clone(),
+            }),
+            None => {
+                self.declared.insert(&decl.id, decl);
+                Ok(())
+            }
+        }
+    }
+
+    fn check_add(&mut self, file: &'a FileEntry) -> Result<(), ApplyReason> {
+        let name = file.name;
+        if name == FileName::MAX {
+            return Err(ApplyReason::NameReserved { name });
+        }
+        if let Some(max_added) = self.max_added.filter(|&max| name <= max) {
+            return Err(ApplyReason::NameNotIncreasing { name, max_added });
+        }
+        if file.partitions.is_empty() {
+            return Err(ApplyReason::EmptyFile { name });
+        }
+        let mut by_track: BTreeMap<(&'a str, &'a TrackKey), usize> = BTreeMap::new();
+        let mut spans: BTreeMap<&'a str, OrdinalSpan> = BTreeMap::new();
+        for (partition_idx, part) in file.partitions.iter().enumerate() {
+            let Some(decl) = self.decl(&part.stream) else {
+                return Err(ApplyReason::UnknownStream {
+                    stream: part.stream.clone(),
+                    partition_idx: Some(partition_idx),
+                });
+            };
+            check_partition(partition_idx, part, decl, file.len)?;
+            if let Some(&first_idx) = by_track.get(&(part.stream.as_str(), &part.track)) {
+                return Err(ApplyReason::DuplicatePartition {
+                    partition_idx,
+                    first_idx,
+                    stream: part.stream.clone(),
+                    track: part.track.clone(),
+                });
+            }
+            by_track.insert((&part.stream, &part.track), partition_idx);
+            let [lo, hi] = part.ordinals;
+            let span = spans
+                .entry(&part.stream)
+                .or_insert(OrdinalSpan { lo, hi, n_rows: 0 });
+            span.lo = span.lo.min(lo);
+            span.hi = span.hi.max(hi);
+            span.n_rows += u128::from(part.n_rows);
+        }
+        for (stream, span) in spans {
+            let expected = self.next_ordinal(stream);
+            if span.lo != expected {
+                return Err(ApplyReason::OrdinalStart {
+                    stream: stream.to_owned(),
+                    expected,
+                    got: span.lo,
+                });
+            }
+            let width = u128::from(span.hi) - u128::from(span.lo) + 1;
+            if span.n_rows != width {
+                return Err(ApplyReason::OrdinalDensity {
+                    stream: stream.to_owned(),
+                    n_rows: span.n_rows,
+                    span: width,
+                });
+            }
+            let Some(next) = span.hi.checked_add(1) else {
+                return Err(ApplyReason::OrdinalExhausted {
+                    stream: stream.to_owned(),
+                });
+            };
+            self.next_ordinal.insert(stream, next);
+        }
+        self.max_added = Some(name);
+        self.added.insert(
+            name,
+            AddedFile {
+                entry: file,
+                by_track,
+            },
+        );
+        Ok(())
+    }
+
+    fn next_ordinal(&self, stream: &str) -> u64 {
+        self.next_ordinal
+            .get(stream)
+            .copied()
+            .unwrap_or_else(|| self.catalog.next_ordinal(stream))
+    }
+
+    fn check_retire(&mut self, r: &Retirement) -> Result<(), ApplyReason> {
+        let idx = self.locate(r)?;
+        if !self.retired.insert((r.file, idx, r.tier)) {
+            return Err(tier_retired(r));
+        }
+        Ok(())
+    }
+
+    /// The partition index of the tier `r` names, if it exists and was live before this record.
+    fn locate(&self, r: &Retirement) -> Result<usize, ApplyReason> {
+        if let Some(added) = self.added.get(&r.file) {
+            let Some(&idx) = added.by_track.get(&(r.stream.as_str(), &r.track)) else {
+                return Err(no_partition(r));
+            };
+            let part = added
+                .entry
+                .partitions
+                .get(idx)
+                .expect("by_track indexes this file");
+            return check_tier_exists(r, part).map(|()| idx);
+        }
+        let Some(file) = self.catalog.files.get(&r.file) else {
+            return Err(ApplyReason::UnknownFile { file: r.file });
+        };
+        if file.live_tiers == 0 {
+            return Err(ApplyReason::FileRetired { file: r.file });
+        }
+        if let Some(idx) = self.catalog.live_idx(r) {
+            return Ok(idx);
+        }
+        // Not live: a linear look through the file finds out why (error path only).
+        let Some(part) = file
+            .entry
+            .partitions
+            .iter()
+            .find(|p| p.stream == r.stream && p.track == r.track)
+        else {
+            return Err(no_partition(r));
+        };
+        check_tier_exists(r, part)?;
+        Err(tier_retired(r))
+    }
+
+    fn check_watermark(&mut self, stream: &'a str, position: u64) -> Result<(), ApplyReason> {
+        if self.decl(stream).is_none() {
+            return Err(ApplyReason::UnknownStream {
+                stream: stream.to_owned(),
+                partition_idx: None,
+            });
+        }
+        let current = self
+            .watermarks
+            .get(stream)
+            .copied()
+            .or_else(|| self.catalog.watermark(stream));
+        if let Some(current) = current.filter(|&current| position < current) {
+            return Err(ApplyReason::WatermarkBackwards {
+                stream: stream.to_owned(),
+                current,
+                position,
+            });
+        }
+        self.watermarks.insert(stream, position);
+        Ok(())
+    }
+}
+
+fn check_partition(
+    partition_idx: usize,
+    part: &PartitionEntry,
+    decl: &StreamDecl,
+    file_len: u64,
+) -> Result<(), ApplyReason> {
+    let depth = part.track.depth();
+    if depth != decl.track.len() {
+        return Err(ApplyReason::TrackDepth {
+            partition_idx,
+            depth,
+            declared: decl.track.len(),
+        });
+    }
+    if part.axis.is_some() != decl.axis.is_some() {
+        return Err(ApplyReason::AxisPresence {
+            partition_idx,
+            declared: decl.axis.is_some(),
+        });
+    }
+    let ranges = [
+        ("positions", Some(part.positions)),
+        ("ordinals", Some(part.ordinals)),
+    ];
+    for (what, range) in ranges.into_iter().chain([("axis", part.axis)]) {
+        if let Some([lo, hi]) = range.filter(|[lo, hi]| lo > hi) {
+            return Err(ApplyReason::InvertedRange {
+                partition_idx,
+                what,
+                lo,
+                hi,
+            });
+        }
+    }
+    // Rows of one partition interleave with other partitions' rows in ordinal order, so a
+    // partition holds at most, not exactly, as many rows as its ordinal range spans.
+    let [lo, hi] = part.ordinals;
+    if part.n_rows == 0 || part.n_rows - 1 > hi - lo {
+        return Err(ApplyReason::RowCount {
+            partition_idx,
+            n_rows: part.n_rows,
+            ordinals: part.ordinals,
+        });
+    }
+    if part
+        .offset
+        .checked_add(part.len)
+        .is_none_or(|end| end > file_len)
+    {
+        return Err(ApplyReason::Extent {
+            partition_idx,
+            offset: part.offset,
+            len: part.len,
+            file_len,
+        });
+    }
+    Ok(())
+}
+
+fn check_tier_exists(r: &Retirement, part: &PartitionEntry) -> Result<(), ApplyReason> {
+    match r.tier {
+        Tier::Level(k) if k >= part.n_levels => Err(ApplyReason::NoTier {
+            file: r.file,
+            stream: r.stream.clone(),
+            track: r.track.clone(),
+            tier: r.tier,
+            n_levels: part.n_levels,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn no_partition(r: &Retirement) -> ApplyReason {
+    ApplyReason::NoPartition {
+        file: r.file,
+        stream: r.stream.clone(),
+        track: r.track.clone(),
+    }
+}
+
+fn tier_retired(r: &Retirement) -> ApplyReason {
+    ApplyReason::TierRetired {
+        file: r.file,
+        stream: r.stream.clone(),
+        track: r.track.clone(),
+        tier: r.tier,
+    }
+}
+
+#[cfg(test)]
+mod tests;

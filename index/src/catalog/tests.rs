@@ -1,0 +1,1111 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::codec::{decode_frame, encode_frame};
+use crate::record::{FieldDecl, FieldKind, LadderSpec};
+
+// ---- fixtures ----
+
+fn key(labels: &[&str]) -> TrackKey {
+    TrackKey::encode(labels).unwrap()
+}
+
+/// Fields k0 (str), k1 (u64), t (u64), v (f64); the track is the first `depth` fields, the axis
+/// is `t` if `axis`.
+fn decl(id: &str, depth: usize, axis: bool) -> StreamDecl {
+    let field = |name: &str, kind| FieldDecl {
+        name: name.to_owned(),
+        kind,
+    };
+    StreamDecl {
+        id: id.to_owned(),
+        fields: vec![
+            field("k0", FieldKind::Str),
+            field("k1", FieldKind::U64),
+            field("t", FieldKind::U64),
+            field("v", FieldKind::F64),
+        ],
+        track: (0..u16::try_from(depth).unwrap()).collect(),
+        axis: axis.then_some(2),
+        ladder: LadderSpec {
+            base: 10,
+            fanout: 4,
+        },
+    }
+}
+
+/// A partition whose positions and axis equal its ordinal range.
+fn part(
+    stream: &str,
+    track: &[&str],
+    ordinals: [u64; 2],
+    n_rows: u64,
+    n_levels: u8,
+) -> PartitionEntry {
+    PartitionEntry {
+        stream: stream.to_owned(),
+        track: key(track),
+        n_rows,
+        positions: ordinals,
+        ordinals,
+        axis: (stream == "s").then_some(ordinals),
+        n_levels,
+        offset: 0,
+        len: 0,
+    }
+}
+
+/// A file whose partitions are laid out 8 bytes each, back to back.
+fn file(name: FileName, partitions: Vec<PartitionEntry>) -> FileEntry {
+    let partitions: Vec<PartitionEntry> = partitions
+        .into_iter()
+        .zip(0u64..)
+        .map(|(p, idx)| PartitionEntry {
+            offset: idx * 8,
+            len: 8,
+            ..p
+        })
+        .collect();
+    FileEntry {
+        name,
+        len: 8 * partitions.len() as u64,
+        digest: 0xABCD,
+        partitions,
+    }
+}
+
+fn rec(entries: Vec<Entry>) -> Record {
+    Record { entries }
+}
+
+fn retire(file: FileName, stream: &str, track: &[&str], tier: Tier) -> Entry {
+    Entry::Retire(Retirement {
+        file,
+        stream: stream.to_owned(),
+        track: key(track),
+        tier,
+    })
+}
+
+fn watermark(stream: &str, position: u64) -> Entry {
+    Entry::Watermark {
+        stream: stream.to_owned(),
+        position,
+    }
+}
+
+/// Streams `s` (track depth 2, axis) and `p` (root track, no axis); file 1 holds s/[a,x]
+/// (ordinals 0 and 2, two levels) and s/[b,y] (ordinal 1) and p/[] (ordinal 0); s is
+/// durable through 10; names issued through 3.
+fn base() -> Catalog {
+    let mut cat = Catalog::new();
+    cat.apply(&rec(vec![
+        Entry::Declare(decl("s", 2, true)),
+        Entry::Declare(decl("p", 0, false)),
+        Entry::AddFile(file(
+            1,
+            vec![
+                part("s", &["a", "x"], [0, 2], 2, 2),
+                part("s", &["b", "y"], [1, 1], 1, 0),
+                part("p", &[], [0, 0], 1, 0),
+            ],
+        )),
+        watermark("s", 10),
+        Entry::NameHigh(3),
+    ]))
+    .unwrap();
+    cat
+}
+
+/// Applies `entries` as one record, expects a refusal, and checks the catalog did not change.
+/// A valid entry goes first so a half-applied record would show.
+fn refuse(cat: &mut Catalog, entries: Vec<Entry>) -> ApplyError {
+    let before = cat.clone();
+    let mut all = vec![Entry::NameHigh(100)];
+    all.extend(entries);
+    let err = cat.apply(&rec(all)).unwrap_err();
+    assert_eq!(
+        *cat, before,
+        "a refused record must leave the catalog unchanged"
+    );
+    err
+}
+
+fn refuse_reason(entries: Vec<Entry>) -> ApplyReason {
+    let err = refuse(&mut base(), entries);
+    assert!(err.entry_idx >= 1, "the leading NameHigh is valid: {err}");
+    err.reason
+}
+
+// ---- Declare ----
+
+#[test]
+fn invalid_declaration_is_refused() {
+    let mut bad = decl("q", 1, false);
+    bad.ladder.fanout = 1;
+    assert!(matches!(
+        refuse_reason(vec![Entry::Declare(bad)]),
+        ApplyReason::InvalidDecl { ref stream, error: DeclError::Ladder { .. } } if stream == "q"
+    ));
+}
+
+#[test]
+fn conflicting_redeclaration_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![Entry::Declare(decl("s", 1, true))]),
+        ApplyReason::DeclConflict {
+            stream: "s".to_owned()
+        }
+    );
+    // Also against a declaration earlier in the same record.
+    assert_eq!(
+        refuse_reason(vec![
+            Entry::Declare(decl("q", 1, true)),
+            Entry::Declare(decl("q", 0, true))
+        ]),
+        ApplyReason::DeclConflict {
+            stream: "q".to_owned()
+        }
+    );
+}
+
+#[test]
+fn identical_redeclaration_is_a_no_op() {
+    let mut cat = base();
+    let before = cat.clone();
+    cat.apply(&rec(vec![Entry::Declare(decl("s", 2, true))]))
+        .unwrap();
+    assert_eq!(cat, before);
+}
+
+// ---- AddFile ----
+
+#[test]
+fn file_names_must_increase() {
+    for name in [0, 1] {
+        let f = file(name, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+        assert_eq!(
+            refuse_reason(vec![Entry::AddFile(f)]),
+            ApplyReason::NameNotIncreasing { name, max_added: 1 }
+        );
+    }
+    // Against a file earlier in the same record too.
+    let f5 = file(5, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+    let f4 = file(4, vec![part("s", &["a", "x"], [4, 4], 1, 0)]);
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f5), Entry::AddFile(f4)]),
+        ApplyReason::NameNotIncreasing {
+            name: 4,
+            max_added: 5
+        }
+    );
+}
+
+#[test]
+fn name_u64_max_is_reserved() {
+    let f = file(u64::MAX, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::NameReserved { name: u64::MAX }
+    );
+    assert_eq!(
+        refuse_reason(vec![Entry::NameHigh(u64::MAX)]),
+        ApplyReason::NameReserved { name: u64::MAX }
+    );
+}
+
+#[test]
+fn empty_file_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(file(4, vec![]))]),
+        ApplyReason::EmptyFile { name: 4 }
+    );
+}
+
+#[test]
+fn partition_of_undeclared_stream_is_refused() {
+    let f = file(
+        4,
+        vec![
+            part("s", &["a", "x"], [3, 3], 1, 0),
+            part("nope", &[], [0, 0], 1, 0),
+        ],
+    );
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::UnknownStream {
+            stream: "nope".to_owned(),
+            partition_idx: Some(1)
+        }
+    );
+}
+
+#[test]
+fn track_depth_must_match_the_declaration() {
+    let f = file(4, vec![part("s", &["a"], [3, 3], 1, 0)]);
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::TrackDepth {
+            partition_idx: 0,
+            depth: 1,
+            declared: 2
+        }
+    );
+}
+
+#[test]
+fn axis_presence_must_match_the_declaration() {
+    let mut missing = part("s", &["a", "x"], [3, 3], 1, 0);
+    missing.axis = None;
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(file(4, vec![missing]))]),
+        ApplyReason::AxisPresence {
+            partition_idx: 0,
+            declared: true
+        }
+    );
+    let mut extra = part("p", &[], [1, 1], 1, 0);
+    extra.axis = Some([0, 0]);
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(file(4, vec![extra]))]),
+        ApplyReason::AxisPresence {
+            partition_idx: 0,
+            declared: false
+        }
+    );
+}
+
+#[test]
+fn inverted_ranges_are_refused() {
+    let mut positions = part("s", &["a", "x"], [3, 3], 1, 0);
+    positions.positions = [9, 8];
+    let mut ordinals = part("s", &["a", "x"], [3, 3], 1, 0);
+    ordinals.ordinals = [4, 3];
+    let mut axis = part("s", &["a", "x"], [3, 3], 1, 0);
+    axis.axis = Some([7, 6]);
+    for (p, what, lo, hi) in [
+        (positions, "positions", 9, 8),
+        (ordinals, "ordinals", 4, 3),
+        (axis, "axis", 7, 6),
+    ] {
+        assert_eq!(
+            refuse_reason(vec![Entry::AddFile(file(4, vec![p]))]),
+            ApplyReason::InvertedRange {
+                partition_idx: 0,
+                what,
+                lo,
+                hi
+            }
+        );
+    }
+}
+
+#[test]
+fn row_count_must_fit_the_ordinal_range() {
+    for (n_rows, ordinals) in [(0, [3, 3]), (3, [3, 4])] {
+        let f = file(4, vec![part("s", &["a", "x"], ordinals, n_rows, 0)]);
+        assert_eq!(
+            refuse_reason(vec![Entry::AddFile(f)]),
+            ApplyReason::RowCount {
+                partition_idx: 0,
+                n_rows,
+                ordinals
+            }
+        );
+    }
+}
+
+#[test]
+fn partition_extent_must_lie_inside_the_file() {
+    let mut f = file(4, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+    f.partitions[0].offset = 1;
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f.clone())]),
+        ApplyReason::Extent {
+            partition_idx: 0,
+            offset: 1,
+            len: 8,
+            file_len: 8
+        }
+    );
+    f.partitions[0].offset = u64::MAX;
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::Extent {
+            partition_idx: 0,
+            offset: u64::MAX,
+            len: 8,
+            file_len: 8
+        }
+    );
+}
+
+#[test]
+fn duplicate_partition_in_one_file_is_refused() {
+    let f = file(
+        4,
+        vec![
+            part("s", &["a", "x"], [3, 3], 1, 0),
+            part("s", &["a", "x"], [4, 4], 1, 0),
+        ],
+    );
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::DuplicatePartition {
+            partition_idx: 1,
+            first_idx: 0,
+            stream: "s".to_owned(),
+            track: key(&["a", "x"]),
+        }
+    );
+}
+
+#[test]
+fn ordinals_must_start_at_the_next_ordinal() {
+    // A gap (4 instead of 3) and an overlap with file 1 (2 instead of 3).
+    for got in [4, 2] {
+        let f = file(4, vec![part("s", &["a", "x"], [got, got], 1, 0)]);
+        assert_eq!(
+            refuse_reason(vec![Entry::AddFile(f)]),
+            ApplyReason::OrdinalStart {
+                stream: "s".to_owned(),
+                expected: 3,
+                got
+            }
+        );
+    }
+    // Against a file earlier in the same record: the next ordinal of s is then 4.
+    let f4 = file(4, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+    let f5 = file(5, vec![part("s", &["a", "x"], [3, 3], 1, 0)]);
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f4), Entry::AddFile(f5)]),
+        ApplyReason::OrdinalStart {
+            stream: "s".to_owned(),
+            expected: 4,
+            got: 3
+        }
+    );
+}
+
+#[test]
+fn ordinals_of_a_file_must_be_dense_per_stream() {
+    // Ordinals 3..=6 spanned, but only 3 rows: one ordinal is missing.
+    let f = file(
+        4,
+        vec![
+            part("s", &["a", "x"], [3, 5], 2, 0),
+            part("s", &["b", "y"], [6, 6], 1, 0),
+        ],
+    );
+    assert_eq!(
+        refuse_reason(vec![Entry::AddFile(f)]),
+        ApplyReason::OrdinalDensity {
+            stream: "s".to_owned(),
+            n_rows: 3,
+            span: 4
+        }
+    );
+}
+
+#[test]
+fn interleaved_partitions_are_accepted() {
+    // s/[a,x] holds ordinals 3 and 5, s/[b,y] holds 4 and 6: ranges overlap, rows are dense.
+    let mut cat = base();
+    let f = file(
+        4,
+        vec![
+            part("s", &["a", "x"], [3, 5], 2, 0),
+            part("s", &["b", "y"], [4, 6], 2, 0),
+        ],
+    );
+    cat.apply(&rec(vec![Entry::AddFile(f)])).unwrap();
+    assert_eq!(cat.next_ordinal("s"), 7);
+}
+
+#[test]
+fn ordinal_u64_max_is_refused() {
+    let mut cat = Catalog::new();
+    cat.apply(&rec(vec![Entry::Declare(decl("p", 0, false))]))
+        .unwrap();
+    let whole = PartitionEntry {
+        n_rows: u64::MAX,
+        ..part("p", &[], [0, u64::MAX - 1], 1, 0)
+    };
+    cat.apply(&rec(vec![Entry::AddFile(file(1, vec![whole]))]))
+        .unwrap();
+    assert_eq!(cat.next_ordinal("p"), u64::MAX);
+    let err = refuse(
+        &mut cat,
+        vec![Entry::AddFile(file(
+            2,
+            vec![part("p", &[], [u64::MAX, u64::MAX], 1, 0)],
+        ))],
+    );
+    assert_eq!(
+        err.reason,
+        ApplyReason::OrdinalExhausted {
+            stream: "p".to_owned()
+        }
+    );
+}
+
+// ---- Retire ----
+
+#[test]
+fn retiring_an_unknown_file_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![retire(9, "s", &["a", "x"], Tier::Raw)]),
+        ApplyReason::UnknownFile { file: 9 }
+    );
+}
+
+#[test]
+fn retiring_in_a_wholly_retired_file_is_refused() {
+    let mut cat = base();
+    cat.apply(&rec(vec![
+        retire(1, "s", &["a", "x"], Tier::Raw),
+        retire(1, "s", &["a", "x"], Tier::Level(0)),
+        retire(1, "s", &["a", "x"], Tier::Level(1)),
+        retire(1, "s", &["b", "y"], Tier::Raw),
+        retire(1, "p", &[], Tier::Raw),
+    ]))
+    .unwrap();
+    assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(cat.live_files().count(), 0);
+    let err = refuse(&mut cat, vec![retire(1, "s", &["a", "x"], Tier::Raw)]);
+    assert_eq!(err.reason, ApplyReason::FileRetired { file: 1 });
+}
+
+#[test]
+fn retiring_a_partition_the_file_does_not_hold_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![retire(1, "s", &["a", "y"], Tier::Raw)]),
+        ApplyReason::NoPartition {
+            file: 1,
+            stream: "s".to_owned(),
+            track: key(&["a", "y"])
+        }
+    );
+}
+
+#[test]
+fn retiring_a_level_not_stored_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![retire(1, "s", &["a", "x"], Tier::Level(2))]),
+        ApplyReason::NoTier {
+            file: 1,
+            stream: "s".to_owned(),
+            track: key(&["a", "x"]),
+            tier: Tier::Level(2),
+            n_levels: 2,
+        }
+    );
+}
+
+#[test]
+fn retiring_twice_is_refused() {
+    let expected = ApplyReason::TierRetired {
+        file: 1,
+        stream: "s".to_owned(),
+        track: key(&["a", "x"]),
+        tier: Tier::Level(1),
+    };
+    // Twice in one record.
+    assert_eq!(
+        refuse_reason(vec![
+            retire(1, "s", &["a", "x"], Tier::Level(1)),
+            retire(1, "s", &["a", "x"], Tier::Level(1)),
+        ]),
+        expected
+    );
+    // Once before, once now.
+    let mut cat = base();
+    cat.apply(&rec(vec![retire(1, "s", &["a", "x"], Tier::Level(1))]))
+        .unwrap();
+    assert_eq!(
+        refuse(&mut cat, vec![retire(1, "s", &["a", "x"], Tier::Level(1))]).reason,
+        expected
+    );
+}
+
+#[test]
+fn a_file_added_and_retired_in_one_record() {
+    let mut cat = base();
+    let f = file(4, vec![part("s", &["a", "x"], [3, 3], 1, 1)]);
+    cat.apply(&rec(vec![
+        Entry::AddFile(f.clone()),
+        retire(4, "s", &["a", "x"], Tier::Raw),
+        retire(4, "s", &["a", "x"], Tier::Level(0)),
+    ]))
+    .unwrap();
+    assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![4]);
+    assert_eq!(cat.file(4), Some(&f));
+    // And the errors for a file of the same record.
+    let g = file(5, vec![part("s", &["a", "x"], [4, 4], 1, 0)]);
+    assert_eq!(
+        refuse(
+            &mut cat,
+            vec![
+                Entry::AddFile(g.clone()),
+                retire(5, "s", &["b", "y"], Tier::Raw)
+            ]
+        )
+        .reason,
+        ApplyReason::NoPartition {
+            file: 5,
+            stream: "s".to_owned(),
+            track: key(&["b", "y"])
+        }
+    );
+    assert!(matches!(
+        refuse(
+            &mut cat,
+            vec![
+                Entry::AddFile(g),
+                retire(5, "s", &["a", "x"], Tier::Level(0))
+            ]
+        )
+        .reason,
+        ApplyReason::NoTier {
+            file: 5,
+            n_levels: 0,
+            ..
+        }
+    ));
+}
+
+// ---- Watermark and NameHigh ----
+
+#[test]
+fn watermark_of_undeclared_stream_is_refused() {
+    assert_eq!(
+        refuse_reason(vec![watermark("nope", 1)]),
+        ApplyReason::UnknownStream {
+            stream: "nope".to_owned(),
+            partition_idx: None
+        }
+    );
+}
+
+#[test]
+fn watermark_must_not_go_backwards() {
+    assert_eq!(
+        refuse_reason(vec![watermark("s", 9)]),
+        ApplyReason::WatermarkBackwards {
+            stream: "s".to_owned(),
+            current: 10,
+            position: 9
+        }
+    );
+    assert_eq!(
+        refuse_reason(vec![watermark("s", 20), watermark("s", 15)]),
+        ApplyReason::WatermarkBackwards {
+            stream: "s".to_owned(),
+            current: 20,
+            position: 15
+        }
+    );
+    let mut cat = base();
+    cat.apply(&rec(vec![
+        watermark("s", 10),
+        watermark("p", 0),
+        watermark("p", 0),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (cat.watermark("s"), cat.watermark("p")),
+        (Some(10), Some(0))
+    );
+}
+
+#[test]
+fn name_high_only_rises() {
+    let mut cat = base();
+    assert_eq!((cat.name_high(), cat.next_name()), (3, 4));
+    cat.apply(&rec(vec![Entry::NameHigh(2)])).unwrap();
+    assert_eq!(cat.name_high(), 3);
+    cat.apply(&rec(vec![Entry::NameHigh(7)])).unwrap();
+    assert_eq!((cat.name_high(), cat.next_name()), (7, 8));
+    // An added name above every NameHigh raises it too.
+    cat.apply(&rec(vec![Entry::AddFile(file(
+        12,
+        vec![part("p", &[], [1, 1], 1, 0)],
+    ))]))
+    .unwrap();
+    assert_eq!(cat.name_high(), 12);
+}
+
+#[test]
+fn a_late_bad_entry_undoes_nothing_because_nothing_was_done() {
+    let mut cat = base();
+    let before = cat.clone();
+    let err = cat
+        .apply(&rec(vec![
+            Entry::Declare(decl("q", 0, false)),
+            Entry::AddFile(file(4, vec![part("q", &[], [0, 0], 1, 0)])),
+            retire(1, "p", &[], Tier::Raw),
+            watermark("q", 5),
+            Entry::NameHigh(50),
+            watermark("q", 4),
+        ]))
+        .unwrap_err();
+    assert_eq!(err.entry_idx, 5);
+    assert_eq!(cat, before);
+    assert_eq!(
+        err.to_string(),
+        "record entry 5: stream \"q\": watermark 4 is below the current 5"
+    );
+}
+
+// ---- queries ----
+
+#[test]
+fn queries_of_the_base_catalog() {
+    let cat = base();
+    assert_eq!(
+        cat.streams().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+        vec!["p", "s"]
+    );
+    assert_eq!(cat.stream("s"), Some(&decl("s", 2, true)));
+    assert_eq!(cat.stream("nope"), None);
+    assert_eq!(
+        (
+            cat.watermark("s"),
+            cat.watermark("p"),
+            cat.watermark("nope")
+        ),
+        (Some(10), None, None)
+    );
+    assert_eq!(
+        (
+            cat.next_ordinal("s"),
+            cat.next_ordinal("p"),
+            cat.next_ordinal("nope")
+        ),
+        (3, 1, 0)
+    );
+    assert_eq!(
+        (cat.last_position("s"), cat.last_position("nope")),
+        (Some(2), None)
+    );
+    assert_eq!(
+        cat.live_files().map(|f| f.name).collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert_eq!(cat.retired_files().count(), 0);
+    assert_eq!(cat.axis_range("s", &TrackKey::ROOT), Some([0, 2]));
+    assert_eq!(cat.axis_range("s", &key(&["b"])), Some([1, 1]));
+    assert_eq!(cat.axis_range("s", &key(&["c"])), None);
+    assert_eq!(cat.axis_range("p", &TrackKey::ROOT), None);
+}
+
+/// (track, names of the live segments of `tier`) for each partition of `stream` beneath `prefix`.
+fn live(
+    cat: &Catalog,
+    stream: &str,
+    prefix: &TrackKey,
+    tier: Tier,
+) -> Vec<(TrackKey, Vec<FileName>)> {
+    cat.partitions(stream, prefix)
+        .map(|p| {
+            (
+                p.track().clone(),
+                p.segments(tier).map(|(name, _)| name).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn partitions_are_in_key_order_with_segments_in_name_order() {
+    let mut cat = base();
+    cat.apply(&rec(vec![
+        Entry::AddFile(file(
+            4,
+            vec![
+                part("s", &["b", "y"], [3, 3], 1, 1),
+                part("s", &["a", "x"], [4, 4], 1, 1),
+            ],
+        )),
+        Entry::AddFile(file(
+            5,
+            vec![
+                part("s", &["a", "x"], [5, 6], 2, 0),
+                part("s", &["a b", "z"], [7, 7], 1, 0),
+            ],
+        )),
+    ]))
+    .unwrap();
+    assert_eq!(
+        live(&cat, "s", &TrackKey::ROOT, Tier::Raw),
+        vec![
+            (key(&["a", "x"]), vec![1, 4, 5]),
+            (key(&["a b", "z"]), vec![5]),
+            (key(&["b", "y"]), vec![1, 4])
+        ]
+    );
+    // "a" selects a/x but not "a b"/z.
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Raw),
+        vec![(key(&["a", "x"]), vec![1, 4, 5])]
+    );
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Level(1)),
+        vec![(key(&["a", "x"]), vec![1])]
+    );
+    let (name, entry) = cat
+        .partitions("s", &key(&["b", "y"]))
+        .next()
+        .unwrap()
+        .segments(Tier::Level(0))
+        .last()
+        .unwrap();
+    assert_eq!((name, entry.ordinals), (4, [3, 3]));
+    assert_eq!(cat.partitions("nope", &TrackKey::ROOT).count(), 0);
+}
+
+#[test]
+fn retirement_removes_segments_from_their_tier_only() {
+    let mut cat = base();
+    cat.apply(&rec(vec![
+        retire(1, "s", &["a", "x"], Tier::Raw),
+        retire(1, "s", &["a", "x"], Tier::Level(1)),
+    ]))
+    .unwrap();
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Raw),
+        vec![(key(&["a", "x"]), vec![])]
+    );
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Level(0)),
+        vec![(key(&["a", "x"]), vec![1])]
+    );
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Level(1)),
+        vec![(key(&["a", "x"]), vec![])]
+    );
+    // Levels still hold the axis range.
+    assert_eq!(cat.axis_range("s", &key(&["a"])), Some([0, 2]));
+    cat.apply(&rec(vec![retire(1, "s", &["a", "x"], Tier::Level(0))]))
+        .unwrap();
+    assert_eq!(live(&cat, "s", &key(&["a"]), Tier::Raw), vec![]);
+    assert_eq!(cat.axis_range("s", &key(&["a"])), None);
+    assert_eq!(cat.axis_range("s", &TrackKey::ROOT), Some([1, 1]));
+    // Everything ever added still counts for ordinals and positions.
+    assert_eq!(
+        (cat.next_ordinal("s"), cat.last_position("s")),
+        (3, Some(2))
+    );
+}
+
+#[test]
+fn snapshot_of_the_base_catalog_rebuilds_it() {
+    let mut cat = base();
+    cat.apply(&rec(vec![retire(1, "s", &["a", "x"], Tier::Level(0))]))
+        .unwrap();
+    let snapshot = cat.snapshot();
+    let mut rebuilt = Catalog::new();
+    rebuilt.apply(&snapshot).unwrap();
+    assert_eq!(rebuilt, cat);
+    assert!(matches!(snapshot.entries.last(), Some(Entry::NameHigh(3))));
+}
+
+#[test]
+fn partition_view_debug_is_short() {
+    let cat = base();
+    let view = cat.partitions("s", &key(&["a"])).next().unwrap();
+    assert_eq!(
+        format!("{view:?}"),
+        r#"PartitionView { track: TrackKey["a", "x"], raw: [1], n_levels: 2 }"#
+    );
+}
+
+// ---- generated valid histories ----
+
+const LABELS: [&str; 3] = ["a", "a b", "b"];
+
+#[derive(Debug, Clone)]
+struct StreamPlan {
+    depth: usize,
+    axis: bool,
+}
+
+#[derive(Debug, Clone)]
+struct BarrierPlan {
+    /// Rows in publish order: (stream pick, track pick, position step).
+    rows: Vec<(usize, usize, u64)>,
+    /// Level counts, cycled over the file's partitions.
+    levels: Vec<u8>,
+    /// 0: next name; 1: one name burnt by a crash; 2: also a NameHigh above the file.
+    names: u8,
+    /// Picks among the live tiers to retire (after this barrier's file is added).
+    retire: Vec<usize>,
+    /// (stream pick, bump) per watermark entry.
+    watermarks: Vec<(usize, u64)>,
+    redeclare: bool,
+}
+
+fn plan() -> impl Strategy<Value = (Vec<StreamPlan>, Vec<BarrierPlan>)> {
+    let stream = (0usize..=2, any::<bool>()).prop_map(|(depth, axis)| StreamPlan { depth, axis });
+    let barrier = (
+        proptest::collection::vec((0usize..3, 0usize..9, 0u64..3), 0..10),
+        proptest::collection::vec(0u8..3, 1..4),
+        0u8..3,
+        proptest::collection::vec(any::<usize>(), 0..4),
+        proptest::collection::vec((0usize..3, 0u64..5), 0..3),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(rows, levels, names, retire, watermarks, redeclare)| BarrierPlan {
+                rows,
+                levels,
+                names,
+                retire,
+                watermarks,
+                redeclare,
+            },
+        );
+    (
+        proptest::collection::vec(stream, 1..=3),
+        proptest::collection::vec(barrier, 0..8),
+    )
+}
+
+/// What the generated history should leave behind, tracked independently of the catalog.
+#[derive(Debug, Default)]
+struct Model {
+    next_ordinal: Vec<u64>,
+    position: Vec<u64>,
+    watermark: Vec<Option<u64>>,
+    name_high: u64,
+    /// (file, stream id, track, tier) of every live tier.
+    live: Vec<(FileName, String, TrackKey, Tier)>,
+    live_per_file: BTreeMap<FileName, usize>,
+    retired_files: BTreeSet<FileName>,
+}
+
+fn stream_id(idx: usize) -> String {
+    format!("s{idx}")
+}
+
+fn track_of(depth: usize, pick: usize) -> TrackKey {
+    let labels: Vec<&str> = (0..depth)
+        .map(|j| LABELS[(pick / 3usize.pow(u32::try_from(j).unwrap())) % 3])
+        .collect();
+    TrackKey::encode(&labels).unwrap()
+}
+
+/// Turns a plan into valid records, and the model of what they leave.
+fn build(streams: &[StreamPlan], barriers: &[BarrierPlan]) -> (Vec<Record>, Model) {
+    let decls: Vec<StreamDecl> = streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| decl(&stream_id(i), s.depth, s.axis))
+        .collect();
+    let n = streams.len();
+    let mut model = Model {
+        next_ordinal: vec![0; n],
+        position: vec![0; n],
+        watermark: vec![None; n],
+        ..Model::default()
+    };
+    let mut records = vec![rec(decls.iter().cloned().map(Entry::Declare).collect())];
+    for barrier in barriers {
+        let mut entries = Vec::new();
+        if barrier.redeclare {
+            entries.push(Entry::Declare(decls[0].clone()));
+        }
+        // Partitions in first-row order; their ordinal ranges interleave.
+        let mut parts: Vec<PartitionEntry> = Vec::new();
+        for &(stream_pick, track_pick, step) in &barrier.rows {
+            let s = stream_pick % n;
+            let track = track_of(streams[s].depth, track_pick);
+            let ordinal = model.next_ordinal[s];
+            model.next_ordinal[s] += 1;
+            model.position[s] += step;
+            let position = model.position[s];
+            let id = stream_id(s);
+            let idx = parts
+                .iter()
+                .position(|p| p.stream == id && p.track == track)
+                .unwrap_or_else(|| {
+                    parts.push(PartitionEntry {
+                        stream: id.clone(),
+                        track: track.clone(),
+                        n_rows: 0,
+                        positions: [position, position],
+                        ordinals: [ordinal, ordinal],
+                        axis: streams[s].axis.then_some([position, position]),
+                        n_levels: barrier.levels[parts.len() % barrier.levels.len()],
+                        offset: 0,
+                        len: 0,
+                    });
+                    parts.len() - 1
+                });
+            let p = &mut parts[idx];
+            p.n_rows += 1;
+            p.positions[1] = position;
+            p.ordinals[1] = ordinal;
+            if let Some(axis) = &mut p.axis {
+                axis[1] = position;
+            }
+        }
+        let name = model.name_high + 1 + u64::from(barrier.names.min(1));
+        if !parts.is_empty() {
+            let f = file(name, parts);
+            for p in &f.partitions {
+                let tiers = std::iter::once(Tier::Raw).chain((0..p.n_levels).map(Tier::Level));
+                for tier in tiers {
+                    model
+                        .live
+                        .push((name, p.stream.clone(), p.track.clone(), tier));
+                }
+                *model.live_per_file.entry(name).or_default() += 1 + usize::from(p.n_levels);
+            }
+            entries.push(Entry::AddFile(f));
+            model.name_high = name;
+        }
+        for &pick in &barrier.retire {
+            if model.live.is_empty() {
+                break;
+            }
+            let (file, stream, track, tier) = model.live.swap_remove(pick % model.live.len());
+            entries.push(Entry::Retire(Retirement {
+                file,
+                stream,
+                track,
+                tier,
+            }));
+            let left = model.live_per_file.get_mut(&file).unwrap();
+            *left -= 1;
+            if *left == 0 {
+                model.retired_files.insert(file);
+            }
+        }
+        for &(stream_pick, bump) in &barrier.watermarks {
+            let s = stream_pick % n;
+            let position = model.watermark[s].unwrap_or(0) + bump;
+            model.watermark[s] = Some(position);
+            entries.push(watermark(&stream_id(s), position));
+        }
+        if barrier.names == 2 {
+            model.name_high = name.max(model.name_high) + 1;
+            entries.push(Entry::NameHigh(model.name_high));
+        }
+        records.push(rec(entries));
+    }
+    (records, model)
+}
+
+fn replay(records: &[Record]) -> Catalog {
+    let mut cat = Catalog::new();
+    for (idx, record) in records.iter().enumerate() {
+        if let Err(err) = cat.apply(record) {
+            panic!("generated record {idx} refused: {err}\n{record:?}");
+        }
+    }
+    cat
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn snapshot_rebuilds_an_equal_catalog((streams, barriers) in plan()) {
+        let (records, _) = build(&streams, &barriers);
+        let cat = replay(&records);
+        let snapshot = cat.snapshot();
+        let mut rebuilt = Catalog::new();
+        rebuilt.apply(&snapshot).unwrap();
+        prop_assert_eq!(&rebuilt, &cat);
+        // Through the codec too: what a manifest rewrite would write and boot would read.
+        let frame = encode_frame(&snapshot);
+        let (decoded, _) = decode_frame(&frame).unwrap();
+        let mut booted = Catalog::new();
+        booted.apply(&decoded).unwrap();
+        prop_assert_eq!(&booted, &cat);
+        prop_assert_eq!(booted.snapshot(), snapshot);
+    }
+
+    #[test]
+    fn catalog_agrees_with_the_model((streams, barriers) in plan()) {
+        let (records, model) = build(&streams, &barriers);
+        let cat = replay(&records);
+        prop_assert_eq!(cat.name_high(), model.name_high);
+        prop_assert_eq!(cat.next_name(), model.name_high + 1);
+        prop_assert_eq!(cat.retired_files().collect::<BTreeSet<_>>(), model.retired_files.clone());
+        let live_files: BTreeSet<FileName> =
+            model.live_per_file.keys().copied().filter(|f| !model.retired_files.contains(f)).collect();
+        prop_assert_eq!(cat.live_files().map(|f| f.name).collect::<BTreeSet<_>>(), live_files);
+        for (s, stream) in streams.iter().enumerate() {
+            let id = stream_id(s);
+            prop_assert_eq!(cat.next_ordinal(&id), model.next_ordinal[s]);
+            prop_assert_eq!(cat.watermark(&id), model.watermark[s]);
+            // Live tiers beneath each prefix, by range scan vs by filtering the model.
+            let mut prefixes = vec![TrackKey::ROOT];
+            prefixes.extend((0..3).map(|pick| track_of(stream.depth.min(1), pick)));
+            for prefix in &prefixes {
+                let mut from_catalog = BTreeSet::new();
+                let mut keys = Vec::new();
+                for view in cat.partitions(&id, prefix) {
+                    keys.push(view.track().clone());
+                    let tiers = std::iter::once(Tier::Raw).chain((0..3).map(Tier::Level));
+                    for tier in tiers {
+                        for (name, entry) in view.segments(tier) {
+                            prop_assert_eq!(&entry.track, view.track());
+                            from_catalog.insert((name, id.clone(), view.track().clone(), tier));
+                        }
+                    }
+                }
+                let from_model: BTreeSet<_> = model
+                    .live
+                    .iter()
+                    .filter(|(_, stream, track, _)| *stream == id && track.starts_with(prefix))
+                    .cloned()
+                    .collect();
+                prop_assert_eq!(&from_catalog, &from_model);
+                let mut sorted = keys.clone();
+                sorted.sort();
+                sorted.dedup();
+                prop_assert_eq!(keys, sorted, "partitions come once each, in key order");
+            }
+        }
+    }
+
+    #[test]
+    fn one_record_or_many_give_the_same_catalog((streams, barriers) in plan()) {
+        let (records, _) = build(&streams, &barriers);
+        let cat = replay(&records);
+        let all = rec(records.iter().flat_map(|r| r.entries.iter().cloned()).collect());
+        let mut at_once = Catalog::new();
+        at_once.apply(&all).unwrap();
+        prop_assert_eq!(at_once, cat);
+    }
+
+    #[test]
+    fn a_refused_record_changes_nothing_and_the_history_goes_on(
+        (streams, barriers) in plan(),
+        poison in 0usize..4,
+    ) {
+        let (records, _) = build(&streams, &barriers);
+        let mut cat = Catalog::new();
+        for record in &records {
+            let bad = match poison {
+                0 => retire(u64::MAX - 1, "s0", &[], Tier::Raw),
+                1 => watermark("undeclared", 0),
+                2 => Entry::AddFile(file(0, vec![])),
+                _ => Entry::Declare(decl("s0", 3, false)),
+            };
+            let mut poisoned = record.clone();
+            poisoned.entries.push(bad);
+            let before = cat.clone();
+            let err = cat.apply(&poisoned).unwrap_err();
+            prop_assert_eq!(err.entry_idx, record.entries.len());
+            prop_assert_eq!(&cat, &before);
+            cat.apply(record).unwrap();
+        }
+        prop_assert_eq!(cat, replay(&records));
+    }
+}

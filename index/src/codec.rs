@@ -1,0 +1,735 @@
+//! The manifest's bytes: a header, then checksummed frames, one [`Record`] per frame.
+//!
+//! ```text
+//! header: magic "STRATAMF" (8) | format version u32 LE (= 1) | reserved u32 LE (= 0)
+//! frame:  len u32 LE | crc u32 LE | body (len bytes)
+//!         crc = crc32c(len bytes ++ body)
+//! body:   version u8 (= 1) | n_entries u32 LE | entries, each tag u8 + payload
+//! ```
+//!
+//! The checksum covers the length so that a torn or flipped length is caught by the frame's own
+//! check rather than being trusted to find the next frame. Parsing stops at the first frame that
+//! fails any check: nothing after it is read, because after one bad frame the reader no longer
+//! knows where frames begin. The byte-exact layout of every entry is in `docs/manifest.md`.
+
+use std::fmt;
+
+use crate::key::TrackKey;
+use crate::record::{
+    Entry, FieldDecl, FieldKind, FileEntry, LadderSpec, PartitionEntry, Record, Retirement,
+    StreamDecl, Tier,
+};
+
+/// The manifest file's magic bytes.
+pub const LOG_MAGIC: [u8; 8] = *b"STRATAMF";
+/// The manifest format version this build writes and reads.
+pub const LOG_VERSION: u32 = 1;
+/// Length of the manifest header.
+pub const LOG_HEADER_LEN: usize = 16;
+/// Length of a frame header (`len` + `crc`).
+pub const FRAME_HEADER_LEN: usize = 8;
+/// The largest frame body; a longer declared length is a fault, never an allocation.
+pub const FRAME_BODY_MAX: usize = 64 * 1024 * 1024;
+/// The body version this build writes and reads.
+pub const BODY_VERSION: u8 = 1;
+
+// Entry tags. Never renumber: they are on disk.
+const TAG_DECLARE: u8 = 1;
+const TAG_ADD_FILE: u8 = 2;
+const TAG_RETIRE: u8 = 3;
+const TAG_WATERMARK: u8 = 4;
+const TAG_NAME_HIGH: u8 = 5;
+
+// Tier kinds inside a Retire payload.
+const TIER_RAW: u8 = 0;
+const TIER_LEVEL: u8 = 1;
+
+/// The manifest header: magic, format version, reserved zero.
+pub fn log_header() -> [u8; LOG_HEADER_LEN] {
+    let mut header = [0u8; LOG_HEADER_LEN];
+    header[..8].copy_from_slice(&LOG_MAGIC);
+    header[8..12].copy_from_slice(&LOG_VERSION.to_le_bytes());
+    header[12..16].copy_from_slice(&0u32.to_le_bytes());
+    header
+}
+
+/// Why one frame could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameFault {
+    /// Fewer than [`FRAME_HEADER_LEN`] bytes are left.
+    TruncatedHeader {
+        /// Bytes left.
+        available: usize,
+    },
+    /// The declared body length is over [`FRAME_BODY_MAX`].
+    BodyTooLong {
+        /// The declared length.
+        declared: u32,
+    },
+    /// Fewer body bytes are left than the frame declares.
+    TruncatedBody {
+        /// The declared length.
+        declared: u32,
+        /// Body bytes present.
+        available: usize,
+    },
+    /// The stored checksum does not match the bytes.
+    Checksum {
+        /// The checksum stored in the frame header.
+        expected: u32,
+        /// The checksum computed over the length and body read.
+        got: u32,
+    },
+    /// The body's version byte is not [`BODY_VERSION`].
+    UnknownVersion {
+        /// The version byte read.
+        version: u8,
+    },
+    /// The body passed its checksum but does not decode as a record.
+    Malformed {
+        /// Offset inside the body where the bad item starts.
+        body_offset: usize,
+        /// What was being read and what was wrong with it.
+        detail: String,
+    },
+}
+
+impl FrameFault {
+    /// Whether the frame was cut short (a torn append), rather than present but wrong.
+    pub fn is_truncation(&self) -> bool {
+        matches!(
+            self,
+            Self::TruncatedHeader { .. } | Self::TruncatedBody { .. }
+        )
+    }
+}
+
+impl fmt::Display for FrameFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TruncatedHeader { available } => write!(
+                f,
+                "frame header truncated: {FRAME_HEADER_LEN} bytes needed, {available} present"
+            ),
+            Self::BodyTooLong { declared } => write!(
+                f,
+                "frame body length {declared} is over the maximum of {FRAME_BODY_MAX}"
+            ),
+            Self::TruncatedBody {
+                declared,
+                available,
+            } => write!(
+                f,
+                "frame body truncated: {declared} bytes declared, {available} present"
+            ),
+            Self::Checksum { expected, got } => {
+                write!(
+                    f,
+                    "frame checksum mismatch: expected {expected:#010x}, got {got:#010x}"
+                )
+            }
+            Self::UnknownVersion { version } => write!(
+                f,
+                "unknown frame body version {version} (this build reads {BODY_VERSION})"
+            ),
+            Self::Malformed {
+                body_offset,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "malformed frame body at body offset {body_offset}: {detail}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameFault {}
+
+/// Why the trusted prefix of a manifest ends where it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FaultReason {
+    /// The file is shorter than the header.
+    ShortHeader {
+        /// Bytes present.
+        available: usize,
+    },
+    /// The header does not start with [`LOG_MAGIC`].
+    BadMagic {
+        /// The first 8 bytes found.
+        got: [u8; 8],
+    },
+    /// The header's format version is not [`LOG_VERSION`].
+    UnsupportedVersion {
+        /// The version found.
+        version: u32,
+    },
+    /// The header's reserved field is not zero.
+    ReservedNotZero {
+        /// The value found.
+        got: u32,
+    },
+    /// A frame failed its own check.
+    Frame(FrameFault),
+}
+
+impl fmt::Display for FaultReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ShortHeader { available } => write!(
+                f,
+                "manifest header truncated: {LOG_HEADER_LEN} bytes needed, {available} present"
+            ),
+            Self::BadMagic { got } => write!(
+                f,
+                "bad manifest magic \"{}\" (expected \"{}\")",
+                got.escape_ascii(),
+                LOG_MAGIC.escape_ascii()
+            ),
+            Self::UnsupportedVersion { version } => write!(
+                f,
+                "unsupported manifest format version {version} (this build reads {LOG_VERSION})"
+            ),
+            Self::ReservedNotZero { got } => {
+                write!(f, "manifest header reserved field is {got}, expected 0")
+            }
+            Self::Frame(fault) => fault.fmt(f),
+        }
+    }
+}
+
+/// Where and why parsing stopped before the end of the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Byte offset in the manifest: 0 for a header fault, else the start of the bad frame.
+    pub offset: u64,
+    /// What was wrong.
+    pub reason: FaultReason,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "manifest fault at byte {}: {}", self.offset, self.reason)
+    }
+}
+
+impl std::error::Error for Fault {}
+
+/// The trusted prefix of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedLog {
+    /// The records of every good frame, in order.
+    pub records: Vec<Record>,
+    /// Header plus every good frame; 0 if the header is bad. Everything after it is the tail.
+    pub trusted_len: u64,
+    /// Why the trusted prefix ends before the bytes do; `None` when they end after a good frame.
+    pub fault: Option<Fault>,
+}
+
+/// Parses a whole manifest: the header, then frames up to the first bad one. Never panics.
+///
+/// # Panics
+/// Never because of the input; only if [`decode_frame`] broke its own contract (a bug).
+pub fn parse_log(bytes: &[u8]) -> ParsedLog {
+    if let Err(reason) = check_header(bytes) {
+        return ParsedLog {
+            records: Vec::new(),
+            trusted_len: 0,
+            fault: Some(Fault { offset: 0, reason }),
+        };
+    }
+    let mut records = Vec::new();
+    let mut pos = LOG_HEADER_LEN;
+    let fault = loop {
+        let rest = bytes.get(pos..).unwrap_or_default();
+        if rest.is_empty() {
+            break None;
+        }
+        match decode_frame(rest) {
+            Ok((record, consumed)) => {
+                assert!(
+                    consumed > 0 && consumed <= rest.len(),
+                    "a frame lies within its bytes"
+                );
+                records.push(record);
+                pos += consumed;
+            }
+            Err(fault) => {
+                break Some(Fault {
+                    offset: offset_u64(pos),
+                    reason: FaultReason::Frame(fault),
+                });
+            }
+        }
+    };
+    ParsedLog {
+        records,
+        trusted_len: offset_u64(pos),
+        fault,
+    }
+}
+
+fn offset_u64(pos: usize) -> u64 {
+    u64::try_from(pos).expect("a byte offset fits u64")
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), FaultReason> {
+    let Some((header, _)) = bytes.split_first_chunk::<LOG_HEADER_LEN>() else {
+        return Err(FaultReason::ShortHeader {
+            available: bytes.len(),
+        });
+    };
+    // `header` is a fixed-size array, so these constant indexes are checked at compile time.
+    let magic = [
+        header[0], header[1], header[2], header[3], header[4], header[5], header[6], header[7],
+    ];
+    if magic != LOG_MAGIC {
+        return Err(FaultReason::BadMagic { got: magic });
+    }
+    let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+    if version != LOG_VERSION {
+        return Err(FaultReason::UnsupportedVersion { version });
+    }
+    let reserved = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
+    if reserved != 0 {
+        return Err(FaultReason::ReservedNotZero { got: reserved });
+    }
+    Ok(())
+}
+
+/// Encodes one record as one frame.
+///
+/// # Panics
+/// If the body would be longer than [`FRAME_BODY_MAX`]: the caller must split such a record.
+pub fn encode_frame(record: &Record) -> Vec<u8> {
+    let mut body = vec![BODY_VERSION];
+    put_len(&mut body, record.entries.len());
+    for entry in &record.entries {
+        put_entry(&mut body, entry);
+    }
+    assert!(
+        body.len() <= FRAME_BODY_MAX,
+        "frame body of {} bytes is over FRAME_BODY_MAX",
+        body.len()
+    );
+    let len = u32::try_from(body.len()).expect("FRAME_BODY_MAX fits u32");
+    let len_bytes = len.to_le_bytes();
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&len_bytes), &body);
+    let mut frame = Vec::with_capacity(FRAME_HEADER_LEN + body.len());
+    frame.extend_from_slice(&len_bytes);
+    frame.extend_from_slice(&crc.to_le_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Decodes the frame at the start of `bytes`: its record and the bytes it took. Never panics.
+///
+/// Bytes after the frame are not looked at.
+pub fn decode_frame(bytes: &[u8]) -> Result<(Record, usize), FrameFault> {
+    let Some((len_bytes, rest)) = bytes.split_first_chunk::<4>() else {
+        return Err(FrameFault::TruncatedHeader {
+            available: bytes.len(),
+        });
+    };
+    let Some((crc_bytes, rest)) = rest.split_first_chunk::<4>() else {
+        return Err(FrameFault::TruncatedHeader {
+            available: bytes.len(),
+        });
+    };
+    let declared = u32::from_le_bytes(*len_bytes);
+    let body_len = usize::try_from(declared).unwrap_or(usize::MAX);
+    if body_len > FRAME_BODY_MAX {
+        return Err(FrameFault::BodyTooLong { declared });
+    }
+    let Some(body) = rest.get(..body_len) else {
+        return Err(FrameFault::TruncatedBody {
+            declared,
+            available: rest.len(),
+        });
+    };
+    let expected = u32::from_le_bytes(*crc_bytes);
+    let got = crc32c::crc32c_append(crc32c::crc32c(len_bytes), body);
+    if expected != got {
+        return Err(FrameFault::Checksum { expected, got });
+    }
+    let Some(&version) = body.first() else {
+        return Err(FrameFault::Malformed {
+            body_offset: 0,
+            detail: "empty body: the version byte is missing".to_owned(),
+        });
+    };
+    if version != BODY_VERSION {
+        return Err(FrameFault::UnknownVersion { version });
+    }
+    let record = decode_entries(body).map_err(|m| FrameFault::Malformed {
+        body_offset: m.body_offset,
+        detail: m.detail,
+    })?;
+    Ok((record, FRAME_HEADER_LEN + body_len))
+}
+
+/// Decodes the entries of a body whose version byte (at offset 0) was already checked.
+fn decode_entries(body: &[u8]) -> Result<Record, Malformed> {
+    let mut r = Reader { body, pos: 1 };
+    let n_entries = r.count("entry count")?;
+    let mut entries = Vec::with_capacity(n_entries.min(r.remaining()));
+    for entry_idx in 0..n_entries {
+        entries.push(get_entry(&mut r).map_err(|m| m.within(format_args!("entry {entry_idx}")))?);
+    }
+    if r.remaining() > 0 {
+        return Err(Malformed::new(
+            r.pos,
+            format!("{} trailing bytes after the last entry", r.remaining()),
+        ));
+    }
+    Ok(Record { entries })
+}
+
+// ---- writing ----
+
+fn put_len(buf: &mut Vec<u8>, n: usize) {
+    // Anything longer than u32 is far over FRAME_BODY_MAX, which encode_frame asserts anyway.
+    let n = u32::try_from(n).expect("a length inside a frame fits u32");
+    buf.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    put_len(buf, s.len());
+    buf.extend_from_slice(s.as_bytes());
+}
+
+fn put_key(buf: &mut Vec<u8>, key: &TrackKey) {
+    put_len(buf, key.as_bytes().len());
+    buf.extend_from_slice(key.as_bytes());
+}
+
+fn put_range(buf: &mut Vec<u8>, [lo, hi]: [u64; 2]) {
+    put_u64(buf, lo);
+    put_u64(buf, hi);
+}
+
+fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
+    match entry {
+        Entry::Declare(decl) => {
+            buf.push(TAG_DECLARE);
+            put_decl(buf, decl);
+        }
+        Entry::AddFile(file) => {
+            buf.push(TAG_ADD_FILE);
+            put_file(buf, file);
+        }
+        Entry::Retire(retirement) => {
+            buf.push(TAG_RETIRE);
+            put_u64(buf, retirement.file);
+            put_str(buf, &retirement.stream);
+            put_key(buf, &retirement.track);
+            match retirement.tier {
+                Tier::Raw => buf.push(TIER_RAW),
+                Tier::Level(k) => buf.extend_from_slice(&[TIER_LEVEL, k]),
+            }
+        }
+        Entry::Watermark { stream, position } => {
+            buf.push(TAG_WATERMARK);
+            put_str(buf, stream);
+            put_u64(buf, *position);
+        }
+        Entry::NameHigh(name) => {
+            buf.push(TAG_NAME_HIGH);
+            put_u64(buf, *name);
+        }
+    }
+}
+
+fn put_decl(buf: &mut Vec<u8>, decl: &StreamDecl) {
+    put_str(buf, &decl.id);
+    put_len(buf, decl.fields.len());
+    for field in &decl.fields {
+        put_str(buf, &field.name);
+        buf.push(field.kind.code());
+    }
+    put_len(buf, decl.track.len());
+    for field_idx in &decl.track {
+        buf.extend_from_slice(&field_idx.to_le_bytes());
+    }
+    match decl.axis {
+        None => buf.push(0),
+        Some(field_idx) => {
+            buf.push(1);
+            buf.extend_from_slice(&field_idx.to_le_bytes());
+        }
+    }
+    put_u64(buf, decl.ladder.base);
+    put_u64(buf, decl.ladder.fanout);
+}
+
+fn put_file(buf: &mut Vec<u8>, file: &FileEntry) {
+    put_u64(buf, file.name);
+    put_u64(buf, file.len);
+    buf.extend_from_slice(&file.digest.to_le_bytes());
+    put_len(buf, file.partitions.len());
+    for part in &file.partitions {
+        put_str(buf, &part.stream);
+        put_key(buf, &part.track);
+        put_u64(buf, part.n_rows);
+        put_range(buf, part.positions);
+        put_range(buf, part.ordinals);
+        match part.axis {
+            None => buf.push(0),
+            Some(axis) => {
+                buf.push(1);
+                put_range(buf, axis);
+            }
+        }
+        buf.push(part.n_levels);
+        put_u64(buf, part.offset);
+        put_u64(buf, part.len);
+    }
+}
+
+// ---- reading ----
+
+/// A decoding failure inside a body, before it is wrapped as a [`FrameFault`].
+#[derive(Debug)]
+struct Malformed {
+    body_offset: usize,
+    detail: String,
+}
+
+impl Malformed {
+    fn new(body_offset: usize, detail: String) -> Self {
+        Self {
+            body_offset,
+            detail,
+        }
+    }
+
+    fn within(mut self, context: fmt::Arguments<'_>) -> Self {
+        self.detail = format!("{context}: {}", self.detail);
+        self
+    }
+}
+
+/// A cursor over a frame body. Every read checks the bytes left before taking them.
+struct Reader<'a> {
+    body: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn rest(&self) -> &'a [u8] {
+        self.body.get(self.pos..).unwrap_or_default()
+    }
+
+    fn remaining(&self) -> usize {
+        self.rest().len()
+    }
+
+    fn short(&self, needed: usize, what: &str) -> Malformed {
+        Malformed::new(
+            self.pos,
+            format!("{what}: {needed} bytes needed, {} left", self.remaining()),
+        )
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], Malformed> {
+        let Some((head, _)) = self.rest().split_first_chunk::<N>() else {
+            return Err(self.short(N, what));
+        };
+        self.pos += N;
+        Ok(*head)
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Malformed> {
+        let Some(head) = self.rest().get(..n) else {
+            return Err(self.short(n, what));
+        };
+        self.pos += n;
+        Ok(head)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, Malformed> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16, Malformed> {
+        self.array(what).map(u16::from_le_bytes)
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32, Malformed> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, Malformed> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    /// A u32 count or length. Callers bound any allocation by `remaining()`, never by this.
+    fn count(&mut self, what: &str) -> Result<usize, Malformed> {
+        self.u32(what)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn flag(&mut self, what: &str) -> Result<bool, Malformed> {
+        let at = self.pos;
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Malformed::new(
+                at,
+                format!("{what}: option flag {other}, expected 0 or 1"),
+            )),
+        }
+    }
+
+    fn range(&mut self, what: &str) -> Result<[u64; 2], Malformed> {
+        Ok([self.u64(what)?, self.u64(what)?])
+    }
+
+    /// Length-prefixed bytes, returned with the offset of their first byte.
+    fn sized(&mut self, what: &str) -> Result<(usize, &'a [u8]), Malformed> {
+        let n = self.count(what)?;
+        let at = self.pos;
+        Ok((at, self.take(n, what)?))
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, Malformed> {
+        let (at, bytes) = self.sized(what)?;
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(text.to_owned()),
+            Err(e) => Err(Malformed::new(
+                at + e.valid_up_to(),
+                format!("{what}: not UTF-8"),
+            )),
+        }
+    }
+
+    fn key(&mut self, what: &str) -> Result<TrackKey, Malformed> {
+        let (at, bytes) = self.sized(what)?;
+        TrackKey::decode(bytes).map_err(|e| Malformed::new(at, format!("{what}: {e}")))
+    }
+}
+
+fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
+    let at = r.pos;
+    match r.u8("entry tag")? {
+        TAG_DECLARE => get_decl(r).map(Entry::Declare),
+        TAG_ADD_FILE => get_file(r).map(Entry::AddFile),
+        TAG_RETIRE => {
+            let file = r.u64("retired file name")?;
+            let stream = r.string("retired stream")?;
+            let track = r.key("retired track")?;
+            let tier_at = r.pos;
+            let tier = match r.u8("tier kind")? {
+                TIER_RAW => Tier::Raw,
+                TIER_LEVEL => Tier::Level(r.u8("tier level")?),
+                other => {
+                    return Err(Malformed::new(
+                        tier_at,
+                        format!("unknown tier kind {other}"),
+                    ));
+                }
+            };
+            Ok(Entry::Retire(Retirement {
+                file,
+                stream,
+                track,
+                tier,
+            }))
+        }
+        TAG_WATERMARK => {
+            let stream = r.string("watermark stream")?;
+            let position = r.u64("watermark position")?;
+            Ok(Entry::Watermark { stream, position })
+        }
+        TAG_NAME_HIGH => r.u64("name high").map(Entry::NameHigh),
+        other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
+    }
+}
+
+fn get_decl(r: &mut Reader<'_>) -> Result<StreamDecl, Malformed> {
+    let id = r.string("stream id")?;
+    let n_fields = r.count("field count")?;
+    let mut fields = Vec::with_capacity(n_fields.min(r.remaining()));
+    for field_idx in 0..n_fields {
+        let name = r
+            .string("field name")
+            .map_err(|m| m.within(format_args!("field {field_idx}")))?;
+        let at = r.pos;
+        let code = r.u8("field kind")?;
+        let Some(kind) = FieldKind::from_code(code) else {
+            return Err(Malformed::new(
+                at,
+                format!("field {field_idx} kind: unknown code {code}"),
+            ));
+        };
+        fields.push(FieldDecl { name, kind });
+    }
+    let n_track = r.count("track count")?;
+    let mut track = Vec::with_capacity(n_track.min(r.remaining()));
+    for _ in 0..n_track {
+        track.push(r.u16("track field index")?);
+    }
+    let axis = if r.flag("axis")? {
+        Some(r.u16("axis field index")?)
+    } else {
+        None
+    };
+    let ladder = LadderSpec {
+        base: r.u64("ladder base")?,
+        fanout: r.u64("ladder fanout")?,
+    };
+    Ok(StreamDecl {
+        id,
+        fields,
+        track,
+        axis,
+        ladder,
+    })
+}
+
+fn get_file(r: &mut Reader<'_>) -> Result<FileEntry, Malformed> {
+    let name = r.u64("file name")?;
+    let len = r.u64("file length")?;
+    let digest = r.u32("file digest")?;
+    let n_partitions = r.count("partition count")?;
+    let mut partitions = Vec::with_capacity(n_partitions.min(r.remaining()));
+    for partition_idx in 0..n_partitions {
+        partitions.push(
+            get_partition(r).map_err(|m| m.within(format_args!("partition {partition_idx}")))?,
+        );
+    }
+    Ok(FileEntry {
+        name,
+        len,
+        digest,
+        partitions,
+    })
+}
+
+fn get_partition(r: &mut Reader<'_>) -> Result<PartitionEntry, Malformed> {
+    Ok(PartitionEntry {
+        stream: r.string("stream")?,
+        track: r.key("track")?,
+        n_rows: r.u64("row count")?,
+        positions: r.range("positions")?,
+        ordinals: r.range("ordinals")?,
+        axis: if r.flag("axis")? {
+            Some(r.range("axis")?)
+        } else {
+            None
+        },
+        n_levels: r.u8("level count")?,
+        offset: r.u64("offset")?,
+        len: r.u64("length")?,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,31 @@
+//! strata-index: the vocabulary the manifest speaks, and the state it implies.
+//!
+//! - [`TrackKey`]: a track tuple encoded once, as bytes whose order and prefixes are the tuple's,
+//!   so a prefix selection is a range scan ([`select`]).
+//! - The manifest [`Record`] schema, and its [`codec`]: a header and checksummed frames, parsed
+//!   up to the first frame that fails its own check ([`parse_log`]).
+//! - [`Catalog`]: the state derived from records by [`Catalog::apply`], the one function that
+//!   both boot replay and live barriers call.
+//!
+//! This crate is pure: it does no I/O. Reading and writing the manifest file, syncing, and
+//! quarantining a bad tail belong to `strata-segment` and `strata-recover`.
+
+pub mod catalog;
+pub mod codec;
+pub mod key;
+pub mod label;
+pub mod record;
+#[cfg(test)]
+mod strategies;
+
+pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView};
+pub use codec::{
+    BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
+    LOG_MAGIC, LOG_VERSION, ParsedLog, decode_frame, encode_frame, log_header, parse_log,
+};
+pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
+pub use label::{LabelError, validate_label};
+pub use record::{
+    DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, LadderSpec,
+    PartitionEntry, Record, Retirement, StreamDecl, Tier,
+};

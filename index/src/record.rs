@@ -1,0 +1,471 @@
+//! The manifest record schema: what one manifest frame says.
+//!
+//! A [`Record`] is one barrier: everything it lists becomes true together or not at all. The
+//! types here are plain data; [`crate::codec`] gives them bytes and [`crate::catalog`] gives them
+//! meaning.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::key::{TRACK_DEPTH_MAX, TrackKey};
+use crate::label::{LabelError, validate_label};
+
+/// Segment files are named by number.
+pub type FileName = u64;
+
+/// The most fields a stream may declare.
+pub const FIELDS_MAX: usize = 256;
+
+/// The type of a declared field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// Unsigned 64-bit integer (on-disk code 1).
+    U64,
+    /// Signed 64-bit integer (code 2).
+    I64,
+    /// 64-bit float (code 3).
+    F64,
+    /// UTF-8 text (code 4).
+    Str,
+    /// Opaque bytes (code 5).
+    Bytes,
+}
+
+impl FieldKind {
+    /// The on-disk code, 1..=5.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::U64 => 1,
+            Self::I64 => 2,
+            Self::F64 => 3,
+            Self::Str => 4,
+            Self::Bytes => 5,
+        }
+    }
+
+    /// The kind for an on-disk code; `None` for anything outside 1..=5.
+    pub fn from_code(code: u8) -> Option<FieldKind> {
+        match code {
+            1 => Some(Self::U64),
+            2 => Some(Self::I64),
+            3 => Some(Self::F64),
+            4 => Some(Self::Str),
+            5 => Some(Self::Bytes),
+            _ => None,
+        }
+    }
+
+    /// Whether values of this kind are numbers (and so may be measured).
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Self::U64 | Self::I64 | Self::F64)
+    }
+}
+
+impl fmt::Display for FieldKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::U64 => "u64",
+            Self::I64 => "i64",
+            Self::F64 => "f64",
+            Self::Str => "str",
+            Self::Bytes => "bytes",
+        })
+    }
+}
+
+/// One declared field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldDecl {
+    /// The field's name, a label unique within its stream.
+    pub name: String,
+    /// The field's type.
+    pub kind: FieldKind,
+}
+
+/// The level ladder's grid: level `k` has cells `base * fanout^k` wide, anchored at axis 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LadderSpec {
+    /// Width of a level-0 cell, >= 1.
+    pub base: u64,
+    /// How many cells of level `k` make one of level `k + 1`, >= 2.
+    pub fanout: u64,
+}
+
+/// A stream's declaration, recorded durably the first time the stream is opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamDecl {
+    /// The stream id, a label.
+    pub id: String,
+    /// The fields, in declaration order (which is durable).
+    pub fields: Vec<FieldDecl>,
+    /// Indexes into `fields` naming the track components, outermost first; 0..=4 entries.
+    pub track: Vec<u16>,
+    /// Index of the `U64` axis field, if any; never a track field.
+    pub axis: Option<u16>,
+    /// The level grid. Durable: cells on disk depend on it.
+    pub ladder: LadderSpec,
+}
+
+/// Why a stream declaration was refused. Field positions are indexes into `fields`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeclError {
+    /// The stream id is not a legal label.
+    Id {
+        /// What is wrong with the id.
+        error: LabelError,
+    },
+    /// No fields, or more than [`FIELDS_MAX`].
+    FieldCount {
+        /// The number declared.
+        n_fields: usize,
+    },
+    /// A field name is not a legal label.
+    FieldName {
+        /// Position of the field.
+        field_idx: usize,
+        /// What is wrong with the name.
+        error: LabelError,
+    },
+    /// Two fields share a name.
+    DuplicateField {
+        /// The repeated name.
+        name: String,
+        /// Position of its first use.
+        first_idx: usize,
+        /// Position of the repeat.
+        field_idx: usize,
+    },
+    /// More than [`TRACK_DEPTH_MAX`] track components.
+    TrackTooDeep {
+        /// The number declared.
+        n_track: usize,
+    },
+    /// A track component names no field.
+    TrackOutOfRange {
+        /// Position in `track`.
+        track_idx: usize,
+        /// The out-of-range field index.
+        field_idx: u16,
+        /// The number of fields.
+        n_fields: usize,
+    },
+    /// A field appears twice in `track`.
+    TrackRepeated {
+        /// Position of the repeat in `track`.
+        track_idx: usize,
+        /// The repeated field index.
+        field_idx: u16,
+    },
+    /// A track component is not `U64`, `I64` or `Str` (nothing orders by float or by bytes).
+    TrackKind {
+        /// Position in `track`.
+        track_idx: usize,
+        /// The field index.
+        field_idx: u16,
+        /// Its kind.
+        kind: FieldKind,
+    },
+    /// The axis names no field.
+    AxisOutOfRange {
+        /// The out-of-range field index.
+        field_idx: u16,
+        /// The number of fields.
+        n_fields: usize,
+    },
+    /// The axis field is not `U64`.
+    AxisKind {
+        /// The field index.
+        field_idx: u16,
+        /// Its kind.
+        kind: FieldKind,
+    },
+    /// The axis field is also a track component.
+    AxisIsTrack {
+        /// The field index.
+        field_idx: u16,
+    },
+    /// `ladder.base` is 0 or `ladder.fanout` is below 2.
+    Ladder {
+        /// The declared ladder.
+        ladder: LadderSpec,
+    },
+}
+
+impl fmt::Display for DeclError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Id { error } => write!(f, "stream id: {error}"),
+            Self::FieldCount { n_fields } => {
+                write!(
+                    f,
+                    "{n_fields} fields declared; a stream has 1..={FIELDS_MAX}"
+                )
+            }
+            Self::FieldName { field_idx, error } => write!(f, "field {field_idx} name: {error}"),
+            Self::DuplicateField {
+                name,
+                first_idx,
+                field_idx,
+            } => {
+                write!(
+                    f,
+                    "field {field_idx} repeats the name {name:?} of field {first_idx}"
+                )
+            }
+            Self::TrackTooDeep { n_track } => write!(
+                f,
+                "{n_track} track components declared; at most {TRACK_DEPTH_MAX}"
+            ),
+            Self::TrackOutOfRange {
+                track_idx,
+                field_idx,
+                n_fields,
+            } => write!(
+                f,
+                "track component {track_idx} names field {field_idx}, but there are {n_fields} fields"
+            ),
+            Self::TrackRepeated {
+                track_idx,
+                field_idx,
+            } => {
+                write!(f, "track component {track_idx} repeats field {field_idx}")
+            }
+            Self::TrackKind {
+                track_idx,
+                field_idx,
+                kind,
+            } => write!(
+                f,
+                "track component {track_idx} (field {field_idx}) is {kind}; tracks are u64, i64 or str"
+            ),
+            Self::AxisOutOfRange {
+                field_idx,
+                n_fields,
+            } => {
+                write!(
+                    f,
+                    "axis names field {field_idx}, but there are {n_fields} fields"
+                )
+            }
+            Self::AxisKind { field_idx, kind } => {
+                write!(f, "axis (field {field_idx}) is {kind}; the axis is u64")
+            }
+            Self::AxisIsTrack { field_idx } => {
+                write!(f, "axis (field {field_idx}) is also a track component")
+            }
+            Self::Ladder { ladder } => write!(
+                f,
+                "ladder base {} fanout {}: base must be >= 1 and fanout >= 2",
+                ladder.base, ladder.fanout
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DeclError {}
+
+impl StreamDecl {
+    /// Checks the declaration's own consistency (see [`DeclError`] for every rule).
+    pub fn validate(&self) -> Result<(), DeclError> {
+        validate_label(&self.id).map_err(|error| DeclError::Id { error })?;
+        let n_fields = self.fields.len();
+        if !(1..=FIELDS_MAX).contains(&n_fields) {
+            return Err(DeclError::FieldCount { n_fields });
+        }
+        let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
+        for (field_idx, field) in self.fields.iter().enumerate() {
+            validate_label(&field.name)
+                .map_err(|error| DeclError::FieldName { field_idx, error })?;
+            if let Some(&first_idx) = first_use.get(field.name.as_str()) {
+                return Err(DeclError::DuplicateField {
+                    name: field.name.clone(),
+                    first_idx,
+                    field_idx,
+                });
+            }
+            first_use.insert(&field.name, field_idx);
+        }
+        self.validate_track()?;
+        self.validate_axis()?;
+        if self.ladder.base < 1 || self.ladder.fanout < 2 {
+            return Err(DeclError::Ladder {
+                ladder: self.ladder,
+            });
+        }
+        Ok(())
+    }
+
+    fn validate_track(&self) -> Result<(), DeclError> {
+        if self.track.len() > TRACK_DEPTH_MAX {
+            return Err(DeclError::TrackTooDeep {
+                n_track: self.track.len(),
+            });
+        }
+        for (track_idx, &field_idx) in self.track.iter().enumerate() {
+            let Some(field) = self.fields.get(usize::from(field_idx)) else {
+                return Err(DeclError::TrackOutOfRange {
+                    track_idx,
+                    field_idx,
+                    n_fields: self.fields.len(),
+                });
+            };
+            if self.track[..track_idx].contains(&field_idx) {
+                return Err(DeclError::TrackRepeated {
+                    track_idx,
+                    field_idx,
+                });
+            }
+            if !matches!(field.kind, FieldKind::U64 | FieldKind::I64 | FieldKind::Str) {
+                return Err(DeclError::TrackKind {
+                    track_idx,
+                    field_idx,
+                    kind: field.kind,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_axis(&self) -> Result<(), DeclError> {
+        let Some(field_idx) = self.axis else {
+            return Ok(());
+        };
+        let Some(field) = self.fields.get(usize::from(field_idx)) else {
+            return Err(DeclError::AxisOutOfRange {
+                field_idx,
+                n_fields: self.fields.len(),
+            });
+        };
+        if field.kind != FieldKind::U64 {
+            return Err(DeclError::AxisKind {
+                field_idx,
+                kind: field.kind,
+            });
+        }
+        if self.track.contains(&field_idx) {
+            return Err(DeclError::AxisIsTrack { field_idx });
+        }
+        Ok(())
+    }
+
+    /// The measured fields: every numeric field (`U64`, `I64`, `F64`) that is neither the axis
+    /// nor a track component, in declaration order.
+    ///
+    /// Coordinates are excluded by declaration, never by name. Fields past index `u16::MAX`
+    /// cannot be addressed and are not listed (a valid declaration has at most [`FIELDS_MAX`]).
+    pub fn measured(&self) -> Vec<u16> {
+        (0..=u16::MAX)
+            .zip(&self.fields)
+            .filter(|&(field_idx, field)| {
+                field.kind.is_numeric()
+                    && self.axis != Some(field_idx)
+                    && !self.track.contains(&field_idx)
+            })
+            .map(|(field_idx, _)| field_idx)
+            .collect()
+    }
+}
+
+/// A storage tier of one partition inside one file: its raw rows, or one level of its ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Tier {
+    /// The raw columns.
+    Raw,
+    /// The level-`k` cells.
+    Level(u8),
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Raw => f.write_str("raw"),
+            Self::Level(k) => write!(f, "level {k}"),
+        }
+    }
+}
+
+/// What the manifest knows of one partition stored in one file: enough that boot never opens
+/// the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionEntry {
+    /// The stream id.
+    pub stream: String,
+    /// The partition's full track tuple.
+    pub track: TrackKey,
+    /// Rows stored, >= 1.
+    pub n_rows: u64,
+    /// Inclusive lo, hi of the rows' positions (lo <= hi).
+    pub positions: [u64; 2],
+    /// Inclusive lo, hi of the rows' ordinals (lo <= hi). Ordinals are dense per stream but a
+    /// partition's rows interleave with other partitions' rows, so `n_rows <= hi - lo + 1`, with
+    /// equality when no other partition's rows fall between.
+    pub ordinals: [u64; 2],
+    /// Inclusive lo, hi of the axis; `Some` iff the stream declares an axis.
+    pub axis: Option<[u64; 2]>,
+    /// Level tiers stored for this partition in this file, `Level(0)..Level(n_levels)`.
+    pub n_levels: u8,
+    /// Byte offset of this partition's blocks inside the file.
+    pub offset: u64,
+    /// Byte length of this partition's blocks.
+    pub len: u64,
+}
+
+/// A segment file claimed by the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEntry {
+    /// The file's name (number).
+    pub name: FileName,
+    /// The file's length in bytes.
+    pub len: u64,
+    /// crc32c of the whole file.
+    pub digest: u32,
+    /// The partitions stored in it.
+    pub partitions: Vec<PartitionEntry>,
+}
+
+/// The retirement of one tier of one partition of one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Retirement {
+    /// The file holding the partition.
+    pub file: FileName,
+    /// The partition's stream.
+    pub stream: String,
+    /// The partition's track.
+    pub track: TrackKey,
+    /// The tier retired.
+    pub tier: Tier,
+}
+
+/// One statement of a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Entry {
+    /// Declares a stream (a no-op if the same declaration is already recorded).
+    Declare(StreamDecl),
+    /// Claims a segment file and the partitions in it.
+    AddFile(FileEntry),
+    /// Retires one tier of one partition of a file.
+    Retire(Retirement),
+    /// The position through which a stream is durable.
+    Watermark {
+        /// The stream id.
+        stream: String,
+        /// The durable position (non-decreasing).
+        position: u64,
+    },
+    /// The highest file name ever issued, including names a crash left behind.
+    NameHigh(FileName),
+}
+
+/// One manifest frame: one barrier, applied whole or not at all.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Record {
+    /// The entries, applied in order; later entries may depend on earlier ones.
+    pub entries: Vec<Entry>,
+}
+
+#[cfg(test)]
+mod tests;

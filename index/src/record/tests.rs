@@ -1,0 +1,221 @@
+use super::*;
+
+fn field(name: &str, kind: FieldKind) -> FieldDecl {
+    FieldDecl {
+        name: name.to_owned(),
+        kind,
+    }
+}
+
+/// run (str), probe (u64), t (u64 axis), v (f64), n (i64), blob (bytes), k (i64).
+fn decl() -> StreamDecl {
+    StreamDecl {
+        id: "telemetry".to_owned(),
+        fields: vec![
+            field("run", FieldKind::Str),
+            field("probe", FieldKind::U64),
+            field("t", FieldKind::U64),
+            field("v", FieldKind::F64),
+            field("n", FieldKind::I64),
+            field("blob", FieldKind::Bytes),
+            field("k", FieldKind::I64),
+        ],
+        track: vec![0, 1, 6],
+        axis: Some(2),
+        ladder: LadderSpec { base: 1, fanout: 2 },
+    }
+}
+
+fn refused(edit: impl FnOnce(&mut StreamDecl)) -> DeclError {
+    let mut d = decl();
+    edit(&mut d);
+    d.validate().unwrap_err()
+}
+
+#[test]
+fn a_good_declaration_passes() {
+    assert_eq!(decl().validate(), Ok(()));
+    let mut bare = decl();
+    bare.track.clear();
+    bare.axis = None;
+    assert_eq!(bare.validate(), Ok(()));
+}
+
+#[test]
+fn measured_excludes_axis_track_and_non_numeric_fields_in_order() {
+    // v (3, f64) and n (4, i64) are measured; run/probe/k are track, t is axis, blob is bytes.
+    assert_eq!(decl().measured(), vec![3, 4]);
+    let mut no_coords = decl();
+    no_coords.track.clear();
+    no_coords.axis = None;
+    assert_eq!(no_coords.measured(), vec![1, 2, 3, 4, 6]);
+}
+
+#[test]
+fn field_kind_codes_are_1_to_5_and_invert() {
+    let kinds = [
+        FieldKind::U64,
+        FieldKind::I64,
+        FieldKind::F64,
+        FieldKind::Str,
+        FieldKind::Bytes,
+    ];
+    for (kind, code) in kinds.into_iter().zip(1u8..) {
+        assert_eq!(kind.code(), code);
+        assert_eq!(FieldKind::from_code(code), Some(kind));
+    }
+    assert_eq!(FieldKind::from_code(0), None);
+    assert_eq!(FieldKind::from_code(6), None);
+}
+
+#[test]
+fn id_must_be_a_label() {
+    assert!(matches!(
+        refused(|d| d.id = "a\nb".to_owned()),
+        DeclError::Id { .. }
+    ));
+    assert!(matches!(
+        refused(|d| d.id.clear()),
+        DeclError::Id {
+            error: LabelError::Empty
+        }
+    ));
+}
+
+#[test]
+fn field_count_is_1_to_fields_max() {
+    assert_eq!(
+        refused(|d| {
+            d.fields.clear();
+            d.track.clear();
+            d.axis = None;
+        }),
+        DeclError::FieldCount { n_fields: 0 }
+    );
+    assert_eq!(
+        refused(|d| {
+            d.fields = (0..=FIELDS_MAX)
+                .map(|i| field(&format!("f{i}"), FieldKind::U64))
+                .collect();
+        }),
+        DeclError::FieldCount {
+            n_fields: FIELDS_MAX + 1
+        }
+    );
+    let mut widest = decl();
+    widest.fields = (0..FIELDS_MAX)
+        .map(|i| field(&format!("f{i}"), FieldKind::U64))
+        .collect();
+    assert_eq!(widest.validate(), Ok(()));
+}
+
+#[test]
+fn field_names_are_unique_labels() {
+    assert!(matches!(
+        refused(|d| d.fields[3].name = String::new()),
+        DeclError::FieldName {
+            field_idx: 3,
+            error: LabelError::Empty
+        }
+    ));
+    assert_eq!(
+        refused(|d| d.fields[4].name = "v".to_owned()),
+        DeclError::DuplicateField {
+            name: "v".to_owned(),
+            first_idx: 3,
+            field_idx: 4
+        }
+    );
+}
+
+#[test]
+fn track_rules() {
+    assert_eq!(
+        refused(|d| {
+            d.track = vec![0, 1, 6, 4, 3];
+        }),
+        DeclError::TrackTooDeep { n_track: 5 }
+    );
+    assert_eq!(
+        refused(|d| d.track = vec![0, 7]),
+        DeclError::TrackOutOfRange {
+            track_idx: 1,
+            field_idx: 7,
+            n_fields: 7
+        }
+    );
+    assert_eq!(
+        refused(|d| d.track = vec![0, 1, 0]),
+        DeclError::TrackRepeated {
+            track_idx: 2,
+            field_idx: 0
+        }
+    );
+    assert_eq!(
+        refused(|d| d.track = vec![3]),
+        DeclError::TrackKind {
+            track_idx: 0,
+            field_idx: 3,
+            kind: FieldKind::F64
+        }
+    );
+    assert_eq!(
+        refused(|d| d.track = vec![0, 5]),
+        DeclError::TrackKind {
+            track_idx: 1,
+            field_idx: 5,
+            kind: FieldKind::Bytes
+        }
+    );
+}
+
+#[test]
+fn axis_rules() {
+    assert_eq!(
+        refused(|d| d.axis = Some(9)),
+        DeclError::AxisOutOfRange {
+            field_idx: 9,
+            n_fields: 7
+        }
+    );
+    assert_eq!(
+        refused(|d| d.axis = Some(4)),
+        DeclError::AxisKind {
+            field_idx: 4,
+            kind: FieldKind::I64
+        }
+    );
+    assert_eq!(
+        refused(|d| d.axis = Some(1)),
+        DeclError::AxisIsTrack { field_idx: 1 }
+    );
+}
+
+#[test]
+fn ladder_rules() {
+    let bad_base = LadderSpec { base: 0, fanout: 4 };
+    assert_eq!(
+        refused(|d| d.ladder = bad_base),
+        DeclError::Ladder { ladder: bad_base }
+    );
+    let bad_fanout = LadderSpec {
+        base: 10,
+        fanout: 1,
+    };
+    assert_eq!(
+        refused(|d| d.ladder = bad_fanout),
+        DeclError::Ladder { ladder: bad_fanout }
+    );
+}
+
+#[test]
+fn decl_errors_display_what_and_where() {
+    assert_eq!(
+        refused(|d| d.track = vec![3]).to_string(),
+        "track component 0 (field 3) is f64; tracks are u64, i64 or str"
+    );
+    assert_eq!(
+        refused(|d| d.fields[4].name = "v".to_owned()).to_string(),
+        "field 4 repeats the name \"v\" of field 3"
+    );
+}

@@ -1,0 +1,250 @@
+//! The level ladder: a zero-anchored grid per level, and the folds that build it.
+//!
+//! Level `k` has cells of width `base * fanout^k` on a grid anchored at axis 0; a row at `axis`
+//! lies in cell `axis / width`. Because every width divides the next, the parent of cell `c` at
+//! level `k` is cell `c / fanout` at level `k + 1`, exactly, for every axis up to `u64::MAX`.
+//! A width of 2^64 or more puts every axis in cell 0; the ladder never needs a level beyond the
+//! first such one, which is at most [`LEVELS_MAX`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bucket::Bucket;
+use crate::num::Num;
+
+/// The highest level index a ladder can have. With `base >= 1` and `fanout >= 2`, the width of
+/// level 64 is at least 2^64, so one cell of it covers every axis value.
+pub const LEVELS_MAX: u8 = 64;
+
+/// Axis values are u64, so a width of 2^64 already covers them all; wider ones behave the same.
+const WIDTH_SATURATED: u128 = 1 << 64;
+
+/// The shape of a stream's level ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ladder {
+    base: u64,
+    fanout: u64,
+}
+
+/// A ladder that cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LadderError {
+    /// `base` must be at least 1.
+    BaseZero,
+    /// `fanout` must be at least 2, or levels would not coarsen.
+    FanoutTooSmall {
+        /// The fanout that was asked for.
+        fanout: u64,
+    },
+}
+
+impl fmt::Display for LadderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LadderError::BaseZero => write!(f, "ladder base must be at least 1, got 0"),
+            LadderError::FanoutTooSmall { fanout } => {
+                write!(f, "ladder fanout must be at least 2, got {fanout}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LadderError {}
+
+/// One cell of one level: its index on that level's grid and the bucket of its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `axis / width` for every row the cell folds.
+    pub index: u64,
+    /// The fold of those rows.
+    pub bucket: Bucket,
+}
+
+impl Ladder {
+    /// A ladder with level-0 cells `base` wide, each level `fanout` times wider than the last.
+    pub fn new(base: u64, fanout: u64) -> Result<Ladder, LadderError> {
+        if base == 0 {
+            return Err(LadderError::BaseZero);
+        }
+        if fanout < 2 {
+            return Err(LadderError::FanoutTooSmall { fanout });
+        }
+        Ok(Ladder { base, fanout })
+    }
+
+    /// The width of level-0 cells.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// How many cells of one level make one cell of the next.
+    pub fn fanout(&self) -> u64 {
+        self.fanout
+    }
+
+    /// The cell width of `level`, saturated at 2^64 (every wider grid has one cell: cell 0).
+    pub fn width(&self, level: u8) -> u128 {
+        let mut width = u128::from(self.base);
+        for _ in 0..level {
+            if width >= WIDTH_SATURATED {
+                break;
+            }
+            width = width.saturating_mul(u128::from(self.fanout));
+        }
+        width.min(WIDTH_SATURATED)
+    }
+
+    /// The cell of `level` that holds `axis`.
+    pub fn cell(&self, axis: u64, level: u8) -> u64 {
+        // A width that does not fit u64 exceeds every axis value: all of them lie in cell 0.
+        u64::try_from(self.width(level)).map_or(0, |width| axis / width)
+    }
+
+    /// The parent of `cell` one level up.
+    pub fn parent(&self, cell: u64) -> u64 {
+        cell / self.fanout
+    }
+
+    /// The inclusive axis span of `cell` at `level`, clamped to `u64::MAX`; `None` for a cell
+    /// that starts beyond the axis.
+    pub fn span(&self, level: u8, cell: u64) -> Option<[u64; 2]> {
+        let width = self.width(level);
+        let start = u128::from(cell) * width;
+        let start = u64::try_from(start).ok()?;
+        // `width <= 2^64`, so `width - 1` fits u64.
+        let extent = u64::try_from(width - 1).unwrap_or(u64::MAX);
+        Some([start, start.saturating_add(extent)])
+    }
+
+    /// The lowest level at which one cell covers the whole of `[lo, hi]`: the top of a ladder
+    /// built over that range. Levels above it hold the same single bucket under another index.
+    pub fn top_level(&self, lo: u64, hi: u64) -> u8 {
+        let (lo, hi) = (lo.min(hi), lo.max(hi));
+        let mut level = 0;
+        while self.cell(lo, level) != self.cell(hi, level) {
+            level += 1;
+        }
+        debug_assert!(level <= LEVELS_MAX);
+        level
+    }
+
+    /// Folds rows `(axis, value)` of one field, in publish order, into level-0 cells, ascending.
+    ///
+    /// # Panics
+    /// If an axis goes backwards: within a partition the axis is non-decreasing (publish refuses
+    /// anything else), so this is a broken invariant of the caller.
+    pub fn fold_rows(&self, field: u16, rows: impl IntoIterator<Item = (u64, Num)>) -> Vec<Cell> {
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut last_axis = 0;
+        for (axis, value) in rows {
+            assert!(
+                axis >= last_axis,
+                "axis went backwards: {axis} after {last_axis}"
+            );
+            last_axis = axis;
+            let index = self.cell(axis, 0);
+            let row = Bucket::of_row(field, axis, value);
+            match cells.last_mut() {
+                Some(cell) if cell.index == index => cell.bucket.absorb(&row),
+                _ => cells.push(Cell { index, bucket: row }),
+            }
+        }
+        cells
+    }
+
+    /// Folds the cells of one level (ascending by index, one field) into the next level's cells.
+    ///
+    /// # Panics
+    /// If `cells` is not strictly ascending by index.
+    pub fn fold_level(&self, cells: &[Cell]) -> Vec<Cell> {
+        let mut parents: Vec<Cell> = Vec::with_capacity(cells.len() / 2 + 1);
+        let mut previous: Option<u64> = None;
+        for cell in cells {
+            assert!(
+                previous.is_none_or(|p| p < cell.index),
+                "cells out of order: {} after {previous:?}",
+                cell.index
+            );
+            previous = Some(cell.index);
+            let index = self.parent(cell.index);
+            match parents.last_mut() {
+                Some(parent) if parent.index == index => parent.bucket.absorb(&cell.bucket),
+                _ => parents.push(Cell {
+                    index,
+                    bucket: cell.bucket,
+                }),
+            }
+        }
+        parents
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_degenerate_ladders() {
+        assert_eq!(Ladder::new(0, 4), Err(LadderError::BaseZero));
+        assert_eq!(
+            Ladder::new(1, 1),
+            Err(LadderError::FanoutTooSmall { fanout: 1 })
+        );
+        assert_eq!(
+            Ladder::new(1, 0),
+            Err(LadderError::FanoutTooSmall { fanout: 0 })
+        );
+    }
+
+    #[test]
+    fn cells_and_spans_by_hand() {
+        let ladder = Ladder::new(10, 4).unwrap();
+        // Level 0: width 10; level 1: width 40; level 2: width 160.
+        assert_eq!(ladder.cell(0, 0), 0);
+        assert_eq!(ladder.cell(9, 0), 0);
+        assert_eq!(ladder.cell(10, 0), 1);
+        assert_eq!(ladder.cell(39, 1), 0);
+        assert_eq!(ladder.cell(40, 1), 1);
+        assert_eq!(ladder.cell(159, 2), 0);
+        assert_eq!(ladder.cell(160, 2), 1);
+        assert_eq!(ladder.span(1, 2), Some([80, 119]));
+        assert_eq!(ladder.top_level(35, 45), 2);
+        assert_eq!(ladder.top_level(41, 79), 1);
+        assert_eq!(ladder.top_level(7, 7), 0);
+    }
+
+    #[test]
+    fn top_of_axis_is_safe() {
+        let ladder = Ladder::new(1, 2).unwrap();
+        assert_eq!(ladder.width(64), 1 << 64);
+        assert_eq!(ladder.width(LEVELS_MAX), 1 << 64);
+        assert_eq!(ladder.top_level(0, u64::MAX), 64);
+        assert_eq!(ladder.cell(u64::MAX, 63), 1);
+        assert_eq!(ladder.cell(u64::MAX, 64), 0);
+        assert_eq!(ladder.span(0, u64::MAX), Some([u64::MAX, u64::MAX]));
+        assert_eq!(ladder.span(63, 1), Some([1 << 63, u64::MAX]));
+        assert_eq!(ladder.span(63, 2), None);
+        let wide = Ladder::new(u64::MAX, u64::MAX).unwrap();
+        assert_eq!(wide.cell(u64::MAX, 0), 1);
+        assert_eq!(wide.cell(u64::MAX, 1), 0);
+        assert_eq!(wide.span(0, 1), Some([u64::MAX, u64::MAX]));
+    }
+
+    #[test]
+    fn fold_rows_groups_by_cell() {
+        let ladder = Ladder::new(10, 2).unwrap();
+        let rows = [(1, 5), (9, 3), (10, 4), (25, 1), (29, 8)].map(|(a, v)| (a, Num::U64(v)));
+        let cells = ladder.fold_rows(0, rows);
+        let summary: Vec<_> = cells.iter().map(|c| (c.index, c.bucket.count)).collect();
+        assert_eq!(summary, [(0, 2), (1, 1), (2, 2)]);
+        assert_eq!(cells[0].bucket.min.axis, 9);
+        let up = ladder.fold_level(&cells);
+        let summary: Vec<_> = up
+            .iter()
+            .map(|c| (c.index, c.bucket.count, c.bucket.sum))
+            .collect();
+        assert_eq!(summary, [(0, 3, 12.0), (1, 2, 9.0)]);
+    }
+}
