@@ -1,0 +1,123 @@
+//! Writes the fuzz seed corpus: valid manifests and segments the fuzzers mutate from.
+//!
+//! `cargo run -p strata-segment --example fuzz_seeds -- fuzz/corpus`
+
+use std::path::PathBuf;
+
+use strata_index::{
+    Entry, FieldDecl, FieldKind, LadderSpec, Record, StreamDecl, TrackKey, encode_frame, log_header,
+};
+use strata_levels::{Ladder, Num, NumKind};
+use strata_segment::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData};
+
+fn main() -> std::io::Result<()> {
+    let root = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "fuzz/corpus".into()),
+    );
+    std::fs::create_dir_all(root.join("manifest"))?;
+    std::fs::create_dir_all(root.join("segment"))?;
+
+    let segment = seed_segment();
+    std::fs::write(root.join("segment/two-partitions.seg"), &segment.bytes)?;
+    let decl = StreamDecl {
+        id: "capture".into(),
+        fields: vec![
+            FieldDecl {
+                name: "run".into(),
+                kind: FieldKind::Str,
+            },
+            FieldDecl {
+                name: "t".into(),
+                kind: FieldKind::U64,
+            },
+            FieldDecl {
+                name: "value".into(),
+                kind: FieldKind::F64,
+            },
+            FieldDecl {
+                name: "note".into(),
+                kind: FieldKind::Str,
+            },
+        ],
+        track: vec![0],
+        axis: Some(1),
+        ladder: LadderSpec { base: 4, fanout: 4 },
+    };
+    let records = [
+        Record {
+            entries: vec![Entry::Declare(decl)],
+        },
+        Record {
+            entries: vec![
+                Entry::AddFile(segment.claim(1)),
+                Entry::Watermark {
+                    stream: "capture".into(),
+                    position: 9,
+                },
+                Entry::NameHigh(1),
+            ],
+        },
+    ];
+    let mut log = log_header().to_vec();
+    std::fs::write(root.join("manifest/empty.log"), &log)?;
+    for record in &records {
+        log.extend_from_slice(&encode_frame(record));
+    }
+    std::fs::write(root.join("manifest/declare-and-add.log"), &log)?;
+    log.truncate(log.len() - 7);
+    std::fs::write(root.join("manifest/torn-tail.log"), &log)?;
+    Ok(())
+}
+
+fn seed_segment() -> strata_segment::WrittenSegment {
+    let ladder = Ladder::new(4, 4).expect("a valid ladder");
+    let mut writer = SegmentWriter::new();
+    for (run, base) in [("run_7", 0u64), ("run_70", 5)] {
+        let track = TrackKey::encode(&[run]).expect("a valid key");
+        let positions: Vec<u64> = (0..5).map(|i| base + i).collect();
+        let ordinals: Vec<u64> = (0..5).map(|i| base + i).collect();
+        let axis: Vec<u64> = (0..5).map(|i| 10 * i + base).collect();
+        let values: Vec<f64> = (0..5).map(|i| f64::from(i) * 1.5 - 2.0).collect();
+        let notes = ["a", "", "bc", "日本", "z"];
+        let mut offsets = vec![0u64];
+        let mut heap = Vec::new();
+        for note in notes {
+            heap.extend_from_slice(note.as_bytes());
+            offsets.push(heap.len() as u64);
+        }
+        let rows = axis
+            .iter()
+            .copied()
+            .zip(values.iter().map(|&v| Num::F64(v)));
+        let mut levels = vec![ladder.fold_rows(2, rows)];
+        for _ in 0..2 {
+            let next = ladder.fold_level(levels.last().expect("level 0 exists"));
+            levels.push(next);
+        }
+        writer.add_partition(&PartitionInput {
+            stream: "capture",
+            track: &track,
+            positions: &positions,
+            ordinals: &ordinals,
+            axis: Some(&axis),
+            columns: vec![
+                (2, ColumnData::F64(&values)),
+                (
+                    3,
+                    ColumnData::Str(VarData {
+                        offsets: &offsets,
+                        heap: &heap,
+                    }),
+                ),
+            ],
+            cells: vec![FieldCells {
+                field: 2,
+                kind: NumKind::F64,
+                levels: &levels,
+            }],
+        });
+    }
+    writer.finish()
+}

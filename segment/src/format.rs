@@ -1,0 +1,227 @@
+//! The segment file's fixed layouts, shared by [`crate::writer`] and [`crate::reader`].
+//!
+//! ```text
+//! Header (32) | partition blocks ... | directory block | Footer (32)
+//! block = payload | crc32c(payload) as u32 LE
+//! ```
+//!
+//! Every byte of a segment is covered by exactly one checksum: the header's, a block's (the
+//! directory is a block), or the footer's. `docs/format.md` has the byte-exact tables.
+
+use zerocopy::little_endian::{F64, U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The first 8 bytes of every segment.
+pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
+/// The segment format version this build writes and reads.
+pub const SEGMENT_VERSION: u32 = 1;
+/// The magic in the footer, so a file cut short is told from a complete one.
+pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
+/// Bytes of the crc32c that follows every block's payload.
+pub const BLOCK_CRC_LEN: usize = 4;
+
+/// The file header.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct Header {
+    /// [`SEGMENT_MAGIC`].
+    pub magic: [u8; 8],
+    /// [`SEGMENT_VERSION`].
+    pub version: U32,
+    /// Zero; reserved for flags.
+    pub flags: U32,
+    /// Zero.
+    pub reserved: [u8; 12],
+    /// crc32c of the 28 bytes before it.
+    pub crc: U32,
+}
+
+/// The file footer: where the directory is, and the whole file's digest.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct Footer {
+    /// Offset of the directory block's payload.
+    pub dir_offset: U64,
+    /// Length of the directory block's payload (its crc follows it).
+    pub dir_len: U64,
+    /// [`FOOTER_MAGIC`].
+    pub magic: [u8; 8],
+    /// crc32c of every byte of the file before this field: the digest the manifest records.
+    pub digest: U32,
+    /// crc32c of the 28 bytes of the footer before it.
+    pub crc: U32,
+}
+
+/// The start of the directory block's payload.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct DirHeader {
+    /// Partition records that follow.
+    pub n_partitions: U32,
+    /// Block records that follow the partition records.
+    pub n_blocks: U32,
+    /// Bytes of the heap that follows the block records (names, keys, measured-field lists).
+    pub heap_len: U32,
+    /// Zero.
+    pub reserved: U32,
+}
+
+/// One partition: its identity, ranges, and where its blocks are.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct PartitionRecord {
+    /// The stream id, UTF-8, in the heap.
+    pub stream_offset: U32,
+    /// Its length.
+    pub stream_len: U32,
+    /// The encoded track key, in the heap.
+    pub track_offset: U32,
+    /// Its length.
+    pub track_len: U32,
+    /// The measured fields in order, in the heap, as [`MeasuredRecord`]s.
+    pub measured_offset: U32,
+    /// How many.
+    pub n_measured: U32,
+    /// Index of the partition's first block record.
+    pub first_block: U32,
+    /// How many block records are the partition's (consecutive).
+    pub n_blocks: U32,
+    /// Rows in the partition (>= 1).
+    pub n_rows: U64,
+    /// Inclusive lo and hi of the positions.
+    pub positions: [U64; 2],
+    /// Inclusive lo and hi of the ordinals.
+    pub ordinals: [U64; 2],
+    /// Inclusive lo and hi of the axis (zero when there is none).
+    pub axis: [U64; 2],
+    /// 1 if the stream declares an axis, else 0.
+    pub has_axis: u8,
+    /// Levels stored for every measured field.
+    pub n_levels: u8,
+    /// Zero.
+    pub reserved: [u8; 6],
+    /// Where the partition's blocks start in the file.
+    pub extent_offset: U64,
+    /// How many bytes they span (payloads and crcs).
+    pub extent_len: U64,
+}
+
+/// A measured field, in the order buckets answer: field index and numeric kind code.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct MeasuredRecord {
+    /// The field's index in the stream declaration.
+    pub field: U16,
+    /// The field's kind code (1 u64, 2 i64, 3 f64).
+    pub kind: u8,
+    /// Zero.
+    pub reserved: u8,
+}
+
+/// What a block holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum BlockKind {
+    /// The rows' positions, u64 each.
+    Positions = 1,
+    /// The rows' ordinals, u64 each.
+    Ordinals = 2,
+    /// The rows' axis values, u64 each.
+    Axis = 3,
+    /// One declared field: 8 bytes a row for numbers; for `str` and `bytes`, `n + 1` u64
+    /// offsets then the bytes they index.
+    Column = 4,
+    /// Level cells, [`CellRecord`]s sorted by (field, level, cell index).
+    Cells = 5,
+}
+
+impl BlockKind {
+    /// The kind for an on-disk code.
+    pub fn from_code(code: u8) -> Option<BlockKind> {
+        match code {
+            1 => Some(BlockKind::Positions),
+            2 => Some(BlockKind::Ordinals),
+            3 => Some(BlockKind::Axis),
+            4 => Some(BlockKind::Column),
+            5 => Some(BlockKind::Cells),
+            _ => None,
+        }
+    }
+}
+
+/// Where one block is and what it holds.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct BlockRecord {
+    /// A [`BlockKind`] code.
+    pub kind: u8,
+    /// For a column, the field's kind code (1..=5); zero otherwise.
+    pub field_kind: u8,
+    /// For a column, the field's index in the declaration; zero otherwise.
+    pub field: U16,
+    /// Zero.
+    pub reserved: U32,
+    /// Offset of the payload.
+    pub offset: U64,
+    /// Length of the payload (its crc follows it).
+    pub len: U64,
+    /// Rows (for row blocks) or cells (for the cells block).
+    pub n_items: U64,
+}
+
+/// One stored level cell of one field.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct CellRecord {
+    /// The field's index in the declaration.
+    pub field: U16,
+    /// The level.
+    pub level: u8,
+    /// The field's numeric kind code (1 u64, 2 i64, 3 f64): how to read the value bytes.
+    pub kind: u8,
+    /// Zero.
+    pub reserved: [u8; 4],
+    /// The cell's index on its level's grid.
+    pub index: U64,
+    /// `first`: axis, then the value's 8 bytes.
+    pub first: PointRecord,
+    /// `last`.
+    pub last: PointRecord,
+    /// `min`.
+    pub min: PointRecord,
+    /// `max`.
+    pub max: PointRecord,
+    /// Rows folded.
+    pub count: U64,
+    /// Sum of values.
+    pub sum: F64,
+    /// Sum of squared values.
+    pub sum_sq: F64,
+}
+
+/// A placed point: axis and the value's little-endian bytes.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct PointRecord {
+    /// Where the value occurred.
+    pub axis: U64,
+    /// The value, read by the cell's kind.
+    pub value: [u8; 8],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_have_their_documented_sizes() {
+        assert_eq!(size_of::<Header>(), 32);
+        assert_eq!(size_of::<Footer>(), 32);
+        assert_eq!(size_of::<DirHeader>(), 16);
+        assert_eq!(size_of::<PartitionRecord>(), 112);
+        assert_eq!(size_of::<MeasuredRecord>(), 4);
+        assert_eq!(size_of::<BlockRecord>(), 32);
+        assert_eq!(size_of::<PointRecord>(), 16);
+        assert_eq!(size_of::<CellRecord>(), 104);
+    }
+}

@@ -1,0 +1,20 @@
+//! strata-segment: where bytes meet the disk. The only crate that touches files.
+
+pub mod error;
+pub mod format;
+pub mod fuzzing;
+pub mod manifest;
+pub mod names;
+pub mod reader;
+pub mod twophase;
+pub mod vfs;
+pub mod writer;
+
+pub use error::SegmentError;
+pub use manifest::{
+    ManifestWriter, create_store, manifest_generations, read_manifest, rewrite_manifest,
+    truncate_manifest,
+};
+pub use reader::{Column, PartitionInfo, SegmentReader, VarColumn};
+pub use twophase::write_two_phase;
+pub use writer::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData, WrittenSegment};

@@ -1,0 +1,718 @@
+//! Reads a segment from a mapped file, verifying every checksum before handing out bytes.
+//!
+//! `open` checks the header, the footer and the directory (all small), and that every block the
+//! directory names lies inside the file. A block's own crc — and the invariants its contents
+//! promise (sorted positions, valid offsets, ordered cells) — are checked the first time the
+//! block is read, once per reader. Nothing is copied: columns come back as slices of the map.
+//! A mismatch is an error naming the file and offset, never different data.
+
+use std::ops::{Deref, Range, RangeInclusive};
+use std::sync::OnceLock;
+
+use strata_index::TrackKey;
+use strata_levels::{Bucket, Cell, Num, NumKind, Point};
+use zerocopy::little_endian::{F64, I64, U64};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::error::SegmentError;
+use crate::format::{
+    BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
+    MeasuredRecord, PartitionRecord, PointRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
+};
+
+const HEADER_LEN: usize = size_of::<Header>();
+const FOOTER_LEN: usize = size_of::<Footer>();
+
+/// What the directory says of one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// The stream id.
+    pub stream: String,
+    /// The partition's track.
+    pub track: TrackKey,
+    /// Rows.
+    pub n_rows: u64,
+    /// Inclusive position range.
+    pub positions: [u64; 2],
+    /// Inclusive ordinal range.
+    pub ordinals: [u64; 2],
+    /// Inclusive axis range, if the stream has an axis.
+    pub axis: Option<[u64; 2]>,
+    /// Levels stored per measured field.
+    pub n_levels: u8,
+    /// The measured fields in answer order: (field index, kind).
+    pub measured: Vec<(u16, NumKind)>,
+    /// The stored columns: (field index, field kind code), in declaration order.
+    pub columns: Vec<(u16, u8)>,
+    /// Byte offset of the partition's blocks.
+    pub offset: u64,
+    /// Their length.
+    pub len: u64,
+    blocks: Range<usize>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BlockInfo {
+    kind: BlockKind,
+    field_kind: u8,
+    field: u16,
+    offset: usize,
+    len: usize,
+    n_items: usize,
+}
+
+/// A variable-length column: value `i` is `heap[offsets[i]..offsets[i + 1]]`. The offsets were
+/// checked (start at 0, non-decreasing, end at the heap's length) when the block was verified.
+#[derive(Clone, Copy, Debug)]
+pub struct VarColumn<'a> {
+    offsets: &'a [U64],
+    heap: &'a [u8],
+}
+
+impl<'a> VarColumn<'a> {
+    /// Values in the column.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Whether the column has no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `row_idx`'s bytes, or `None` past the end.
+    pub fn get(&self, row_idx: usize) -> Option<&'a [u8]> {
+        let start = usize::try_from(self.offsets.get(row_idx)?.get()).ok()?;
+        let end = usize::try_from(self.offsets.get(row_idx + 1)?.get()).ok()?;
+        self.heap.get(start..end)
+    }
+}
+
+/// One stored column, as slices of the mapped file.
+#[derive(Clone, Copy, Debug)]
+pub enum Column<'a> {
+    /// A `u64` field.
+    U64(&'a [U64]),
+    /// An `i64` field.
+    I64(&'a [I64]),
+    /// An `f64` field.
+    F64(&'a [F64]),
+    /// A `str` field (each value was checked to be UTF-8 when the block was verified).
+    Str(VarColumn<'a>),
+    /// A `bytes` field.
+    Bytes(VarColumn<'a>),
+}
+
+/// An open segment.
+#[derive(Debug)]
+pub struct SegmentReader<B> {
+    path: String,
+    bytes: B,
+    digest: u32,
+    partitions: Vec<PartitionInfo>,
+    blocks: Vec<BlockInfo>,
+    verified: Vec<OnceLock<Result<(), BlockFault>>>,
+}
+
+/// Why a block failed its first read, remembered so later reads fail the same way.
+#[derive(Clone, Debug)]
+enum BlockFault {
+    Checksum { expected: u32, got: u32 },
+    Contents(String),
+}
+
+impl<B: Deref<Target = [u8]>> SegmentReader<B> {
+    /// Opens the segment held in `bytes` (usually a [`crate::vfs::Mapped`] file); `path` names it
+    /// in errors. Checks header, footer and directory; blocks are checked when first read.
+    pub fn open(path: &str, bytes: B) -> Result<SegmentReader<B>, SegmentError> {
+        let file: &[u8] = &bytes;
+        let len = file.len();
+        if len < HEADER_LEN + BLOCK_CRC_LEN + size_of::<DirHeader>() + FOOTER_LEN {
+            return Err(SegmentError::malformed(
+                path,
+                0,
+                format!("{len} bytes is too short"),
+            ));
+        }
+        check_header(path, file)?;
+        let footer_at = len - FOOTER_LEN;
+        let (dir_offset, dir_len, digest) = check_footer(path, file, footer_at)?;
+        let directory = &file[dir_offset..dir_offset + dir_len];
+        verify_crc(path, file, dir_offset, dir_len, "directory")?;
+        let (partitions, blocks) = parse_directory(path, directory, dir_offset)?;
+        let verified = blocks.iter().map(|_| OnceLock::new()).collect();
+        Ok(SegmentReader {
+            path: path.to_owned(),
+            bytes,
+            digest,
+            partitions,
+            blocks,
+            verified,
+        })
+    }
+
+    /// The file's name, as given to `open`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The digest recorded in the footer (crc32c of the file up to that field).
+    pub fn digest(&self) -> u32 {
+        self.digest
+    }
+
+    /// The partitions, in the order they were written.
+    pub fn partitions(&self) -> &[PartitionInfo] {
+        &self.partitions
+    }
+
+    /// The index of the partition of `stream` with `track`.
+    pub fn find(&self, stream: &str, track: &TrackKey) -> Option<usize> {
+        self.partitions
+            .iter()
+            .position(|p| p.stream == stream && p.track == *track)
+    }
+
+    /// Recomputes the whole file's digest and every block's crc: what `engine-fsck --verify`
+    /// runs. Reads the whole file once, through the map.
+    pub fn verify_all(&self) -> Result<(), SegmentError> {
+        let file: &[u8] = &self.bytes;
+        let covered = file.len() - 8;
+        let got = crc32c::crc32c(&file[..covered]);
+        if got != self.digest {
+            return Err(SegmentError::Checksum {
+                path: self.path.clone(),
+                offset: 0,
+                what: "whole-file digest",
+                expected: self.digest,
+                got,
+            });
+        }
+        (0..self.blocks.len()).try_for_each(|block_idx| self.verified_block(block_idx).map(|_| ()))
+    }
+
+    /// The positions of partition `part_idx`, in publish order.
+    pub fn positions(&self, part_idx: usize) -> Result<&[U64], SegmentError> {
+        self.u64_block(part_idx, BlockKind::Positions)
+    }
+
+    /// The ordinals of partition `part_idx`.
+    pub fn ordinals(&self, part_idx: usize) -> Result<&[U64], SegmentError> {
+        self.u64_block(part_idx, BlockKind::Ordinals)
+    }
+
+    /// The axis values of partition `part_idx`, if its stream has an axis.
+    pub fn axis(&self, part_idx: usize) -> Result<Option<&[U64]>, SegmentError> {
+        if self.partition(part_idx).axis.is_none() {
+            return Ok(None);
+        }
+        self.u64_block(part_idx, BlockKind::Axis).map(Some)
+    }
+
+    /// The rows of partition `part_idx` whose position lies in `[lo, hi]`, by binary search.
+    pub fn position_range(
+        &self,
+        part_idx: usize,
+        lo: u64,
+        hi: u64,
+    ) -> Result<Range<usize>, SegmentError> {
+        let positions = self.positions(part_idx)?;
+        let start = positions.partition_point(|p| p.get() < lo);
+        let end = positions.partition_point(|p| p.get() <= hi).max(start);
+        Ok(start..end)
+    }
+
+    /// The stored column of `field` in partition `part_idx`; `None` if the partition stores no
+    /// such column (a track component or the axis).
+    pub fn column(&self, part_idx: usize, field: u16) -> Result<Option<Column<'_>>, SegmentError> {
+        let Some(block_idx) = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Column && self.blocks[b].field == field)
+        else {
+            return Ok(None);
+        };
+        let payload = self.verified_block(block_idx)?;
+        let block = self.blocks[block_idx];
+        let n = block.n_items;
+        Ok(Some(match block.field_kind {
+            1 => Column::U64(slice_of(payload)),
+            2 => Column::I64(slice_of(payload)),
+            3 => Column::F64(slice_of(payload)),
+            kind => {
+                let (offsets, heap) = payload.split_at((n + 1) * 8);
+                let var = VarColumn {
+                    offsets: slice_of(offsets),
+                    heap,
+                };
+                if kind == 4 {
+                    Column::Str(var)
+                } else {
+                    Column::Bytes(var)
+                }
+            }
+        }))
+    }
+
+    /// The cells of `field` at `level` in partition `part_idx` whose index lies in `indexes`,
+    /// ascending, found by binary search (no scan).
+    pub fn cells(
+        &self,
+        part_idx: usize,
+        field: u16,
+        level: u8,
+        indexes: RangeInclusive<u64>,
+    ) -> Result<Vec<Cell>, SegmentError> {
+        let Some(block_idx) = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Cells)
+        else {
+            return Ok(Vec::new());
+        };
+        let payload = self.verified_block(block_idx)?;
+        let records: &[CellRecord] = slice_of(payload);
+        let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
+        let start = records.partition_point(|r| key(r) < (field, level, *indexes.start()));
+        let end = records.partition_point(|r| key(r) <= (field, level, *indexes.end()));
+        let offset = self.blocks[block_idx].offset;
+        records
+            .get(start..end.max(start))
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let at = offset + (start + i) * size_of::<CellRecord>();
+                decode_cell(&self.path, at, r)
+            })
+            .collect()
+    }
+
+    fn partition(&self, part_idx: usize) -> &PartitionInfo {
+        &self.partitions[part_idx]
+    }
+
+    fn block_range(&self, part_idx: usize) -> Range<usize> {
+        self.partition(part_idx).blocks.clone()
+    }
+
+    fn u64_block(&self, part_idx: usize, kind: BlockKind) -> Result<&[U64], SegmentError> {
+        let block_idx = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == kind)
+            .expect("the directory parse checked every partition has its row blocks");
+        Ok(slice_of(self.verified_block(block_idx)?))
+    }
+
+    /// The payload of block `block_idx`, after its crc and content checks (once per reader).
+    fn verified_block(&self, block_idx: usize) -> Result<&[u8], SegmentError> {
+        let block = self.blocks[block_idx];
+        let payload = &self.bytes[block.offset..block.offset + block.len];
+        let outcome = self.verified[block_idx].get_or_init(|| {
+            let expected = read_crc(&self.bytes, block.offset + block.len);
+            let got = crc32c::crc32c(payload);
+            if expected != got {
+                return Err(BlockFault::Checksum { expected, got });
+            }
+            check_block_contents(&block, payload).map_err(BlockFault::Contents)
+        });
+        match outcome {
+            Ok(()) => Ok(payload),
+            Err(BlockFault::Checksum { expected, got }) => Err(SegmentError::Checksum {
+                path: self.path.clone(),
+                offset: block.offset as u64,
+                what: "block",
+                expected: *expected,
+                got: *got,
+            }),
+            Err(BlockFault::Contents(what)) => Err(SegmentError::malformed(
+                &self.path,
+                block.offset as u64,
+                what.clone(),
+            )),
+        }
+    }
+}
+
+/// Checks what a block's contents promise beyond its crc, so that a well-checksummed but
+/// inconsistent file (a bug, or bytes crafted on purpose) is an error rather than a wrong answer.
+fn check_block_contents(block: &BlockInfo, payload: &[u8]) -> Result<(), String> {
+    let bad = |what: &str| Err(what.to_owned());
+    match block.kind {
+        BlockKind::Positions | BlockKind::Axis => {
+            if !slice_of::<U64>(payload).is_sorted_by_key(|v| v.get()) {
+                return bad("values go backwards");
+            }
+        }
+        BlockKind::Ordinals => {
+            if !slice_of::<U64>(payload)
+                .windows(2)
+                .all(|w| w[0].get() < w[1].get())
+            {
+                return bad("ordinals do not increase");
+            }
+        }
+        BlockKind::Column if block.field_kind >= 4 => {
+            let (offsets, heap) = payload.split_at((block.n_items + 1) * 8);
+            let offsets: &[U64] = slice_of(offsets);
+            let ends_right = offsets.first().map(|o| o.get()) == Some(0)
+                && offsets.last().map(|o| o.get()) == Some(heap.len() as u64);
+            if !ends_right || !offsets.is_sorted_by_key(|o| o.get()) {
+                return bad("variable-length offsets are inconsistent");
+            }
+            if block.field_kind == 4 {
+                let var = VarColumn { offsets, heap };
+                if (0..var.len())
+                    .any(|i| var.get(i).is_none_or(|v| std::str::from_utf8(v).is_err()))
+                {
+                    return bad("a str value is not UTF-8");
+                }
+            }
+        }
+        BlockKind::Cells => {
+            let records: &[CellRecord] = slice_of(payload);
+            let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
+            if !records.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
+                return bad("cells out of order");
+            }
+        }
+        BlockKind::Column => {}
+    }
+    Ok(())
+}
+
+fn decode_cell(path: &str, at: usize, r: &CellRecord) -> Result<Cell, SegmentError> {
+    let kind = match r.kind {
+        1 => NumKind::U64,
+        2 => NumKind::I64,
+        3 => NumKind::F64,
+        other => {
+            return Err(SegmentError::malformed(
+                path,
+                at as u64,
+                format!("cell kind code {other}"),
+            ));
+        }
+    };
+    if r.count.get() == 0 {
+        return Err(SegmentError::malformed(
+            path,
+            at as u64,
+            "a cell of zero rows",
+        ));
+    }
+    let point = |p: &PointRecord| Point {
+        axis: p.axis.get(),
+        value: Num::from_le_bytes(kind, p.value),
+    };
+    Ok(Cell {
+        index: r.index.get(),
+        bucket: Bucket {
+            field: r.field.get(),
+            first: point(&r.first),
+            last: point(&r.last),
+            min: point(&r.min),
+            max: point(&r.max),
+            count: r.count.get(),
+            sum: r.sum.get(),
+            sum_sq: r.sum_sq.get(),
+        },
+    })
+}
+
+fn check_header(path: &str, file: &[u8]) -> Result<(), SegmentError> {
+    let (header, _) = Header::ref_from_prefix(file)
+        .map_err(|_| SegmentError::malformed(path, 0, "no room for a header"))?;
+    let got = crc32c::crc32c(&header.as_bytes()[..28]);
+    if got != header.crc.get() {
+        return Err(SegmentError::Checksum {
+            path: path.to_owned(),
+            offset: 0,
+            what: "header",
+            expected: header.crc.get(),
+            got,
+        });
+    }
+    if header.magic != SEGMENT_MAGIC {
+        return Err(SegmentError::malformed(
+            path,
+            0,
+            "not a strata segment (bad magic)",
+        ));
+    }
+    if header.version.get() != SEGMENT_VERSION {
+        let version = header.version.get();
+        return Err(SegmentError::malformed(
+            path,
+            8,
+            format!("unsupported version {version}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the footer; answers the directory's offset and length, and the file digest.
+fn check_footer(
+    path: &str,
+    file: &[u8],
+    footer_at: usize,
+) -> Result<(usize, usize, u32), SegmentError> {
+    let footer = Footer::ref_from_bytes(&file[footer_at..])
+        .map_err(|_| SegmentError::malformed(path, footer_at as u64, "no room for a footer"))?;
+    let got = crc32c::crc32c(&footer.as_bytes()[..28]);
+    if got != footer.crc.get() {
+        return Err(SegmentError::Checksum {
+            path: path.to_owned(),
+            offset: footer_at as u64,
+            what: "footer",
+            expected: footer.crc.get(),
+            got,
+        });
+    }
+    if footer.magic != FOOTER_MAGIC {
+        return Err(SegmentError::malformed(
+            path,
+            footer_at as u64,
+            "bad footer magic",
+        ));
+    }
+    let dir_offset = usize::try_from(footer.dir_offset.get()).unwrap_or(usize::MAX);
+    let dir_len = usize::try_from(footer.dir_len.get()).unwrap_or(usize::MAX);
+    // The directory block ends exactly where the footer starts.
+    let fits = dir_offset >= HEADER_LEN
+        && dir_len >= size_of::<DirHeader>()
+        && dir_offset
+            .checked_add(dir_len)
+            .and_then(|e| e.checked_add(BLOCK_CRC_LEN))
+            == Some(footer_at);
+    if !fits {
+        return Err(SegmentError::malformed(
+            path,
+            footer_at as u64,
+            format!("directory at {dir_offset}+{dir_len} does not end at the footer"),
+        ));
+    }
+    Ok((dir_offset, dir_len, footer.digest.get()))
+}
+
+fn verify_crc(
+    path: &str,
+    file: &[u8],
+    offset: usize,
+    len: usize,
+    what: &'static str,
+) -> Result<(), SegmentError> {
+    let got = crc32c::crc32c(&file[offset..offset + len]);
+    let expected = read_crc(file, offset + len);
+    if got == expected {
+        Ok(())
+    } else {
+        Err(SegmentError::Checksum {
+            path: path.to_owned(),
+            offset: offset as u64,
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+fn read_crc(file: &[u8], at: usize) -> u32 {
+    let mut crc = [0u8; BLOCK_CRC_LEN];
+    crc.copy_from_slice(&file[at..at + BLOCK_CRC_LEN]);
+    u32::from_le_bytes(crc)
+}
+
+/// Parses and bounds-checks the directory. Everything here is untrusted until proven in range.
+fn parse_directory(
+    path: &str,
+    directory: &[u8],
+    dir_offset: usize,
+) -> Result<(Vec<PartitionInfo>, Vec<BlockInfo>), SegmentError> {
+    let bad =
+        |at: usize, what: String| SegmentError::malformed(path, (dir_offset + at) as u64, what);
+    let (header, rest) = DirHeader::ref_from_prefix(directory)
+        .map_err(|_| bad(0, "directory header cut short".into()))?;
+    let n_partitions = header.n_partitions.get() as usize;
+    let n_blocks = header.n_blocks.get() as usize;
+    let heap_len = header.heap_len.get() as usize;
+    let expected = n_partitions
+        .checked_mul(size_of::<PartitionRecord>())
+        .and_then(|p| {
+            n_blocks
+                .checked_mul(size_of::<BlockRecord>())
+                .map(|b| (p, b))
+        })
+        .and_then(|(p, b)| p.checked_add(b)?.checked_add(heap_len));
+    if expected != Some(rest.len()) {
+        return Err(bad(
+            0,
+            format!("directory sizes do not add up to {} bytes", rest.len()),
+        ));
+    }
+    let (part_records, rest) = <[PartitionRecord]>::ref_from_prefix_with_elems(rest, n_partitions)
+        .map_err(|_| bad(16, "partition records cut short".into()))?;
+    let (block_records, heap) = <[BlockRecord]>::ref_from_prefix_with_elems(rest, n_blocks)
+        .map_err(|_| bad(16, "block records cut short".into()))?;
+    let blocks_at = 16 + n_partitions * size_of::<PartitionRecord>();
+    let blocks = block_records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            parse_block(r, dir_offset)
+                .map_err(|what| bad(blocks_at + i * size_of::<BlockRecord>(), what))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let partitions = part_records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            parse_partition(r, heap, &blocks)
+                .map_err(|what| bad(16 + i * size_of::<PartitionRecord>(), what))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((partitions, blocks))
+}
+
+fn parse_block(r: &BlockRecord, data_end: usize) -> Result<BlockInfo, String> {
+    let kind = BlockKind::from_code(r.kind).ok_or_else(|| format!("block kind code {}", r.kind))?;
+    let offset = usize::try_from(r.offset.get()).map_err(|_| "block offset".to_owned())?;
+    let len = usize::try_from(r.len.get()).map_err(|_| "block length".to_owned())?;
+    let n_items = usize::try_from(r.n_items.get()).map_err(|_| "block item count".to_owned())?;
+    let end = offset
+        .checked_add(len)
+        .and_then(|e| e.checked_add(BLOCK_CRC_LEN));
+    if offset < HEADER_LEN || end.is_none_or(|e| e > data_end) {
+        return Err(format!(
+            "block at {offset}+{len} lies outside the data region"
+        ));
+    }
+    let fixed_len = |size: usize| n_items.checked_mul(size) == Some(len);
+    let sized = match (kind, r.field_kind) {
+        (BlockKind::Positions | BlockKind::Ordinals | BlockKind::Axis, 0)
+        | (BlockKind::Column, 1..=3) => fixed_len(8),
+        (BlockKind::Column, 4 | 5) => n_items
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(8))
+            .is_some_and(|o| o <= len),
+        (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
+        _ => false,
+    };
+    if !sized {
+        return Err(format!(
+            "block of kind {kind:?} has {len} bytes for {n_items} items"
+        ));
+    }
+    Ok(BlockInfo {
+        kind,
+        field_kind: r.field_kind,
+        field: r.field.get(),
+        offset,
+        len,
+        n_items,
+    })
+}
+
+fn parse_partition(
+    r: &PartitionRecord,
+    heap: &[u8],
+    blocks: &[BlockInfo],
+) -> Result<PartitionInfo, String> {
+    let heap_slice = |offset: u32, len: usize| {
+        let start = offset as usize;
+        start
+            .checked_add(len)
+            .and_then(|end| heap.get(start..end))
+            .ok_or_else(|| "a name outside the heap".to_owned())
+    };
+    let stream = heap_slice(r.stream_offset.get(), r.stream_len.get() as usize)?;
+    let stream = std::str::from_utf8(stream).map_err(|_| "stream id is not UTF-8".to_owned())?;
+    let track = heap_slice(r.track_offset.get(), r.track_len.get() as usize)?;
+    let track = TrackKey::decode(track).map_err(|e| format!("track key: {e}"))?;
+    let n_measured = r.n_measured.get() as usize;
+    let measured_bytes = heap_slice(
+        r.measured_offset.get(),
+        n_measured
+            .checked_mul(size_of::<MeasuredRecord>())
+            .ok_or("measured count")?,
+    )?;
+    let measured_records = <[MeasuredRecord]>::ref_from_bytes(measured_bytes)
+        .map_err(|_| "measured fields".to_owned())?;
+    let measured = measured_records
+        .iter()
+        .map(|m| match m.kind {
+            1 => Ok((m.field.get(), NumKind::U64)),
+            2 => Ok((m.field.get(), NumKind::I64)),
+            3 => Ok((m.field.get(), NumKind::F64)),
+            other => Err(format!("measured kind code {other}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let first = r.first_block.get() as usize;
+    let range = first
+        ..first
+            .checked_add(r.n_blocks.get() as usize)
+            .ok_or("block range")?;
+    let own = blocks
+        .get(range.clone())
+        .ok_or("block range outside the directory")?;
+    let n_rows = r.n_rows.get();
+    let has_axis = match r.has_axis {
+        0 => false,
+        1 => true,
+        other => return Err(format!("axis flag {other}")),
+    };
+    let count = |kind: BlockKind| own.iter().filter(|b| b.kind == kind).count();
+    let rows_ok = own
+        .iter()
+        .filter(|b| b.kind != BlockKind::Cells)
+        .all(|b| b.n_items as u64 == n_rows);
+    if n_rows == 0
+        || !rows_ok
+        || count(BlockKind::Positions) != 1
+        || count(BlockKind::Ordinals) != 1
+        || count(BlockKind::Axis) != usize::from(has_axis)
+        || count(BlockKind::Cells) > 1
+        || (count(BlockKind::Cells) == 1) != (r.n_levels > 0 && n_measured > 0)
+    {
+        return Err("the partition's blocks do not match its rows".into());
+    }
+    let extent_offset = r.extent_offset.get();
+    let extent_len = r.extent_len.get();
+    let extent_end = extent_offset.checked_add(extent_len).ok_or("extent")?;
+    let inside = own.iter().all(|b| {
+        b.offset as u64 >= extent_offset && (b.offset + b.len + BLOCK_CRC_LEN) as u64 <= extent_end
+    });
+    if !inside {
+        return Err("a block lies outside its partition's extent".into());
+    }
+    let columns = own
+        .iter()
+        .filter(|b| b.kind == BlockKind::Column)
+        .map(|b| (b.field, b.field_kind))
+        .collect();
+    let pair = |p: [U64; 2]| [p[0].get(), p[1].get()];
+    Ok(PartitionInfo {
+        stream: stream.to_owned(),
+        track,
+        n_rows,
+        positions: pair(r.positions),
+        ordinals: pair(r.ordinals),
+        axis: has_axis.then(|| pair(r.axis)),
+        n_levels: r.n_levels,
+        measured,
+        columns,
+        offset: extent_offset,
+        len: extent_len,
+        blocks: range,
+    })
+}
+
+/// Views a payload as a slice of 8-byte (or cell-sized) little-endian records.
+///
+/// # Panics
+/// If the payload's length is not a multiple of the record size: the directory parse checked
+/// every block's length against its item count, so this is a broken invariant.
+fn slice_of<T: FromBytes + zerocopy::Immutable + zerocopy::KnownLayout + zerocopy::Unaligned>(
+    payload: &[u8],
+) -> &[T] {
+    <[T]>::ref_from_bytes(payload).expect("block lengths were checked at open")
+}

@@ -1,0 +1,193 @@
+//! The I/O seam: every byte strata reads or writes goes through a [`Vfs`].
+//!
+//! Two implementations share one contract. [`RealFs`] is the file system (std + rustix, segments
+//! read through memmap2). [`SimFs`] is an in-memory file system that keeps a *live* and a
+//! *durable* image, so a test can crash it at any operation, tear the last write, or inject an I/O
+//! error, and then look at what a real disk could have kept.
+//!
+//! Paths are relative to the store root and `/`-separated ("tmp/000000000007.seg", "LOCK"); the
+//! root itself is "". A path is refused with `InvalidInput` when it has a leading `/`, an empty
+//! component (so also a trailing `/`), a `.` or `..` component, or a NUL byte: a store path names
+//! exactly one entry beneath the root and never escapes it.
+//!
+//! Durability follows POSIX as careful engines assume it: file data and length are durable after
+//! [`VfsFile::sync_data`]; a directory entry (create, rename, remove) is durable only after
+//! [`Vfs::sync_dir`] of its directory. Nothing here retries a failed sync: a failed sync leaves the
+//! kernel's page state unknown, so the caller must treat the store as poisoned.
+
+use std::fmt;
+use std::io;
+use std::ops::Deref;
+use std::sync::Arc;
+
+mod real;
+mod sim;
+
+#[cfg(test)]
+mod tests;
+
+pub use real::RealFs;
+pub use sim::{Fault, SimFs};
+
+/// The file system a store lives in, addressed by store-relative paths.
+pub trait Vfs: Send + Sync + fmt::Debug {
+    /// Creates directory `dir` (its parent must exist). Ok if it already exists as a directory.
+    /// Durable only after `sync_dir` of its parent.
+    fn create_dir(&self, dir: &str) -> io::Result<()>;
+    /// Creates a new, empty file for writing; fails with AlreadyExists if the name exists.
+    /// The directory entry is durable only after `sync_dir` of its directory.
+    ///
+    /// Writes through the returned handle always go to the file's current end (O_APPEND), so a
+    /// `set_len` followed by `write_all` continues at the new length and never leaves a hole.
+    fn create(&self, path: &str) -> io::Result<Box<dyn VfsFile>>;
+    /// Opens an existing file for appending (writes go to its end).
+    fn open_append(&self, path: &str) -> io::Result<Box<dyn VfsFile>>;
+    /// A read-only view of the whole file as it is now (the real one maps it with memmap2).
+    ///
+    /// The caller must not shrink the file (`set_len` to less) while a view of it lives: a real
+    /// mapping of a cut page faults with SIGBUS. Appending to it is fine; the view keeps the
+    /// length it had when taken.
+    fn map(&self, path: &str) -> io::Result<Mapped>;
+    /// The file's length in bytes.
+    fn len(&self, path: &str) -> io::Result<u64>;
+    /// Renames `from` to `to`, failing with AlreadyExists if `to` exists (never replaces).
+    /// Durable only after `sync_dir` of both directories.
+    fn rename_noreplace(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Removes a file. Durable only after `sync_dir` of its directory.
+    fn remove(&self, path: &str) -> io::Result<()>;
+    /// Makes the entries of directory `dir` durable (fsync of the directory).
+    fn sync_dir(&self, dir: &str) -> io::Result<()>;
+    /// The names in `dir` (files and directories), sorted, without "." and "..".
+    fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &str) -> io::Result<bool>;
+    /// Takes the store's exclusive lock (file "LOCK" in the root, created if missing). Held until
+    /// the returned guard drops. A second holder — another process, or another lock() on the
+    /// same store in this process — gets io::ErrorKind::WouldBlock, never a wait.
+    fn lock(&self) -> io::Result<Box<dyn VfsLock>>;
+}
+
+/// An open file that is written at its end.
+#[expect(
+    clippy::len_without_is_empty,
+    reason = "a file's length is a fallible query of the disk, not a collection's size"
+)]
+pub trait VfsFile: Send + fmt::Debug {
+    /// Appends all of `bytes` at the file's end, or fails.
+    ///
+    /// A failed write may have applied a prefix of `bytes` on a real disk; the caller must treat
+    /// the file's tail as unknown (and the store as poisoned), never retry in place.
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// fdatasync: the file's data and length are durable (not its directory entry).
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// Cuts or extends the file to `len` bytes (durable after `sync_data`).
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// The file's current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+}
+
+/// The store's exclusive lock, held until this guard drops.
+pub trait VfsLock: Send + fmt::Debug {}
+
+/// One name in a directory.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DirEntry {
+    pub name: String,
+    pub is_dir: bool,
+}
+
+/// A read-only view of a whole file: a memory map (real) or a shared snapshot (simulated).
+///
+/// The real view never copies the file, so reading a segment costs no buffer proportional to it.
+pub struct Mapped {
+    view: View,
+}
+
+enum View {
+    Map(memmap2::Mmap),
+    Shared(Arc<[u8]>),
+    /// memmap2 cannot map zero bytes on every platform, and nothing needs mapping anyway.
+    Empty,
+}
+
+impl Mapped {
+    pub(crate) fn from_mmap(map: memmap2::Mmap) -> Self {
+        Self {
+            view: View::Map(map),
+        }
+    }
+
+    pub(crate) fn from_shared(bytes: Arc<[u8]>) -> Self {
+        Self {
+            view: View::Shared(bytes),
+        }
+    }
+
+    pub(crate) fn empty() -> Self {
+        Self { view: View::Empty }
+    }
+}
+
+impl Deref for Mapped {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.view {
+            View::Map(map) => map,
+            View::Shared(bytes) => bytes,
+            View::Empty => &[],
+        }
+    }
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl fmt::Debug for Mapped {
+    // The bytes of a segment are no use in a debug line; their length and origin are.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.view {
+            View::Map(_) => "mmap",
+            View::Shared(_) => "shared",
+            View::Empty => "empty",
+        };
+        f.debug_struct("Mapped")
+            .field("kind", &kind)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// The components of a store path: empty for the root "".
+pub(crate) fn components(path: &str) -> io::Result<Vec<&str>> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    for part in &parts {
+        if part.is_empty() || *part == "." || *part == ".." || part.contains('\0') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("store path {path:?} must be relative, without empty, '.' or '..' parts"),
+            ));
+        }
+    }
+    Ok(parts)
+}
+
+/// Splits a path that names an entry beneath the root (a file, or either end of a rename) into
+/// its parent's components and its own name. The root itself is refused: it is neither a file
+/// nor an entry of any directory.
+pub(crate) fn entry_components(path: &str) -> io::Result<(Vec<&str>, &str)> {
+    let mut parts = components(path)?;
+    match parts.pop() {
+        Some(name) => Ok((parts, name)),
+        None => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the store root \"\" is not a file or a directory entry",
+        )),
+    }
+}

@@ -1,0 +1,251 @@
+//! The real file system: std::fs for ordinary calls, rustix where std has no word for what we
+//! need (no-replace rename, directory fsync, non-blocking flock), memmap2 for reads.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{CWD, FlockOperation, Mode, OFlags, RenameFlags};
+
+use super::{DirEntry, Mapped, Vfs, VfsFile, VfsLock, components, entry_components};
+
+/// A store rooted at a directory of the real file system.
+#[derive(Debug, Clone)]
+pub struct RealFs {
+    /// Absolute, so a later change of the process's working directory cannot move the store.
+    root: PathBuf,
+}
+
+impl RealFs {
+    /// Opens the store rooted at `root`, which must be an existing directory.
+    pub fn open(root: &Path) -> io::Result<Self> {
+        let root = fs::canonicalize(root)?;
+        if !fs::metadata(&root)?.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("store root {} is not a directory", root.display()),
+            ));
+        }
+        Ok(Self { root })
+    }
+
+    /// Creates the directory `root` (and missing ancestors) if needed, then opens it.
+    ///
+    /// The root's own entry is synced into its parent, so a crash right after cannot lose the
+    /// directory that later syncs of the store's files rely on.
+    pub fn create(root: &Path) -> io::Result<Self> {
+        fs::create_dir_all(root)?;
+        let store = Self::open(root)?;
+        if let Some(parent) = store.root.parent() {
+            sync_dir_at(parent)?;
+        }
+        Ok(store)
+    }
+
+    /// The absolute path of the store root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of any store path, the root "" included.
+    fn at(&self, path: &str) -> io::Result<PathBuf> {
+        components(path)?;
+        Ok(self.join(path))
+    }
+
+    /// The real path of a store path that must name an entry beneath the root.
+    fn entry_at(&self, path: &str) -> io::Result<PathBuf> {
+        entry_components(path)?;
+        Ok(self.join(path))
+    }
+
+    fn join(&self, path: &str) -> PathBuf {
+        if path.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(path)
+        }
+    }
+}
+
+impl Vfs for RealFs {
+    fn create_dir(&self, dir: &str) -> io::Result<()> {
+        let at = self.at(dir)?;
+        match fs::create_dir(&at) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                // Only an existing directory makes this a no-op; a file of that name is a clash.
+                if fs::metadata(&at)?.is_dir() {
+                    Ok(())
+                } else {
+                    Err(err)
+                }
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn create(&self, path: &str) -> io::Result<Box<dyn VfsFile>> {
+        let at = self.entry_at(path)?;
+        // O_CREAT|O_EXCL: the kernel refuses an existing name atomically, no check-then-create.
+        let file = OpenOptions::new().append(true).create_new(true).open(&at)?;
+        Ok(Box::new(RealFile { file }))
+    }
+
+    fn open_append(&self, path: &str) -> io::Result<Box<dyn VfsFile>> {
+        let at = self.entry_at(path)?;
+        let file = OpenOptions::new().append(true).open(&at)?;
+        Ok(Box::new(RealFile { file }))
+    }
+
+    fn map(&self, path: &str) -> io::Result<Mapped> {
+        let at = self.entry_at(path)?;
+        let file = File::open(&at)?;
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(is_a_directory(&at));
+        }
+        if meta.len() == 0 {
+            return Ok(Mapped::empty());
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: the map is read-only and shared, and `Mmap::map` is sound only while nothing
+        // shrinks or rewrites the mapped range for as long as the view lives. strata upholds
+        // that for itself: segments are written in `tmp/`, synced, renamed into place and never
+        // written again; the manifest is only appended to while a view of it lives (appends lie
+        // beyond the view); the store's LOCK keeps other strata processes out. Shrinking a
+        // mapped file is a caller bug (see `Vfs::map`). A foreign program writing into a store
+        // is outside this guarantee; the digest checked on every read is what catches it.
+        let map = unsafe { memmap2::Mmap::map(&file) }?;
+        Ok(Mapped::from_mmap(map))
+    }
+
+    fn len(&self, path: &str) -> io::Result<u64> {
+        let at = self.entry_at(path)?;
+        let meta = fs::metadata(&at)?;
+        if meta.is_dir() {
+            return Err(is_a_directory(&at));
+        }
+        Ok(meta.len())
+    }
+
+    fn rename_noreplace(&self, from: &str, to: &str) -> io::Result<()> {
+        let from_at = self.entry_at(from)?;
+        let to_at = self.entry_at(to)?;
+        // RENAME_NOREPLACE makes "never replace" the kernel's check, atomic with the rename. A
+        // file system without it answers EINVAL, and we refuse rather than fall back to a racy
+        // exists-then-rename.
+        rustix::fs::renameat_with(CWD, &from_at, CWD, &to_at, RenameFlags::NOREPLACE)
+            .map_err(io::Error::from)
+    }
+
+    fn remove(&self, path: &str) -> io::Result<()> {
+        fs::remove_file(self.entry_at(path)?)
+    }
+
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        sync_dir_at(&self.at(dir)?)
+    }
+
+    fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>> {
+        let at = self.at(dir)?;
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(&at)? {
+            let entry = entry?;
+            // Every name strata issues is ASCII; a name that is not UTF-8 was put there by
+            // someone else, and passing it on lossily would name a file that cannot be opened.
+            let name = entry.file_name().into_string().map_err(|raw| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: entry {raw:?} is not UTF-8", at.display()),
+                )
+            })?;
+            let is_dir = entry.file_type()?.is_dir();
+            entries.push(DirEntry { name, is_dir });
+        }
+        entries.sort_unstable();
+        Ok(entries)
+    }
+
+    fn exists(&self, path: &str) -> io::Result<bool> {
+        self.at(path)?.try_exists()
+    }
+
+    fn lock(&self) -> io::Result<Box<dyn VfsLock>> {
+        let at = self.join("LOCK");
+        // The lock is the flock on this open file description, not the file's content, so the
+        // file is never truncated.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&at)?;
+        // flock locks belong to the open file description: a second open() of LOCK in this
+        // process is a second holder and is refused like another process would be.
+        rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).map_err(|errno| {
+            let err = io::Error::from(errno);
+            if err.kind() == io::ErrorKind::WouldBlock {
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("store {} is locked by another holder", self.root.display()),
+                )
+            } else {
+                err
+            }
+        })?;
+        Ok(Box::new(RealLock { _file: file }))
+    }
+}
+
+/// fsync of a directory, which is what makes its entries (create, rename, unlink) durable.
+fn sync_dir_at(at: &Path) -> io::Result<()> {
+    // O_DIRECTORY makes a file under this name an ENOTDIR error instead of a silent file fsync.
+    let fd = rustix::fs::open(
+        at,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::fs::fsync(&fd)?;
+    Ok(())
+}
+
+fn is_a_directory(at: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::IsADirectory,
+        format!("{} is a directory, not a file", at.display()),
+    )
+}
+
+/// A file opened with O_APPEND. Errors pass through unwrapped so their raw OS error (ENOSPC,
+/// EIO) survives; std's `Debug` of a `File` already names its path.
+#[derive(Debug)]
+struct RealFile {
+    file: File,
+}
+
+impl VfsFile for RealFile {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_all(bytes)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+}
+
+/// Holds the flock of root/LOCK; closing the file on drop releases it.
+#[derive(Debug)]
+struct RealLock {
+    _file: File,
+}
+
+impl VfsLock for RealLock {}
