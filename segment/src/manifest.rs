@@ -13,7 +13,7 @@ use crate::names::{
     MANIFEST_GENERATION_MAX, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
 };
 use crate::twophase::write_two_phase;
-use crate::vfs::{Mapped, Vfs, VfsFile};
+use crate::vfs::{Vfs, VfsFile};
 
 /// The manifest generations present in the store's root, ascending.
 pub fn manifest_generations(vfs: &dyn Vfs) -> Result<Vec<u32>, SegmentError> {
@@ -27,10 +27,12 @@ pub fn manifest_generations(vfs: &dyn Vfs) -> Result<Vec<u32>, SegmentError> {
     Ok(generations)
 }
 
-/// The whole manifest of `generation`, mapped (boot parses it with `strata_index::parse_log`).
-pub fn read_manifest(vfs: &dyn Vfs, generation: u32) -> Result<Mapped, SegmentError> {
+/// The whole manifest of `generation` (boot parses it with `strata_index::parse_log`). Read, not
+/// mapped: a concurrent boot may cut the file, which would fault a map (an `engine-fsck` of a
+/// store being opened must not crash).
+pub fn read_manifest(vfs: &dyn Vfs, generation: u32) -> Result<Vec<u8>, SegmentError> {
     let path = manifest_name(generation);
-    vfs.map(&path).map_err(|e| SegmentError::io(&path, e))
+    vfs.read(&path).map_err(|e| SegmentError::io(&path, e))
 }
 
 /// Cuts the manifest of `generation` to `len` bytes (its trusted prefix) and syncs it.

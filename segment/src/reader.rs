@@ -156,6 +156,11 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         &self.path
     }
 
+    /// The file's length in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     /// The digest recorded in the footer (crc32c of the file up to that field).
     pub fn digest(&self) -> u32 {
         self.digest

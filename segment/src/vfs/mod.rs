@@ -20,12 +20,14 @@ use std::io;
 use std::ops::Deref;
 use std::sync::Arc;
 
+mod counting;
 mod real;
 mod sim;
 
 #[cfg(test)]
 mod tests;
 
+pub use counting::{Counting, SyncCounts};
 pub use real::RealFs;
 pub use sim::{Fault, SimFs};
 
@@ -48,6 +50,11 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// mapping of a cut page faults with SIGBUS. Appending to it is fine; the view keeps the
     /// length it had when taken.
     fn map(&self, path: &str) -> io::Result<Mapped>;
+    /// A copy of the whole file, read with ordinary reads: for files another process may cut
+    /// while they are read (the manifest, which boot truncates), where a map could fault.
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        Ok(self.map(path)?.to_vec())
+    }
     /// The file's length in bytes.
     fn len(&self, path: &str) -> io::Result<u64>;
     /// Renames `from` to `to`, failing with AlreadyExists if `to` exists (never replaces).

@@ -120,6 +120,11 @@ impl Vfs for RealFs {
         Ok(Mapped::from_mmap(map))
     }
 
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        let at = self.entry_at(path)?;
+        fs::read(&at)
+    }
+
     fn len(&self, path: &str) -> io::Result<u64> {
         let at = self.entry_at(path)?;
         let meta = fs::metadata(&at)?;

@@ -1,0 +1,198 @@
+//! `engine-fsck`: look at a strata store without changing it.
+//!
+//! ```text
+//! engine-fsck STORE [--verify] [--json]
+//! engine-fsck quarantine STORE [--json] [--purge --yes]
+//! ```
+//!
+//! Exit codes: 0 clean, 1 findings (including evidence in quarantine), 2 unusable (not a store,
+//! no usable manifest, an I/O error, bad arguments, or a refused purge). `docs/fsck.md` describes
+//! the output and the JSON document.
+
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+use strata_recover::fsck::{
+    self, FsckReport, QuarantineEntry, Status, list_quarantine, purge_quarantine,
+};
+use strata_segment::vfs::RealFs;
+
+/// Inspects a strata store without changing anything: what boot would find and do, the
+/// quarantine's evidence, and per stream and partition the live files, watermark and floors.
+#[derive(Debug, Parser)]
+#[command(name = "engine-fsck", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// The store folder.
+    #[arg(value_name = "STORE", required = true)]
+    store: Option<PathBuf>,
+    /// Also read every recorded file whole and check its length, digest and every checksum.
+    #[arg(long)]
+    verify: bool,
+    /// Print one JSON document instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Lists the evidence in the store's quarantine/ (exit 1 when there is any).
+    Quarantine {
+        /// The store folder.
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// Remove every file in quarantine/ for good (needs --yes too).
+        #[arg(long)]
+        purge: bool,
+        /// Confirms --purge.
+        #[arg(long, requires = "purge")]
+        yes: bool,
+    },
+}
+
+/// `engine-fsck quarantine STORE --json`: the listing, or what a purge removed.
+#[derive(Debug, Serialize)]
+struct QuarantineReport {
+    store: String,
+    status: Status,
+    error: Option<String>,
+    quarantine: Vec<QuarantineEntry>,
+    purged: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Some(Command::Quarantine {
+            store,
+            json,
+            purge,
+            yes,
+        }) => quarantine(&store, json, purge, yes),
+        None => match cli.store {
+            Some(store) => check(&store, cli.verify, cli.json),
+            // clap requires STORE whenever no subcommand is given; this is only a fallback.
+            None => usage_error("a STORE folder is required"),
+        },
+    };
+    ExitCode::from(code)
+}
+
+fn check(store: &Path, verify: bool, json: bool) -> u8 {
+    let mut report = match open(store) {
+        Ok(vfs) => fsck::check(&vfs, verify),
+        Err(error) => FsckReport::unusable(error),
+    };
+    report.store = Some(store.display().to_string());
+    let text = if json {
+        to_json(&report)
+    } else {
+        Ok(fsck::render(&report))
+    };
+    emit(text, report.exit_code())
+}
+
+fn quarantine(store: &Path, json: bool, purge: bool, yes: bool) -> u8 {
+    if purge && !yes {
+        eprintln!(
+            "engine-fsck: refusing to purge {}: removing evidence needs --purge --yes; \
+             nothing was changed",
+            store.display()
+        );
+        return Status::Unusable.exit_code();
+    }
+    let mut report = QuarantineReport {
+        store: store.display().to_string(),
+        status: Status::Clean,
+        error: None,
+        quarantine: Vec::new(),
+        purged: None,
+    };
+    let outcome = open(store).and_then(|vfs| {
+        if purge {
+            report.purged = Some(purge_quarantine(&vfs).map_err(|e| e.to_string())?);
+        }
+        list_quarantine(&vfs).map_err(|e| e.to_string())
+    });
+    match outcome {
+        Ok(entries) => {
+            report.status = if entries.is_empty() {
+                Status::Clean
+            } else {
+                Status::Findings
+            };
+            report.quarantine = entries;
+        }
+        Err(error) => {
+            report.status = Status::Unusable;
+            report.error = Some(error);
+        }
+    }
+    // A purge the caller confirmed and that went through is a success, whatever is left (a
+    // folder inside quarantine/ is never strata's and is not removed).
+    let code = match (report.status, report.purged) {
+        (Status::Unusable, _) => Status::Unusable.exit_code(),
+        (_, Some(_)) => 0,
+        (status, None) => status.exit_code(),
+    };
+    let text = if json {
+        to_json(&report)
+    } else {
+        Ok(render_quarantine(&report))
+    };
+    emit(text, code)
+}
+
+fn render_quarantine(report: &QuarantineReport) -> String {
+    if let Some(error) = &report.error {
+        return format!("strata store {}: UNUSABLE: {error}\n", report.store);
+    }
+    let mut text = fsck::render_quarantine(&report.store, &report.quarantine);
+    if let Some(n_removed) = report.purged {
+        let noun = if n_removed == 1 { "entry" } else { "entries" };
+        text = format!("purged {n_removed} {noun} from quarantine/\n{text}");
+    }
+    text
+}
+
+/// Opens the store folder; a path that is missing or not a folder is unusable, named.
+fn open(store: &Path) -> Result<RealFs, String> {
+    RealFs::open(store)
+        .map_err(|e| format!("cannot open {} as a store folder: {e}", store.display()))
+}
+
+fn to_json(value: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string_pretty(value)
+        .map(|mut text| {
+            text.push('\n');
+            text
+        })
+        .map_err(|e| format!("cannot write the JSON report: {e}"))
+}
+
+/// Prints `text` and answers `code`; a report that cannot be printed is an unusable run.
+fn emit(text: Result<String, String>, code: u8) -> u8 {
+    let printed = text.and_then(|text| {
+        let mut stdout = io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| format!("cannot print the report: {e}"))
+    });
+    match printed {
+        Ok(()) => code,
+        Err(error) => usage_error(&error),
+    }
+}
+
+fn usage_error(message: &str) -> u8 {
+    eprintln!("engine-fsck: {message}");
+    Status::Unusable.exit_code()
+}

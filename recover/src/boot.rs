@@ -1,0 +1,133 @@
+//! Boot: serve the manifest's trusted prefix, keep what a crash left as evidence, and issue new
+//! names above everything the store has ever held.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use strata_index::{Catalog, FileName};
+use strata_segment::names::{QUARANTINE_DIR, SEG_DIR, TMP_DIR, parse_manifest_name};
+use strata_segment::vfs::{Vfs, VfsLock};
+use strata_segment::{ManifestWriter, create_store};
+
+use crate::error::RecoverError;
+use crate::heal::heal;
+use crate::plan::{LOCK_FILE, inspect};
+use crate::report::Report;
+
+/// A booted store: the state derived from its trusted prefix, its manifest open for the next
+/// barrier, what boot found, and the lock that keeps every other opener out.
+#[derive(Debug)]
+pub struct Booted {
+    /// The catalog derived from the manifest's trusted prefix.
+    pub catalog: Catalog,
+    /// The manifest, open for appending after its trusted prefix.
+    pub manifest: ManifestWriter,
+    /// What boot found and did.
+    pub report: Report,
+    /// The next file name to issue: above every name seen anywhere in the store.
+    pub next_name: FileName,
+    /// Recorded files that reads must answer `Unreadable`, with why.
+    pub unreadable: BTreeMap<FileName, String>,
+    /// Whether this boot created the store.
+    pub created: bool,
+    /// The store's exclusive lock, held for as long as this (or what takes it over) lives.
+    pub lock: Box<dyn VfsLock>,
+}
+
+/// Boots the store in `vfs`. With `create_if_empty`, an empty folder (or one whose creation a
+/// crash interrupted before its first manifest) becomes a new, empty store.
+pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError> {
+    let lock = vfs.lock().map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => RecoverError::Locked,
+        _ => RecoverError::io(LOCK_FILE, e),
+    })?;
+    if create_if_empty && unfinished_creation(vfs)? {
+        return create(vfs, lock);
+    }
+    let plan = inspect(vfs)?;
+    heal(vfs, &plan)?;
+    let manifest = ManifestWriter::open(vfs, plan.report.generation, plan.report.trusted_len)?;
+    Ok(Booted {
+        catalog: plan.catalog,
+        manifest,
+        report: plan.report,
+        next_name: plan.next_name,
+        unreadable: plan.unreadable,
+        created: false,
+        lock,
+    })
+}
+
+fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError> {
+    // A crash during an earlier creation can have left its manifest temp; keep it as evidence.
+    if vfs
+        .exists(TMP_DIR)
+        .map_err(|e| RecoverError::io(TMP_DIR, e))?
+    {
+        let leftovers = vfs
+            .list(TMP_DIR)
+            .map_err(|e| RecoverError::io(TMP_DIR, e))?;
+        if !leftovers.is_empty() {
+            vfs.create_dir(QUARANTINE_DIR)
+                .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+            vfs.sync_dir("").map_err(|e| RecoverError::io("", e))?;
+        }
+        for entry in leftovers {
+            let from = format!("{TMP_DIR}/{}", entry.name);
+            let to = format!("{QUARANTINE_DIR}/tmp-{}", entry.name);
+            vfs.rename_noreplace(&from, &to)
+                .map_err(|e| RecoverError::io(&from, e))?;
+            vfs.sync_dir(QUARANTINE_DIR)
+                .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+            vfs.sync_dir(TMP_DIR)
+                .map_err(|e| RecoverError::io(TMP_DIR, e))?;
+        }
+    }
+    let manifest = create_store(vfs, &[])?;
+    Ok(Booted {
+        catalog: Catalog::new(),
+        report: Report {
+            generation: manifest.generation(),
+            manifest_len: manifest.len(),
+            trusted_len: manifest.len(),
+            n_frames: 0,
+            findings: Vec::new(),
+        },
+        manifest,
+        next_name: 1,
+        unreadable: BTreeMap::new(),
+        created: true,
+        lock,
+    })
+}
+
+/// Whether the folder holds no store yet: nothing at all but the lock, or only what a crash
+/// during creation can leave (the store folders, empty but for a manifest temp in `tmp/`).
+fn unfinished_creation(vfs: &dyn Vfs) -> Result<bool, RecoverError> {
+    let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
+    if root
+        .iter()
+        .any(|e| !e.is_dir && parse_manifest_name(&e.name).is_some())
+    {
+        return Ok(false);
+    }
+    for entry in &root {
+        let empty_enough = match entry.name.as_str() {
+            LOCK_FILE => !entry.is_dir,
+            SEG_DIR | QUARANTINE_DIR if entry.is_dir => vfs
+                .list(&entry.name)
+                .map_err(|e| RecoverError::io(&entry.name, e))?
+                .is_empty(),
+            TMP_DIR if entry.is_dir => vfs
+                .list(TMP_DIR)
+                .map_err(|e| RecoverError::io(TMP_DIR, e))?
+                .iter()
+                .all(|e| !e.is_dir && parse_manifest_name(&e.name).is_some()),
+            _ => false,
+        };
+        if !empty_enough {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

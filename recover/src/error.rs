@@ -1,0 +1,72 @@
+//! Why a store cannot be booted at all.
+
+use std::fmt;
+use std::io;
+
+use strata_index::Fault;
+use strata_segment::SegmentError;
+
+/// A store that cannot be opened. Everything short of this is a [`crate::Finding`] and boot
+/// goes on: a crash leaves evidence, not a bricked store.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RecoverError {
+    /// The folder holds no manifest and is not empty: strata will not lay a store over it.
+    NotAStore {
+        /// What was found instead.
+        reason: String,
+    },
+    /// The current manifest's own header is bad, so not even an empty prefix can be trusted.
+    ManifestUnusable {
+        /// The manifest file.
+        file: String,
+        /// What is wrong with it.
+        fault: Fault,
+    },
+    /// Another opener holds the store's lock.
+    Locked,
+    /// The file system failed (or a store file could not be read).
+    Storage(SegmentError),
+}
+
+impl RecoverError {
+    pub(crate) fn io(path: &str, source: io::Error) -> RecoverError {
+        RecoverError::Storage(SegmentError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+impl fmt::Display for RecoverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecoverError::NotAStore { reason } => write!(f, "not a strata store: {reason}"),
+            RecoverError::ManifestUnusable { file, fault } => {
+                write!(f, "the manifest {file} is unusable: {fault}")
+            }
+            RecoverError::Locked => {
+                write!(
+                    f,
+                    "the store is locked: another process or handle has it open"
+                )
+            }
+            RecoverError::Storage(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for RecoverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecoverError::Storage(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<SegmentError> for RecoverError {
+    fn from(error: SegmentError) -> Self {
+        RecoverError::Storage(error)
+    }
+}

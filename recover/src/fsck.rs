@@ -1,0 +1,1028 @@
+//! `engine-fsck`'s library half: a read-only look at a store.
+//!
+//! [`check`] runs the same [`crate::inspect`] that boot carries out, so what it says boot would do
+//! is what boot does. It never changes anything and never takes the store's lock: it lists
+//! folders and reads the manifest (and, with `verify`, every recorded segment), nothing more.
+//! Removing evidence from `quarantine/` is a separate, explicit call ([`purge_quarantine`]) that
+//! only the command line's `quarantine --purge --yes` reaches.
+//!
+//! The report is one value, [`FsckReport`], printed for people by [`render`] and for machines as
+//! JSON (its `Serialize` form, documented field by field in `docs/fsck.md`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+use std::io;
+
+use serde::Serialize;
+use strata_index::{Catalog, FileEntry, FileName, PartitionEntry, PartitionView, Tier, TrackKey};
+use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, manifest_name};
+use strata_segment::vfs::Vfs;
+use strata_segment::{SegmentError, SegmentReader};
+
+use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
+use crate::{Action, Finding, FindingKind, RecoverError};
+
+/// The verdict on a store, with the process exit code each maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// No finding and an empty quarantine. Exit code 0.
+    Clean,
+    /// At least one finding, or evidence in quarantine. Exit code 1.
+    Findings,
+    /// Not a store, no usable manifest, or the file system failed. Exit code 2.
+    Unusable,
+}
+
+impl Status {
+    /// The process exit code: 0 clean, 1 findings, 2 unusable.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Status::Clean => 0,
+            Status::Findings => 1,
+            Status::Unusable => 2,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Clean => "clean",
+            Status::Findings => "findings",
+            Status::Unusable => "unusable",
+        })
+    }
+}
+
+/// Everything `engine-fsck STORE` reports. Serialized as-is for `--json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FsckReport {
+    /// The store's path as the caller named it; `None` when checked through a bare [`Vfs`].
+    pub store: Option<String>,
+    /// The verdict.
+    pub status: Status,
+    /// Why the store is unusable; `None` otherwise.
+    pub error: Option<String>,
+    /// The current manifest generation and its trusted prefix; `None` when unusable.
+    pub manifest: Option<ManifestSummary>,
+    /// What boot would find and do, then (with `verify`) every digest that failed.
+    pub findings: Vec<Finding>,
+    /// The evidence already in `quarantine/`, by name.
+    pub quarantine: Vec<QuarantineEntry>,
+    /// Per declared stream, in id order: its declaration, watermark and live partitions.
+    pub streams: Vec<StreamSummary>,
+    /// Per live recorded file, whether it verified; `None` unless `verify` was asked for.
+    pub verified: Option<Vec<VerifiedFile>>,
+}
+
+impl FsckReport {
+    /// The report on a store that cannot be looked at: status `unusable` with `error`.
+    pub fn unusable(error: impl Into<String>) -> FsckReport {
+        FsckReport {
+            store: None,
+            status: Status::Unusable,
+            error: Some(error.into()),
+            manifest: None,
+            findings: Vec::new(),
+            quarantine: Vec::new(),
+            streams: Vec::new(),
+            verified: None,
+        }
+    }
+
+    /// The process exit code: 0 clean, 1 findings, 2 unusable.
+    pub fn exit_code(&self) -> u8 {
+        self.status.exit_code()
+    }
+}
+
+/// The current manifest and how much of it is trusted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ManifestSummary {
+    /// The current generation (the file is `manifest-NNNNNN`).
+    pub generation: u32,
+    /// Its length on disk, in bytes.
+    pub length: u64,
+    /// The length of its trusted prefix, in bytes; boot cuts the manifest to this.
+    pub trusted_length: u64,
+    /// Frames in the trusted prefix.
+    pub frames: usize,
+}
+
+/// One entry of `quarantine/`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QuarantineEntry {
+    /// Its name inside `quarantine/` (a folder's ends in `/`).
+    pub name: String,
+    /// Its size in bytes (0 for a folder).
+    pub bytes: u64,
+    /// Why it is there, read from its name.
+    pub reason: String,
+}
+
+/// One field of a stream's declaration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldSummary {
+    /// The field's name.
+    pub name: String,
+    /// Its kind: `u64`, `i64`, `f64`, `str` or `bytes`.
+    pub kind: String,
+}
+
+/// One declared stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StreamSummary {
+    /// The stream id.
+    pub id: String,
+    /// Its fields in declaration order.
+    pub fields: Vec<FieldSummary>,
+    /// The names of its track fields, outermost first.
+    pub track: Vec<String>,
+    /// The name of its axis field, if it declares one.
+    pub axis: Option<String>,
+    /// The position through which it is durable; `None` before its first seal.
+    pub watermark: Option<u64>,
+    /// Its partitions with any live tier, in track-key order.
+    pub partitions: Vec<PartitionSummary>,
+}
+
+/// One partition (a stream's full track tuple) with a live tier.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionSummary {
+    /// The track's labels, outermost first (empty for a stream without track fields).
+    pub track: Vec<String>,
+    /// Rows held live in raw segments.
+    pub rows: u64,
+    /// Inclusive position range of the live raw segments; `None` when no raw rows are live.
+    pub positions: Option<[u64; 2]>,
+    /// Inclusive axis range of the segments with any live tier; `None` without an axis.
+    pub axis: Option<[u64; 2]>,
+    /// The files holding its live raw rows, as 12-digit names, ascending.
+    pub raw_files: Vec<String>,
+    /// The files holding any of its live level tiers, as 12-digit names, ascending.
+    pub level_files: Vec<String>,
+    /// From retirement records only: `None` when no raw tier was ever retired, else the lowest
+    /// live position, or one past the highest retired one when no raw tier is live.
+    pub raw_floor: Option<u64>,
+    /// From retirement records only: `None` when no level tier was ever retired (or there is
+    /// no axis), else the lowest axis held by a live level, or one past the highest retired.
+    pub levels_floor: Option<u64>,
+}
+
+/// The outcome of verifying one recorded file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VerifiedFile {
+    /// The file, relative to the store root (`seg/NNNNNNNNNNNN.seg`).
+    pub file: String,
+    /// Whether every checksum, the whole-file digest and the length match the record.
+    pub ok: bool,
+    /// What failed.
+    pub error: Option<String>,
+    /// Where in the file, when the failure is about some bytes of it.
+    pub offset: Option<u64>,
+}
+
+/// Looks at the store in `vfs` without changing anything (no lock, no write, no rename).
+///
+/// With `verify`, every live recorded file is read whole: its length, its whole-file digest
+/// against the record, and every block's checksum. A failure is a finding naming the file and
+/// the offset of the bytes that failed.
+pub fn check(vfs: &dyn Vfs, verify: bool) -> FsckReport {
+    try_check(vfs, verify).unwrap_or_else(|error| FsckReport::unusable(error.to_string()))
+}
+
+fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
+    let plan = inspect(vfs)?;
+    let quarantine = quarantine_entries(vfs)?;
+    let mut findings = plan.report.findings;
+    let history = history(&plan.catalog);
+    let verified = verify.then(|| verify_files(vfs, &plan.catalog, &mut findings));
+    let status = if findings.is_empty() && quarantine.is_empty() {
+        Status::Clean
+    } else {
+        Status::Findings
+    };
+    Ok(FsckReport {
+        store: None,
+        status,
+        error: None,
+        manifest: Some(ManifestSummary {
+            generation: plan.report.generation,
+            length: plan.report.manifest_len,
+            trusted_length: plan.report.trusted_len,
+            frames: plan.report.n_frames,
+        }),
+        findings,
+        quarantine,
+        streams: plan
+            .catalog
+            .streams()
+            .map(|d| stream_summary(&plan.catalog, &history, &d.id))
+            .collect(),
+        verified,
+    })
+}
+
+// ---- quarantine ----
+
+/// The entries of the store's `quarantine/`, by name, with their sizes and reasons. An absent
+/// folder lists nothing (`check` reports it as a missing folder).
+pub fn list_quarantine(vfs: &dyn Vfs) -> Result<Vec<QuarantineEntry>, RecoverError> {
+    require_store(vfs)?;
+    quarantine_entries(vfs)
+}
+
+/// Removes every file in the store's `quarantine/` and syncs the folder; answers how many.
+///
+/// The evidence is gone for good. Only the command line's `quarantine --purge --yes` calls this;
+/// nothing else in strata removes evidence. It takes the store's lock, so it refuses a store that
+/// a process has open ([`RecoverError::Locked`]). A folder inside `quarantine/` is not strata's
+/// (boot only ever moves files there) and is left alone.
+pub fn purge_quarantine(vfs: &dyn Vfs) -> Result<usize, RecoverError> {
+    require_store(vfs)?;
+    let _lock = vfs.lock().map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => RecoverError::Locked,
+        _ => RecoverError::io(LOCK_FILE, e),
+    })?;
+    if !vfs
+        .exists(QUARANTINE_DIR)
+        .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?
+    {
+        return Ok(0);
+    }
+    let entries = vfs
+        .list(QUARANTINE_DIR)
+        .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+    let mut n_removed = 0;
+    for entry in entries.iter().filter(|e| !e.is_dir) {
+        let path = format!("{QUARANTINE_DIR}/{}", entry.name);
+        vfs.remove(&path).map_err(|e| RecoverError::io(&path, e))?;
+        n_removed += 1;
+    }
+    if n_removed > 0 {
+        vfs.sync_dir(QUARANTINE_DIR)
+            .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+    }
+    Ok(n_removed)
+}
+
+/// Refuses what [`check`] calls unusable (not a store, or no usable manifest), before anything
+/// is listed or removed: evidence beside a broken manifest may be what a person needs to repair
+/// it, so no purge goes near it.
+fn require_store(vfs: &dyn Vfs) -> Result<(), RecoverError> {
+    inspect(vfs).map(drop)
+}
+
+fn quarantine_entries(vfs: &dyn Vfs) -> Result<Vec<QuarantineEntry>, RecoverError> {
+    let io = |e| RecoverError::io(QUARANTINE_DIR, e);
+    if !vfs.exists(QUARANTINE_DIR).map_err(io)? {
+        return Ok(Vec::new());
+    }
+    let mut entries = Vec::new();
+    for entry in vfs.list(QUARANTINE_DIR).map_err(io)? {
+        if entry.is_dir {
+            entries.push(QuarantineEntry {
+                name: format!("{}/", entry.name),
+                bytes: 0,
+                reason: "a folder: boot never puts one here".to_owned(),
+            });
+            continue;
+        }
+        let path = format!("{QUARANTINE_DIR}/{}", entry.name);
+        let bytes = vfs.len(&path).map_err(|e| RecoverError::io(&path, e))?;
+        let reason = quarantine_reason(&entry.name).to_owned();
+        entries.push(QuarantineEntry {
+            name: entry.name,
+            bytes,
+            reason,
+        });
+    }
+    Ok(entries)
+}
+
+// ---- streams, partitions and floors ----
+
+fn stream_summary(catalog: &Catalog, history: &History<'_>, id: &str) -> StreamSummary {
+    let decl = catalog.stream(id);
+    let field_name = |idx: u16| {
+        decl.and_then(|d| d.fields.get(usize::from(idx)))
+            .map_or_else(|| format!("#{idx}"), |f| f.name.clone())
+    };
+    StreamSummary {
+        id: id.to_owned(),
+        fields: decl.map_or_else(Vec::new, |d| {
+            d.fields
+                .iter()
+                .map(|f| FieldSummary {
+                    name: f.name.clone(),
+                    kind: f.kind.to_string(),
+                })
+                .collect()
+        }),
+        track: decl.map_or_else(Vec::new, |d| {
+            d.track.iter().map(|&i| field_name(i)).collect()
+        }),
+        axis: decl.and_then(|d| d.axis).map(field_name),
+        watermark: catalog.watermark(id),
+        partitions: catalog
+            .partitions(id, &TrackKey::ROOT)
+            .map(|view| partition_summary(catalog, id, view, history))
+            .collect(),
+    }
+}
+
+/// Every file that ever held each (stream, track), live or wholly retired, in name order: the
+/// retirement records' side of the floors. Built once, so the report costs one pass over the
+/// catalog's files however many streams there are.
+type History<'a> = BTreeMap<(&'a str, &'a TrackKey), Vec<(FileName, &'a PartitionEntry)>>;
+
+fn history(catalog: &Catalog) -> History<'_> {
+    let retired = catalog
+        .retired_files()
+        .filter_map(|name| catalog.file(name));
+    let mut files: Vec<&FileEntry> = catalog.live_files().chain(retired).collect();
+    files.sort_by_key(|f| f.name);
+    let mut history = History::new();
+    for file in files {
+        for part in &file.partitions {
+            let key = (part.stream.as_str(), &part.track);
+            history.entry(key).or_default().push((file.name, part));
+        }
+    }
+    history
+}
+
+fn partition_summary(
+    catalog: &Catalog,
+    id: &str,
+    view: PartitionView<'_>,
+    history: &History<'_>,
+) -> PartitionSummary {
+    let raw: BTreeMap<FileName, &PartitionEntry> = view.segments(Tier::Raw).collect();
+    // Levels retire coarsest-last, so a partition's live levels need not start at 0: look at
+    // every level a file can store rather than stopping at the first empty one.
+    let mut live_levels: BTreeMap<FileName, u16> = BTreeMap::new();
+    for k in 0..=u8::MAX {
+        for (name, _) in view.segments(Tier::Level(k)) {
+            *live_levels.entry(name).or_default() += 1;
+        }
+    }
+    let segments: Vec<SegmentTiers> = history
+        .get(&(id, view.track()))
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|&(name, part)| {
+            let n_live_levels = live_levels.get(&name).copied().unwrap_or(0);
+            SegmentTiers {
+                positions: part.positions,
+                axis: part.axis,
+                raw_live: raw.contains_key(&name),
+                levels_live: n_live_levels > 0,
+                levels_retired: n_live_levels < u16::from(part.n_levels),
+            }
+        })
+        .collect();
+    let (raw_floor, levels_floor) = floors(&segments);
+    let positions = raw
+        .values()
+        .map(|p| p.positions)
+        .reduce(|a, b| [a[0].min(b[0]), a[1].max(b[1])]);
+    PartitionSummary {
+        track: view.track().labels().map(str::to_owned).collect(),
+        rows: raw
+            .values()
+            .fold(0, |sum: u64, p| sum.saturating_add(p.n_rows)),
+        positions,
+        axis: catalog.axis_range(id, view.track()),
+        raw_files: raw.keys().map(|&n| file_number(n)).collect(),
+        level_files: live_levels.keys().map(|&n| file_number(n)).collect(),
+        raw_floor,
+        levels_floor,
+    }
+}
+
+fn file_number(name: FileName) -> String {
+    format!("{name:012}")
+}
+
+/// What the records say of one partition's tiers in one file (live or wholly retired).
+#[derive(Clone, Copy, Debug)]
+struct SegmentTiers {
+    positions: [u64; 2],
+    axis: Option<[u64; 2]>,
+    /// Its raw tier is live (every file stores one; not live means retired).
+    raw_live: bool,
+    /// At least one of its level tiers is live.
+    levels_live: bool,
+    /// At least one of the level tiers it stores is retired.
+    levels_retired: bool,
+}
+
+/// A partition's `(raw_floor, levels_floor)`, derived from retirement records only (never from
+/// what is on disk), over every file that ever held the partition.
+///
+/// Each kind of tier answers its own floor. The raw floor is `None` when no raw tier of this
+/// partition was ever retired; otherwise it is the lowest position still held by a live raw
+/// tier, or one past the highest retired position when no raw tier is live. The levels floor is
+/// `None` when no level tier was ever retired (or the stream has no axis); otherwise the lowest
+/// axis value still held by a file with a live level tier, or one past the highest axis value of
+/// the retired ones when no level tier is live.
+fn floors(segments: &[SegmentTiers]) -> (Option<u64>, Option<u64>) {
+    let raw_floor = if segments.iter().all(|s| s.raw_live) {
+        None
+    } else {
+        let live = segments
+            .iter()
+            .filter(|s| s.raw_live)
+            .map(|s| s.positions[0])
+            .min();
+        live.or_else(|| {
+            segments
+                .iter()
+                .map(|s| s.positions[1].saturating_add(1))
+                .max()
+        })
+    };
+    let levels_floor = if segments.iter().any(|s| s.levels_retired) {
+        let live = segments
+            .iter()
+            .filter(|s| s.levels_live)
+            .filter_map(|s| s.axis)
+            .map(|a| a[0]);
+        live.min().or_else(|| {
+            let retired = segments
+                .iter()
+                .filter(|s| s.levels_retired)
+                .filter_map(|s| s.axis);
+            retired.map(|a| a[1].saturating_add(1)).max()
+        })
+    } else {
+        None
+    };
+    (raw_floor, levels_floor)
+}
+
+// ---- verify ----
+
+/// Why one recorded file failed verification.
+struct Problem {
+    kind: FindingKind,
+    offset: Option<u64>,
+    bytes: Option<u64>,
+    reason: String,
+}
+
+impl Problem {
+    fn bad(offset: Option<u64>, reason: String) -> Problem {
+        Problem {
+            kind: FindingKind::BadChecksum,
+            offset,
+            bytes: None,
+            reason,
+        }
+    }
+
+    fn segment(error: &SegmentError) -> Problem {
+        let offset = match error {
+            SegmentError::Checksum { offset, .. } | SegmentError::Malformed { offset, .. } => {
+                Some(*offset)
+            }
+            _ => None,
+        };
+        // The finding names the file already; the reason is what is wrong with it.
+        let text = error.to_string();
+        let reason = text
+            .strip_prefix(&format!("{}: ", error.path()))
+            .unwrap_or(&text);
+        Problem::bad(offset, reason.to_owned())
+    }
+}
+
+fn verify_files(
+    vfs: &dyn Vfs,
+    catalog: &Catalog,
+    findings: &mut Vec<Finding>,
+) -> Vec<VerifiedFile> {
+    // Inspect already reported recorded files that are missing or the wrong length; verifying
+    // them fails too, but the same file is not a second finding.
+    let reported: BTreeSet<String> = findings.iter().map(|f| f.file.clone()).collect();
+    let mut verified = Vec::new();
+    for entry in catalog.live_files() {
+        let file = NumberedName::segment(entry.name).path_in(SEG_DIR);
+        match verify_file(vfs, &file, entry) {
+            Ok(()) => verified.push(VerifiedFile {
+                file,
+                ok: true,
+                error: None,
+                offset: None,
+            }),
+            Err(problem) => {
+                if !reported.contains(&file) {
+                    findings.push(Finding {
+                        kind: problem.kind,
+                        file: file.clone(),
+                        offset: problem.offset,
+                        bytes: problem.bytes,
+                        reason: problem.reason.clone(),
+                        action: Action::KeepUnreadable,
+                    });
+                }
+                verified.push(VerifiedFile {
+                    file,
+                    ok: false,
+                    error: Some(problem.reason),
+                    offset: problem.offset,
+                });
+            }
+        }
+    }
+    verified
+}
+
+fn verify_file(vfs: &dyn Vfs, path: &str, entry: &FileEntry) -> Result<(), Problem> {
+    let mapped = vfs.map(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => Problem {
+            kind: FindingKind::MissingFile,
+            offset: None,
+            bytes: None,
+            reason: "the manifest records it, and it is not there".to_owned(),
+        },
+        _ => Problem::bad(None, format!("cannot be read: {e}")),
+    })?;
+    let len = mapped.len() as u64;
+    if len != entry.len {
+        return Err(Problem {
+            kind: FindingKind::WrongLength,
+            offset: Some(len.min(entry.len)),
+            bytes: Some(len.abs_diff(entry.len)),
+            reason: format!("recorded as {} bytes, found {len}", entry.len),
+        });
+    }
+    let reader = SegmentReader::open(path, mapped).map_err(|e| Problem::segment(&e))?;
+    if reader.digest() != entry.digest {
+        // The footer passed its own check, so this is a whole, different file under the name.
+        return Err(Problem::bad(
+            Some(len.saturating_sub(DIGEST_FROM_END)),
+            format!(
+                "the footer's digest {:#010x} is not the recorded {:#010x}",
+                reader.digest(),
+                entry.digest
+            ),
+        ));
+    }
+    reader.verify_all().map_err(|error| {
+        // The whole-file digest fails before any block is looked at; the block whose own crc
+        // fails says where the bad bytes are.
+        let located = first_bad_block(&reader);
+        Problem::segment(located.as_ref().unwrap_or(&error))
+    })
+}
+
+/// The footer's digest field starts this many bytes before the end of a segment.
+const DIGEST_FROM_END: u64 = 8;
+
+/// The first block of `reader` whose checksum or contents fail, read through its accessors.
+fn first_bad_block<B: std::ops::Deref<Target = [u8]>>(
+    reader: &SegmentReader<B>,
+) -> Option<SegmentError> {
+    for (part_idx, part) in reader.partitions().iter().enumerate() {
+        let columns = part
+            .columns
+            .iter()
+            .map(|&(field, _)| reader.column(part_idx, field).err());
+        let found = [
+            reader.positions(part_idx).err(),
+            reader.ordinals(part_idx).err(),
+            reader.axis(part_idx).err(),
+            reader.cells(part_idx, 0, 0, 0..=0).err(),
+        ]
+        .into_iter()
+        .chain(columns)
+        .flatten()
+        .min_by_key(|e| match e {
+            SegmentError::Checksum { offset, .. } | SegmentError::Malformed { offset, .. } => {
+                *offset
+            }
+            _ => u64::MAX,
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+// ---- human output ----
+
+/// The report for a person: the verdict first, then the manifest, the findings (what boot would
+/// do), the quarantine, the streams and the verification, in aligned columns.
+pub fn render(report: &FsckReport) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_report(&mut out, report);
+    out
+}
+
+fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
+    let store = report
+        .store
+        .as_deref()
+        .map_or_else(String::new, |s| format!(" {}", clean(s)));
+    writeln!(out, "strata store{store}: {}", verdict(report))?;
+    let Some(manifest) = &report.manifest else {
+        return Ok(());
+    };
+    write!(
+        out,
+        "manifest {}: {} bytes, {} trusted, {} frames",
+        manifest_name(manifest.generation),
+        manifest.length,
+        manifest.trusted_length,
+        manifest.frames
+    )?;
+    if manifest.length > manifest.trusted_length {
+        write!(
+            out,
+            " ({} bytes past the trusted prefix)",
+            manifest.length - manifest.trusted_length
+        )?;
+    }
+    writeln!(out)?;
+    write_findings(out, &report.findings)?;
+    write_quarantine(out, &report.quarantine)?;
+    write_streams(out, &report.streams)?;
+    write_verified(out, report.verified.as_deref())
+}
+
+fn verdict(report: &FsckReport) -> String {
+    match report.status {
+        Status::Clean => "CLEAN".to_owned(),
+        Status::Unusable => {
+            format!(
+                "UNUSABLE: {}",
+                clean(report.error.as_deref().unwrap_or("unknown error"))
+            )
+        }
+        Status::Findings => {
+            let mut parts = Vec::new();
+            match report.findings.len() {
+                0 => {}
+                1 => parts.push("1 FINDING".to_owned()),
+                n => parts.push(format!("{n} FINDINGS")),
+            }
+            match report.quarantine.len() {
+                0 => {}
+                1 => parts.push("1 ENTRY IN QUARANTINE".to_owned()),
+                n => parts.push(format!("{n} ENTRIES IN QUARANTINE")),
+            }
+            parts.join(", ")
+        }
+    }
+}
+
+fn write_findings(out: &mut String, findings: &[Finding]) -> fmt::Result {
+    if findings.is_empty() {
+        return writeln!(out, "\nFindings: none");
+    }
+    writeln!(out, "\nFindings (what boot would do):")?;
+    let mut rows = vec![cells([
+        "KIND",
+        "FILE",
+        "OFFSET",
+        "BYTES",
+        "REASON -> ACTION",
+    ])];
+    for finding in findings {
+        rows.push(vec![
+            finding.kind.to_string(),
+            clean(&finding.file),
+            finding
+                .offset
+                .map_or_else(|| "-".to_owned(), |o| o.to_string()),
+            finding
+                .bytes
+                .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+            format!(
+                "{} -> {}",
+                clean(&finding.reason),
+                clean(&finding.action.to_string())
+            ),
+        ]);
+    }
+    table(out, "  ", &rows)
+}
+
+fn write_quarantine(out: &mut String, entries: &[QuarantineEntry]) -> fmt::Result {
+    writeln!(out, "\nQuarantine: {}", quarantine_summary(entries))?;
+    quarantine_table(out, entries)
+}
+
+/// "empty", or how many entries and how many bytes.
+fn quarantine_summary(entries: &[QuarantineEntry]) -> String {
+    if entries.is_empty() {
+        return "empty".to_owned();
+    }
+    let total = entries
+        .iter()
+        .fold(0, |sum: u64, e| sum.saturating_add(e.bytes));
+    format!(
+        "{}, {}",
+        count(entries.len(), "entry", "entries"),
+        size(total)
+    )
+}
+
+fn quarantine_table(out: &mut String, entries: &[QuarantineEntry]) -> fmt::Result {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut rows = vec![cells(["NAME", "SIZE", "REASON"])];
+    for entry in entries {
+        rows.push(vec![
+            clean(&entry.name),
+            size(entry.bytes),
+            entry.reason.clone(),
+        ]);
+    }
+    table(out, "  ", &rows)
+}
+
+fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
+    if streams.is_empty() {
+        return writeln!(out, "\nStreams: none declared");
+    }
+    writeln!(out, "\nStreams:")?;
+    for stream in streams {
+        let fields: Vec<String> = stream
+            .fields
+            .iter()
+            .map(|f| format!("{}:{}", clean(&f.name), f.kind))
+            .collect();
+        let track = if stream.track.is_empty() {
+            "-".to_owned()
+        } else {
+            stream.track.join(", ")
+        };
+        writeln!(
+            out,
+            "  {}  watermark {}  track ({})  axis {}  fields {}",
+            clean(&stream.id),
+            opt(stream.watermark),
+            clean(&track),
+            clean(stream.axis.as_deref().unwrap_or("-")),
+            fields.join(" "),
+        )?;
+        if stream.partitions.is_empty() {
+            writeln!(out, "    no live partitions")?;
+            continue;
+        }
+        let mut rows = vec![cells([
+            "TRACK",
+            "ROWS",
+            "POSITIONS",
+            "AXIS",
+            "FILES RAW/LEVEL",
+            "FLOOR RAW/LEVELS",
+        ])];
+        for part in &stream.partitions {
+            let track = if part.track.is_empty() {
+                "(root)".to_owned()
+            } else {
+                part.track.join(" / ")
+            };
+            rows.push(vec![
+                clean(&track),
+                part.rows.to_string(),
+                range(part.positions),
+                range(part.axis),
+                format!("{}/{}", part.raw_files.len(), part.level_files.len()),
+                format!("{}/{}", opt(part.raw_floor), opt(part.levels_floor)),
+            ]);
+        }
+        table(out, "    ", &rows)?;
+    }
+    Ok(())
+}
+
+fn write_verified(out: &mut String, verified: Option<&[VerifiedFile]>) -> fmt::Result {
+    let Some(verified) = verified else {
+        return writeln!(
+            out,
+            "\nVerified: not run (--verify reads every recorded file whole)"
+        );
+    };
+    let n_failed = verified.iter().filter(|v| !v.ok).count();
+    writeln!(
+        out,
+        "\nVerified: {}, {} ok, {n_failed} failed",
+        count(verified.len(), "file", "files"),
+        verified.len() - n_failed
+    )?;
+    for failure in verified.iter().filter(|v| !v.ok) {
+        let at = failure
+            .offset
+            .map_or_else(String::new, |o| format!(" at offset {o}"));
+        let error = failure.error.as_deref().unwrap_or("failed");
+        writeln!(
+            out,
+            "  FAILED {}{at}: {}",
+            clean(&failure.file),
+            clean(error)
+        )?;
+    }
+    Ok(())
+}
+
+/// `engine-fsck quarantine STORE`: the quarantine's entries for a person, under one line that
+/// says how many there are.
+pub fn render_quarantine(store: &str, entries: &[QuarantineEntry]) -> String {
+    let mut out = String::new();
+    let verb = if entries.is_empty() { "is" } else { "holds" };
+    let summary = quarantine_summary(entries);
+    // Writing into a String cannot fail.
+    let _ = writeln!(
+        out,
+        "strata store {}: quarantine {verb} {summary}",
+        clean(store)
+    );
+    let _ = quarantine_table(&mut out, entries);
+    out
+}
+
+/// "1 file", "2 files".
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+fn cells<const N: usize>(titles: [&str; N]) -> Vec<String> {
+    titles.iter().map(|&t| t.to_owned()).collect()
+}
+
+/// Writes `rows` with every column but the last padded to its widest cell.
+fn table(out: &mut String, indent: &str, rows: &[Vec<String>]) -> fmt::Result {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (col_idx, cell) in row.iter().enumerate() {
+            let width = cell.chars().count();
+            match widths.get_mut(col_idx) {
+                Some(w) => *w = (*w).max(width),
+                None => widths.push(width),
+            }
+        }
+    }
+    for row in rows {
+        let mut line = String::from(indent);
+        for (col_idx, cell) in row.iter().enumerate() {
+            if col_idx + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let width = widths.get(col_idx).copied().unwrap_or(0);
+                write!(line, "{cell:<width$}  ")?;
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn opt(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn range(value: Option<[u64; 2]>) -> String {
+    value.map_or_else(|| "-".to_owned(), |[lo, hi]| format!("{lo}..={hi}"))
+}
+
+/// A size for the eye: bytes below 10 KiB, then KiB, MiB or GiB with one decimal.
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 10 * 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = UNITS[0];
+    for next in &UNITS[1..] {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = next;
+    }
+    format!("{value:.1} {unit}")
+}
+
+/// Names on disk are anyone's: a control character in one must not break a line of the report.
+fn clean(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(positions: [u64; 2], raw_live: bool) -> SegmentTiers {
+        SegmentTiers {
+            positions,
+            axis: None,
+            raw_live,
+            levels_live: false,
+            levels_retired: false,
+        }
+    }
+
+    fn leveled(axis: [u64; 2], levels_live: bool, levels_retired: bool) -> SegmentTiers {
+        SegmentTiers {
+            positions: axis,
+            axis: Some(axis),
+            raw_live: true,
+            levels_live,
+            levels_retired,
+        }
+    }
+
+    #[test]
+    fn floors_are_none_until_something_retires() {
+        assert_eq!(floors(&[]), (None, None));
+        assert_eq!(
+            floors(&[seg([0, 9], true), seg([10, 19], true)]),
+            (None, None)
+        );
+        let all_levels = [leveled([0, 9], true, false), leveled([10, 19], true, false)];
+        assert_eq!(floors(&all_levels), (None, None));
+    }
+
+    #[test]
+    fn raw_floor_is_the_lowest_live_position() {
+        let segments = [seg([0, 9], false), seg([10, 19], true), seg([20, 29], true)];
+        assert_eq!(floors(&segments), (Some(10), None));
+        // Retirement with a gap: the floor is still the lowest position held live.
+        let gap = [seg([0, 9], true), seg([10, 19], false)];
+        assert_eq!(floors(&gap), (Some(0), None));
+    }
+
+    #[test]
+    fn raw_floor_is_one_past_the_retired_when_nothing_is_live() {
+        let segments = [seg([0, 9], false), seg([10, 19], false)];
+        assert_eq!(floors(&segments), (Some(20), None));
+        assert_eq!(floors(&[seg([5, u64::MAX], false)]), (Some(u64::MAX), None));
+    }
+
+    #[test]
+    fn levels_floor_answers_for_levels_alone() {
+        // Level 0 of the first file retired, a coarser level still live: the axis is held.
+        let held = [
+            leveled([0, 99], true, true),
+            leveled([100, 199], true, false),
+        ];
+        assert_eq!(floors(&held), (None, Some(0)));
+        let first_gone = [
+            leveled([0, 99], false, true),
+            leveled([100, 199], true, false),
+        ];
+        assert_eq!(floors(&first_gone), (None, Some(100)));
+        let all_gone = [
+            leveled([0, 99], false, true),
+            leveled([100, 199], false, true),
+        ];
+        assert_eq!(floors(&all_gone), (None, Some(200)));
+    }
+
+    #[test]
+    fn exit_codes_follow_the_status() {
+        assert_eq!(Status::Clean.exit_code(), 0);
+        assert_eq!(Status::Findings.exit_code(), 1);
+        assert_eq!(Status::Unusable.exit_code(), 2);
+        let report = FsckReport::unusable("no manifest");
+        assert_eq!(report.exit_code(), 2);
+        assert!(render(&report).starts_with("strata store: UNUSABLE: no manifest"));
+    }
+
+    #[test]
+    fn render_escapes_control_characters_and_aligns() {
+        assert_eq!(clean("a\nb"), "a\\nb");
+        let mut out = String::new();
+        let rows = vec![cells(["A", "B"]), cells(["long", "x"])];
+        table(&mut out, "", &rows).unwrap();
+        assert_eq!(out, "A     B\nlong  x\n");
+        assert_eq!(size(10), "10 B");
+        assert_eq!(size(20 * 1024), "20.0 KiB");
+        assert_eq!(size(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

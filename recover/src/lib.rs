@@ -1,0 +1,24 @@
+//! strata-recover: boot that heals before it claims.
+//!
+//! Boot reads the manifest's trusted prefix and stops at the first frame that fails its own
+//! check (or that the catalog refuses). It copies the failed tail into `quarantine/` and syncs it
+//! before cutting the manifest back (heal before claim). Every file in `tmp/` and every segment no
+//! record claims is moved to `quarantine/` — never adopted, never deleted. Files whose retirement
+//! is recorded are removed. Recorded files that are missing or the wrong length stay where they
+//! are, are reported, and become `Unreadable` to reads. New names are issued above every name seen
+//! anywhere. Boot reads the manifest and the folder listings, not the rows.
+//!
+//! [`inspect`] plans all of that without changing anything; [`boot`] carries the plan out. The
+//! `engine-fsck` binary prints the plan, the quarantine and the per-stream state.
+
+mod boot;
+mod error;
+pub mod fsck;
+mod heal;
+mod plan;
+mod report;
+
+pub use boot::{Booted, boot};
+pub use error::RecoverError;
+pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, quarantined_number};
+pub use report::{Action, Finding, FindingKind, Report};

@@ -1,0 +1,491 @@
+//! Inspection: what boot finds and what it will do, computed without changing anything.
+//!
+//! Boot is this plan, then [`crate::heal`] carrying it out; `engine-fsck` prints the plan and
+//! stops. One function decides for both, so what fsck says boot would do is what boot does.
+//!
+//! Inspection reads the manifest and the folder listings, not the rows: its cost grows with the
+//! manifest. The only file contents it reads besides the manifest are quarantine entries as long
+//! as a torn tail, to tell whether that tail is already kept (so boot is idempotent).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use strata_index::{Catalog, FaultReason, FileName, LOG_HEADER_LEN, decode_frame, parse_log};
+use strata_segment::names::{
+    FileKind, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
+};
+use strata_segment::read_manifest;
+use strata_segment::vfs::{DirEntry, Vfs};
+
+use crate::error::RecoverError;
+use crate::report::{Action, Finding, FindingKind, Report};
+
+/// The file the store's lock lives in.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// One change boot makes, in the order it makes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Create a missing store folder (the root is synced once after all of them).
+    CreateDir(&'static str),
+    /// Move `from` to `quarantine/to`.
+    Quarantine { from: String, to: String },
+    /// Drop `path`, a second name of bytes already in quarantine.
+    DropDuplicate { path: String },
+    /// Copy the manifest's tail into `quarantine/to` (two-phase).
+    CopyTail { to: String },
+    /// Cut the manifest to `len` and sync it.
+    Truncate { len: u64 },
+    /// Remove a file whose retirement is recorded.
+    RemoveRetired { path: String },
+}
+
+/// What boot found and will do.
+#[derive(Debug)]
+pub struct Plan {
+    /// The catalog derived from the trusted prefix.
+    pub catalog: Catalog,
+    /// What was found, with what boot does about each.
+    pub report: Report,
+    /// The first name boot and the barriers after it may issue: above every name seen anywhere.
+    pub next_name: FileName,
+    /// Recorded files that reads must refuse as `Unreadable`, with why.
+    pub unreadable: BTreeMap<FileName, String>,
+    pub(crate) steps: Vec<Step>,
+    /// The manifest's bytes past the trusted prefix (kept as a copy: the manifest is cut later).
+    pub(crate) tail: Vec<u8>,
+}
+
+/// Whether `vfs` looks like a folder nobody has made a store in yet: nothing but maybe a LOCK.
+pub fn is_empty_folder(vfs: &dyn Vfs) -> Result<bool, RecoverError> {
+    let entries = vfs.list("").map_err(|e| RecoverError::io("", e))?;
+    Ok(entries
+        .iter()
+        .all(|entry| entry.name == LOCK_FILE && !entry.is_dir))
+}
+
+/// Inspects the store and plans boot, changing nothing.
+pub fn inspect(vfs: &dyn Vfs) -> Result<Plan, RecoverError> {
+    let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
+    let mut generations: Vec<u32> = root
+        .iter()
+        .filter(|e| !e.is_dir)
+        .filter_map(|e| parse_manifest_name(&e.name))
+        .collect();
+    generations.sort_unstable();
+    let Some(&generation) = generations.last() else {
+        let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
+        return Err(RecoverError::NotAStore {
+            reason: format!("no manifest-NNNNNN in a folder holding {names:?}"),
+        });
+    };
+
+    let mut planner = Planner::default();
+    let manifest = planner.read_manifest(vfs, generation)?;
+    planner.report.generation = generation;
+
+    for dir in [SEG_DIR, TMP_DIR, QUARANTINE_DIR] {
+        if !root.iter().any(|e| e.name == dir && e.is_dir) {
+            planner.find(
+                FindingKind::MissingFolder,
+                dir,
+                "the store folder is missing",
+                Action::Create,
+            );
+            planner.steps.push(Step::CreateDir(dir));
+        }
+    }
+    let seg = list_if_present(vfs, &root, SEG_DIR)?;
+    let tmp = list_if_present(vfs, &root, TMP_DIR)?;
+    let quarantine = list_if_present(vfs, &root, QUARANTINE_DIR)?;
+    planner.quarantine_names = quarantine.iter().map(|e| e.name.clone()).collect();
+
+    // Names are issued above everything the store has ever held, wherever it is now.
+    let seen = seg
+        .iter()
+        .chain(&tmp)
+        .filter_map(|e| NumberedName::parse(&e.name))
+        .chain(
+            quarantine
+                .iter()
+                .filter_map(|e| quarantined_number(&e.name)),
+        )
+        .map(|n| n.number)
+        .max()
+        .unwrap_or(0);
+    planner.next_name = planner.catalog.name_high().max(seen) + 1;
+
+    for &old in generations.iter().filter(|&&g| g != generation) {
+        let name = manifest_name(old);
+        let reason = format!("generation {generation} superseded it");
+        planner.quarantine(
+            vfs,
+            FindingKind::SupersededManifest,
+            &name,
+            "root-",
+            &reason,
+        )?;
+    }
+    for entry in &tmp {
+        let path = format!("{TMP_DIR}/{}", entry.name);
+        if entry.is_dir {
+            planner.find(
+                FindingKind::Foreign,
+                &path,
+                "a folder inside tmp/",
+                Action::Leave,
+            );
+            continue;
+        }
+        let reason = "a write that never claimed its final name";
+        planner.quarantine(vfs, FindingKind::OrphanTemp, &path, "tmp-", reason)?;
+    }
+    planner.plan_tail(vfs, &manifest, &tmp)?;
+    planner.plan_segments(vfs, &seg)?;
+    Ok(planner.finish())
+}
+
+#[derive(Default)]
+struct Planner {
+    catalog: Catalog,
+    report: Report,
+    steps: Vec<Step>,
+    next_name: FileName,
+    unreadable: BTreeMap<FileName, String>,
+    tail: Vec<u8>,
+    fault_reason: Option<String>,
+    /// Names in quarantine now, plus those this plan will add.
+    quarantine_names: BTreeSet<String>,
+}
+
+/// What the manifest read left for later steps.
+struct ManifestRead {
+    trusted_len: u64,
+}
+
+impl Planner {
+    fn finish(self) -> Plan {
+        Plan {
+            catalog: self.catalog,
+            report: self.report,
+            next_name: self.next_name,
+            unreadable: self.unreadable,
+            steps: self.steps,
+            tail: self.tail,
+        }
+    }
+
+    fn find(&mut self, kind: FindingKind, file: &str, reason: &str, action: Action) {
+        self.report.findings.push(Finding {
+            kind,
+            file: file.to_owned(),
+            offset: None,
+            bytes: None,
+            reason: reason.to_owned(),
+            action,
+        });
+    }
+
+    /// Reads and replays the manifest's trusted prefix; keeps its tail for [`Self::plan_tail`].
+    fn read_manifest(
+        &mut self,
+        vfs: &dyn Vfs,
+        generation: u32,
+    ) -> Result<ManifestRead, RecoverError> {
+        let file = manifest_name(generation);
+        let bytes = read_manifest(vfs, generation)?;
+        let parsed = parse_log(&bytes);
+        if let Some(fault) = &parsed.fault {
+            if !matches!(fault.reason, FaultReason::Frame(_)) {
+                return Err(RecoverError::ManifestUnusable {
+                    file,
+                    fault: fault.clone(),
+                });
+            }
+        }
+        self.report.manifest_len = bytes.len() as u64;
+        let mut trusted_len = LOG_HEADER_LEN as u64;
+        let mut fault_reason = parsed.fault.as_ref().map(|f| f.reason.to_string());
+        for record in &parsed.records {
+            // A frame that passes its own check but contradicts the catalog ends the trusted
+            // prefix too: the claim is the record, and this record cannot be a claim.
+            if let Err(error) = self.catalog.apply(record) {
+                fault_reason = Some(format!("the catalog refuses the frame: {error}"));
+                break;
+            }
+            // The frame's length as it lies on disk (parse_log read it once already; this
+            // cannot fail for a frame it trusted).
+            let at = usize::try_from(trusted_len).unwrap_or(usize::MAX);
+            let consumed = decode_frame(&bytes[at..]).map_or(0, |(_, n)| n);
+            trusted_len += consumed as u64;
+            self.report.n_frames += 1;
+        }
+        debug_assert!(trusted_len <= parsed.trusted_len || parsed.trusted_len == 0);
+        self.report.trusted_len = trusted_len;
+        self.fault_reason = fault_reason;
+        let tail_start = usize::try_from(trusted_len)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        self.tail = bytes[tail_start..].to_vec();
+        Ok(ManifestRead { trusted_len })
+    }
+
+    /// Heal before claim: the tail goes to quarantine (unless an identical copy is already
+    /// kept, in quarantine or in a temp this plan quarantines), then the manifest is cut.
+    fn plan_tail(
+        &mut self,
+        vfs: &dyn Vfs,
+        manifest: &ManifestRead,
+        tmp: &[DirEntry],
+    ) -> Result<(), RecoverError> {
+        if self.tail.is_empty() {
+            return Ok(());
+        }
+        let file = manifest_name(self.report.generation);
+        let tail_len = self.tail.len() as u64;
+        let kept = self.find_copy(vfs, QUARANTINE_DIR, self.quarantine_names.iter().cloned())?;
+        let kept = match kept {
+            Some(name) => Some(name),
+            None => self
+                .find_copy(
+                    vfs,
+                    TMP_DIR,
+                    tmp.iter().filter(|e| !e.is_dir).map(|e| e.name.clone()),
+                )?
+                .map(|name| format!("tmp-{name}")),
+        };
+        let action = if let Some(at) = kept {
+            Action::AlreadyQuarantined { at }
+        } else {
+            let to = NumberedName {
+                number: self.next_name,
+                kind: FileKind::ManifestTail,
+            }
+            .to_string();
+            self.next_name += 1;
+            self.quarantine_names.insert(to.clone());
+            self.steps.push(Step::CopyTail { to: to.clone() });
+            Action::Quarantine { to }
+        };
+        let fault = self.fault_reason.clone().unwrap_or_default();
+        self.report.findings.push(Finding {
+            kind: FindingKind::TornManifestTail,
+            file,
+            offset: Some(manifest.trusted_len),
+            bytes: Some(tail_len),
+            reason: format!(
+                "{fault}; the manifest is cut to its trusted {} bytes",
+                manifest.trusted_len
+            ),
+            action,
+        });
+        self.steps.push(Step::Truncate {
+            len: manifest.trusted_len,
+        });
+        Ok(())
+    }
+
+    /// Classifies `seg/`: claimed files are checked against their records (length only: boot
+    /// reads no rows), retired ones removed, everything else quarantined.
+    fn plan_segments(&mut self, vfs: &dyn Vfs, seg: &[DirEntry]) -> Result<(), RecoverError> {
+        let retired: BTreeSet<FileName> = self.catalog.retired_files().collect();
+        let mut present = BTreeSet::new();
+        for entry in seg {
+            let path = format!("{SEG_DIR}/{}", entry.name);
+            let name = NumberedName::parse(&entry.name).filter(|n| n.kind == FileKind::Segment);
+            let number = name.map(|n| n.number);
+            match number {
+                Some(n)
+                    if !entry.is_dir && self.catalog.file(n).is_some() && !retired.contains(&n) =>
+                {
+                    present.insert(n);
+                    self.check_length(vfs, n, &path)?;
+                }
+                Some(n) if !entry.is_dir && retired.contains(&n) => {
+                    self.find(
+                        FindingKind::RetiredFile,
+                        &path,
+                        "its retirement is recorded",
+                        Action::Remove,
+                    );
+                    self.steps.push(Step::RemoveRetired { path });
+                }
+                _ if entry.is_dir => {
+                    self.find(
+                        FindingKind::Foreign,
+                        &path,
+                        "a folder inside seg/",
+                        Action::Leave,
+                    );
+                }
+                _ => {
+                    let reason = match number {
+                        Some(_) => {
+                            "no record claims it (a crash after the rename, before the record)"
+                        }
+                        None => "not a segment name",
+                    };
+                    self.quarantine(vfs, FindingKind::UnrecordedSegment, &path, "seg-", reason)?;
+                }
+            }
+        }
+        let missing: Vec<FileName> = self
+            .catalog
+            .live_files()
+            .map(|f| f.name)
+            .filter(|n| !present.contains(n) && !retired.contains(n))
+            .collect();
+        for n in missing {
+            let path = NumberedName::segment(n).path_in(SEG_DIR);
+            let reason = "the manifest records it, and it is not there";
+            self.find(
+                FindingKind::MissingFile,
+                &path,
+                reason,
+                Action::KeepUnreadable,
+            );
+            self.unreadable.insert(n, format!("{path} is missing"));
+        }
+        Ok(())
+    }
+
+    fn check_length(&mut self, vfs: &dyn Vfs, n: FileName, path: &str) -> Result<(), RecoverError> {
+        let recorded = self.catalog.file(n).map_or(0, |f| f.len);
+        let actual = vfs.len(path).map_err(|e| RecoverError::io(path, e))?;
+        if actual != recorded {
+            let reason = format!("recorded as {recorded} bytes, found {actual}");
+            self.report.findings.push(Finding {
+                kind: FindingKind::WrongLength,
+                file: path.to_owned(),
+                offset: Some(actual.min(recorded)),
+                bytes: Some(actual.abs_diff(recorded)),
+                reason: reason.clone(),
+                action: Action::KeepUnreadable,
+            });
+            self.unreadable.insert(n, format!("{path}: {reason}"));
+        }
+        Ok(())
+    }
+
+    /// Plans moving `path` into quarantine as `prefix + name`, or dropping it as a duplicate
+    /// name of bytes already there (a crash between a move's two directory syncs).
+    fn quarantine(
+        &mut self,
+        vfs: &dyn Vfs,
+        kind: FindingKind,
+        path: &str,
+        prefix: &str,
+        reason: &str,
+    ) -> Result<(), RecoverError> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let base = format!("{prefix}{name}");
+        let bytes = vfs.len(path).map_err(|e| RecoverError::io(path, e))?;
+        let mut candidate = base.clone();
+        let mut suffix = 0;
+        while self.quarantine_names.contains(&candidate) {
+            let existing = format!("{QUARANTINE_DIR}/{candidate}");
+            if same_bytes(vfs, path, &existing)? {
+                self.report.findings.push(Finding {
+                    kind,
+                    file: path.to_owned(),
+                    offset: None,
+                    bytes: Some(bytes),
+                    reason: reason.to_owned(),
+                    action: Action::AlreadyQuarantined { at: candidate },
+                });
+                self.steps.push(Step::DropDuplicate {
+                    path: path.to_owned(),
+                });
+                return Ok(());
+            }
+            suffix += 1;
+            candidate = format!("{base}.{suffix}");
+        }
+        self.quarantine_names.insert(candidate.clone());
+        self.report.findings.push(Finding {
+            kind,
+            file: path.to_owned(),
+            offset: None,
+            bytes: Some(bytes),
+            reason: reason.to_owned(),
+            action: Action::Quarantine {
+                to: candidate.clone(),
+            },
+        });
+        self.steps.push(Step::Quarantine {
+            from: path.to_owned(),
+            to: candidate,
+        });
+        Ok(())
+    }
+
+    /// The name, among `names` in `dir`, of a file holding exactly the tail's bytes.
+    fn find_copy(
+        &self,
+        vfs: &dyn Vfs,
+        dir: &str,
+        names: impl Iterator<Item = String>,
+    ) -> Result<Option<String>, RecoverError> {
+        for name in names {
+            let path = format!("{dir}/{name}");
+            let Ok(len) = vfs.len(&path) else { continue };
+            if len == self.tail.len() as u64 {
+                let bytes = vfs.map(&path).map_err(|e| RecoverError::io(&path, e))?;
+                if *bytes == *self.tail {
+                    return Ok(Some(name));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn list_if_present(
+    vfs: &dyn Vfs,
+    root: &[DirEntry],
+    dir: &str,
+) -> Result<Vec<DirEntry>, RecoverError> {
+    if !root.iter().any(|e| e.name == dir && e.is_dir) {
+        return Ok(Vec::new());
+    }
+    vfs.list(dir).map_err(|e| RecoverError::io(dir, e))
+}
+
+fn same_bytes(vfs: &dyn Vfs, a: &str, b: &str) -> Result<bool, RecoverError> {
+    let len_a = vfs.len(a).map_err(|e| RecoverError::io(a, e))?;
+    let len_b = vfs.len(b).map_err(|e| RecoverError::io(b, e))?;
+    if len_a != len_b {
+        return Ok(false);
+    }
+    let bytes_a = vfs.map(a).map_err(|e| RecoverError::io(a, e))?;
+    let bytes_b = vfs.map(b).map_err(|e| RecoverError::io(b, e))?;
+    Ok(*bytes_a == *bytes_b)
+}
+
+/// The number inside a quarantine entry's name: `tmp-000000000007.seg`, `seg-…`, a torn tail's
+/// `000000000013.tail`, any of them with a `.N` suffix.
+pub fn quarantined_number(name: &str) -> Option<NumberedName> {
+    let bare = ["tmp-", "seg-", "root-"]
+        .iter()
+        .find_map(|prefix| name.strip_prefix(prefix))
+        .unwrap_or(name);
+    NumberedName::parse(bare).or_else(|| {
+        let (stem, suffix) = bare.rsplit_once('.')?;
+        suffix.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
+        NumberedName::parse(stem)
+    })
+}
+
+/// Why an entry of `quarantine/` is there, from its name.
+pub fn quarantine_reason(name: &str) -> &'static str {
+    if name.starts_with("tmp-") {
+        "orphan temp: a write that never claimed its final name"
+    } else if name.starts_with("seg-") {
+        "unrecorded segment: no manifest record claimed it"
+    } else if name.starts_with("root-") {
+        "superseded manifest generation"
+    } else if quarantined_number(name).is_some_and(|n| n.kind == FileKind::ManifestTail) {
+        "torn manifest tail: bytes after the manifest's trusted prefix"
+    } else {
+        "unknown"
+    }
+}
