@@ -1,6 +1,34 @@
 //! strata: an embedded, log-structured segment engine for partitioned numeric time series.
 //!
-//! This crate is the facade: it re-exports the public API of the workspace crates.
+//! This crate is the facade. Open a [`Store`], declare streams with [`Stream`], `publish` rows
+//! (staged in memory), `seal` them durable with one barrier, and `query` them back in publish
+//! order. The workspace crates are re-exported for their finer-grained pieces.
+//!
+//! ```
+//! use strata::{Config, FieldKind, Store, Stream, Value};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let capture = Stream::new("capture")
+//!     .field("run", FieldKind::Str)
+//!     .field("t", FieldKind::U64)
+//!     .field("value", FieldKind::F64)
+//!     .track(["run"])
+//!     .axis("t")
+//!     .build()?;
+//! let mut store = Store::open(dir.path(), Config::default(), &[capture])?;
+//! let row = vec![Value::Str("run_7".into()), Value::U64(10), Value::F64(0.5)];
+//! store.publish("capture", 1, &[row.clone()])?;
+//! store.seal()?;
+//! let rows = store.query("capture", &["run_7"], ..)?;
+//! assert_eq!(rows[0].values, row);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+pub use strata_engine::{
+    Aggregate, Bucket, Cell, Config, DEFAULT_LADDER, EngineError, FieldBuckets, FieldKind,
+    FieldStat, Metrics, Num, Point, Row, Store, StoredRow, Stream, StreamDecl, Survey, Value,
+};
 pub use strata_index as index;
 pub use strata_levels as levels;
+pub use strata_recover as recover;
+pub use strata_segment as segment;

@@ -1,0 +1,122 @@
+//! Survey cost against row count, and against an M4 scan of the same raw rows.
+//!
+//! `cargo bench --bench survey`. Builds one partition of 10^6, 10^7 and 10^8 rows once (the
+//! largest takes a couple of minutes and a few GB in a temp dir), then times a full-range survey
+//! at budget 4000 over each. Target: the 10^8 survey costs at most 2x the 10^6 one. The M4 scan
+//! reads every raw row of the 10^6 partition through the same mapped segments and folds it into
+//! the survey's cells: the ratio is what the level ladder buys.
+
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use strata::levels::{Bucket, Ladder, Num};
+use strata::segment::SegmentReader;
+use strata::segment::vfs::{RealFs, Vfs};
+use strata::{Config, FieldKind, Row, Store, Stream, StreamDecl, Value};
+
+const BUDGET: u64 = 4000;
+const SEAL_EVERY: u64 = 5_000_000;
+
+fn decl() -> StreamDecl {
+    Stream::new("series")
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .axis("t")
+        .build()
+        .expect("a valid declaration")
+}
+
+/// A store holding `n` rows on one partition, sealed every `SEAL_EVERY` rows.
+fn build(n: u64) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = Config {
+        staged_bytes_max: 1 << 30,
+        ..Config::default()
+    };
+    let mut store = Store::open(dir.path(), config, &[decl()]).expect("a store");
+    let mut position = 0;
+    let mut t = 0;
+    while t < n {
+        let end = (t + 100_000).min(n);
+        let rows: Vec<Row> = (t..end)
+            .map(|t| vec![Value::U64(t), Value::F64((t as f64 * 0.001).sin() * 100.0)])
+            .collect();
+        store.publish("series", position, &rows).expect("publish");
+        position += 1;
+        if end % SEAL_EVERY == 0 {
+            store.seal().expect("seal");
+        }
+        t = end;
+    }
+    store.seal().expect("seal");
+    (dir, store)
+}
+
+/// The naive answer: read every raw row through the mapped segments and fold it into cells of
+/// `level` by hand.
+fn m4_scan(root: &std::path::Path, ladder: &Ladder, level: u8) -> usize {
+    let fs = RealFs::open(root).expect("the store");
+    let mut cells: Vec<(u64, Bucket)> = Vec::new();
+    for entry in fs.list("seg").expect("seg/") {
+        let path = format!("seg/{}", entry.name);
+        let reader = SegmentReader::open(&path, fs.map(&path).expect("map")).expect("open");
+        for part in 0..reader.partitions().len() {
+            let axis = reader.axis(part).expect("axis").expect("an axis");
+            let Some(strata::segment::Column::F64(values)) = reader.column(part, 1).expect("col")
+            else {
+                panic!("value is an f64 column");
+            };
+            for (a, v) in axis.iter().zip(values) {
+                let (a, v) = (a.get(), v.get());
+                let index = ladder.cell(a, level);
+                let row = Bucket::of_row(1, a, Num::F64(v));
+                match cells.last_mut() {
+                    Some((i, b)) if *i == index => b.absorb(&row),
+                    _ => cells.push((index, row)),
+                }
+            }
+        }
+    }
+    cells.len()
+}
+
+fn survey_by_rows(c: &mut Criterion) {
+    let sizes = [1_000_000u64, 10_000_000, 100_000_000];
+    let stores: Vec<(u64, tempfile::TempDir, Store)> = sizes
+        .iter()
+        .map(|&n| {
+            let (dir, store) = build(n);
+            (n, dir, store)
+        })
+        .collect();
+    let mut group = c.benchmark_group("survey_budget_4000");
+    group.measurement_time(Duration::from_secs(5));
+    for (n, _, store) in &stores {
+        group.bench_function(BenchmarkId::new("rows", n), |b| {
+            b.iter(|| store.survey("series", &[], .., BUDGET).expect("survey"));
+        });
+    }
+    group.finish();
+
+    let (_, dir, store) = &stores[0];
+    let level = store
+        .survey("series", &[], .., BUDGET)
+        .expect("survey")
+        .level;
+    let ladder = Ladder::new(strata::DEFAULT_LADDER.base, strata::DEFAULT_LADDER.fanout)
+        .expect("the default ladder");
+    let mut group = c.benchmark_group("survey_vs_m4_scan_1000000_rows");
+    group
+        .measurement_time(Duration::from_secs(8))
+        .sample_size(20);
+    group.bench_function("survey", |b| {
+        b.iter(|| store.survey("series", &[], .., BUDGET).expect("survey"));
+    });
+    group.bench_function("m4_scan", |b| {
+        b.iter(|| m4_scan(dir.path(), &ladder, level));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, survey_by_rows);
+criterion_main!(benches);

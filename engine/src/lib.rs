@@ -1,0 +1,26 @@
+//! strata-engine: the store.
+//!
+//! Declare streams when the store is opened; `publish` stages rows in memory (touching no file);
+//! `seal` closes one barrier for everything staged — one segment file written two-phase, then one
+//! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
+
+mod config;
+mod decl;
+mod error;
+mod ladder;
+mod read;
+mod stage;
+mod store;
+mod survey;
+mod typed;
+mod value;
+
+pub use config::Config;
+pub use decl::{DEFAULT_LADDER, Stream, parse_kind};
+pub use error::EngineError;
+pub use read::StoredRow;
+pub use store::{Metrics, Store};
+pub use strata_index::{FieldKind, StreamDecl};
+pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point};
+pub use survey::{FieldBuckets, FieldStat, Survey};
+pub use value::{Row, Value};

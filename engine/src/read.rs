@@ -1,0 +1,259 @@
+//! Raw reads: rows in publish order, from mapped segments, merged across partitions by ordinal.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use strata_index::{FieldKind, FileName, StreamDecl, Tier, TrackKey};
+use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::vfs::Mapped;
+use strata_segment::{Column, SegmentError, SegmentReader};
+
+use crate::error::EngineError;
+use crate::store::Store;
+use crate::value::{Row, Value};
+
+/// One row read back: the position it was published at, and its values in declaration order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRow {
+    /// The position it was published at.
+    pub position: u64,
+    /// Its values, one per declared field.
+    pub values: Row,
+}
+
+/// The rows of one partition in one segment that a read wants.
+struct Run {
+    reader: Arc<SegmentReader<Mapped>>,
+    part_idx: usize,
+    rows: std::ops::Range<usize>,
+    track: TrackKey,
+}
+
+impl Store {
+    /// The rows of `stream` under `selection` (the track's components, outermost first, or any
+    /// prefix; empty for every partition) whose position lies in `positions`, in publish order:
+    /// within a partition and across the partitions a prefix covers. Reads see what seals made
+    /// durable.
+    pub fn query(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        positions: impl RangeBounds<u64>,
+    ) -> Result<Vec<StoredRow>, EngineError> {
+        let prefix = self.selection_key(stream, selection)?;
+        let (lo, hi) = inclusive(positions);
+        let decl = &self.streams[stream].decl;
+        // Each partition's runs are in file order, which is ordinal order within it.
+        let mut partitions: Vec<Vec<Run>> = Vec::new();
+        for view in self.catalog.partitions(stream, &prefix) {
+            let mut runs = Vec::new();
+            for (name, entry) in view.segments(Tier::Raw) {
+                if entry.positions[1] < lo || entry.positions[0] > hi {
+                    continue;
+                }
+                let reader = self.reader(name)?;
+                let part_idx =
+                    reader
+                        .find(stream, view.track())
+                        .ok_or_else(|| EngineError::Unreadable {
+                            reason: format!("{}: no partition {:?}", reader.path(), view.track()),
+                        })?;
+                let rows = reader
+                    .position_range(part_idx, lo, hi)
+                    .map_err(unreadable)?;
+                if !rows.is_empty() {
+                    runs.push(Run {
+                        reader,
+                        part_idx,
+                        rows,
+                        track: view.track().clone(),
+                    });
+                }
+            }
+            partitions.push(runs);
+        }
+        merge_by_ordinal(decl, partitions)
+    }
+
+    /// The open reader of segment `name` (opened and cached on first use).
+    pub(crate) fn reader(&self, name: FileName) -> Result<Arc<SegmentReader<Mapped>>, EngineError> {
+        if let Some(reason) = self.unreadable.get(&name) {
+            return Err(EngineError::Unreadable {
+                reason: reason.clone(),
+            });
+        }
+        let mut readers = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(reader) = readers.get(&name) {
+            return Ok(Arc::clone(reader));
+        }
+        let path = NumberedName::segment(name).path_in(SEG_DIR);
+        let vfs: &dyn strata_segment::vfs::Vfs = self.vfs.as_ref();
+        let mapped = vfs.map(&path).map_err(|e| {
+            unreadable(SegmentError::Io {
+                path: path.clone(),
+                source: e,
+            })
+        })?;
+        let recorded = self.catalog.file(name).map(|f| (f.len, f.digest));
+        let reader = SegmentReader::open(&path, mapped).map_err(unreadable)?;
+        if recorded != Some((reader.file_len(), reader.digest())) {
+            return Err(EngineError::Unreadable {
+                reason: format!("{path}: length or digest differs from the manifest's record"),
+            });
+        }
+        let reader = Arc::new(reader);
+        readers.insert(name, Arc::clone(&reader));
+        Ok(reader)
+    }
+}
+
+pub(crate) fn unreadable(error: SegmentError) -> EngineError {
+    EngineError::Unreadable {
+        reason: error.to_string(),
+    }
+}
+
+pub(crate) fn inclusive(range: impl RangeBounds<u64>) -> (u64, u64) {
+    let lo = match range.start_bound() {
+        Bound::Included(&v) => v,
+        Bound::Excluded(&v) => v.saturating_add(1),
+        Bound::Unbounded => 0,
+    };
+    let hi = match range.end_bound() {
+        Bound::Included(&v) => v,
+        Bound::Excluded(&v) => v.saturating_sub(1),
+        Bound::Unbounded => u64::MAX,
+    };
+    (lo, hi)
+}
+
+/// A partition's rows one at a time, across its runs.
+struct Cursor {
+    runs: std::vec::IntoIter<Run>,
+    run: Option<Run>,
+    ordinals: Vec<u64>,
+    at: usize,
+}
+
+impl Cursor {
+    fn new(runs: Vec<Run>) -> Result<Option<Cursor>, EngineError> {
+        let mut cursor = Cursor {
+            runs: runs.into_iter(),
+            run: None,
+            ordinals: Vec::new(),
+            at: 0,
+        };
+        Ok(cursor.advance_run()?.then_some(cursor))
+    }
+
+    /// Moves to the next run; false when there is none.
+    fn advance_run(&mut self) -> Result<bool, EngineError> {
+        let Some(run) = self.runs.next() else {
+            self.run = None;
+            return Ok(false);
+        };
+        let ordinals = run.reader.ordinals(run.part_idx).map_err(unreadable)?;
+        self.ordinals = ordinals[run.rows.clone()].iter().map(|o| o.get()).collect();
+        self.at = 0;
+        self.run = Some(run);
+        Ok(true)
+    }
+
+    fn ordinal(&self) -> u64 {
+        self.ordinals[self.at]
+    }
+}
+
+/// A linear k-way merge of partitions by ordinal: each partition is already in ordinal order, so
+/// this never sorts; it only picks the least head.
+fn merge_by_ordinal(
+    decl: &StreamDecl,
+    partitions: Vec<Vec<Run>>,
+) -> Result<Vec<StoredRow>, EngineError> {
+    let mut cursors = Vec::new();
+    for runs in partitions {
+        if let Some(cursor) = Cursor::new(runs)? {
+            cursors.push(cursor);
+        }
+    }
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Reverse((c.ordinal(), i)))
+        .collect();
+    let mut out = Vec::new();
+    while let Some(Reverse((_, idx))) = heap.pop() {
+        let cursor = &mut cursors[idx];
+        let run = cursor.run.as_ref().expect("a cursor in the heap has a run");
+        out.push(read_row(decl, run, run.rows.start + cursor.at)?);
+        cursor.at += 1;
+        if cursor.at == cursor.ordinals.len() && !cursor.advance_run()? {
+            continue;
+        }
+        heap.push(Reverse((cursor.ordinal(), idx)));
+    }
+    Ok(out)
+}
+
+/// Rebuilds row `row_idx` of a run: track values from the key, the axis from its block, the
+/// rest from their columns.
+fn read_row(decl: &StreamDecl, run: &Run, row_idx: usize) -> Result<StoredRow, EngineError> {
+    let reader = &run.reader;
+    let position = reader.positions(run.part_idx).map_err(unreadable)?[row_idx].get();
+    let labels: Vec<&str> = run.track.labels().collect();
+    let mut values = Vec::with_capacity(decl.fields.len());
+    for (field_idx, field) in decl.fields.iter().enumerate() {
+        let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");
+        let value = if let Some(component) = decl.track.iter().position(|&t| t == field_idx) {
+            Value::from_label(
+                field.kind,
+                labels.get(component).copied().unwrap_or_default(),
+            )
+            .ok_or_else(|| EngineError::Unreadable {
+                reason: format!("{}: track label is not a {}", reader.path(), field.kind),
+            })?
+        } else if decl.axis == Some(field_idx) {
+            let axis = reader
+                .axis(run.part_idx)
+                .map_err(unreadable)?
+                .ok_or_else(|| EngineError::Unreadable {
+                    reason: format!("{}: no axis block", reader.path()),
+                })?;
+            Value::U64(axis[row_idx].get())
+        } else {
+            let column = reader
+                .column(run.part_idx, field_idx)
+                .map_err(unreadable)?
+                .ok_or_else(|| EngineError::Unreadable {
+                    reason: format!("{}: no column for field {:?}", reader.path(), field.name),
+                })?;
+            column_value(column, field.kind, row_idx).ok_or_else(|| EngineError::Unreadable {
+                reason: format!(
+                    "{}: field {:?} is stored as another kind",
+                    reader.path(),
+                    field.name
+                ),
+            })?
+        };
+        values.push(value);
+    }
+    Ok(StoredRow { position, values })
+}
+
+fn column_value(column: Column<'_>, kind: FieldKind, row_idx: usize) -> Option<Value> {
+    match (column, kind) {
+        (Column::U64(c), FieldKind::U64) => Some(Value::U64(c.get(row_idx)?.get())),
+        (Column::I64(c), FieldKind::I64) => Some(Value::I64(c.get(row_idx)?.get())),
+        (Column::F64(c), FieldKind::F64) => Some(Value::F64(c.get(row_idx)?.get())),
+        (Column::Str(c), FieldKind::Str) => Some(Value::Str(
+            std::str::from_utf8(c.get(row_idx)?).ok()?.to_owned(),
+        )),
+        (Column::Bytes(c), FieldKind::Bytes) => Some(Value::Bytes(c.get(row_idx)?.to_vec())),
+        _ => None,
+    }
+}

@@ -1,0 +1,251 @@
+//! Staging: published rows held in per-partition column buffers until a seal writes them.
+//!
+//! Publishing validates a whole batch first and stages it only if every row passes, so a
+//! refused batch leaves no trace. Staging touches no file.
+
+use std::collections::{BTreeMap, HashMap};
+
+use strata_index::{FieldKind, StreamDecl, TrackKey, validate_label};
+use strata_segment::{ColumnData, VarData};
+
+use crate::error::EngineError;
+use crate::value::{Row, Value};
+
+/// One stored column's staged values.
+#[derive(Clone, Debug)]
+pub(crate) enum ColumnBuf {
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Var {
+        offsets: Vec<u64>,
+        heap: Vec<u8>,
+        is_str: bool,
+    },
+}
+
+impl ColumnBuf {
+    fn new(kind: FieldKind) -> ColumnBuf {
+        match kind {
+            FieldKind::U64 => ColumnBuf::U64(Vec::new()),
+            FieldKind::I64 => ColumnBuf::I64(Vec::new()),
+            FieldKind::F64 => ColumnBuf::F64(Vec::new()),
+            _ => ColumnBuf::Var {
+                offsets: vec![0],
+                heap: Vec::new(),
+                is_str: kind == FieldKind::Str,
+            },
+        }
+    }
+
+    fn push(&mut self, value: &Value) {
+        match (self, value) {
+            (ColumnBuf::U64(c), Value::U64(v)) => c.push(*v),
+            (ColumnBuf::I64(c), Value::I64(v)) => c.push(*v),
+            (ColumnBuf::F64(c), Value::F64(v)) => c.push(*v),
+            (ColumnBuf::Var { offsets, heap, .. }, Value::Str(v)) => {
+                heap.extend_from_slice(v.as_bytes());
+                offsets.push(heap.len() as u64);
+            }
+            (ColumnBuf::Var { offsets, heap, .. }, Value::Bytes(v)) => {
+                heap.extend_from_slice(v);
+                offsets.push(heap.len() as u64);
+            }
+            (column, value) => unreachable!("validated: {value:?} into {column:?}"),
+        }
+    }
+
+    pub(crate) fn data(&self) -> ColumnData<'_> {
+        match self {
+            ColumnBuf::U64(c) => ColumnData::U64(c),
+            ColumnBuf::I64(c) => ColumnData::I64(c),
+            ColumnBuf::F64(c) => ColumnData::F64(c),
+            ColumnBuf::Var {
+                offsets,
+                heap,
+                is_str,
+            } => {
+                let var = VarData { offsets, heap };
+                if *is_str {
+                    ColumnData::Str(var)
+                } else {
+                    ColumnData::Bytes(var)
+                }
+            }
+        }
+    }
+}
+
+/// One partition's staged rows.
+#[derive(Clone, Debug)]
+pub(crate) struct Staged {
+    pub positions: Vec<u64>,
+    pub ordinals: Vec<u64>,
+    pub axis: Vec<u64>,
+    /// One buffer per stored column, in the stream's stored-column order.
+    pub columns: Vec<ColumnBuf>,
+}
+
+/// A stream's declaration, what follows from it, and its staged rows.
+#[derive(Debug)]
+pub(crate) struct StreamState {
+    pub decl: StreamDecl,
+    /// Fields stored as columns: neither a track component nor the axis, in declaration order.
+    pub stored: Vec<u16>,
+    pub staged: BTreeMap<TrackKey, Staged>,
+    /// The ordinal the next published row gets (dense per stream).
+    pub next_ordinal: u64,
+    /// The highest position published (sealed or staged).
+    pub last_position: Option<u64>,
+    /// The highest position staged (what the next seal makes the watermark).
+    pub staged_position: Option<u64>,
+    /// Each partition's highest axis value published so far (filled on first touch).
+    pub last_axis: HashMap<TrackKey, u64>,
+}
+
+/// The bytes one row adds to staging (what `staged_bytes_max` bounds).
+fn row_bytes(row: &Row) -> usize {
+    // Position and ordinal, then each value (8 bytes, or its length plus an offset).
+    16 + row
+        .iter()
+        .map(|v| match v {
+            Value::Str(s) => s.len() + 8,
+            Value::Bytes(b) => b.len() + 8,
+            _ => 8,
+        })
+        .sum::<usize>()
+}
+
+impl StreamState {
+    pub fn new(decl: StreamDecl, next_ordinal: u64, last_position: Option<u64>) -> StreamState {
+        let coordinate = |i: u16| decl.axis == Some(i) || decl.track.contains(&i);
+        let stored = (0..decl.fields.len())
+            .filter_map(|i| u16::try_from(i).ok())
+            .filter(|&i| !coordinate(i))
+            .collect();
+        StreamState {
+            decl,
+            stored,
+            staged: BTreeMap::new(),
+            next_ordinal,
+            last_position,
+            staged_position: None,
+            last_axis: HashMap::new(),
+        }
+    }
+
+    /// Checks a whole batch; answers each row's track key and the batch's staged bytes.
+    /// `durable_axis` gives a partition's highest recorded axis value.
+    pub fn validate(
+        &mut self,
+        position: u64,
+        rows: &[Row],
+        durable_axis: impl Fn(&TrackKey) -> Option<u64>,
+    ) -> Result<(Vec<TrackKey>, usize), EngineError> {
+        let id = self.decl.id.clone();
+        if let Some(last) = self.last_position {
+            if position < last {
+                return Err(EngineError::refused(
+                    &id,
+                    0,
+                    format!("position {position} is below the stream's last position {last}"),
+                ));
+            }
+        }
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut bytes = 0;
+        // Axis values this batch would leave per partition, so rows within it are checked too.
+        let mut batch_axis: HashMap<TrackKey, u64> = HashMap::new();
+        for (row_idx, row) in rows.iter().enumerate() {
+            let refuse = |reason: String| EngineError::refused(&id, row_idx, reason);
+            if row.len() != self.decl.fields.len() {
+                return Err(refuse(format!(
+                    "expected {} values, got {}",
+                    self.decl.fields.len(),
+                    row.len()
+                )));
+            }
+            for (field, value) in self.decl.fields.iter().zip(row) {
+                if value.kind() != field.kind {
+                    return Err(refuse(format!(
+                        "field {:?} is {}, got a {} value",
+                        field.name,
+                        field.kind,
+                        value.kind()
+                    )));
+                }
+                if let Value::F64(v) = value {
+                    if !v.is_finite() {
+                        return Err(refuse(format!("field {:?} is not finite: {v}", field.name)));
+                    }
+                }
+            }
+            let mut labels = Vec::with_capacity(self.decl.track.len());
+            for &field_idx in &self.decl.track {
+                let field = &self.decl.fields[usize::from(field_idx)];
+                let label = row[usize::from(field_idx)].label().unwrap_or_default();
+                validate_label(&label)
+                    .map_err(|e| refuse(format!("track field {:?}: {e}", field.name)))?;
+                labels.push(label);
+            }
+            let key = TrackKey::encode(&labels).map_err(|e| refuse(e.to_string()))?;
+            if let Some(axis_idx) = self.decl.axis {
+                let Value::U64(axis) = row[usize::from(axis_idx)] else {
+                    unreachable!("kinds were checked above");
+                };
+                let previous = match batch_axis.get(&key) {
+                    Some(&a) => Some(a),
+                    None => self
+                        .last_axis
+                        .get(&key)
+                        .copied()
+                        .or_else(|| durable_axis(&key)),
+                };
+                if let Some(previous) = previous {
+                    if axis < previous {
+                        let name = &self.decl.fields[usize::from(axis_idx)].name;
+                        return Err(refuse(format!(
+                            "axis {name:?} goes backwards in its partition: {axis} after {previous}"
+                        )));
+                    }
+                }
+                batch_axis.insert(key.clone(), axis);
+            }
+            bytes += row_bytes(row);
+            keys.push(key);
+        }
+        Ok((keys, bytes))
+    }
+
+    /// Stages a batch that [`StreamState::validate`] passed.
+    pub fn stage(&mut self, position: u64, rows: &[Row], keys: Vec<TrackKey>) {
+        for (row, key) in rows.iter().zip(keys) {
+            let staged = self.staged.entry(key.clone()).or_insert_with(|| Staged {
+                positions: Vec::new(),
+                ordinals: Vec::new(),
+                axis: Vec::new(),
+                columns: self
+                    .stored
+                    .iter()
+                    .map(|&i| ColumnBuf::new(self.decl.fields[usize::from(i)].kind))
+                    .collect(),
+            });
+            staged.positions.push(position);
+            staged.ordinals.push(self.next_ordinal);
+            self.next_ordinal += 1;
+            if let Some(axis_idx) = self.decl.axis {
+                if let Value::U64(axis) = row[usize::from(axis_idx)] {
+                    staged.axis.push(axis);
+                    self.last_axis.insert(key, axis);
+                }
+            }
+            for (column, &field_idx) in staged.columns.iter_mut().zip(&self.stored) {
+                column.push(&row[usize::from(field_idx)]);
+            }
+        }
+        if !rows.is_empty() {
+            self.last_position = Some(position);
+            self.staged_position = Some(position);
+        }
+    }
+}

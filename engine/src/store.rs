@@ -1,0 +1,411 @@
+//! The store: open (boot), publish into staging, and the seal barrier.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use strata_index::{Catalog, Entry, FileName, Record, StreamDecl, TrackKey};
+use strata_recover::{Booted, Report, boot};
+use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::vfs::{Counting, Mapped, RealFs, Vfs, VfsLock};
+use strata_segment::{
+    FieldCells, ManifestWriter, PartitionInput, SegmentReader, SegmentWriter, rewrite_manifest,
+    write_two_phase,
+};
+
+use crate::config::Config;
+use crate::error::EngineError;
+use crate::ladder::fold_partition;
+use crate::stage::StreamState;
+use crate::value::Row;
+
+/// What the store has done since it was opened, measured as it happened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Barriers closed (seals that wrote something).
+    pub barriers: u64,
+    /// Rows those barriers made durable.
+    pub rows_sealed: u64,
+    /// Segment bytes those barriers wrote.
+    pub bytes_sealed: u64,
+    /// File syncs (fdatasync) issued, boot's included.
+    pub file_syncs: u64,
+    /// Directory syncs (fsync) issued, boot's included.
+    pub dir_syncs: u64,
+    /// Syncs issued by barriers alone.
+    pub barrier_syncs: u64,
+    /// Level cells read by surveys and level folds.
+    pub cells_read: u64,
+}
+
+/// An open store. One per folder: opening takes an exclusive lock.
+pub struct Store {
+    pub(crate) vfs: Arc<Counting>,
+    pub(crate) catalog: Catalog,
+    manifest: ManifestWriter,
+    next_name: FileName,
+    pub(crate) unreadable: BTreeMap<FileName, String>,
+    _lock: Box<dyn VfsLock>,
+    pub(crate) streams: BTreeMap<String, StreamState>,
+    staged_bytes: usize,
+    poisoned: Option<String>,
+    pub(crate) readers: Mutex<HashMap<FileName, Arc<SegmentReader<Mapped>>>>,
+    /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
+    pub(crate) cells_read: AtomicU64,
+    metrics: Metrics,
+    report: Report,
+    config: Config,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("streams", &self.streams.keys().collect::<Vec<_>>())
+            .field("next_name", &self.next_name)
+            .field("staged_bytes", &self.staged_bytes)
+            .field("poisoned", &self.poisoned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (or, with `config.create_if_missing`, creates) the store in folder `dir`, declaring
+    /// `streams`. A stream the store already recorded must be declared identically; streams it
+    /// recorded but `streams` omits are opened as recorded.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        let dir = dir.as_ref();
+        let vfs = if dir.exists() {
+            RealFs::open(dir)
+        } else if config.create_if_missing {
+            RealFs::create(dir)
+        } else {
+            return Err(EngineError::Open(strata_recover::RecoverError::NotAStore {
+                reason: format!("{} does not exist", dir.display()),
+            }));
+        };
+        let vfs = vfs.map_err(|e| {
+            EngineError::Storage(strata_segment::SegmentError::Io {
+                path: dir.display().to_string(),
+                source: e,
+            })
+        })?;
+        Store::open_in(Arc::new(vfs), config, streams)
+    }
+
+    /// Opens the store on any file system (the simulated one, in tests).
+    pub fn open_in(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        let vfs = Arc::new(Counting::new(vfs));
+        let Booted {
+            mut catalog,
+            mut manifest,
+            report,
+            next_name,
+            unreadable,
+            lock,
+            ..
+        } = boot(vfs.as_ref(), config.create_if_missing).map_err(EngineError::Open)?;
+        let mut declare = Vec::new();
+        for decl in streams {
+            decl.validate().map_err(|e| EngineError::Declaration {
+                stream: decl.id.clone(),
+                reason: e.to_string(),
+            })?;
+            match catalog.stream(&decl.id) {
+                Some(recorded) if recorded == decl => {}
+                Some(recorded) => {
+                    return Err(EngineError::Declaration {
+                        stream: decl.id.clone(),
+                        reason: format!(
+                            "conflicts with the recorded declaration {}",
+                            describe(recorded)
+                        ),
+                    });
+                }
+                None => declare.push(Entry::Declare(decl.clone())),
+            }
+        }
+        if !declare.is_empty() {
+            let record = Record { entries: declare };
+            catalog
+                .apply(&record)
+                .map_err(|e| EngineError::Declaration {
+                    stream: String::new(),
+                    reason: e.to_string(),
+                })?;
+            manifest.append(&record).map_err(EngineError::Storage)?;
+        }
+        let streams = catalog
+            .streams()
+            .map(|decl| {
+                let state = StreamState::new(
+                    decl.clone(),
+                    catalog.next_ordinal(&decl.id),
+                    catalog.last_position(&decl.id),
+                );
+                (decl.id.clone(), state)
+            })
+            .collect();
+        let metrics = Metrics {
+            file_syncs: vfs.counts().file_syncs(),
+            dir_syncs: vfs.counts().dir_syncs(),
+            ..Metrics::default()
+        };
+        Ok(Store {
+            vfs,
+            catalog,
+            manifest,
+            next_name,
+            unreadable,
+            _lock: lock,
+            streams,
+            staged_bytes: 0,
+            poisoned: None,
+            readers: Mutex::new(HashMap::new()),
+            cells_read: AtomicU64::new(0),
+            metrics,
+            report,
+            config,
+        })
+    }
+
+    /// The declarations of every stream, recorded order (by id).
+    pub fn streams(&self) -> impl Iterator<Item = &StreamDecl> {
+        self.streams.values().map(|s| &s.decl)
+    }
+
+    /// The declaration of `stream`.
+    pub fn stream(&self, stream: &str) -> Option<&StreamDecl> {
+        self.streams.get(stream).map(|s| &s.decl)
+    }
+
+    /// What boot found when this store was opened.
+    pub fn boot_report(&self) -> &Report {
+        &self.report
+    }
+
+    /// What the store has done since it was opened.
+    pub fn metrics(&self) -> Metrics {
+        Metrics {
+            file_syncs: self.vfs.counts().file_syncs(),
+            dir_syncs: self.vfs.counts().dir_syncs(),
+            cells_read: self.cells_read.load(Ordering::Relaxed),
+            ..self.metrics
+        }
+    }
+
+    /// Bytes staged and not yet sealed.
+    pub fn staged_bytes(&self) -> usize {
+        self.staged_bytes
+    }
+
+    /// Stages `rows` of `stream` at `position`. Touches no file. The whole batch is validated
+    /// first; if any row is refused, nothing of the batch is staged.
+    pub fn publish(
+        &mut self,
+        stream: &str,
+        position: u64,
+        rows: &[Row],
+    ) -> Result<(), EngineError> {
+        self.check_poison()?;
+        let catalog = &self.catalog;
+        let state = self
+            .streams
+            .get_mut(stream)
+            .ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+        let (keys, batch_bytes) = state.validate(position, rows, |key| {
+            catalog.axis_range(stream, key).map(|[_, hi]| hi)
+        })?;
+        if self.staged_bytes + batch_bytes > self.config.staged_bytes_max {
+            return Err(EngineError::StagingFull {
+                staged_bytes: self.staged_bytes,
+                batch_bytes,
+                staged_bytes_max: self.config.staged_bytes_max,
+            });
+        }
+        state.stage(position, rows, keys);
+        self.staged_bytes += batch_bytes;
+        Ok(())
+    }
+
+    /// Closes one barrier for everything staged, across every stream: one segment file written
+    /// two-phase, then one manifest frame that claims it. With nothing staged, no barrier.
+    /// Answers each stream's watermark (the position through which it is durable).
+    pub fn seal(&mut self) -> Result<BTreeMap<String, Option<u64>>, EngineError> {
+        self.check_poison()?;
+        if self.streams.values().any(|s| !s.staged.is_empty()) {
+            let syncs_before = self.vfs.counts().total();
+            if let Err(error) = self.barrier() {
+                self.poisoned = Some(error.to_string());
+                return Err(error);
+            }
+            self.metrics.barrier_syncs += self.vfs.counts().total() - syncs_before;
+            self.maybe_rewrite_manifest()?;
+        }
+        Ok(self
+            .streams
+            .keys()
+            .map(|id| (id.clone(), self.catalog.watermark(id)))
+            .collect())
+    }
+
+    /// The position through which `stream` is durable, as recorded (no barrier). A barrier
+    /// covers every partition, so every selection of a stream shares its watermark. `None`:
+    /// nothing of it is durable yet.
+    pub fn watermark(&self, stream: &str, selection: &[&str]) -> Result<Option<u64>, EngineError> {
+        self.selection_key(stream, selection)?;
+        Ok(self.catalog.watermark(stream))
+    }
+
+    fn barrier(&mut self) -> Result<(), EngineError> {
+        let name = self.next_name;
+        let mut writer = SegmentWriter::new();
+        let mut rows = 0;
+        let mut watermarks = Vec::new();
+        for (id, state) in &self.streams {
+            for (key, staged) in &state.staged {
+                rows += staged.positions.len() as u64;
+                let levels = fold_partition(&state.decl, &state.stored, staged);
+                writer.add_partition(&PartitionInput {
+                    stream: id,
+                    track: key,
+                    positions: &staged.positions,
+                    ordinals: &staged.ordinals,
+                    axis: state.decl.axis.map(|_| staged.axis.as_slice()),
+                    columns: state
+                        .stored
+                        .iter()
+                        .zip(&staged.columns)
+                        .map(|(&field, column)| (field, column.data()))
+                        .collect(),
+                    cells: levels
+                        .iter()
+                        .map(|f| FieldCells {
+                            field: f.field,
+                            kind: f.kind,
+                            levels: &f.levels,
+                        })
+                        .collect(),
+                });
+            }
+            if let Some(position) = state.staged_position {
+                watermarks.push(Entry::Watermark {
+                    stream: id.clone(),
+                    position,
+                });
+            }
+        }
+        let written = writer.finish();
+        let mut entries = vec![Entry::AddFile(written.claim(name))];
+        entries.extend(watermarks);
+        entries.push(Entry::NameHigh(name));
+        let record = Record { entries };
+        // Applied first, in memory: a record the catalog refuses is a bug, and must never reach
+        // the disk as a claim. If the writes below fail, the store is poisoned anyway.
+        self.catalog
+            .apply(&record)
+            .map_err(|e| EngineError::Unreadable {
+                reason: format!("internal: the barrier's own record was refused: {e}"),
+            })?;
+        let file = NumberedName::segment(name).to_string();
+        write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, &written.bytes)
+            .map_err(EngineError::Storage)?;
+        self.manifest
+            .append(&record)
+            .map_err(EngineError::Storage)?;
+
+        self.next_name = name + 1;
+        for state in self.streams.values_mut() {
+            state.staged.clear();
+            state.staged_position = None;
+        }
+        self.staged_bytes = 0;
+        self.metrics.barriers += 1;
+        self.metrics.rows_sealed += rows;
+        self.metrics.bytes_sealed += written.bytes.len() as u64;
+        Ok(())
+    }
+
+    fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
+        if self.manifest.len() <= self.config.manifest_rewrite_bytes {
+            return Ok(());
+        }
+        let snapshot = self.catalog.snapshot();
+        match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &[snapshot]) {
+            Ok(manifest) => {
+                self.manifest = manifest;
+                Ok(())
+            }
+            Err(error) => {
+                self.poisoned = Some(error.to_string());
+                Err(EngineError::Storage(error))
+            }
+        }
+    }
+
+    fn check_poison(&self) -> Result<(), EngineError> {
+        match &self.poisoned {
+            Some(cause) => Err(EngineError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The track key a selection names: the stream's track components, outermost first, or a
+    /// prefix of them; numbers as decimal labels.
+    pub(crate) fn selection_key(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<TrackKey, EngineError> {
+        let state = self
+            .streams
+            .get(stream)
+            .ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+        if selection.len() > state.decl.track.len() {
+            return Err(EngineError::BadRead {
+                reason: format!(
+                    "stream {stream:?} has {} track components; the selection names {}",
+                    state.decl.track.len(),
+                    selection.len()
+                ),
+            });
+        }
+        TrackKey::encode(selection).map_err(|e| EngineError::BadRead {
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// A declaration in words, for errors.
+fn describe(decl: &StreamDecl) -> String {
+    let fields: Vec<String> = decl
+        .fields
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.kind))
+        .collect();
+    let name = |i: &u16| decl.fields[usize::from(*i)].name.clone();
+    let track: Vec<String> = decl.track.iter().map(name).collect();
+    let axis = decl.axis.as_ref().map(name);
+    format!(
+        "[{}] track ({}) axis {} ladder {}x{}",
+        fields.join(", "),
+        track.join(", "),
+        axis.as_deref().unwrap_or("none"),
+        decl.ladder.base,
+        decl.ladder.fanout
+    )
+}

@@ -1,0 +1,450 @@
+//! Display reads and statistics from the level ladder: `survey` (point-budgeted buckets) and
+//! `fold` (one statistic per measured field).
+//!
+//! Both read stored cells only (percentiles excepted, which read the raw rows of the exact
+//! range). A file is pruned by the axis range the manifest records for it, so no segment outside
+//! the asked span is opened.
+
+use std::collections::BTreeMap;
+use std::ops::RangeBounds;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+use strata_index::{StreamDecl, Tier, TrackKey};
+use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, plan};
+use strata_segment::Column;
+
+use crate::error::EngineError;
+use crate::ladder::ladder_of;
+use crate::read::{inclusive, unreadable};
+use crate::store::Store;
+
+/// One measured field's buckets, ascending by `first.axis`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FieldBuckets {
+    /// The field's name.
+    pub field: String,
+    /// Its buckets: whole cells of the answering level, in axis order.
+    pub buckets: Vec<Bucket>,
+}
+
+/// A budgeted display read: buckets grouped by field in declaration order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Survey {
+    /// The level whose cells answer (the finest that fits the budget).
+    pub level: u8,
+    /// Adjacent cells merged per answer bucket (1: none).
+    pub group: u128,
+    /// The axis span answered, after clamping unbounded ends to the recorded range.
+    pub span: Option<[u64; 2]>,
+    /// One entry per measured field, in declaration order.
+    pub fields: Vec<FieldBuckets>,
+}
+
+/// One statistic of one measured field.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FieldStat {
+    /// The field's name.
+    pub field: String,
+    /// The statistic; `None` when the range holds no rows.
+    pub value: Option<Num>,
+}
+
+impl Store {
+    /// Buckets of every measured field of `stream` under `selection` over the axis range, at the
+    /// finest level whose cells over the span fit `budget` points (4 points a bucket). Whole
+    /// cells answer, so a boundary bucket may fold rows just outside the range. The budget is a
+    /// ceiling and is never exceeded.
+    pub fn survey(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis: impl RangeBounds<u64>,
+        budget: u64,
+    ) -> Result<Survey, EngineError> {
+        let (decl, prefix) = self.axial(stream, selection)?;
+        let measured = decl.measured();
+        let ladder = ladder_of(decl);
+        let Some([lo, hi]) = self.clamp(stream, &prefix, axis) else {
+            // Nothing recorded (or an empty range): still refuse a budget that buys nothing.
+            strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
+            let fields = measured
+                .iter()
+                .map(|&f| FieldBuckets {
+                    field: field_name(decl, f),
+                    buckets: Vec::new(),
+                })
+                .collect();
+            return Ok(Survey {
+                level: 0,
+                group: 1,
+                span: None,
+                fields,
+            });
+        };
+        let plan =
+            plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len()).map_err(budget_error)?;
+        let cells = [ladder.cell(lo, plan.level), ladder.cell(hi, plan.level)];
+        let mut fields = Vec::with_capacity(measured.len());
+        for &field in &measured {
+            let merged =
+                self.selection_cells(stream, &prefix, &ladder, field, plan.level, cells)?;
+            let buckets = regroup(merged, plan.group);
+            debug_assert!(buckets.len() as u64 <= plan.cells_per_field);
+            fields.push(FieldBuckets {
+                field: field_name(decl, field),
+                buckets,
+            });
+        }
+        Ok(Survey {
+            level: plan.level,
+            group: plan.group,
+            span: Some([lo, hi]),
+            fields,
+        })
+    }
+
+    /// One statistic per measured field over the axis range. Level folds (`min max mean sum
+    /// count`) come from stored cells covering the whole cells the range touches, reading
+    /// O(levels x fanout) cells however long the range; percentiles scan the raw rows of the
+    /// exact range (nearest rank).
+    pub fn fold(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis: impl RangeBounds<u64>,
+        aggregate: Aggregate,
+    ) -> Result<Vec<FieldStat>, EngineError> {
+        let (decl, prefix) = self.axial(stream, selection)?;
+        let ladder = ladder_of(decl);
+        let clamped = self.clamp(stream, &prefix, axis);
+        decl.measured()
+            .into_iter()
+            .map(|field| {
+                let value = match clamped {
+                    None => None,
+                    Some(span) if aggregate.folds_levels() => self
+                        .folded_bucket(stream, &prefix, &ladder, field, span)?
+                        .and_then(|b| aggregate.folded(&b)),
+                    Some(span) => {
+                        let mut values = self.raw_values(stream, &prefix, field, span)?;
+                        aggregate.scanned(&mut values)
+                    }
+                };
+                Ok(FieldStat {
+                    field: field_name(decl, field),
+                    value,
+                })
+            })
+            .collect()
+    }
+
+    /// The cells of `field` (by name) at `level` over the axis range, merged across the
+    /// selection's partitions and files: what a stored level holds. Mostly for checking levels.
+    pub fn level_cells(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        field: &str,
+        level: u8,
+        axis: impl RangeBounds<u64>,
+    ) -> Result<Vec<Cell>, EngineError> {
+        let (decl, prefix) = self.axial(stream, selection)?;
+        let field_idx = decl
+            .measured()
+            .into_iter()
+            .find(|&f| decl.fields[usize::from(f)].name == field)
+            .ok_or_else(|| EngineError::BadRead {
+                reason: format!("{field:?} is not a measured field of {stream:?}"),
+            })?;
+        let ladder = ladder_of(decl);
+        let (lo, hi) = inclusive(axis);
+        let cells = [ladder.cell(lo, level), ladder.cell(hi, level)];
+        let merged = self.selection_cells(stream, &prefix, &ladder, field_idx, level, cells)?;
+        Ok(merged
+            .into_iter()
+            .map(|(index, bucket)| Cell { index, bucket })
+            .collect())
+    }
+
+    fn axial(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<(&StreamDecl, TrackKey), EngineError> {
+        let prefix = self.selection_key(stream, selection)?;
+        let decl = &self.streams[stream].decl;
+        if decl.axis.is_none() {
+            return Err(EngineError::BadRead {
+                reason: format!(
+                    "stream {stream:?} declares no axis; only an axial stream has levels"
+                ),
+            });
+        }
+        Ok((decl, prefix))
+    }
+
+    /// The asked range with unbounded ends clamped to the selection's recorded axis range (from
+    /// the catalog, no read); `None` if nothing is recorded or the range is empty.
+    fn clamp(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        axis: impl RangeBounds<u64>,
+    ) -> Option<[u64; 2]> {
+        let [rec_lo, rec_hi] = self.catalog.axis_range(stream, prefix)?;
+        let lo = match axis.start_bound() {
+            std::ops::Bound::Unbounded => rec_lo,
+            _ => inclusive((axis.start_bound().cloned(), std::ops::Bound::Unbounded)).0,
+        };
+        let hi = match axis.end_bound() {
+            std::ops::Bound::Unbounded => rec_hi,
+            _ => inclusive((std::ops::Bound::Unbounded, axis.end_bound().cloned())).1,
+        };
+        (lo <= hi).then_some([lo, hi])
+    }
+
+    /// The cells of one field at one level, indexes in `cells` (inclusive), merged: within a
+    /// partition across its files in file order (older first), then across partitions in
+    /// track-key order, cell by cell.
+    fn selection_cells(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        ladder: &Ladder,
+        field: u16,
+        level: u8,
+        cells: [u64; 2],
+    ) -> Result<BTreeMap<u64, Bucket>, EngineError> {
+        let mut merged: BTreeMap<u64, Bucket> = BTreeMap::new();
+        let span = [
+            ladder.span(level, cells[0]).map_or(u64::MAX, |s| s[0]),
+            ladder.span(level, cells[1]).map_or(u64::MAX, |s| s[1]),
+        ];
+        for view in self.catalog.partitions(stream, prefix) {
+            let mut partition: BTreeMap<u64, Bucket> = BTreeMap::new();
+            for (name, entry) in view.segments(Tier::Level(0)) {
+                let Some([axis_lo, axis_hi]) = entry.axis else {
+                    continue;
+                };
+                if entry.n_levels == 0 || axis_hi < span[0] || axis_lo > span[1] {
+                    continue;
+                }
+                let reader = self.reader(name)?;
+                let part_idx =
+                    reader
+                        .find(stream, view.track())
+                        .ok_or_else(|| EngineError::Unreadable {
+                            reason: format!("{}: partition missing", reader.path()),
+                        })?;
+                let top = entry.n_levels - 1;
+                let found = if level <= top {
+                    reader.cells(part_idx, field, level, cells[0]..=cells[1])
+                } else {
+                    // Above this file's top, its single top cell is the cell, under a coarser index.
+                    reader
+                        .cells(part_idx, field, top, 0..=u64::MAX)
+                        .map(|top_cells| {
+                            top_cells
+                                .into_iter()
+                                .map(|c| Cell {
+                                    index: lift(ladder, c.index, level - top),
+                                    bucket: c.bucket,
+                                })
+                                .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
+                                .collect()
+                        })
+                }
+                .map_err(unreadable)?;
+                self.cells_read
+                    .fetch_add(found.len() as u64, Ordering::Relaxed);
+                for cell in found {
+                    absorb(&mut partition, cell.index, &cell.bucket);
+                }
+            }
+            for (index, bucket) in partition {
+                absorb(&mut merged, index, &bucket);
+            }
+        }
+        Ok(merged)
+    }
+
+    /// The level fold of one field over the whole level-0 cells `span` touches, from the fewest
+    /// stored cells: coarse cells inside, fine cells at the edges.
+    fn folded_bucket(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        ladder: &Ladder,
+        field: u16,
+        [lo, hi]: [u64; 2],
+    ) -> Result<Option<Bucket>, EngineError> {
+        let mut total: Option<Bucket> = None;
+        for (level, index) in decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout()) {
+            let cells =
+                self.selection_cells(stream, prefix, ladder, field, level, [index, index])?;
+            for bucket in cells.values() {
+                match &mut total {
+                    Some(t) => t.absorb(bucket),
+                    None => total = Some(*bucket),
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// Every value of `field` whose row's axis lies in `[lo, hi]`, from the raw rows.
+    fn raw_values(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        field: u16,
+        [lo, hi]: [u64; 2],
+    ) -> Result<Vec<Num>, EngineError> {
+        let mut values = Vec::new();
+        for view in self.catalog.partitions(stream, prefix) {
+            for (name, entry) in view.segments(Tier::Raw) {
+                let Some([axis_lo, axis_hi]) = entry.axis else {
+                    continue;
+                };
+                if axis_hi < lo || axis_lo > hi {
+                    continue;
+                }
+                let reader = self.reader(name)?;
+                let Some(part_idx) = reader.find(stream, view.track()) else {
+                    continue;
+                };
+                let axis = reader
+                    .axis(part_idx)
+                    .map_err(unreadable)?
+                    .unwrap_or_default();
+                // The axis is non-decreasing within a partition: the range is a binary search.
+                let start = axis.partition_point(|a| a.get() < lo);
+                let end = axis.partition_point(|a| a.get() <= hi).max(start);
+                match reader.column(part_idx, field).map_err(unreadable)? {
+                    Some(Column::U64(c)) => {
+                        values.extend(c[start..end].iter().map(|v| Num::U64(v.get())));
+                    }
+                    Some(Column::I64(c)) => {
+                        values.extend(c[start..end].iter().map(|v| Num::I64(v.get())));
+                    }
+                    Some(Column::F64(c)) => {
+                        values.extend(c[start..end].iter().map(|v| Num::F64(v.get())));
+                    }
+                    _ => {
+                        return Err(EngineError::Unreadable {
+                            reason: format!(
+                                "{}: field {field} is not a stored number",
+                                reader.path()
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(values)
+    }
+}
+
+fn absorb(cells: &mut BTreeMap<u64, Bucket>, index: u64, bucket: &Bucket) {
+    cells
+        .entry(index)
+        .and_modify(|b| b.absorb(bucket))
+        .or_insert(*bucket);
+}
+
+/// The index at `up` levels higher of the cell `index`.
+fn lift(ladder: &Ladder, index: u64, up: u8) -> u64 {
+    (0..up).fold(index, |i, _| ladder.parent(i))
+}
+
+/// Merges adjacent cells into groups of `group`, anchored at 0 (cell `c` joins group `c / group`).
+fn regroup(cells: BTreeMap<u64, Bucket>, group: u128) -> Vec<Bucket> {
+    if group == 1 {
+        return cells.into_values().collect();
+    }
+    let mut out: Vec<(u128, Bucket)> = Vec::new();
+    for (index, bucket) in cells {
+        let g = u128::from(index) / group;
+        match out.last_mut() {
+            Some((last, merged)) if *last == g => merged.absorb(&bucket),
+            _ => out.push((g, bucket)),
+        }
+    }
+    out.into_iter().map(|(_, b)| b).collect()
+}
+
+/// The level-0 cells `a..=b` as the fewest aligned cells of any level, ascending by axis: at
+/// each level, the partial runs at both ends stay, the fully covered parents go up. At most
+/// `2 * (fanout - 1)` cells a level.
+pub(crate) fn decompose(a: u64, b: u64, fanout: u64) -> Vec<(u8, u64)> {
+    let f = u128::from(fanout);
+    let (mut lo, mut hi) = (u128::from(a), u128::from(b));
+    let mut left: Vec<(u8, u64)> = Vec::new();
+    let mut right: Vec<(u8, u64)> = Vec::new();
+    let mut level = 0u8;
+    let index = |i: u128| u64::try_from(i).expect("cell indexes come from u64 axes");
+    while lo <= hi {
+        let parents_lo = lo.div_ceil(f);
+        let parents_end = (hi + 1) / f;
+        if parents_lo >= parents_end || level == LEVELS_MAX {
+            left.extend((lo..=hi).map(|i| (level, index(i))));
+            break;
+        }
+        left.extend((lo..parents_lo * f).map(|i| (level, index(i))));
+        right.extend((parents_end * f..=hi).rev().map(|i| (level, index(i))));
+        lo = parents_lo;
+        hi = parents_end - 1;
+        level += 1;
+    }
+    left.extend(right.into_iter().rev());
+    left
+}
+
+fn field_name(decl: &StreamDecl, field: u16) -> String {
+    decl.fields[usize::from(field)].name.clone()
+}
+
+fn budget_error(error: strata_levels::BudgetError) -> EngineError {
+    EngineError::BadRead {
+        reason: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decompose;
+
+    /// The level-0 cells a piece covers, computed here.
+    fn covered(level: u8, index: u64, fanout: u64) -> (u128, u128) {
+        let width = u128::from(fanout).pow(u32::from(level));
+        (
+            u128::from(index) * width,
+            (u128::from(index) + 1) * width - 1,
+        )
+    }
+
+    #[test]
+    fn decomposition_tiles_the_range_in_order_with_few_cells() {
+        for fanout in [2u64, 3, 8] {
+            for a in 0..70 {
+                for b in a..140 {
+                    let pieces = decompose(a, b, fanout);
+                    let mut next = u128::from(a);
+                    for &(level, index) in &pieces {
+                        let (start, end) = covered(level, index, fanout);
+                        assert_eq!(start, next, "{a}..={b} f{fanout}: a gap or overlap");
+                        next = end + 1;
+                    }
+                    assert_eq!(next, u128::from(b) + 1, "{a}..={b} f{fanout}: not covered");
+                    let levels = pieces.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
+                    assert!(
+                        pieces.len() <= 2 * levels * (usize::try_from(fanout).unwrap() - 1) + 1
+                    );
+                }
+            }
+        }
+        assert_eq!(decompose(0, u64::MAX, 2).len(), 1);
+        assert_eq!(decompose(u64::MAX, u64::MAX, 16), vec![(0, u64::MAX)]);
+    }
+}

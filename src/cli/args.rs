@@ -1,0 +1,141 @@
+//! The command line's grammar (clap derive). Parsing words into values happens here, so a bad
+//! word is a usage error (exit 2) before any store is opened.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use strata::FieldKind;
+
+/// strata: an embedded, log-structured segment engine for partitioned numeric time series.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, propagate_version = true)]
+pub struct Cli {
+    /// The store's folder (every command but `demo` needs one).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Declare a stream (creating the store if missing); the store records the declaration.
+    Declare(DeclareArgs),
+    /// Publish rows from CSV (a header naming the fields), sealing every N rows and at the end.
+    Ingest(IngestArgs),
+    /// Print a stream's sealed rows in publish order, as CSV or JSON.
+    Query(QueryArgs),
+    /// Close a barrier for anything staged (nothing, in a fresh process) and print watermarks.
+    Seal,
+    /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
+    Fsck(FsckArgs),
+    /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
+    Demo(DemoArgs),
+}
+
+/// `declare STREAM --field NAME:KIND ... [--track F1,F2] [--axis F] [--ladder BASE:FANOUT]`.
+#[derive(Debug, Args)]
+pub struct DeclareArgs {
+    /// The stream's id.
+    pub stream: String,
+    /// A field, in declaration order: NAME:KIND with KIND one of u64 i64 f64 str bytes.
+    #[arg(long = "field", value_name = "NAME:KIND", required = true, value_parser = parse_field)]
+    pub fields: Vec<(String, FieldKind)>,
+    /// The track fields, outermost first (at most four).
+    #[arg(long, value_name = "F1,F2", value_delimiter = ',')]
+    pub track: Vec<String>,
+    /// The one u64 axis field.
+    #[arg(long, value_name = "FIELD")]
+    pub axis: Option<String>,
+    /// The level ladder: level-0 cells BASE axis units wide, each level FANOUT times wider.
+    #[arg(long, value_name = "BASE:FANOUT", value_parser = parse_ladder)]
+    pub ladder: Option<(u64, u64)>,
+}
+
+/// `ingest STREAM [FILE|-]`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// The stream to publish into.
+    pub stream: String,
+    /// The CSV file; `-` or nothing reads standard input.
+    #[arg(value_name = "FILE|-")]
+    pub input: Option<PathBuf>,
+    /// Rows per batch: a bad row refuses its whole batch and nothing of it is stored.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// Seal (close a barrier) every N rows, and at the end.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seal_every: u64,
+}
+
+/// `query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The stream to read.
+    pub stream: String,
+    /// A track prefix: labels of the track fields, outermost first, comma-separated.
+    #[arg(long, value_name = "A,B")]
+    pub track: Option<String>,
+    /// The lowest position to answer (inclusive).
+    #[arg(long, value_name = "P")]
+    pub from: Option<u64>,
+    /// The highest position to answer (inclusive).
+    #[arg(long, value_name = "P")]
+    pub to: Option<u64>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+}
+
+/// How `query` prints rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A header `position,<fields...>`, then a line per row; bytes as hex.
+    Csv,
+    /// One JSON array of objects with `position` and the fields; bytes as arrays.
+    Json,
+}
+
+/// `fsck [--verify] [--json]`.
+#[derive(Debug, Args)]
+pub struct FsckArgs {
+    /// Read every recorded file whole and check every digest.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print one JSON document instead of the report for people.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `demo` takes no arguments; the hidden ones shrink it for tests.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Rows to ingest (rounded down to whole ticks of every track).
+    #[arg(long, hide = true, default_value_t = 3_200_000)]
+    pub rows: u64,
+    /// Seal every N rows.
+    #[arg(long, hide = true, default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seal_every: u64,
+}
+
+fn parse_field(word: &str) -> Result<(String, FieldKind), String> {
+    let (name, kind) = word
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{word:?} is not NAME:KIND (e.g. value:f64)"))?;
+    if name.is_empty() {
+        return Err(format!("{word:?} has an empty field name"));
+    }
+    let kind = strata_engine::parse_kind(kind)
+        .ok_or_else(|| format!("unknown kind {kind:?} (one of u64 i64 f64 str bytes)"))?;
+    Ok((name.to_owned(), kind))
+}
+
+fn parse_ladder(word: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{word:?} is not BASE:FANOUT (two positive integers, e.g. 64:8)");
+    let (base, fanout) = word.split_once(':').ok_or_else(bad)?;
+    let base = base.parse().map_err(|_| bad())?;
+    let fanout = fanout.parse().map_err(|_| bad())?;
+    Ok((base, fanout))
+}

@@ -1,0 +1,318 @@
+//! `strata demo`: a store in `./strata-demo`, a synthetic multi-track series ingested with a
+//! seal cadence, a reopen, a few reads, and a summary of what happened.
+//!
+//! Every figure printed is measured in this run: times by the wall clock around the work,
+//! barriers, syncs and bytes by the store's own `metrics()`, the watermark by `watermark()` on the
+//! reopened store, and the rows read back are compared with what was published.
+
+use std::f64::consts::TAU;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use strata::{Config, FieldKind, Metrics, Row, Store, StoredRow, Stream, Value};
+
+use super::args::DemoArgs;
+use super::parse::cell;
+use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
+
+/// The folder the demo makes, relative to where it runs.
+const DEMO_DIR: &str = "strata-demo";
+const STREAM: &str = "capture";
+const N_RUNS: u64 = 4;
+const N_PROBES: u64 = 8;
+/// Ticks per published batch: each batch is one delivery, at its own position, of this many
+/// ticks of every track.
+const TICKS_PER_BATCH: u64 = 32;
+/// The axis `t` is in microseconds; probes sample at 1 kHz.
+const SAMPLE_INTERVAL_US: u64 = 1000;
+/// Level-0 cells span this many samples; each level is `LADDER_FANOUT` times wider. A ladder
+/// sized to the sampling keeps the levels a small fraction of the raw rows (the default 64-unit
+/// base would give every microsecond-stamped sample a level-0 cell of its own).
+const SAMPLES_PER_CELL: u64 = 64;
+const LADDER_FANOUT: u64 = 8;
+/// The track the demo reads back, and how many batches of it.
+const READ_RUN: u64 = 1;
+const READ_PROBE: u64 = 3;
+const READ_BATCHES: u64 = 2;
+/// Batches in the unnarrowed read over a position range.
+const SPAN_BATCHES: u64 = 10;
+/// Rows of the read-back shown in the summary.
+const SHOWN_ROWS: usize = 3;
+
+/// What ingest did, as measured.
+struct Ingested {
+    n_rows: u64,
+    n_batches: u64,
+    elapsed: Duration,
+    metrics: Metrics,
+}
+
+/// A timed read and what it answered.
+struct Read {
+    rows: Vec<StoredRow>,
+    elapsed: Duration,
+}
+
+pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
+    let dir = Path::new(DEMO_DIR);
+    let n_ticks = args.rows / (N_RUNS * N_PROBES);
+    if n_ticks == 0 {
+        return Err(Failure::new(format!(
+            "--rows must be at least {}",
+            N_RUNS * N_PROBES
+        )));
+    }
+    clear(dir)?;
+    print(&format!(
+        "strata demo: {} runs x {} probes x {} ticks into ./{DEMO_DIR}, sealing every {} rows\n",
+        N_RUNS,
+        N_PROBES,
+        grouped(n_ticks),
+        grouped(args.seal_every)
+    ))?;
+    let ingested = ingest(dir, n_ticks, args.seal_every)?;
+    let start = Instant::now();
+    let store = open_existing(dir)?;
+    let reopen = start.elapsed();
+    let watermark = store.watermark(STREAM, &[])?;
+    let track = read_track(&store, n_ticks)?;
+    let span = read_span(&store, ingested.n_batches)?;
+    report(&ingested, reopen, watermark, &track, &span)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Makes way for a new demo store: removes an old one (a folder with a `manifest-` file), and
+/// refuses to touch a folder that is anything else, so the demo never deletes someone's data.
+fn clear(dir: &Path) -> Result<(), Failure> {
+    let refuse = |why: &str| {
+        Failure::new(format!(
+            "./{DEMO_DIR} exists and {why}; the demo will not delete it (move it away and run again)"
+        ))
+    };
+    let cannot = |e: io::Error| Failure::new(format!("cannot inspect ./{DEMO_DIR}: {e}"));
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(cannot(e)),
+        Ok(meta) if !meta.is_dir() => return Err(refuse("is not a folder")),
+        Ok(_) => {}
+    }
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).map_err(cannot)? {
+        names.push(
+            entry
+                .map_err(cannot)?
+                .file_name()
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    if !names.iter().any(|name| name.starts_with("manifest-")) {
+        return Err(refuse(
+            "is not a strata store (it holds no manifest-NNNNNN)",
+        ));
+    }
+    fs::remove_dir_all(dir)
+        .map_err(|e| Failure::new(format!("cannot remove the old ./{DEMO_DIR}: {e}")))
+}
+
+/// The stream's fields in declaration order: the order of `sample`'s values.
+const FIELDS: [(&str, FieldKind); 5] = [
+    ("run", FieldKind::Str),
+    ("probe", FieldKind::Str),
+    ("t", FieldKind::U64),
+    ("value", FieldKind::F64),
+    ("temp", FieldKind::F64),
+];
+
+fn declaration() -> Result<strata::StreamDecl, Failure> {
+    let stream = FIELDS
+        .iter()
+        .fold(Stream::new(STREAM), |s, &(name, kind)| s.field(name, kind));
+    Ok(stream
+        .track(["run", "probe"])
+        .axis("t")
+        .ladder(SAMPLES_PER_CELL * SAMPLE_INTERVAL_US, LADDER_FANOUT)
+        .build()?)
+}
+
+/// Publishes `n_ticks` of every track in batches (one position each), sealing every
+/// `seal_every` rows and at the end; times it all by the wall clock.
+fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure> {
+    let mut store = Store::open(dir, Config::default(), &[declaration()?])?;
+    let bar = progress::rows(n_ticks * N_RUNS * N_PROBES);
+    let start = Instant::now();
+    let (mut n_rows, mut n_batches, mut n_unsealed) = (0, 0, 0);
+    let mut tick = 0;
+    while tick < n_ticks {
+        let ticks_end = (tick + TICKS_PER_BATCH).min(n_ticks);
+        let rows = batch(tick..ticks_end);
+        n_batches += 1;
+        store.publish(STREAM, n_batches, &rows)?;
+        n_rows += rows.len() as u64;
+        n_unsealed += rows.len() as u64;
+        if n_unsealed >= seal_every {
+            store.seal()?;
+            n_unsealed = 0;
+        }
+        bar.set_position(n_rows);
+        tick = ticks_end;
+    }
+    store.seal()?;
+    let elapsed = start.elapsed();
+    bar.finish_and_clear();
+    Ok(Ingested {
+        n_rows,
+        n_batches,
+        elapsed,
+        metrics: store.metrics(),
+    })
+}
+
+/// The rows of ticks `ticks` for every track: tick by tick, every run and probe.
+fn batch(ticks: std::ops::Range<u64>) -> Vec<Row> {
+    let n_rows = (ticks.end - ticks.start) * N_RUNS * N_PROBES;
+    let mut rows = Vec::with_capacity(usize::try_from(n_rows).unwrap_or(0));
+    for tick in ticks {
+        for run in 0..N_RUNS {
+            for probe in 0..N_PROBES {
+                rows.push(sample(run, probe, tick));
+            }
+        }
+    }
+    rows
+}
+
+fn run_label(run: u64) -> String {
+    format!("run_{run}")
+}
+
+fn probe_label(probe: u64) -> String {
+    format!("probe_{probe}")
+}
+
+/// One deterministic sample: a sine per probe with a run's amplitude and a probe's phase, a
+/// little hashed noise, and a slowly drifting temperature.
+fn sample(run: u64, probe: u64, tick: u64) -> Row {
+    let (run_f, probe_f, tick_f) = (run as f64, probe as f64, tick as f64);
+    let period_ticks = 500.0 + 125.0 * probe_f;
+    let noise = (unit(mix(run << 48 ^ probe << 40 ^ tick)) - 0.5) * 0.1;
+    let value = (1.0 + 0.5 * run_f) * (TAU * tick_f / period_ticks + 0.7 * probe_f).sin() + noise;
+    let temp = 20.0 + 1.5 * run_f + 0.1 * probe_f + 0.8 * (TAU * tick_f / 60_000.0).sin();
+    vec![
+        Value::Str(run_label(run)),
+        Value::Str(probe_label(probe)),
+        Value::U64(tick * SAMPLE_INTERVAL_US),
+        Value::F64(value),
+        Value::F64(temp),
+    ]
+}
+
+/// splitmix64's finaliser: a well-mixed u64 from any u64.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The top 53 bits of `x` as a fraction in [0, 1).
+fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// One track's first batches, timed, and checked row by row against what was published.
+fn read_track(store: &Store, n_ticks: u64) -> Result<Read, Failure> {
+    let (run, probe) = (run_label(READ_RUN), probe_label(READ_PROBE));
+    let start = Instant::now();
+    let rows = store.query(STREAM, &[&run, &probe], ..=READ_BATCHES)?;
+    let elapsed = start.elapsed();
+    let n_expected = n_ticks.min(READ_BATCHES * TICKS_PER_BATCH);
+    let expected = (0..n_expected).map(|tick| StoredRow {
+        position: tick / TICKS_PER_BATCH + 1,
+        values: sample(READ_RUN, READ_PROBE, tick),
+    });
+    if rows.len() as u64 != n_expected || !rows.iter().cloned().eq(expected) {
+        return Err(Failure::new(format!(
+            "read back {} rows of {run}/{probe}, which differ from the {n_expected} published",
+            rows.len()
+        )));
+    }
+    Ok(Read { rows, elapsed })
+}
+
+/// Every track over a range of positions (an unnarrowed read), timed and counted.
+fn read_span(store: &Store, n_batches: u64) -> Result<Read, Failure> {
+    let from = (n_batches / 2).max(1);
+    let to = (from + SPAN_BATCHES - 1).min(n_batches);
+    let start = Instant::now();
+    let rows = store.query(STREAM, &[], from..=to)?;
+    let elapsed = start.elapsed();
+    Ok(Read { rows, elapsed })
+}
+
+fn report(
+    ingested: &Ingested,
+    reopen: Duration,
+    watermark: Option<u64>,
+    track: &Read,
+    span: &Read,
+) -> Result<(), Failure> {
+    let m = &ingested.metrics;
+    let syncs_per_barrier = m.barrier_syncs as f64 / m.barriers.max(1) as f64;
+    let mut lines = vec![
+        format!(
+            "ingested  {} rows in {} batches in {}: {} rows/s (wall clock, seals included)",
+            grouped(ingested.n_rows),
+            grouped(ingested.n_batches),
+            duration(ingested.elapsed),
+            grouped_f64(per_second(ingested.n_rows, ingested.elapsed)),
+        ),
+        format!(
+            "sealed    {} rows, {} bytes ({:.1} MiB) in {} barriers: {} syncs, {syncs_per_barrier:.1} per barrier",
+            grouped(m.rows_sealed),
+            grouped(m.bytes_sealed),
+            m.bytes_sealed as f64 / f64::from(1 << 20),
+            grouped(m.barriers),
+            grouped(m.barrier_syncs),
+        ),
+        format!(
+            "reopened  in {}: watermark {}",
+            duration(reopen),
+            watermark.map_or_else(|| "none".to_owned(), grouped)
+        ),
+        format!(
+            "query     {}/{} positions ..={READ_BATCHES}: {} rows in {}, equal to what was published",
+            run_label(READ_RUN),
+            probe_label(READ_PROBE),
+            grouped(track.rows.len() as u64),
+            duration(track.elapsed),
+        ),
+    ];
+    lines.extend(track.rows.iter().take(SHOWN_ROWS).map(|row| {
+        let values: Vec<String> = FIELDS
+            .iter()
+            .zip(&row.values)
+            .map(|((name, _), v)| format!("{name}={}", cell(v)))
+            .collect();
+        format!("            position={} {}", row.position, values.join(" "))
+    }));
+    let positions = match (span.rows.first(), span.rows.last()) {
+        (Some(first), Some(last)) => format!("{}..={}", first.position, last.position),
+        _ => "(none)".to_owned(),
+    };
+    lines.push(format!(
+        "query     every track, positions {positions}: {} rows in {}",
+        grouped(span.rows.len() as u64),
+        duration(span.elapsed),
+    ));
+    lines.push(format!(
+        "store     ./{DEMO_DIR} (inspect it with `strata --store {DEMO_DIR} fsck`)"
+    ));
+    print(&(lines.join("\n") + "\n"))
+}

@@ -1,0 +1,340 @@
+//! `strata ingest STREAM [FILE|-]`: CSV rows published in batches, sealed every N rows and at
+//! the end.
+//!
+//! A batch is all or nothing. Rows are parsed a whole batch at a time before any is published,
+//! so a bad cell refuses its batch before anything of it is staged. A refusal by the engine can
+//! come after part of the batch was staged (a batch spans several publish calls: one per
+//! position), and staging cannot be taken back; so then the store is dropped unsealed (staging
+//! never touched a file), reopened, and the batches before the bad one since the last seal are
+//! published again and sealed. Seals only ever fall between batches.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use csv::{Position, StringRecord};
+use indicatif::ProgressBar;
+use strata::{Config, EngineError, Row, Store};
+
+use super::args::IngestArgs;
+use super::parse::Layout;
+use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
+
+/// Seal early, between batches, once staging holds this share of `staged_bytes_max`, so a
+/// batch is never refused only because staging is full.
+const STAGED_SHARE_BEFORE_SEAL: usize = 2;
+
+/// Rows parsed from consecutive CSV records: each with its position and CSV line.
+#[derive(Debug, Default)]
+struct Batch {
+    rows: Vec<Row>,
+    positions: Vec<u64>,
+    lines: Vec<u64>,
+}
+
+/// A row that refused its batch: where, and why.
+#[derive(Debug)]
+struct BadRow {
+    line: u64,
+    reason: String,
+}
+
+/// The input: a file (whose length the progress bar can show) or standard input.
+struct Input {
+    read: Box<dyn Read>,
+    len_bytes: Option<u64>,
+}
+
+/// One ingest in progress.
+struct Ingest {
+    dir: PathBuf,
+    stream: String,
+    store: Store,
+    layout: Layout,
+    /// The position the next row gets when the CSV has no position column.
+    next_position: u64,
+    /// Batches published since the last seal, kept to publish again after a refusal.
+    pending: Vec<Batch>,
+    n_rows_pending: u64,
+    n_rows_sealed: u64,
+    batch_rows_max: u64,
+    seal_every_rows: u64,
+}
+
+pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
+    let input = open_input(args.input.as_deref())?;
+    let store = open_existing(dir)?;
+    let decl = store
+        .stream(&args.stream)
+        .ok_or_else(|| {
+            let known: Vec<&str> = store.streams().map(|d| d.id.as_str()).collect();
+            Failure::new(format!(
+                "no stream {:?} in the store (declared: {})",
+                args.stream,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })?
+        .clone();
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(input.read);
+    let header = reader
+        .headers()
+        .map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    let layout = Layout::new(&decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    let next_position = match store.watermark(&args.stream, &[])? {
+        None => 1,
+        Some(watermark) => watermark.checked_add(1).ok_or_else(|| {
+            Failure::new("the stream's positions are exhausted (its watermark is u64::MAX)")
+        })?,
+    };
+    let ingest = Ingest {
+        dir: dir.to_owned(),
+        stream: args.stream.clone(),
+        store,
+        layout,
+        next_position,
+        pending: Vec::new(),
+        n_rows_pending: 0,
+        n_rows_sealed: 0,
+        batch_rows_max: args.batch,
+        seal_every_rows: args.seal_every,
+    };
+    ingest.run(&mut reader, input.len_bytes)
+}
+
+fn open_input(path: Option<&Path>) -> Result<Input, Failure> {
+    match path {
+        Some(path) if path != Path::new("-") => {
+            let cannot =
+                |e: io::Error| Failure::new(format!("cannot read {}: {e}", path.display()));
+            let file = File::open(path).map_err(cannot)?;
+            let len_bytes = file.metadata().map_err(cannot)?.len();
+            Ok(Input {
+                read: Box::new(file),
+                len_bytes: Some(len_bytes),
+            })
+        }
+        _ => Ok(Input {
+            read: Box::new(io::stdin().lock()),
+            len_bytes: None,
+        }),
+    }
+}
+
+impl Ingest {
+    fn run(
+        mut self,
+        reader: &mut csv::Reader<Box<dyn Read>>,
+        len_bytes: Option<u64>,
+    ) -> Result<ExitCode, Failure> {
+        let bar = len_bytes.map_or_else(progress::spinner, progress::bytes);
+        let start = Instant::now();
+        loop {
+            let room = self
+                .batch_rows_max
+                .min(self.seal_every_rows - self.n_rows_pending);
+            let batch = match self.read_batch(reader, room) {
+                Ok(batch) if batch.rows.is_empty() => break,
+                Ok(batch) => batch,
+                Err(bad) => {
+                    bar.finish_and_clear();
+                    return Err(self.refuse_unstaged(&bad));
+                }
+            };
+            if let Err(bad) = publish(&mut self.store, &self.stream, &batch) {
+                bar.finish_and_clear();
+                return Err(self.refuse_staged(&bad, &batch));
+            }
+            self.n_rows_pending += batch.rows.len() as u64;
+            self.pending.push(batch);
+            if self.n_rows_pending >= self.seal_every_rows || self.staging_is_crowded() {
+                self.seal()?;
+            }
+            show(
+                &bar,
+                reader.position(),
+                self.n_rows_sealed + self.n_rows_pending,
+            );
+        }
+        self.seal()?;
+        bar.finish_and_clear();
+        let elapsed = start.elapsed();
+        let n_rows = self.n_rows_sealed;
+        let barriers = self.store.metrics().barriers;
+        let watermark = self.store.watermark(&self.stream, &[])?;
+        print(&format!(
+            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; watermark {}\n",
+            grouped(n_rows),
+            self.stream,
+            duration(elapsed),
+            grouped_f64(per_second(n_rows, elapsed)),
+            watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
+        ))?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// Reads and parses up to `room` records; an empty batch is the end of the input.
+    fn read_batch(
+        &mut self,
+        reader: &mut csv::Reader<Box<dyn Read>>,
+        room: u64,
+    ) -> Result<Batch, BadRow> {
+        let mut batch = Batch::default();
+        let mut record = StringRecord::new();
+        while (batch.rows.len() as u64) < room {
+            let more = reader.read_record(&mut record).map_err(|e| BadRow {
+                line: e.position().unwrap_or(reader.position()).line(),
+                reason: csv_reason(&e),
+            })?;
+            if !more {
+                break;
+            }
+            let line = record.position().map_or(0, Position::line);
+            let (position, row) = self
+                .layout
+                .row(&record)
+                .map_err(|reason| BadRow { line, reason })?;
+            let position = match position {
+                Some(position) => position,
+                None => self
+                    .assign_position()
+                    .map_err(|reason| BadRow { line, reason })?,
+            };
+            batch.rows.push(row);
+            batch.positions.push(position);
+            batch.lines.push(line);
+        }
+        debug_assert!(
+            self.layout.has_position() || batch.positions.windows(2).all(|w| w[0] < w[1])
+        );
+        Ok(batch)
+    }
+
+    fn assign_position(&mut self) -> Result<u64, String> {
+        let position = self.next_position;
+        self.next_position = position
+            .checked_add(1)
+            .ok_or_else(|| "the stream's positions are exhausted (u64::MAX)".to_owned())?;
+        Ok(position)
+    }
+
+    fn staging_is_crowded(&self) -> bool {
+        self.store.staged_bytes() > Config::default().staged_bytes_max / STAGED_SHARE_BEFORE_SEAL
+    }
+
+    fn seal(&mut self) -> Result<(), Failure> {
+        self.store.seal()?;
+        self.n_rows_sealed += self.n_rows_pending;
+        self.n_rows_pending = 0;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// A bad row found before its batch was published: seal the batches before it, and fail.
+    fn refuse_unstaged(mut self, bad: &BadRow) -> Failure {
+        match self.seal() {
+            Ok(()) => self.refusal(bad),
+            Err(failure) => failure,
+        }
+    }
+
+    /// The engine refused a row after part of its batch was staged: drop the store unsealed,
+    /// reopen it, publish the batches before this one again, seal them, and fail.
+    fn refuse_staged(self, bad: &BadRow, batch: &Batch) -> Failure {
+        debug_assert!(batch.lines.contains(&bad.line));
+        let Ingest { store, .. } = self;
+        // Dropping the store discards everything staged and releases its lock; staging never
+        // touched a file, so the refused batch's staged part leaves no trace.
+        drop(store);
+        let store = match open_existing(&self.dir) {
+            Ok(store) => store,
+            Err(failure) => return failure,
+        };
+        let mut ingest = Ingest { store, ..self };
+        for earlier in &ingest.pending {
+            if let Err(again) = publish(&mut ingest.store, &ingest.stream, earlier) {
+                return Failure::new(format!(
+                    "line {}: {}; then publishing the batches before it again failed at line {}: {}",
+                    bad.line, bad.reason, again.line, again.reason
+                ));
+            }
+        }
+        ingest.refuse_unstaged(bad)
+    }
+
+    /// The failure for a refused batch: the line and reason, and what was kept.
+    fn refusal(&self, bad: &BadRow) -> Failure {
+        let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
+        Failure::new(format!(
+            "line {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark {})",
+            bad.line,
+            bad.reason,
+            grouped(self.n_rows_sealed),
+            watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
+        ))
+    }
+}
+
+/// Publishes a batch: one call per run of rows sharing a position. An error names the CSV line
+/// of the row the engine refused.
+fn publish(store: &mut Store, stream: &str, batch: &Batch) -> Result<(), BadRow> {
+    let mut start = 0;
+    while start < batch.rows.len() {
+        let position = batch.positions[start];
+        let n_same = batch.positions[start..]
+            .iter()
+            .take_while(|&&p| p == position)
+            .count();
+        let end = start + n_same;
+        store
+            .publish(stream, position, &batch.rows[start..end])
+            .map_err(|error| match error {
+                EngineError::Refused {
+                    row_idx, reason, ..
+                } => BadRow {
+                    line: batch
+                        .lines
+                        .get(start + row_idx)
+                        .copied()
+                        .unwrap_or(batch.lines[start]),
+                    reason,
+                },
+                other => BadRow {
+                    line: batch.lines[start],
+                    reason: other.to_string(),
+                },
+            })?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// A CSV reading error in words, without csv's own position prefix (the line is ours to say).
+fn csv_reason(error: &csv::Error) -> String {
+    match error.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => {
+            format!(
+                "field {} is not valid UTF-8 (byte {})",
+                err.field() + 1,
+                err.valid_up_to()
+            )
+        }
+        csv::ErrorKind::Io(error) => format!("cannot read the input: {error}"),
+        _ => error.to_string(),
+    }
+}
+
+fn show(bar: &ProgressBar, at: &Position, n_rows: u64) {
+    if bar.is_hidden() {
+        return;
+    }
+    bar.set_position(at.byte());
+    bar.set_message(format!("{} rows", grouped(n_rows)));
+}

@@ -1,0 +1,175 @@
+//! The `strata` command line: one module per command, sharing here how a store is opened, how a
+//! failure is reported, and how output reaches stdout.
+//!
+//! Every failure is one line on stderr and exit code 1; clap's usage errors exit 2; `fsck` exits
+//! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable).
+
+pub mod args;
+mod declare;
+mod demo;
+mod fsck;
+mod ingest;
+mod parse;
+mod progress;
+mod query;
+mod seal;
+
+use std::fmt;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::CommandFactory as _;
+use strata::{Config, EngineError, Store};
+
+use args::{Cli, Command};
+
+/// Why a command failed, in one line for stderr. The process exits 1.
+#[derive(Debug)]
+pub struct Failure(String);
+
+impl Failure {
+    /// A failure saying `message`.
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure(message.into())
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<EngineError> for Failure {
+    fn from(error: EngineError) -> Failure {
+        Failure(error.to_string())
+    }
+}
+
+/// Runs the command `cli` names.
+pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    let store = cli.store;
+    match cli.command {
+        Command::Declare(args) => declare::run(&store_dir(store, "declare"), &args),
+        Command::Ingest(args) => ingest::run(&store_dir(store, "ingest"), &args),
+        Command::Query(args) => query::run(&store_dir(store, "query"), &args),
+        Command::Seal => seal::run(&store_dir(store, "seal")),
+        Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
+        Command::Demo(args) => {
+            if store.is_some() {
+                usage_error(
+                    "`strata demo` makes its own store in ./strata-demo; --store does not apply",
+                );
+            }
+            demo::run(&args)
+        }
+    }
+}
+
+/// The `--store` folder, or a usage error (exit 2) naming the command that needs it.
+fn store_dir(store: Option<PathBuf>, command: &str) -> PathBuf {
+    store.unwrap_or_else(|| usage_error(&format!("`strata {command}` needs --store DIR")))
+}
+
+/// Ends the process the way clap ends it for a bad command line: the message, usage, exit 2.
+fn usage_error(message: &str) -> ! {
+    Cli::command()
+        .error(clap::error::ErrorKind::MissingRequiredArgument, message)
+        .exit()
+}
+
+/// Opens the store in `dir` with the streams it recorded; a missing store is an error, never
+/// created here (only `declare` creates a store).
+fn open_existing(dir: &Path) -> Result<Store, Failure> {
+    let config = Config {
+        create_if_missing: false,
+        ..Config::default()
+    };
+    Store::open(dir, config, &[]).map_err(|error| open_failure(dir, &error))
+}
+
+fn open_failure(dir: &Path, error: &EngineError) -> Failure {
+    Failure(format!("cannot open the store {}: {error}", dir.display()))
+}
+
+/// Writes `text` to stdout. A reader that went away (`strata query ... | head`) is not a
+/// failure of ours: the rest of the output is dropped quietly, as other tools do.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut stdout = io::stdout().lock();
+    quiet_pipe(
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush()),
+    )
+}
+
+/// `Ok` for success and for a closed pipe; any other write error is a failure.
+fn quiet_pipe(written: io::Result<()>) -> Result<(), Failure> {
+    match written {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
+            Err(Failure(format!("cannot write to stdout: {error}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `n` with a comma between each group of three digits: `3,200,000`.
+fn grouped(n: u64) -> String {
+    group_digits(&n.to_string())
+}
+
+/// A rate or other non-negative measure, rounded to a whole number and grouped.
+fn grouped_f64(x: f64) -> String {
+    group_digits(&format!("{x:.0}"))
+}
+
+fn group_digits(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (idx, c) in digits.chars().enumerate() {
+        if idx > 0 && (digits.len() - idx) % 3 == 0 && c.is_ascii_digit() {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration at a precision a person reads at a glance: `2.84 s`, `12.3 ms`, `85 µs`.
+fn duration(elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    if secs >= 1.0 {
+        format!("{secs:.2} s")
+    } else if secs >= 0.001 {
+        format!("{:.1} ms", secs * 1e3)
+    } else {
+        format!("{:.0} µs", secs * 1e6)
+    }
+}
+
+/// Rows per second over `elapsed` (wall clock); zero time counts as one microsecond.
+fn per_second(n_rows: u64, elapsed: Duration) -> f64 {
+    n_rows as f64 / elapsed.as_secs_f64().max(1e-6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_digits_in_threes() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(3_200_000), "3,200,000");
+        assert_eq!(grouped_f64(1_234_567.6), "1,234,568");
+    }
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(duration(Duration::from_millis(2840)), "2.84 s");
+        assert_eq!(duration(Duration::from_micros(12_300)), "12.3 ms");
+        assert_eq!(duration(Duration::from_micros(85)), "85 µs");
+    }
+}

@@ -1,0 +1,488 @@
+//! The `strata` binary, run for real: declare, ingest, query, seal, fsck and a tiny demo.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value as Json;
+use tempfile::TempDir;
+
+/// What a run of the binary left: its exit code and its output as text.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `strata ARGS` in `cwd` with `stdin` as its standard input.
+fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the strata binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// A scratch folder holding a store at `store/` (not created until `declare`).
+struct Scratch {
+    dir: TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `strata --store store ARGS`, with `stdin` as input.
+    fn run_with(&self, args: &[&str], stdin: &str) -> Run {
+        let mut all = vec!["--store", "store"];
+        all.extend_from_slice(args);
+        strata_in(self.dir.path(), &all, stdin)
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, "")
+    }
+
+    /// Runs and insists on exit 0.
+    fn ok(&self, args: &[&str], stdin: &str) -> Run {
+        let run = self.run_with(args, stdin);
+        assert_eq!(run.code, 0, "strata {args:?} failed: {run:?}");
+        run
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        std::fs::write(self.dir.path().join(name), text).unwrap();
+        name.to_owned()
+    }
+}
+
+/// A store with stream `m`: every kind of field, tracked by `site`, axis `t`.
+fn every_kind() -> Scratch {
+    let s = Scratch::new();
+    let declare = [
+        "declare",
+        "m",
+        "--field",
+        "site:str",
+        "--field",
+        "t:u64",
+        "--field",
+        "delta:i64",
+        "--field",
+        "x:f64",
+        "--field",
+        "note:str",
+        "--field",
+        "raw:bytes",
+        "--track",
+        "site",
+        "--axis",
+        "t",
+    ];
+    let run = s.ok(&declare, "");
+    assert!(run.stdout.contains("stream m is declared"), "{run:?}");
+    s
+}
+
+/// A store with stream `c`: `run,probe` tracks, axis `t`, one measured `v`.
+fn runs_and_probes() -> Scratch {
+    let s = Scratch::new();
+    let declare = [
+        "declare",
+        "c",
+        "--field",
+        "run:str",
+        "--field",
+        "probe:str",
+        "--field",
+        "t:u64",
+        "--field",
+        "v:f64",
+        "--track",
+        "run,probe",
+        "--axis",
+        "t",
+        "--ladder",
+        "16:4",
+    ];
+    s.ok(&declare, "");
+    s
+}
+
+/// The CSV `query` prints, without its header, as lines.
+fn body(run: &Run) -> Vec<&str> {
+    run.stdout.lines().skip(1).collect()
+}
+
+#[test]
+fn csv_round_trips_every_kind_exactly() {
+    let s = every_kind();
+    // Header in another order than the declaration; awkward text and floats.
+    let csv = "x,site,t,delta,note,raw\n\
+               0.1,north,10,-5,\"a, \"\"quoted\"\" note\",00ff10\n\
+               1e300,south,10,9223372036854775807,,\n\
+               -2.5e-10,north,11,-9223372036854775808,ünïcode,DEADbeef\n";
+    let run = s.ok(&["ingest", "m", "-"], csv);
+    assert!(run.stdout.contains("ingested 3 rows"), "{run:?}");
+    let run = s.ok(&["query", "m"], "");
+    assert_eq!(
+        run.stdout,
+        "position,site,t,delta,x,note,raw\n\
+         1,north,10,-5,0.1,\"a, \"\"quoted\"\" note\",00ff10\n\
+         2,south,10,9223372036854775807,1e300,,\n\
+         3,north,11,-9223372036854775808,-2.5e-10,ünïcode,deadbeef\n"
+    );
+
+    // What query prints ingests again into an identical stream, positions and all.
+    let t = every_kind();
+    let copy = t.write("copy.csv", &run.stdout);
+    t.ok(&["ingest", "m", &copy], "");
+    assert_eq!(t.ok(&["query", "m"], "").stdout, run.stdout);
+}
+
+#[test]
+fn json_round_trips_every_kind_exactly() {
+    let s = every_kind();
+    let csv = "site,t,delta,x,note,raw\nnorth,10,-5,0.1,\"tab\there\",00ff\nsouth,3,7,1e300,,\n";
+    s.ok(&["ingest", "m"], csv);
+    let run = s.ok(&["query", "m", "--format", "json"], "");
+    let json: Json = serde_json::from_str(&run.stdout).unwrap();
+    let expected = serde_json::json!([
+        {"position": 1, "site": "north", "t": 10, "delta": -5, "x": 0.1, "note": "tab\there", "raw": [0, 255]},
+        {"position": 2, "site": "south", "t": 3, "delta": 7, "x": 1e300, "note": "", "raw": []},
+    ]);
+    assert_eq!(json, expected);
+    // Keys come in declaration order, position first.
+    let first_line = run.stdout.lines().nth(1).unwrap();
+    assert!(
+        first_line.starts_with("{\"position\":1,\"site\":\"north\",\"t\":10,\"delta\""),
+        "{first_line}"
+    );
+    let empty = s.ok(&["query", "m", "--format", "json", "--from", "99"], "");
+    assert_eq!(
+        serde_json::from_str::<Json>(&empty.stdout).unwrap(),
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_bad_cell_refuses_its_batch_and_keeps_the_sealed_ones_before_it() {
+    let s = runs_and_probes();
+    // Batches of two rows, sealed after each: lines 2-3, 4-5, 6-7 (line 7 is bad), 8-9.
+    let csv = "run,probe,t,v\n\
+               a,p,1,1.0\na,p,2,2.0\n\
+               a,p,3,3.0\na,p,4,4.0\n\
+               a,p,5,5.0\na,p,6,oops\n\
+               a,p,7,7.0\na,p,8,8.0\n";
+    let run = s.run_with(&["ingest", "c", "--batch", "2", "--seal-every", "2"], csv);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("line 7:"), "{run:?}");
+    assert!(run.stderr.contains("\"oops\""), "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "one line: {run:?}");
+    let rows = s.ok(&["query", "c"], "");
+    assert_eq!(
+        body(&rows),
+        ["1,a,p,1,1.0", "2,a,p,2,2.0", "3,a,p,3,3.0", "4,a,p,4,4.0"]
+    );
+    assert_eq!(s.ok(&["seal"], "").stdout, "c: watermark 4\n");
+}
+
+#[test]
+fn an_engine_refusal_mid_batch_stores_nothing_of_that_batch() {
+    let s = runs_and_probes();
+    // No seal until the end: lines 2-3 are one batch, 4-5 the next. Line 4 is fine on its own
+    // and is published before line 5 (the axis going backwards) is refused, so nothing of its
+    // batch may survive, while lines 2-3 (staged, not yet sealed) must.
+    let csv = "run,probe,t,v\n\
+               a,p,10,1.0\nb,q,10,2.0\n\
+               a,p,20,3.0\na,p,15,4.0\n\
+               a,p,30,5.0\n";
+    let run = s.run_with(&["ingest", "c", "--batch", "2"], csv);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("line 5:"), "{run:?}");
+    assert!(run.stderr.contains("backwards"), "{run:?}");
+    let rows = s.ok(&["query", "c"], "");
+    assert_eq!(body(&rows), ["1,a,p,10,1.0", "2,b,q,10,2.0"]);
+
+    // A non-finite measured value is the engine's refusal too.
+    let run = s.run_with(&["ingest", "c"], "run,probe,t,v\na,p,40,NaN\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("line 2:") && run.stderr.contains("finite"),
+        "{run:?}"
+    );
+    assert_eq!(body(&s.ok(&["query", "c"], "")).len(), 2);
+}
+
+#[test]
+fn wrong_arity_and_unknown_columns_name_their_line() {
+    let s = runs_and_probes();
+    let run = s.run_with(&["ingest", "c"], "run,probe,t,v\na,p,1,1.0\na,p,2\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("line 3:") && run.stderr.contains("got 3"),
+        "{run:?}"
+    );
+
+    let run = s.run_with(&["ingest", "c"], "run,probe,t,v,colour\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("line 1:") && run.stderr.contains("\"colour\""),
+        "{run:?}"
+    );
+
+    let run = s.run_with(&["ingest", "c"], "run,probe,v\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no column for field \"t\""), "{run:?}");
+
+    let run = s.run_with(&["ingest", "nope"], "run,probe,t,v\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no stream \"nope\""), "{run:?}");
+    assert!(
+        body(&s.ok(&["query", "c"], "")).is_empty(),
+        "nothing was stored"
+    );
+}
+
+#[test]
+fn a_position_column_groups_rows_and_positions_otherwise_continue() {
+    let s = runs_and_probes();
+    let csv = "position,run,probe,t,v\n5,a,p,1,1.5\n5,b,q,1,2.5\n9,a,p,2,3.5\n";
+    s.ok(&["ingest", "c", "--batch", "2"], csv);
+    let rows = s.ok(&["query", "c"], "");
+    assert_eq!(body(&rows), ["5,a,p,1,1.5", "5,b,q,1,2.5", "9,a,p,2,3.5"]);
+
+    // A position below the stream's last one is the engine's refusal.
+    let run = s.run_with(&["ingest", "c"], "position,run,probe,t,v\n8,a,p,3,0.0\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("line 2:") && run.stderr.contains("position 8"),
+        "{run:?}"
+    );
+
+    // Without the column, each row gets the next position after the watermark.
+    s.ok(
+        &["ingest", "c", "-"],
+        "run,probe,t,v\na,p,3,4.5\nb,q,2,5.5\n",
+    );
+    let rows = s.ok(&["query", "c", "--from", "10"], "");
+    assert_eq!(body(&rows), ["10,a,p,3,4.5", "11,b,q,2,5.5"]);
+}
+
+#[test]
+fn query_narrows_by_track_prefix_and_position_range() {
+    let s = runs_and_probes();
+    let csv = "run,probe,t,v\n\
+               r1,p1,1,1.0\nr1,p2,1,2.0\nr10,p1,1,3.0\nr1,p1,2,4.0\nr2,p1,1,5.0\n";
+    s.ok(&["ingest", "c", "--seal-every", "2"], csv);
+    let run1 = s.ok(&["query", "c", "--track", "r1"], "");
+    assert_eq!(
+        body(&run1),
+        ["1,r1,p1,1,1.0", "2,r1,p2,1,2.0", "4,r1,p1,2,4.0"]
+    );
+    let probe = s.ok(&["query", "c", "--track", "r1,p1"], "");
+    assert_eq!(body(&probe), ["1,r1,p1,1,1.0", "4,r1,p1,2,4.0"]);
+    let span = s.ok(&["query", "c", "--from", "2", "--to", "4"], "");
+    assert_eq!(
+        body(&span),
+        ["2,r1,p2,1,2.0", "3,r10,p1,1,3.0", "4,r1,p1,2,4.0"]
+    );
+    let both = s.ok(&["query", "c", "--track", "r1", "--to", "2"], "");
+    assert_eq!(body(&both), ["1,r1,p1,1,1.0", "2,r1,p2,1,2.0"]);
+    let none = s.ok(&["query", "c", "--track", "r3"], "");
+    assert_eq!(none.stdout, "position,run,probe,t,v\n");
+
+    let too_deep = s.run(&["query", "c", "--track", "a,b,c"]);
+    assert_eq!(too_deep.code, 1, "{too_deep:?}");
+    let backwards = s.run(&["query", "c", "--from", "5", "--to", "4"]);
+    assert_eq!(backwards.code, 2, "a usage error: {backwards:?}");
+}
+
+#[test]
+fn seal_prints_each_watermark() {
+    let s = runs_and_probes();
+    s.ok(&["declare", "empty", "--field", "v:f64"], "");
+    assert_eq!(
+        s.ok(&["seal"], "").stdout,
+        "c: watermark none (nothing sealed yet)\nempty: watermark none (nothing sealed yet)\n"
+    );
+    s.ok(
+        &["ingest", "c"],
+        "position,run,probe,t,v\n41,a,p,1,1.0\n42,a,p,2,2.0\n",
+    );
+    let run = s.ok(&["seal"], "");
+    assert_eq!(
+        run.stdout,
+        "c: watermark 42\nempty: watermark none (nothing sealed yet)\n"
+    );
+}
+
+#[test]
+fn fsck_is_clean_on_a_fresh_store() {
+    let s = runs_and_probes();
+    s.ok(&["ingest", "c"], "run,probe,t,v\na,p,1,1.0\n");
+    let run = s.ok(&["fsck", "--verify"], "");
+    assert!(
+        run.stdout.starts_with("strata store store: CLEAN"),
+        "{run:?}"
+    );
+    let run = s.ok(&["fsck", "--json"], "");
+    let json: Json = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["status"], "clean");
+    assert_eq!(json["streams"][0]["id"], "c");
+    assert_eq!(json["streams"][0]["watermark"], 1);
+
+    let missing = strata_in(s.dir.path(), &["--store", "elsewhere", "fsck"], "");
+    assert_eq!(
+        missing.code, 2,
+        "unusable, as engine-fsck says: {missing:?}"
+    );
+    assert!(missing.stdout.contains("UNUSABLE"), "{missing:?}");
+}
+
+#[test]
+fn a_missing_store_is_a_clear_error() {
+    let s = Scratch::new();
+    for args in [&["query", "c"][..], &["seal"], &["ingest", "c", "-"]] {
+        let run = s.run(args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains("cannot open the store store"),
+            "{run:?}"
+        );
+        assert!(run.stderr.contains("does not exist"), "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    }
+    assert!(
+        !s.dir.path().join("store").exists(),
+        "only declare creates a store"
+    );
+
+    let no_store = strata_in(s.dir.path(), &["seal"], "");
+    assert_eq!(no_store.code, 2, "--store is missing: {no_store:?}");
+}
+
+#[test]
+fn redeclaring_identically_is_fine_and_a_conflict_exits_1() {
+    let s = runs_and_probes();
+    let same = [
+        "declare",
+        "c",
+        "--field",
+        "run:str",
+        "--field",
+        "probe:str",
+        "--field",
+        "t:u64",
+        "--field",
+        "v:f64",
+        "--track",
+        "run,probe",
+        "--axis",
+        "t",
+        "--ladder",
+        "16:4",
+    ];
+    s.ok(&same, "");
+    let conflict = s.run(&["declare", "c", "--field", "run:str", "--field", "v:f64"]);
+    assert_eq!(conflict.code, 1, "{conflict:?}");
+    assert!(
+        conflict
+            .stderr
+            .contains("conflicts with the recorded declaration"),
+        "{conflict:?}"
+    );
+
+    let bad_kind = s.run(&["declare", "d", "--field", "v:float"]);
+    assert_eq!(bad_kind.code, 2, "{bad_kind:?}");
+    assert!(
+        bad_kind.stderr.contains("unknown kind \"float\""),
+        "{bad_kind:?}"
+    );
+    let bad_axis = s.run(&["declare", "d", "--field", "v:f64", "--axis", "v"]);
+    assert_eq!(bad_axis.code, 1, "{bad_axis:?}");
+}
+
+/// The number right after `word ` in `line` (commas allowed).
+fn number_after(text: &str, word: &str) -> u64 {
+    let at = text
+        .find(word)
+        .unwrap_or_else(|| panic!("{word:?} in {text}"))
+        + word.len();
+    let digits: String = text[at..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {word:?} in {text}"))
+}
+
+#[test]
+fn the_demo_reports_what_it_measured_at_a_tiny_size() {
+    let cwd = tempfile::tempdir().unwrap();
+    // 200 ticks of 32 tracks in batches of 32 ticks: 7 batches (the last of 8 ticks); a seal
+    // after every two full batches (2,048 rows) and one at the end: 4 barriers.
+    let args = ["demo", "--rows", "6400", "--seal-every", "2048"];
+    let run = strata_in(cwd.path(), &args, "");
+    assert_eq!(run.code, 0, "{run:?}");
+    let out = &run.stdout;
+    assert_eq!(number_after(out, "ingested"), 6400, "{out}");
+    assert_eq!(number_after(out, "rows in"), 7, "batches: {out}");
+    assert_eq!(number_after(out, "sealed"), 6400, "{out}");
+    assert_eq!(number_after(out, "MiB) in"), 4, "barriers: {out}");
+    assert_eq!(number_after(out, "watermark"), 7, "{out}");
+    let syncs = number_after(out, "barriers:");
+    assert!(syncs >= 4, "at least one sync a barrier: {out}");
+    assert!(out.contains("equal to what was published"), "{out}");
+    for label in ["ingested ", "sealed ", "reopened ", "query "] {
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with(label)).collect();
+        assert!(!lines.is_empty(), "no {label:?} line: {out}");
+        for line in lines {
+            assert!(
+                line.chars().any(|c| c.is_ascii_digit()),
+                "a line without a figure: {line}"
+            );
+        }
+    }
+    assert!(cwd.path().join("strata-demo/manifest-000001").exists());
+
+    // Run again: the old demo store is replaced, and the new one is clean.
+    let again = strata_in(cwd.path(), &args, "");
+    assert_eq!(again.code, 0, "{again:?}");
+    let fsck = strata_in(cwd.path(), &["--store", "strata-demo", "fsck"], "");
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+#[test]
+fn the_demo_never_deletes_a_folder_that_is_not_a_store() {
+    let cwd = tempfile::tempdir().unwrap();
+    let precious = cwd.path().join("strata-demo/precious.txt");
+    std::fs::create_dir(cwd.path().join("strata-demo")).unwrap();
+    std::fs::write(&precious, "mine").unwrap();
+    let run = strata_in(cwd.path(), &["demo", "--rows", "64"], "");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("not a strata store"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "mine");
+}

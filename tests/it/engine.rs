@@ -1,0 +1,679 @@
+//! The engine through the facade: round trips over generated declarations, every refusal,
+//! exclusive opening, poisoning, and a barrier crashed at every operation.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use strata::segment::vfs::{Fault, SimFs, Vfs};
+use strata::{Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
+
+fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
+    Arc::new(fs.clone())
+}
+
+fn capture() -> StreamDecl {
+    Stream::new("capture")
+        .field("run", FieldKind::Str)
+        .field("probe", FieldKind::U64)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .field("note", FieldKind::Str)
+        .track(["run", "probe"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
+
+fn row(run: &str, probe: u64, t: u64, value: f64) -> Row {
+    vec![
+        Value::Str(run.into()),
+        Value::U64(probe),
+        Value::U64(t),
+        Value::F64(value),
+        Value::Str(format!("{run}/{probe}@{t}")),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round trips over generated declarations and rows.
+
+/// A generated stream: fields of every kind, 0..=3 of the label-able ones as the track, maybe an
+/// axis, and batches of rows whose axis never goes backwards within a partition.
+#[derive(Clone, Debug)]
+struct Case {
+    decl: StreamDecl,
+    /// (position, rows) per publish call; `None` marks a seal (and `Some(true)` a reopen too).
+    ops: Vec<Op>,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Publish(u64, Vec<Row>),
+    Seal { reopen: bool },
+}
+
+fn kinds() -> impl Strategy<Value = Vec<FieldKind>> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            FieldKind::U64,
+            FieldKind::I64,
+            FieldKind::F64,
+            FieldKind::Str,
+            FieldKind::Bytes,
+        ]),
+        1..6,
+    )
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (kinds(), 0usize..=3, any::<bool>(), any::<u64>())
+        .prop_flat_map(|(kinds, depth, axis, seed)| {
+            // Track fields: str, u64 and i64 ones added at the front; the axis is a u64 after them.
+            let track_kinds: Vec<FieldKind> = (0..depth)
+                .map(|i| [FieldKind::Str, FieldKind::U64, FieldKind::I64][(seed as usize + i) % 3])
+                .collect();
+            let mut stream = Stream::new("s");
+            let mut track = Vec::new();
+            for (i, kind) in track_kinds.iter().enumerate() {
+                stream = stream.field(format!("k{i}"), *kind);
+                track.push(format!("k{i}"));
+            }
+            if axis {
+                stream = stream.field("t", FieldKind::U64).axis("t");
+            }
+            for (i, kind) in kinds.iter().enumerate() {
+                stream = stream.field(format!("f{i}"), *kind);
+            }
+            let decl = stream.track(track).ladder(4, 4).build().unwrap();
+            let ops = prop::collection::vec(op(decl.clone()), 1..12);
+            (Just(decl), ops)
+        })
+        .prop_map(|(decl, ops)| {
+            // Positions and per-partition axes made monotone here, over the generated values.
+            let mut position = 0u64;
+            let mut axes: std::collections::HashMap<Vec<String>, u64> =
+                std::collections::HashMap::default();
+            let ops = ops
+                .into_iter()
+                .map(|op| match op {
+                    Op::Publish(step, mut rows) => {
+                        position += step;
+                        if let Some(axis_idx) = decl.axis {
+                            for row in &mut rows {
+                                let key: Vec<String> = decl
+                                    .track
+                                    .iter()
+                                    .map(|&t| row[t as usize].to_string())
+                                    .collect();
+                                let last = axes.entry(key).or_insert(0);
+                                if let Value::U64(t) = &mut row[axis_idx as usize] {
+                                    *t = (*t % 50) + *last;
+                                    *last = *t;
+                                }
+                            }
+                        }
+                        Op::Publish(position, rows)
+                    }
+                    seal @ Op::Seal { .. } => seal,
+                })
+                .collect();
+            Case { decl, ops }
+        })
+}
+
+fn op(decl: StreamDecl) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u64..3, prop::collection::vec(row_of(decl), 0..8)).prop_map(|(s, r)| Op::Publish(s, r)),
+        1 => any::<bool>().prop_map(|reopen| Op::Seal { reopen }),
+    ]
+}
+
+fn row_of(decl: StreamDecl) -> impl Strategy<Value = Row> {
+    let labels = prop::sample::select(vec!["run_7", "run_70", "é", "日本", "7"]);
+    let values: Vec<BoxedStrategy<Value>> = decl
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let is_track = decl.track.contains(&(i as u16));
+            match f.kind {
+                FieldKind::U64 if is_track => (0u64..3).prop_map(Value::U64).boxed(),
+                FieldKind::I64 if is_track => (-2i64..2).prop_map(Value::I64).boxed(),
+                FieldKind::Str if is_track => {
+                    labels.clone().prop_map(|s| Value::Str(s.into())).boxed()
+                }
+                FieldKind::U64 => any::<u64>().prop_map(Value::U64).boxed(),
+                FieldKind::I64 => any::<i64>().prop_map(Value::I64).boxed(),
+                FieldKind::F64 => (-1e9f64..1e9).prop_map(Value::F64).boxed(),
+                FieldKind::Str => ".{0,5}".prop_map(Value::Str).boxed(),
+                _ => prop::collection::vec(any::<u8>(), 0..4)
+                    .prop_map(Value::Bytes)
+                    .boxed(),
+            }
+        })
+        .collect();
+    values
+}
+
+/// What a model of the stream answers: every sealed row in publish order.
+fn expected(
+    decl: &StreamDecl,
+    sealed: &[(u64, Row)],
+    selection: &[String],
+    lo: u64,
+    hi: u64,
+) -> Vec<(u64, Row)> {
+    sealed
+        .iter()
+        .filter(|(p, r)| {
+            let labels: Vec<String> = decl
+                .track
+                .iter()
+                .map(|&t| r[t as usize].to_string())
+                .collect();
+            (lo..=hi).contains(p) && labels.starts_with(selection)
+        })
+        .cloned()
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn publish_seal_reopen_query_round_trips(case in case(), lo in 0u64..10, width in 0u64..40) {
+        let fs = SimFs::new();
+        let mut store = Store::open_in(sim(&fs), Config::default(), std::slice::from_ref(&case.decl)).unwrap();
+        let mut staged: Vec<(u64, Row)> = Vec::new();
+        let mut sealed: Vec<(u64, Row)> = Vec::new();
+        for op in &case.ops {
+            match op {
+                Op::Publish(position, rows) => {
+                    store.publish("s", *position, rows).unwrap();
+                    staged.extend(rows.iter().map(|r| (*position, r.clone())));
+                }
+                Op::Seal { reopen } => {
+                    store.seal().unwrap();
+                    sealed.append(&mut staged);
+                    if *reopen {
+                        drop(store);
+                        store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+                    }
+                }
+            }
+        }
+        // Reads see what seals made durable; staged rows are not there yet.
+        let all: Vec<(u64, Row)> = store
+            .query("s", &[], ..)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.position, r.values))
+            .collect();
+        prop_assert_eq!(&all, &expected(&case.decl, &sealed, &[], 0, u64::MAX));
+        // Every prefix of every sealed row's track, over a position range.
+        let hi = lo + width;
+        for (_, row) in sealed.iter().take(6) {
+            let labels: Vec<String> = case.decl.track.iter().map(|&t| row[t as usize].to_string()).collect();
+            for depth in 0..=labels.len() {
+                let selection: Vec<&str> = labels[..depth].iter().map(String::as_str).collect();
+                let got: Vec<(u64, Row)> = store
+                    .query("s", &selection, lo..=hi)
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| (r.position, r.values))
+                    .collect();
+                prop_assert_eq!(got, expected(&case.decl, &sealed, &labels[..depth], lo, hi));
+            }
+        }
+        // After a reopen, the watermark is the recorded one and reading it costs no barrier.
+        store.seal().unwrap();
+        sealed.append(&mut staged);
+        drop(store);
+        let store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+        let want = sealed.last().map(|(p, _)| *p);
+        prop_assert_eq!(store.watermark("s", &[]).unwrap(), want);
+        prop_assert_eq!(store.metrics().barriers, 0);
+        prop_assert_eq!(store.metrics().barrier_syncs, 0);
+    }
+}
+
+#[test]
+fn a_run_7_selection_does_not_read_run_70() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    store
+        .publish(
+            "capture",
+            1,
+            &[row("run_7", 1, 5, 1.0), row("run_70", 1, 5, 2.0)],
+        )
+        .unwrap();
+    store
+        .publish(
+            "capture",
+            2,
+            &[row("run_7", 2, 6, 3.0), row("run_70", 1, 9, 4.0)],
+        )
+        .unwrap();
+    store.seal().unwrap();
+    let values = |sel: &[&str]| -> Vec<f64> {
+        store
+            .query("capture", sel, ..)
+            .unwrap()
+            .into_iter()
+            .map(|r| match r.values[3] {
+                Value::F64(v) => v,
+                _ => panic!(),
+            })
+            .collect()
+    };
+    assert_eq!(values(&["run_7"]), [1.0, 3.0]);
+    assert_eq!(values(&["run_70"]), [2.0, 4.0]);
+    assert_eq!(values(&["run_70", "1"]), [2.0, 4.0]);
+    assert_eq!(
+        values(&[]),
+        [1.0, 2.0, 3.0, 4.0],
+        "publish order across partitions"
+    );
+    assert!(values(&["run"]).is_empty());
+}
+
+#[test]
+fn the_real_file_system_round_trips_and_refuses_a_second_opener() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    let rows: Vec<Row> = (0..100)
+        .map(|i| row("run_7", i % 3, i, i as f64 * 0.5))
+        .collect();
+    store.publish("capture", 7, &rows).unwrap();
+    let watermarks = store.seal().unwrap();
+    assert_eq!(watermarks["capture"], Some(7));
+
+    let second = Store::open(dir.path(), Config::default(), &[]).unwrap_err();
+    assert!(second.is_locked(), "{second}");
+    assert!(second.to_string().contains("locked"), "{second}");
+    drop(store);
+
+    let store = Store::open(dir.path(), Config::default(), &[]).unwrap();
+    let back: Vec<Row> = store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect();
+    // One publish, three partitions: publish order is the ordinal order, across them.
+    assert_eq!(back, rows);
+}
+
+#[test]
+fn typed_rows_round_trip_by_field_name() {
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq, Clone)]
+    struct Capture {
+        note: String,
+        value: f64,
+        t: u64,
+        probe: u64,
+        run: String,
+    }
+    #[derive(serde::Serialize)]
+    struct Short {
+        run: String,
+    }
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let rows = vec![
+        Capture {
+            note: "a".into(),
+            value: 1.5,
+            t: 3,
+            probe: 2,
+            run: "r".into(),
+        },
+        Capture {
+            note: "b".into(),
+            value: -2.0,
+            t: 4,
+            probe: 2,
+            run: "r".into(),
+        },
+    ];
+    store.publish_as("capture", 1, &rows).unwrap();
+    store.seal().unwrap();
+    let back: Vec<Capture> = store
+        .query_as("capture", &["r"], ..)
+        .unwrap()
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    assert_eq!(back, rows);
+
+    let error = store
+        .publish_as("capture", 2, &[Short { run: "r".into() }])
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("row 0") && error.to_string().contains("probe"),
+        "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals: each names the row and the reason, and stages nothing of its batch.
+
+/// Publishes a good batch, then `bad` (which must be refused), then seals, and checks that the
+/// store holds exactly the good batch and stays usable.
+fn assert_refused(bad: &[Row], position: u64, what: &str, row_idx: usize) {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let good = vec![row("run_7", 1, 100, 1.0), row("run_7", 2, 100, 2.0)];
+    store.publish("capture", 10, &good).unwrap();
+    let error = store.publish("capture", position, bad).unwrap_err();
+    let text = error.to_string();
+    match &error {
+        EngineError::Refused {
+            row_idx: got,
+            reason,
+            ..
+        } => {
+            assert_eq!(*got, row_idx, "{text}");
+            assert!(reason.contains(what), "{text} should say {what:?}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(text.contains(&format!("row {row_idx}")), "{text}");
+    store.seal().unwrap();
+    let back: Vec<Row> = store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect();
+    assert_eq!(back, good, "nothing of the refused batch was staged");
+    // And the store takes the next good batch.
+    store
+        .publish("capture", 11, &[row("run_7", 1, 101, 3.0)])
+        .unwrap();
+    store.seal().unwrap();
+    assert_eq!(store.query("capture", &[], ..).unwrap().len(), 3);
+}
+
+#[test]
+fn wrong_arity_is_refused() {
+    let mut short = row("run_7", 1, 200, 1.0);
+    short.pop();
+    assert_refused(
+        &[row("run_7", 1, 200, 1.0), short],
+        10,
+        "expected 5 values, got 4",
+        1,
+    );
+}
+
+#[test]
+fn wrong_kind_is_refused() {
+    let mut bad = row("run_7", 1, 200, 1.0);
+    bad[1] = Value::I64(1);
+    assert_refused(&[bad], 10, "field \"probe\" is u64, got a i64 value", 0);
+}
+
+#[test]
+fn an_empty_label_is_refused() {
+    assert_refused(
+        &[row("run_7", 1, 200, 1.0), row("", 1, 200, 1.0)],
+        10,
+        "empty",
+        1,
+    );
+}
+
+#[test]
+fn a_label_with_a_control_character_is_refused() {
+    assert_refused(&[row("run\u{1f}7", 1, 200, 1.0)], 10, "control", 0);
+}
+
+#[test]
+fn a_non_finite_measure_is_refused() {
+    for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        assert_refused(
+            &[row("run_7", 1, 200, 0.0), row("run_7", 1, 201, v)],
+            10,
+            "not finite",
+            1,
+        );
+    }
+}
+
+#[test]
+fn a_position_going_backwards_is_refused() {
+    assert_refused(
+        &[row("run_7", 1, 200, 1.0)],
+        9,
+        "below the stream's last position 10",
+        0,
+    );
+}
+
+#[test]
+fn an_axis_going_backwards_in_its_partition_is_refused() {
+    // Against the staged rows of the same partition...
+    assert_refused(&[row("run_7", 1, 99, 1.0)], 10, "goes backwards", 0);
+    // ...and within the batch itself.
+    assert_refused(
+        &[row("run_7", 3, 50, 1.0), row("run_7", 3, 40, 1.0)],
+        10,
+        "goes backwards",
+        1,
+    );
+}
+
+#[test]
+fn an_axis_going_backwards_against_sealed_rows_is_refused_after_a_reopen() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    store
+        .publish("capture", 1, &[row("run_7", 1, 500, 1.0)])
+        .unwrap();
+    store.seal().unwrap();
+    drop(store);
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+    let error = store
+        .publish("capture", 2, &[row("run_7", 1, 499, 1.0)])
+        .unwrap_err();
+    assert!(error.to_string().contains("499 after 500"), "{error}");
+    // Another partition is free to start lower.
+    store
+        .publish("capture", 2, &[row("run_7", 2, 1, 1.0)])
+        .unwrap();
+}
+
+#[test]
+fn an_unknown_stream_is_refused() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let error = store
+        .publish("captur", 1, &[row("run_7", 1, 1, 1.0)])
+        .unwrap_err();
+    assert!(
+        matches!(&error, EngineError::UnknownStream { stream } if stream == "captur"),
+        "{error}"
+    );
+    assert!(store.query("captur", &[], ..).is_err());
+    assert_eq!(store.staged_bytes(), 0);
+}
+
+#[test]
+fn staging_past_its_bound_asks_for_a_seal_and_stages_nothing() {
+    let fs = SimFs::new();
+    let config = Config {
+        staged_bytes_max: 1000,
+        ..Config::default()
+    };
+    let mut store = Store::open_in(sim(&fs), config, &[capture()]).unwrap();
+    let batch: Vec<Row> = (0..10).map(|t| row("run_7", 1, t, 0.0)).collect();
+    store.publish("capture", 1, &batch).unwrap();
+    let staged = store.staged_bytes();
+    let next: Vec<Row> = (10..20).map(|t| row("run_7", 1, t, 0.0)).collect();
+    let error = store.publish("capture", 2, &next).unwrap_err();
+    assert!(matches!(error, EngineError::StagingFull { .. }), "{error}");
+    assert!(error.to_string().contains("seal"), "{error}");
+    assert_eq!(
+        store.staged_bytes(),
+        staged,
+        "nothing of the refused batch was staged"
+    );
+    store.seal().unwrap();
+    assert_eq!(store.staged_bytes(), 0);
+    store.publish("capture", 2, &next).unwrap();
+    store.seal().unwrap();
+    assert_eq!(store.query("capture", &[], ..).unwrap().len(), 20);
+}
+
+#[test]
+fn a_conflicting_redeclaration_is_an_error_and_the_recorded_one_stays() {
+    let fs = SimFs::new();
+    drop(Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap());
+    let other = Stream::new("capture")
+        .field("run", FieldKind::Str)
+        .track(["run"])
+        .build()
+        .unwrap();
+    let error = Store::open_in(sim(&fs), Config::default(), &[other]).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("conflicts with the recorded declaration"),
+        "{error}"
+    );
+    let store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+    assert_eq!(store.stream("capture"), Some(&capture()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures and crashes of the barrier.
+
+#[test]
+fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    store
+        .publish("capture", 1, &[row("run_7", 1, 1, 1.0)])
+        .unwrap();
+    store.seal().unwrap();
+    store
+        .publish("capture", 2, &[row("run_7", 1, 2, 2.0)])
+        .unwrap();
+    fs.fail_at(fs.ops() + 2, Fault::Eio); // the segment's fdatasync
+    let error = store.seal().unwrap_err();
+    assert!(error.to_string().contains("os error 5"), "{error}");
+    let again = store
+        .publish("capture", 3, &[row("run_7", 1, 3, 3.0)])
+        .unwrap_err();
+    assert!(matches!(again, EngineError::Poisoned { .. }), "{again}");
+    assert!(matches!(
+        store.seal().unwrap_err(),
+        EngineError::Poisoned { .. }
+    ));
+    drop(store);
+    let store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+    assert_eq!(store.watermark("capture", &[]).unwrap(), Some(1));
+    assert_eq!(store.query("capture", &[], ..).unwrap().len(), 1);
+}
+
+#[test]
+fn a_barrier_costs_a_fixed_number_of_syncs_however_many_partitions_it_touches() {
+    let mut per_barrier = Vec::new();
+    for n_partitions in [1u64, 3, 64] {
+        let fs = SimFs::new();
+        let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+        let rows: Vec<Row> = (0..n_partitions).map(|p| row("run", p, 1, 0.0)).collect();
+        store.publish("capture", 1, &rows).unwrap();
+        store.seal().unwrap();
+        let metrics = store.metrics();
+        assert_eq!(metrics.barriers, 1);
+        per_barrier.push(metrics.barrier_syncs);
+    }
+    // File data, segment folder, tmp folder, manifest: see docs/barrier.md.
+    assert_eq!(per_barrier, [4, 4, 4]);
+}
+
+#[test]
+fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
+    let first: Vec<Row> = vec![row("a", 1, 1, 1.0), row("b", 1, 1, 2.0)];
+    let second: Vec<Row> = vec![
+        row("a", 1, 2, 3.0),
+        row("b", 1, 2, 4.0),
+        row("c", 9, 2, 5.0),
+    ];
+    let open = |fs: &SimFs| Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
+    // How many operations the second barrier takes, uncrashed.
+    let probe = SimFs::new();
+    let mut store = open(&probe);
+    store.publish("capture", 1, &first).unwrap();
+    store.seal().unwrap();
+    store.publish("capture", 2, &second).unwrap();
+    let start = probe.ops();
+    store.seal().unwrap();
+    let n_ops = probe.ops() - start;
+    drop(store);
+    assert!(n_ops >= 8);
+
+    for crash_op in 0..n_ops {
+        for image in 0..4 {
+            let fs = SimFs::new();
+            let mut store = open(&fs);
+            store.publish("capture", 1, &first).unwrap();
+            store.seal().unwrap();
+            store.publish("capture", 2, &second).unwrap();
+            fs.crash_at(fs.ops() + crash_op);
+            store.seal().unwrap_err();
+            drop(store);
+            let fs = match image {
+                0 => fs.crash(),
+                1 => fs.crash_tearing(usize::MAX),
+                2 => fs.crash_tearing(9),
+                _ => fs.crash_keeping_dir_ops(usize::MAX),
+            };
+            let store = open(&fs);
+            let back: Vec<Row> = store
+                .query("capture", &[], ..)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.values)
+                .collect();
+            let watermark = store.watermark("capture", &[]).unwrap();
+            let context = format!("crash at op {crash_op}, image {image}");
+            if back.len() == first.len() {
+                assert_eq!(back, first, "{context}");
+                assert_eq!(watermark, Some(1), "{context}: the last acknowledged seal");
+            } else {
+                // The crashed barrier's frame reached the disk whole: all of it is there.
+                let mut all = first.clone();
+                all.extend(second.iter().cloned());
+                assert_eq!(back, all, "{context}");
+                assert_eq!(watermark, Some(2), "{context}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rows_published_after_a_crash_continue_the_ordinals() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
+    store.seal().unwrap();
+    store.publish("capture", 2, &[row("a", 1, 2, 2.0)]).unwrap();
+    drop(store); // staged, never sealed: lost by design
+    let fs = fs.crash();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+    store
+        .publish("capture", 2, &[row("b", 1, 2, 3.0), row("a", 1, 3, 4.0)])
+        .unwrap();
+    store.seal().unwrap();
+    let values: Vec<Value> = store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values[3].clone())
+        .collect();
+    assert_eq!(values, [Value::F64(1.0), Value::F64(3.0), Value::F64(4.0)]);
+}

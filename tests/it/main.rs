@@ -1,0 +1,13 @@
+//! Integration tests of strata, through the facade and the real binaries.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod cli;
+mod engine;
+mod kill;
+mod levels;
