@@ -25,8 +25,9 @@
 //! ```
 
 pub use strata_engine::{
-    Aggregate, Bucket, Cell, Config, DEFAULT_LADDER, EngineError, FieldBuckets, FieldKind,
-    FieldStat, Metrics, Num, Point, Row, Store, StoredRow, Stream, StreamDecl, Survey, Value,
+    Aggregate, BeneathWindow, Bucket, Cell, Config, DEFAULT_LADDER, EngineError, FieldBuckets,
+    FieldKind, FieldStat, MemorySeries, Metrics, Num, Point, Row, Series, ServeConfig, Served,
+    Store, StoredRow, Stream, StreamDecl, Survey, Value, conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

@@ -5,10 +5,14 @@
 //! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
 
 mod config;
+pub mod conformance;
 mod decl;
 mod error;
 mod ladder;
+mod memory;
 mod read;
+mod series;
+mod served;
 mod stage;
 mod store;
 mod survey;
@@ -18,7 +22,10 @@ mod value;
 pub use config::Config;
 pub use decl::{DEFAULT_LADDER, Stream, parse_kind};
 pub use error::EngineError;
+pub use memory::MemorySeries;
 pub use read::StoredRow;
+pub use series::{BeneathWindow, Series};
+pub use served::{ServeConfig, Served};
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point};

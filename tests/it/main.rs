@@ -11,3 +11,4 @@ mod cli;
 mod engine;
 mod kill;
 mod levels;
+mod series;

@@ -1,0 +1,482 @@
+//! The conformance suite: one library function that holds any [`Series`] adapter to the
+//! contract, so the served engine, the in-memory reference and any future adapter prove the same
+//! things with the same checks.
+//!
+//! Call [`conformance`] from a test with a [`SeriesFactory`] for your adapter. It panics, naming
+//! the broken promise, at the first answer that breaks the contract. Every expected value is
+//! computed here from the rows the suite published, never by the adapter under test.
+
+use std::future::Future;
+use std::ops::Bound::{Included, Unbounded};
+
+use strata_index::{FieldKind, StreamDecl};
+use strata_levels::{Aggregate, Bucket, Num};
+
+use crate::decl::Stream;
+use crate::read::StoredRow;
+use crate::series::{BeneathWindow, Series};
+use crate::value::{Row, Value};
+
+/// Makes adapters for the suite.
+pub trait SeriesFactory: Send {
+    /// The adapter under test.
+    type Adapter: Series;
+
+    /// A fresh, empty adapter holding these streams.
+    fn create(&mut self, streams: Vec<StreamDecl>) -> impl Future<Output = Self::Adapter> + Send;
+
+    /// Closes `adapter` cleanly (a clean stop closes a last barrier) and opens it again over the
+    /// same storage, as a restarted host would.
+    fn reopen(&mut self, adapter: Self::Adapter) -> impl Future<Output = Self::Adapter> + Send;
+}
+
+/// The stream the suite publishes: two track components, an axis, two measured fields, a ladder
+/// small enough that a few hundred rows climb several levels.
+///
+/// # Panics
+/// Never: the declaration is fixed and valid.
+pub fn suite_stream() -> StreamDecl {
+    Stream::new("capture")
+        .field("run", FieldKind::Str)
+        .field("probe", FieldKind::U64)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .field("count", FieldKind::I64)
+        .track(["run", "probe"])
+        .axis("t")
+        .ladder(4, 4)
+        .build()
+        .expect("the suite's declaration is valid")
+}
+
+const BASE: u64 = 4;
+const FANOUT: u64 = 4;
+const N_MEASURED: u64 = 2;
+
+/// The suite's rows: run_7 and run_70 (a label that extends another), three partitions, values
+/// small integers so every sum is exact.
+fn row(run: &str, probe: u64, t: u64, value: i32, count: i64) -> Row {
+    vec![
+        Value::Str(run.into()),
+        Value::U64(probe),
+        Value::U64(t),
+        Value::F64(f64::from(value)),
+        Value::I64(count),
+    ]
+}
+
+fn batch(round: u64) -> Vec<(u64, Vec<Row>)> {
+    (0..20)
+        .map(|i| {
+            let step = round * 20 + i;
+            let t = step * 3;
+            let v = i32::try_from((step * 7) % 23).expect("small") - 11;
+            let rows = vec![
+                row("run_7", 1, t, v, i64::try_from(step % 5).expect("small")),
+                row("run_70", 1, t + 1, -v, 3),
+                row("run_7", 2, t + 2, v * 2, -1),
+            ];
+            (step + 1, rows)
+        })
+        .collect()
+}
+
+struct Published {
+    rows: Vec<StoredRow>,
+}
+
+impl Published {
+    fn select(&self, track: &[&str], lo: u64, hi: u64) -> Vec<StoredRow> {
+        self.rows
+            .iter()
+            .filter(|r| (lo..=hi).contains(&r.position))
+            .filter(|r| {
+                let labels = [r.values[0].to_string(), r.values[1].to_string()];
+                track.iter().zip(&labels).all(|(want, got)| *want == got)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Rows in the order a merged level read folds them: partitions by track key, then publish.
+    fn merge_order(&self, track: &[&str]) -> Vec<StoredRow> {
+        let mut rows = self.select(track, 0, u64::MAX);
+        rows.sort_by_key(|r| {
+            let mut key = Vec::new();
+            for label in [r.values[0].to_string(), r.values[1].to_string()] {
+                key.extend_from_slice(label.as_bytes());
+                key.push(0x1f);
+            }
+            key
+        });
+        rows
+    }
+}
+
+fn axis(r: &StoredRow) -> u64 {
+    match r.values[2] {
+        Value::U64(t) => t,
+        _ => unreachable!("t is u64"),
+    }
+}
+
+fn measure(r: &StoredRow, field: usize) -> f64 {
+    match r.values[field] {
+        Value::F64(v) => v,
+        Value::I64(v) => v as f64,
+        _ => unreachable!("measured fields are numbers"),
+    }
+}
+
+fn width(level: u32) -> u128 {
+    u128::from(BASE) * u128::from(FANOUT).pow(level)
+}
+
+fn track(labels: &[&str]) -> Vec<String> {
+    labels.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Runs the whole suite against adapters made by `factory`.
+///
+/// # Panics
+/// At the first answer that breaks the contract, naming what broke.
+pub async fn conformance<F: SeriesFactory>(factory: &mut F) {
+    let mut series = factory.create(vec![suite_stream()]).await;
+    let all = track(&[]);
+
+    // Before anything: the origin, with no barrier to pay.
+    let origin = series.seal("capture", &all).await.expect("seal answers");
+    assert_eq!(
+        origin, None,
+        "an empty tier reports the origin as its watermark"
+    );
+
+    let mut published = Published { rows: Vec::new() };
+    for (position, rows) in batch(0) {
+        series
+            .publish("capture", position, rows.clone())
+            .await
+            .expect("a valid batch is staged");
+        published.rows.extend(
+            rows.into_iter()
+                .map(|values| StoredRow { position, values }),
+        );
+    }
+    let unsealed = series
+        .rows("capture", &all, Unbounded, Unbounded)
+        .await
+        .expect("rows");
+    assert!(
+        unsealed.is_empty(),
+        "reads see what seals made durable, not what is staged"
+    );
+    let watermark = series.seal("capture", &all).await.expect("seal");
+    assert_eq!(
+        watermark,
+        Some(20),
+        "seal answers the position through which rows are durable"
+    );
+
+    check_rows(&mut series, &published).await;
+    check_refusals(&mut series, &published).await;
+
+    // Watermark and rows survive a reopen; a second round continues after it.
+    let mut series = factory.reopen(series).await;
+    let after = series
+        .seal("capture", &track(&["run_7"]))
+        .await
+        .expect("seal after reopen");
+    assert_eq!(
+        after,
+        Some(20),
+        "the watermark after a reopen is the recorded one"
+    );
+    check_rows(&mut series, &published).await;
+    for (position, rows) in batch(1) {
+        series
+            .publish("capture", position, rows.clone())
+            .await
+            .expect("second round staged");
+        published.rows.extend(
+            rows.into_iter()
+                .map(|values| StoredRow { position, values }),
+        );
+    }
+    // A clean stop closes a last barrier: nothing staged before it is lost.
+    let mut series = factory.reopen(series).await;
+    let after = series.seal("capture", &all).await.expect("seal");
+    assert_eq!(after, Some(40), "a clean stop sealed what was staged");
+    check_rows(&mut series, &published).await;
+
+    check_budgets(&mut series, &published).await;
+    check_whole_cells(&mut series, &published).await;
+    check_aggregates(&mut series, &published).await;
+}
+
+async fn check_rows<S: Series>(series: &mut S, published: &Published) {
+    for (labels, lo, hi) in [
+        (&[][..], 0, u64::MAX),
+        (&["run_7"][..], 0, u64::MAX),
+        (&["run_70"][..], 0, u64::MAX),
+        (&["run_7", "2"][..], 0, u64::MAX),
+        (&["run"][..], 0, u64::MAX),
+        (&[][..], 5, 9),
+        (&["run_7"][..], 12, 12),
+    ] {
+        let got = series
+            .rows("capture", &track(labels), Included(lo), Included(hi))
+            .await
+            .expect("rows");
+        let want = published.select(labels, lo, hi);
+        assert_eq!(
+            got, want,
+            "rows under {labels:?} in positions {lo}..={hi} come back exactly, in publish order \
+             (run_7 never includes run_70)"
+        );
+    }
+}
+
+async fn check_refusals<S: Series>(series: &mut S, published: &Published) {
+    let backwards = series
+        .publish("capture", 3, vec![row("run_7", 1, 10_000, 0, 0)])
+        .await;
+    assert!(backwards.is_err(), "a position going backwards is refused");
+    let mut short = row("run_7", 1, 10_000, 0, 0);
+    short.pop();
+    let refused = series
+        .publish("capture", 99, vec![row("run_7", 1, 10_000, 0, 0), short])
+        .await;
+    assert!(
+        refused.is_err(),
+        "a row of the wrong arity refuses its batch"
+    );
+    let unknown = series.rows("nope", &[], Unbounded, Unbounded).await;
+    assert!(
+        matches!(unknown, Err(BeneathWindow::Invalid(_))),
+        "an unknown stream is refused"
+    );
+    let too_deep = series
+        .rows("capture", &track(&["a", "1", "x"]), Unbounded, Unbounded)
+        .await;
+    assert!(
+        matches!(too_deep, Err(BeneathWindow::Invalid(_))),
+        "a selection deeper than the track is refused"
+    );
+    let small = series
+        .buckets("capture", &[], Unbounded, Unbounded, 4 * N_MEASURED - 1)
+        .await;
+    assert!(
+        matches!(small, Err(BeneathWindow::Invalid(_))),
+        "a budget below 4 x measured fields is refused"
+    );
+    for word in ["median", "P50", "p101", "avg", ""] {
+        assert_eq!(
+            Aggregate::parse(word),
+            None,
+            "{word:?} is not in the vocabulary"
+        );
+    }
+    // Nothing of a refused batch was kept.
+    series.seal("capture", &[]).await.expect("seal");
+    let rows = series
+        .rows("capture", &[], Unbounded, Unbounded)
+        .await
+        .expect("rows");
+    assert_eq!(
+        rows,
+        published.select(&[], 0, u64::MAX),
+        "refused batches left nothing behind"
+    );
+}
+
+/// The reference buckets of one field at `level` over `[lo, hi]`, folded here from the rows.
+fn reference(
+    published: &Published,
+    labels: &[&str],
+    field: usize,
+    level: u32,
+    lo: u64,
+    hi: u64,
+) -> Vec<(u64, f64, f64, f64)> {
+    let w = width(level);
+    let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
+    let mut cells: Vec<(u128, u64, f64, f64, f64)> = Vec::new(); // cell, count, sum, min, max
+    let mut rows = published.merge_order(labels);
+    rows.sort_by_key(|r| u128::from(axis(r)) / w); // stable
+    for r in rows {
+        let cell = u128::from(axis(&r)) / w;
+        if !(first..=last).contains(&cell) {
+            continue;
+        }
+        let v = measure(&r, field);
+        match cells.last_mut() {
+            Some(c) if c.0 == cell => {
+                c.1 += 1;
+                c.2 += v;
+                c.3 = c.3.min(v);
+                c.4 = c.4.max(v);
+            }
+            _ => cells.push((cell, 1, v, v, v)),
+        }
+    }
+    cells.into_iter().map(|c| (c.1, c.2, c.3, c.4)).collect()
+}
+
+fn summary(b: &Bucket) -> (u64, f64, f64, f64) {
+    (b.count, b.sum, b.min.value.as_f64(), b.max.value.as_f64())
+}
+
+async fn check_budgets<S: Series>(series: &mut S, published: &Published) {
+    let (lo, hi) = {
+        let axes: Vec<u64> = published.rows.iter().map(axis).collect();
+        (
+            *axes.iter().min().expect("rows"),
+            *axes.iter().max().expect("rows"),
+        )
+    };
+    for budget in [8u64, 9, 15, 23, 64, 100, 333, 1000, 4000] {
+        let answer = series
+            .buckets("capture", &[], Unbounded, Unbounded, budget)
+            .await
+            .expect("a budget of at least 4 x fields is answered");
+        let per_field = budget / (4 * N_MEASURED);
+        let total: u64 = answer.iter().map(|f| f.buckets.len() as u64).sum();
+        assert!(
+            total * 4 <= budget,
+            "budget {budget}: {total} buckets exceed the ceiling"
+        );
+        // The finest level whose cells over the (clamped) span fit, computed here.
+        let level = (0u32..=64)
+            .find(|&k| {
+                u128::from(hi) / width(k) - u128::from(lo) / width(k) < u128::from(per_field)
+            })
+            .expect("some level fits");
+        assert_eq!(answer.len(), 2, "one entry per measured field");
+        for (field_idx, (name, column)) in [("value", 3), ("count", 4)].into_iter().enumerate() {
+            assert_eq!(answer[field_idx].field, name, "fields in declaration order");
+            let got: Vec<_> = answer[field_idx].buckets.iter().map(summary).collect();
+            let want = reference(published, &[], column, level, lo, hi);
+            assert_eq!(
+                got, want,
+                "budget {budget}: field {name} answers level {level}, the finest that fits"
+            );
+            let axes: Vec<u64> = answer[field_idx]
+                .buckets
+                .iter()
+                .map(|b| b.first.axis)
+                .collect();
+            assert!(axes.is_sorted(), "buckets ascend by first.axis");
+        }
+    }
+    // A prefix merges its partitions cell by cell: run_7 alone at a generous budget.
+    let answer = series
+        .buckets("capture", &track(&["run_7"]), Unbounded, Unbounded, 4000)
+        .await
+        .expect("buckets");
+    let got: Vec<_> = answer[0].buckets.iter().map(summary).collect();
+    let axes: Vec<u64> = published
+        .select(&["run_7"], 0, u64::MAX)
+        .iter()
+        .map(axis)
+        .collect();
+    let (lo, hi) = (
+        *axes.iter().min().expect("rows"),
+        *axes.iter().max().expect("rows"),
+    );
+    assert_eq!(
+        got,
+        reference(published, &["run_7"], 3, 0, lo, hi),
+        "run_7's cells, and not run_70's"
+    );
+}
+
+async fn check_whole_cells<S: Series>(series: &mut S, published: &Published) {
+    // A range starting inside a level-0 cell answers the whole cell: the boundary bucket folds
+    // rows just outside the range.
+    let (lo, hi) = (9, 30);
+    let answer = series
+        .buckets("capture", &[], Included(lo), Included(hi), 4000)
+        .await
+        .expect("buckets");
+    let got: Vec<_> = answer[0].buckets.iter().map(summary).collect();
+    assert_eq!(
+        got,
+        reference(published, &[], 3, 0, lo, hi),
+        "whole level-0 cells over 9..=30"
+    );
+    let first = answer[0].buckets.first().expect("a bucket");
+    assert!(
+        first.first.axis < lo,
+        "the boundary bucket holds a row before the range (axis {})",
+        first.first.axis
+    );
+}
+
+async fn check_aggregates<S: Series>(series: &mut S, published: &Published) {
+    let (lo, hi) = (10, 70);
+    let whole_lo = lo / BASE * BASE;
+    let whole_hi = hi / BASE * BASE + BASE - 1;
+    for (name, column) in [("value", 3usize), ("count", 4)] {
+        let in_cells: Vec<f64> = published
+            .rows
+            .iter()
+            .filter(|r| (whole_lo..=whole_hi).contains(&axis(r)))
+            .map(|r| measure(r, column))
+            .collect();
+        let exact: Vec<f64> = published
+            .rows
+            .iter()
+            .filter(|r| (lo..=hi).contains(&axis(r)))
+            .map(|r| measure(r, column))
+            .collect();
+        let sum: f64 = in_cells.iter().sum();
+        let count = in_cells.len() as f64;
+        let min = in_cells.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = in_cells.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mut sorted = exact.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = |p: usize| sorted[(p * sorted.len()).div_ceil(100).max(1) - 1];
+        let expected: [(Aggregate, f64); 9] = [
+            (Aggregate::Count, count),
+            (Aggregate::Sum, sum),
+            (Aggregate::Min, min),
+            (Aggregate::Max, max),
+            (Aggregate::Mean, sum / count),
+            (Aggregate::p(0), rank(0)),
+            (Aggregate::p(50), rank(50)),
+            (Aggregate::p(99), rank(99)),
+            (Aggregate::p(100), rank(100)),
+        ];
+        for (aggregate, want) in expected {
+            let answer = series
+                .aggregate("capture", &[], Included(lo), Included(hi), aggregate)
+                .await
+                .expect("aggregate");
+            let stat = answer
+                .iter()
+                .find(|s| s.field == name)
+                .expect("every measured field answers");
+            let got = stat.value.map(Num::as_f64);
+            assert_eq!(
+                got,
+                Some(want),
+                "{aggregate} of {name} over axis {lo}..={hi} (level folds cover whole cells; \
+                 percentiles the exact range)"
+            );
+        }
+    }
+    let empty = series
+        .aggregate(
+            "capture",
+            &track(&["nobody"]),
+            Unbounded,
+            Unbounded,
+            Aggregate::Mean,
+        )
+        .await
+        .expect("an empty selection answers");
+    assert!(
+        empty.iter().all(|s| s.value.is_none()),
+        "an empty range has no statistic"
+    );
+}

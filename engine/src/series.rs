@@ -1,0 +1,117 @@
+//! The adapter surface: what any durable series tier beneath a stream window answers.
+//!
+//! `Series` is the contract of "The Series Facility" without its host framework: rows fed in
+//! publish order, raw rows back in publish order, budgeted buckets, statistics, and the seal
+//! that answers the position through which a stream is durable. The served engine
+//! ([`crate::Served`]) and the in-memory reference ([`crate::MemorySeries`]) implement it, and
+//! [`crate::conformance`] holds them both to it.
+
+use std::fmt;
+use std::future::Future;
+use std::ops::Bound;
+
+use strata_levels::Aggregate;
+
+use crate::error::EngineError;
+use crate::read::StoredRow;
+use crate::survey::{FieldBuckets, FieldStat};
+use crate::value::Row;
+
+/// Why a read beneath the window was not answered. Each is a different next move for the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BeneathWindow {
+    /// Nothing is attached, or the task serving it is gone. Attach one, or stand on the window.
+    Unserved,
+    /// No tier retains anything beneath `floor`: narrow the range.
+    Floor {
+        /// The lowest position (or axis value) still held.
+        floor: u64,
+    },
+    /// The tier holds it but cannot read it (a missing file, a checksum mismatch): report, retry.
+    Unreadable(String),
+    /// The request itself is not one the stream can answer: an unknown stream, a selection
+    /// deeper than the track, a budget that does not buy one bucket per measured field. Not a
+    /// wall beneath the window but a mistake at the call.
+    Invalid(String),
+}
+
+impl fmt::Display for BeneathWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BeneathWindow::Unserved => f.write_str("unserved: no series tier is serving"),
+            BeneathWindow::Floor { floor } => write!(f, "nothing is retained beneath {floor}"),
+            BeneathWindow::Unreadable(why) => write!(f, "unreadable: {why}"),
+            BeneathWindow::Invalid(why) => write!(f, "invalid request: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for BeneathWindow {}
+
+impl From<EngineError> for BeneathWindow {
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Unreadable { reason } => BeneathWindow::Unreadable(reason),
+            EngineError::Poisoned { cause } => {
+                BeneathWindow::Unreadable(format!("poisoned: {cause}"))
+            }
+            EngineError::Storage(e) => BeneathWindow::Unreadable(e.to_string()),
+            other => BeneathWindow::Invalid(other.to_string()),
+        }
+    }
+}
+
+/// A durable series tier. `track` is a selection's component labels, outermost first; an empty
+/// slice narrows nothing. Positions bound `rows`; axis values bound `buckets` and `aggregate`.
+/// Answering short is never permitted: a tier that does not hold the whole range says `Floor`,
+/// one that cannot read what it holds says `Unreadable`.
+pub trait Series: Send {
+    /// Feeds rows of `stream` at `position` (staged; durable after the next seal). A refused
+    /// batch stages nothing.
+    fn publish(
+        &mut self,
+        stream: &str,
+        position: u64,
+        rows: Vec<Row>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Durable rows in publish order, positions within the bounds.
+    fn rows(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> impl Future<Output = Result<Vec<StoredRow>, BeneathWindow>> + Send;
+
+    /// Buckets per measured field (declaration order, ascending by `first.axis`), at most
+    /// `budget` points in all (4 a bucket).
+    fn buckets(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        budget: u64,
+    ) -> impl Future<Output = Result<Vec<FieldBuckets>, BeneathWindow>> + Send;
+
+    /// One statistic per measured field.
+    fn aggregate(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        kind: Aggregate,
+    ) -> impl Future<Output = Result<Vec<FieldStat>, BeneathWindow>> + Send;
+
+    /// Makes everything staged durable (one barrier for every stream), then answers the position
+    /// through which `stream` is durable (`None`: nothing yet). With nothing staged it costs no
+    /// barrier, which is how a host reads the watermark at boot.
+    fn seal(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> impl Future<Output = Result<Option<u64>, BeneathWindow>> + Send;
+}

@@ -1,0 +1,364 @@
+//! `Served`: one `Store` owned by a supervisor, reached through bounded lanes.
+//!
+//! The supervisor runs on a thread of its own (with a single-threaded tokio runtime), so a
+//! barrier's syncs never block the caller's runtime. Callers hold a cloneable handle. Rows fed
+//! for staging cross a feed lane; reads, seals and the stop cross a command lane; each waits on a
+//! single-use reply. Delivery has priority: every ready feed is staged before a command is
+//! answered. A ticker closes one barrier per `seal_interval` for every stream, and a clean stop
+//! (or the last handle dropped) closes a last barrier. If the supervisor is gone, a failed send
+//! or a dropped reply answers `Unserved` — never a hang.
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use strata_levels::Aggregate;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::EngineError;
+use crate::read::StoredRow;
+use crate::series::{BeneathWindow, Series};
+use crate::store::Store;
+use crate::survey::{FieldBuckets, FieldStat};
+use crate::value::Row;
+
+/// How a served store runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// How often the supervisor closes a barrier on its own; `None`: only when asked.
+    pub seal_interval: Option<Duration>,
+    /// Requests each lane holds before senders wait (`feed_lane_max` and `command_lane_max`).
+    pub lane_max: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            seal_interval: Some(Duration::from_millis(250)),
+            lane_max: 1024,
+        }
+    }
+}
+
+struct Feed {
+    stream: String,
+    position: u64,
+    rows: Vec<Row>,
+    reply: oneshot::Sender<Result<(), EngineError>>,
+}
+
+type Reply<T> = oneshot::Sender<Result<T, BeneathWindow>>;
+
+struct Span {
+    stream: String,
+    track: Vec<String>,
+    start: Bound<u64>,
+    end: Bound<u64>,
+}
+
+enum Command {
+    Rows(Span, Reply<Vec<StoredRow>>),
+    Buckets(Span, u64, Reply<Vec<FieldBuckets>>),
+    Aggregate(Span, Aggregate, Reply<Vec<FieldStat>>),
+    Seal(String, Vec<String>, Reply<Option<u64>>),
+    Stop(oneshot::Sender<Result<(), EngineError>>),
+}
+
+/// A cloneable handle to a store served by a supervisor.
+#[derive(Clone, Debug)]
+pub struct Served {
+    feed: mpsc::Sender<Feed>,
+    commands: mpsc::Sender<Command>,
+}
+
+impl std::fmt::Debug for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed")
+            .field("stream", &self.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Command")
+    }
+}
+
+impl Served {
+    /// Hands `store` to a new supervisor and answers the handle to it.
+    ///
+    /// # Panics
+    /// If the operating system refuses a thread or a runtime for the supervisor.
+    pub fn spawn(store: Store, config: ServeConfig) -> Served {
+        let (feed, feed_rx) = mpsc::channel(config.lane_max.max(1));
+        let (commands, commands_rx) = mpsc::channel(config.lane_max.max(1));
+        std::thread::Builder::new()
+            .name("strata-supervisor".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .expect("a single-threaded runtime for the supervisor");
+                runtime.block_on(supervise(store, feed_rx, commands_rx, config.seal_interval));
+            })
+            .expect("a thread for the supervisor");
+        Served { feed, commands }
+    }
+
+    /// Stops the supervisor: everything staged is sealed (a last barrier), the store is closed
+    /// and its lock released, then this returns. Requests still queued behind the stop, and any
+    /// made after it, answer `Unserved`.
+    pub async fn stop(&self) -> Result<(), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        let unserved = || EngineError::Poisoned {
+            cause: "the supervisor is gone".into(),
+        };
+        self.commands
+            .send(Command::Stop(reply))
+            .await
+            .map_err(|_| unserved())?;
+        answer.await.map_err(|_| unserved())?
+    }
+
+    async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, BeneathWindow> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(command(reply))
+            .await
+            .map_err(|_| BeneathWindow::Unserved)?;
+        answer.await.map_err(|_| BeneathWindow::Unserved)?
+    }
+}
+
+fn span(stream: &str, track: &[String], start: Bound<u64>, end: Bound<u64>) -> Span {
+    Span {
+        stream: stream.to_owned(),
+        track: track.to_vec(),
+        start,
+        end,
+    }
+}
+
+impl Series for Served {
+    async fn publish(
+        &mut self,
+        stream: &str,
+        position: u64,
+        rows: Vec<Row>,
+    ) -> Result<(), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        let feed = Feed {
+            stream: stream.to_owned(),
+            position,
+            rows,
+            reply,
+        };
+        let unserved = || EngineError::Poisoned {
+            cause: "the supervisor is gone".into(),
+        };
+        self.feed.send(feed).await.map_err(|_| unserved())?;
+        answer.await.map_err(|_| unserved())?
+    }
+
+    async fn rows(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<Vec<StoredRow>, BeneathWindow> {
+        let span = span(stream, track, start, end);
+        self.ask(|reply| Command::Rows(span, reply)).await
+    }
+
+    async fn buckets(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        budget: u64,
+    ) -> Result<Vec<FieldBuckets>, BeneathWindow> {
+        let span = span(stream, track, start, end);
+        self.ask(|reply| Command::Buckets(span, budget, reply))
+            .await
+    }
+
+    async fn aggregate(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        kind: Aggregate,
+    ) -> Result<Vec<FieldStat>, BeneathWindow> {
+        let span = span(stream, track, start, end);
+        self.ask(|reply| Command::Aggregate(span, kind, reply))
+            .await
+    }
+
+    async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
+        let (stream, track) = (stream.to_owned(), track.to_vec());
+        self.ask(|reply| Command::Seal(stream, track, reply)).await
+    }
+}
+
+/// The supervisor's loop: stage feeds first, answer commands, seal on the ticker.
+async fn supervise(
+    mut store: Store,
+    mut feed: mpsc::Receiver<Feed>,
+    mut commands: mpsc::Receiver<Command>,
+    seal_interval: Option<Duration>,
+) {
+    let mut ticker = seal_interval.map(|period| {
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker
+    });
+    loop {
+        tokio::select! {
+            biased;
+            Some(item) = feed.recv() => stage(&mut store, item),
+            Some(command) = commands.recv() => {
+                // Delivery has priority: a read is answered only after every ready feed.
+                while let Ok(item) = feed.try_recv() {
+                    stage(&mut store, item);
+                }
+                if let Command::Stop(reply) = command {
+                    let sealed = store.seal().map(|_| ());
+                    drop(store); // releases the lock before the caller hears back
+                    let _ = reply.send(sealed);
+                    return;
+                }
+                answer(&mut store, command);
+            }
+            () = tick(ticker.as_mut()) => {
+                // A failed barrier poisons the store; the next request hears about it.
+                let _ = store.seal();
+            }
+            else => {
+                // Every handle is gone: a clean stop closes a last barrier.
+                let _ = store.seal();
+                return;
+            }
+        }
+    }
+}
+
+async fn tick(ticker: Option<&mut tokio::time::Interval>) {
+    match ticker {
+        Some(ticker) => {
+            ticker.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Staging touches no file: the supervisor is back in its loop in microseconds.
+fn stage(store: &mut Store, item: Feed) {
+    let _ = item
+        .reply
+        .send(store.publish(&item.stream, item.position, &item.rows));
+}
+
+fn answer(store: &mut Store, command: Command) {
+    let labels = |track: &[String]| track.to_vec();
+    match command {
+        Command::Rows(s, reply) => {
+            let track = labels(&s.track);
+            let track: Vec<&str> = track.iter().map(String::as_str).collect();
+            let _ = reply.send(
+                store
+                    .query(&s.stream, &track, (s.start, s.end))
+                    .map_err(Into::into),
+            );
+        }
+        Command::Buckets(s, budget, reply) => {
+            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
+            let answer = store.survey(&s.stream, &track, (s.start, s.end), budget);
+            let _ = reply.send(answer.map(|survey| survey.fields).map_err(Into::into));
+        }
+        Command::Aggregate(s, kind, reply) => {
+            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
+            let _ = reply.send(
+                store
+                    .fold(&s.stream, &track, (s.start, s.end), kind)
+                    .map_err(Into::into),
+            );
+        }
+        Command::Seal(stream, track, reply) => {
+            let track: Vec<&str> = track.iter().map(String::as_str).collect();
+            let answer = store
+                .seal()
+                .and_then(|_| store.watermark(&stream, &track))
+                .map_err(Into::into);
+            let _ = reply.send(answer);
+        }
+        Command::Stop(_) => unreachable!("handled by the loop"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use strata_segment::vfs::SimFs;
+
+    use super::*;
+    use crate::config::Config;
+
+    /// Requests queued behind a stop are dropped with the supervisor: their callers hear
+    /// `Unserved` (a dropped reply, or a failed send once the lane is closed), never a hang.
+    #[test]
+    fn requests_queued_behind_a_stop_answer_unserved() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let store = Store::open_in(Arc::new(SimFs::new()), Config::default(), &[]).unwrap();
+            let served = Served::spawn(
+                store,
+                ServeConfig {
+                    seal_interval: None,
+                    lane_max: 64,
+                },
+            );
+            let (stop_reply, stopped) = oneshot::channel();
+            // The stop goes first into the lane; the reads queue behind it, mid-request.
+            served
+                .commands
+                .send(Command::Stop(stop_reply))
+                .await
+                .unwrap();
+            let mut answers = Vec::new();
+            for _ in 0..16 {
+                let (reply, answer) = oneshot::channel();
+                let span = span("s", &[], Bound::Unbounded, Bound::Unbounded);
+                if served
+                    .commands
+                    .send(Command::Rows(span, reply))
+                    .await
+                    .is_ok()
+                {
+                    answers.push(answer);
+                }
+            }
+            stopped.await.unwrap().unwrap();
+            for answer in answers {
+                let heard = tokio::time::timeout(Duration::from_secs(5), answer)
+                    .await
+                    .expect("no hang");
+                assert!(heard.is_err(), "a request behind the stop was answered");
+            }
+            let mut handle = served.clone();
+            let after = tokio::time::timeout(
+                Duration::from_secs(5),
+                handle.rows("s", &[], Bound::Unbounded, Bound::Unbounded),
+            )
+            .await
+            .expect("no hang");
+            assert_eq!(after, Err(BeneathWindow::Unserved));
+        });
+    }
+}

@@ -1,0 +1,450 @@
+//! The adapter surface: the conformance suite against the served engine and the in-memory
+//! reference, many tasks through one handle, a supervisor stopped mid-request, and a model test
+//! that drives both adapters with the same random operations.
+
+use std::ops::Bound::{Included, Unbounded};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use strata::conformance::{SeriesFactory, conformance, suite_stream};
+use strata::segment::vfs::{SimFs, Vfs};
+use strata::{
+    Aggregate, BeneathWindow, Config, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
+    Store, Stream, StreamDecl, Value,
+};
+
+fn serve(fs: &SimFs, streams: &[StreamDecl]) -> Served {
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let store = Store::open_in(vfs, Config::default(), streams).expect("a store");
+    Served::spawn(
+        store,
+        ServeConfig {
+            seal_interval: None,
+            ..ServeConfig::default()
+        },
+    )
+}
+
+/// The served engine over a simulated file system; a reopen stops the supervisor (a clean stop
+/// seals) and boots the store again from the same files.
+struct EngineFactory {
+    fs: SimFs,
+}
+
+impl SeriesFactory for EngineFactory {
+    type Adapter = Served;
+
+    async fn create(&mut self, streams: Vec<StreamDecl>) -> Served {
+        serve(&self.fs, &streams)
+    }
+
+    async fn reopen(&mut self, adapter: Served) -> Served {
+        adapter.stop().await.expect("a clean stop");
+        serve(&self.fs, &[])
+    }
+}
+
+struct MemoryFactory;
+
+impl SeriesFactory for MemoryFactory {
+    type Adapter = MemorySeries;
+
+    async fn create(&mut self, streams: Vec<StreamDecl>) -> MemorySeries {
+        MemorySeries::new(&streams)
+    }
+
+    async fn reopen(&mut self, mut adapter: MemorySeries) -> MemorySeries {
+        adapter
+            .seal("capture", &[])
+            .await
+            .expect("a clean stop seals");
+        adapter.clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_served_engine_conforms() {
+    conformance(&mut EngineFactory { fs: SimFs::new() }).await;
+}
+
+#[tokio::test]
+async fn the_memory_reference_conforms() {
+    conformance(&mut MemoryFactory).await;
+}
+
+/// An adapter that answers a read short: the suite must catch it.
+#[derive(Clone)]
+struct Short(MemorySeries);
+
+impl Series for Short {
+    async fn publish(
+        &mut self,
+        s: &str,
+        p: u64,
+        rows: Vec<Row>,
+    ) -> Result<(), strata::EngineError> {
+        self.0.publish(s, p, rows).await
+    }
+    async fn rows(
+        &mut self,
+        s: &str,
+        t: &[String],
+        a: std::ops::Bound<u64>,
+        b: std::ops::Bound<u64>,
+    ) -> Result<Vec<strata::StoredRow>, BeneathWindow> {
+        let mut rows = self.0.rows(s, t, a, b).await?;
+        rows.pop();
+        Ok(rows)
+    }
+    async fn buckets(
+        &mut self,
+        s: &str,
+        t: &[String],
+        a: std::ops::Bound<u64>,
+        b: std::ops::Bound<u64>,
+        budget: u64,
+    ) -> Result<Vec<strata::FieldBuckets>, BeneathWindow> {
+        self.0.buckets(s, t, a, b, budget).await
+    }
+    async fn aggregate(
+        &mut self,
+        s: &str,
+        t: &[String],
+        a: std::ops::Bound<u64>,
+        b: std::ops::Bound<u64>,
+        k: Aggregate,
+    ) -> Result<Vec<strata::FieldStat>, BeneathWindow> {
+        self.0.aggregate(s, t, a, b, k).await
+    }
+    async fn seal(&mut self, s: &str, t: &[String]) -> Result<Option<u64>, BeneathWindow> {
+        self.0.seal(s, t).await
+    }
+}
+
+struct ShortFactory;
+
+impl SeriesFactory for ShortFactory {
+    type Adapter = Short;
+    async fn create(&mut self, streams: Vec<StreamDecl>) -> Short {
+        Short(MemorySeries::new(&streams))
+    }
+    async fn reopen(&mut self, adapter: Short) -> Short {
+        adapter
+    }
+}
+
+#[test]
+fn the_suite_fails_an_adapter_that_answers_short() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(conformance(&mut ShortFactory));
+    }));
+    assert!(
+        outcome.is_err(),
+        "a short answer passed the conformance suite"
+    );
+}
+
+fn tick_stream(i: usize) -> StreamDecl {
+    Stream::new(format!("s{i}"))
+        .field("lane", FieldKind::U64)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .track(["lane"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_tasks_through_one_handle_read_every_row_exactly_once() {
+    const TASKS: usize = 16;
+    const BATCHES: u64 = 40;
+    let fs = SimFs::new();
+    let streams: Vec<StreamDecl> = (0..TASKS).map(tick_stream).collect();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let store = Store::open_in(vfs, Config::default(), &streams).unwrap();
+    // A short cadence, so barriers land while tasks publish and read.
+    let config = ServeConfig {
+        seal_interval: Some(Duration::from_millis(5)),
+        lane_max: 8,
+    };
+    let served = Served::spawn(store, config);
+    let mut tasks = Vec::new();
+    for i in 0..TASKS {
+        let mut handle = served.clone();
+        tasks.push(tokio::spawn(async move {
+            let stream = format!("s{i}");
+            for position in 1..=BATCHES {
+                let rows: Vec<Row> = (0..3)
+                    .map(|lane| {
+                        vec![
+                            Value::U64(lane),
+                            Value::U64(position),
+                            Value::F64(position as f64),
+                        ]
+                    })
+                    .collect();
+                handle.publish(&stream, position, rows).await.unwrap();
+                // Reads interleave with the feeds of every other task.
+                let seen = handle
+                    .rows(&stream, &[], Unbounded, Unbounded)
+                    .await
+                    .unwrap();
+                let positions: Vec<u64> = seen.iter().map(|r| r.position).collect();
+                assert!(
+                    positions.is_sorted(),
+                    "positions go backwards in a read of {stream}"
+                );
+                let buckets = handle
+                    .buckets(&stream, &[], Unbounded, Unbounded, 64)
+                    .await
+                    .unwrap();
+                assert!(buckets.iter().map(|f| f.buckets.len()).sum::<usize>() * 4 <= 64);
+            }
+            handle.seal(&stream, &[]).await.unwrap()
+        }));
+    }
+    for task in tasks {
+        let watermark = tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("no hang")
+            .unwrap();
+        assert_eq!(watermark, Some(BATCHES));
+    }
+    let mut reader = served.clone();
+    for i in 0..TASKS {
+        let rows = reader
+            .rows(&format!("s{i}"), &[], Unbounded, Unbounded)
+            .await
+            .unwrap();
+        let mut want = Vec::new();
+        for position in 1..=BATCHES {
+            for lane in 0..3 {
+                want.push((position, lane));
+            }
+        }
+        let got: Vec<(u64, u64)> = rows
+            .iter()
+            .map(|r| match r.values[0] {
+                Value::U64(lane) => (r.position, lane),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(
+            got, want,
+            "stream s{i}: every row exactly once, in publish order"
+        );
+    }
+    served.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_stopped_mid_request_answers_unserved_in_bounded_time() {
+    let fs = SimFs::new();
+    let served = serve(&fs, &[suite_stream()]);
+    let mut handle = served.clone();
+    handle
+        .publish(
+            "capture",
+            1,
+            vec![vec![
+                Value::Str("r".into()),
+                Value::U64(1),
+                Value::U64(1),
+                Value::F64(1.0),
+                Value::I64(1),
+            ]],
+        )
+        .await
+        .unwrap();
+    // Many reads in flight; the supervisor stops while they queue behind the stop.
+    let mut reads = Vec::new();
+    for _ in 0..200 {
+        let mut h = served.clone();
+        reads.push(tokio::spawn(async move {
+            h.rows("capture", &[], Unbounded, Unbounded).await
+        }));
+    }
+    served.stop().await.unwrap();
+    let mut unserved = 0;
+    for read in reads {
+        let answer = tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .expect("no hang")
+            .unwrap();
+        match answer {
+            // Answered before the stop: the row was staged, not sealed, so reads do not see it.
+            Ok(rows) => assert!(rows.is_empty()),
+            Err(BeneathWindow::Unserved) => unserved += 1,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    // Whatever was queued behind the stop heard Unserved; after it, every request does.
+    let after = tokio::time::timeout(
+        Duration::from_secs(10),
+        handle.rows("capture", &[], Unbounded, Unbounded),
+    )
+    .await
+    .expect("no hang");
+    assert_eq!(after, Err(BeneathWindow::Unserved));
+    let seal = tokio::time::timeout(Duration::from_secs(10), handle.seal("capture", &[]))
+        .await
+        .expect("no hang");
+    assert_eq!(seal, Err(BeneathWindow::Unserved));
+    eprintln!("{unserved} of 200 reads in flight heard Unserved");
+    // The clean stop sealed the staged row.
+    let mut reopened = serve(&fs, &[]);
+    assert_eq!(reopened.seal("capture", &[]).await.unwrap(), Some(1));
+    reopened.stop().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model test: the same random operations through both adapters give identical answers.
+
+#[derive(Clone, Debug)]
+enum Op {
+    Publish {
+        step: u64,
+        rows: Vec<(u8, u64, i32)>,
+    },
+    Seal,
+    Reopen,
+    Rows {
+        track: Vec<&'static str>,
+        lo: u64,
+        hi: u64,
+    },
+    Buckets {
+        track: Vec<&'static str>,
+        budget: u64,
+        lo: Option<u64>,
+    },
+    Aggregate {
+        rank: Option<u8>,
+        lo: u64,
+        hi: u64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let track = prop::sample::select(vec![
+        vec![],
+        vec!["run_7"],
+        vec!["run_70"],
+        vec!["run_7", "1"],
+    ]);
+    prop_oneof![
+        4 => (0u64..3, prop::collection::vec((0u8..3, 0u64..6, -20i32..20), 0..6))
+            .prop_map(|(step, rows)| Op::Publish { step, rows }),
+        1 => Just(Op::Seal),
+        1 => Just(Op::Reopen),
+        2 => (track.clone(), 0u64..30, 0u64..30).prop_map(|(track, a, b)| Op::Rows { track, lo: a.min(b), hi: a.max(b) }),
+        2 => (track, 0u64..200, prop::option::of(0u64..60)).prop_map(|(track, budget, lo)| Op::Buckets { track, budget, lo }),
+        2 => (prop::option::of(0u8..=100), 0u64..80, 0u64..80)
+            .prop_map(|(rank, a, b)| Op::Aggregate { rank, lo: a.min(b), hi: a.max(b) }),
+    ]
+}
+
+fn labels(track: &[&str]) -> Vec<String> {
+    track.iter().map(|s| (*s).to_owned()).collect()
+}
+
+async fn run_model(ops: Vec<Op>) {
+    let fs = SimFs::new();
+    let mut engine = serve(&fs, &[suite_stream()]);
+    let mut model = MemorySeries::new(&[suite_stream()]);
+    let mut position = 1;
+    let mut axes = [0u64; 3];
+    for (i, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Publish { step, rows } => {
+                position += step;
+                let rows: Vec<Row> = rows
+                    .into_iter()
+                    .map(|(p, dt, v)| {
+                        axes[usize::from(p)] += dt;
+                        let (run, probe) =
+                            [("run_7", 1), ("run_70", 1), ("run_7", 2)][usize::from(p)];
+                        vec![
+                            Value::Str(run.into()),
+                            Value::U64(probe),
+                            Value::U64(axes[usize::from(p)]),
+                            Value::F64(f64::from(v)),
+                            Value::I64(i64::from(v) * 3),
+                        ]
+                    })
+                    .collect();
+                let a = engine
+                    .publish("capture", position, rows.clone())
+                    .await
+                    .map_err(|e| e.to_string());
+                let b = model
+                    .publish("capture", position, rows)
+                    .await
+                    .map_err(|e| e.to_string());
+                assert_eq!(a.is_ok(), b.is_ok(), "op {i}: publish {a:?} vs {b:?}");
+            }
+            Op::Seal => {
+                let a = engine.seal("capture", &[]).await;
+                let b = model.seal("capture", &[]).await;
+                assert_eq!(a, b, "op {i}: seal");
+            }
+            Op::Reopen => {
+                engine.stop().await.unwrap();
+                engine = serve(&fs, &[]);
+                model.seal("capture", &[]).await.unwrap();
+            }
+            Op::Rows { track, lo, hi } => {
+                let t = labels(&track);
+                let a = engine.rows("capture", &t, Included(lo), Included(hi)).await;
+                let b = model.rows("capture", &t, Included(lo), Included(hi)).await;
+                assert_eq!(a, b, "op {i}: rows {track:?} {lo}..={hi}");
+            }
+            Op::Buckets { track, budget, lo } => {
+                let t = labels(&track);
+                let start = lo.map_or(Unbounded, Included);
+                let a = engine
+                    .buckets("capture", &t, start, Unbounded, budget)
+                    .await;
+                let b = model.buckets("capture", &t, start, Unbounded, budget).await;
+                match (&a, &b) {
+                    (Err(BeneathWindow::Invalid(_)), Err(BeneathWindow::Invalid(_))) => {}
+                    _ => assert_eq!(
+                        a, b,
+                        "op {i}: buckets {track:?} budget {budget} from {lo:?}"
+                    ),
+                }
+            }
+            Op::Aggregate { rank, lo, hi } => {
+                let kinds = match rank {
+                    Some(r) => vec![Aggregate::p(r)],
+                    None => Aggregate::LEVEL_FOLDS.to_vec(),
+                };
+                for kind in kinds {
+                    let a = engine
+                        .aggregate("capture", &[], Included(lo), Included(hi), kind)
+                        .await;
+                    let b = model
+                        .aggregate("capture", &[], Included(lo), Included(hi), kind)
+                        .await;
+                    assert_eq!(a, b, "op {i}: {kind} over {lo}..={hi}");
+                }
+            }
+        }
+    }
+    engine.stop().await.unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn the_engine_and_the_model_answer_alike(ops in prop::collection::vec(op(), 1..40)) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(run_model(ops));
+    }
+}
