@@ -107,3 +107,26 @@ pub fn parse_kind(word: &str) -> Option<FieldKind> {
         _ => None,
     }
 }
+
+/// A declaration in words: `run:str t:u64 value:f64; track (run); axis t; ladder 64x8`.
+pub fn describe(decl: &StreamDecl) -> String {
+    let fields: Vec<String> = decl
+        .fields
+        .iter()
+        .map(|f| format!("{}:{}", f.name, f.kind))
+        .collect();
+    let name = |idx: u16| {
+        decl.fields
+            .get(usize::from(idx))
+            .map_or("?", |f| f.name.as_str())
+    };
+    let track: Vec<&str> = decl.track.iter().map(|&idx| name(idx)).collect();
+    format!(
+        "{}; track ({}); axis {}; ladder {}x{}",
+        fields.join(" "),
+        track.join(", "),
+        decl.axis.map_or("none", name),
+        decl.ladder.base,
+        decl.ladder.fanout
+    )
+}

@@ -20,7 +20,7 @@ mod typed;
 mod value;
 
 pub use config::Config;
-pub use decl::{DEFAULT_LADDER, Stream, parse_kind};
+pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
 pub use error::EngineError;
 pub use memory::MemorySeries;
 pub use read::StoredRow;

@@ -15,6 +15,7 @@ use strata_segment::{
 };
 
 use crate::config::Config;
+use crate::decl::describe;
 use crate::error::EngineError;
 use crate::ladder::fold_partition;
 use crate::stage::StreamState;
@@ -388,24 +389,4 @@ impl Store {
             reason: e.to_string(),
         })
     }
-}
-
-/// A declaration in words, for errors.
-fn describe(decl: &StreamDecl) -> String {
-    let fields: Vec<String> = decl
-        .fields
-        .iter()
-        .map(|f| format!("{}:{}", f.name, f.kind))
-        .collect();
-    let name = |i: &u16| decl.fields[usize::from(*i)].name.clone();
-    let track: Vec<String> = decl.track.iter().map(name).collect();
-    let axis = decl.axis.as_ref().map(name);
-    format!(
-        "[{}] track ({}) axis {} ladder {}x{}",
-        fields.join(", "),
-        track.join(", "),
-        axis.as_deref().unwrap_or("none"),
-        decl.ladder.base,
-        decl.ladder.fanout
-    )
 }

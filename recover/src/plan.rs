@@ -174,6 +174,25 @@ impl Planner {
         }
     }
 
+    /// A finding about a whole file of `bytes` bytes.
+    fn find_file(
+        &mut self,
+        kind: FindingKind,
+        file: &str,
+        bytes: u64,
+        reason: &str,
+        action: Action,
+    ) {
+        self.report.findings.push(Finding {
+            kind,
+            file: file.to_owned(),
+            offset: None,
+            bytes: Some(bytes),
+            reason: reason.to_owned(),
+            action,
+        });
+    }
+
     fn find(&mut self, kind: FindingKind, file: &str, reason: &str, action: Action) {
         self.report.findings.push(Finding {
             kind,
@@ -384,14 +403,8 @@ impl Planner {
         while self.quarantine_names.contains(&candidate) {
             let existing = format!("{QUARANTINE_DIR}/{candidate}");
             if same_bytes(vfs, path, &existing)? {
-                self.report.findings.push(Finding {
-                    kind,
-                    file: path.to_owned(),
-                    offset: None,
-                    bytes: Some(bytes),
-                    reason: reason.to_owned(),
-                    action: Action::AlreadyQuarantined { at: candidate },
-                });
+                let action = Action::AlreadyQuarantined { at: candidate };
+                self.find_file(kind, path, bytes, reason, action);
                 self.steps.push(Step::DropDuplicate {
                     path: path.to_owned(),
                 });
@@ -401,16 +414,10 @@ impl Planner {
             candidate = format!("{base}.{suffix}");
         }
         self.quarantine_names.insert(candidate.clone());
-        self.report.findings.push(Finding {
-            kind,
-            file: path.to_owned(),
-            offset: None,
-            bytes: Some(bytes),
-            reason: reason.to_owned(),
-            action: Action::Quarantine {
-                to: candidate.clone(),
-            },
-        });
+        let action = Action::Quarantine {
+            to: candidate.clone(),
+        };
+        self.find_file(kind, path, bytes, reason, action);
         self.steps.push(Step::Quarantine {
             from: path.to_owned(),
             to: candidate,

@@ -92,29 +92,6 @@ pub struct PartitionInput<'a> {
     pub cells: Vec<FieldCells<'a>>,
 }
 
-/// A partition as written: what the manifest needs to know of it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PartitionSummary {
-    /// The stream id.
-    pub stream: String,
-    /// The track.
-    pub track: TrackKey,
-    /// Rows.
-    pub n_rows: u64,
-    /// Inclusive position range.
-    pub positions: [u64; 2],
-    /// Inclusive ordinal range.
-    pub ordinals: [u64; 2],
-    /// Inclusive axis range, if the stream has an axis.
-    pub axis: Option<[u64; 2]>,
-    /// Levels stored per measured field.
-    pub n_levels: u8,
-    /// Byte extent of the partition's blocks.
-    pub offset: u64,
-    /// Its length.
-    pub len: u64,
-}
-
 /// A finished segment, ready for the two-phase write.
 #[derive(Debug)]
 pub struct WrittenSegment {
@@ -122,8 +99,8 @@ pub struct WrittenSegment {
     pub bytes: Vec<u8>,
     /// crc32c of the file up to the footer's digest field.
     pub digest: u32,
-    /// The partitions, in the order they were added.
-    pub partitions: Vec<PartitionSummary>,
+    /// What the manifest needs of each partition, in the order they were added.
+    pub partitions: Vec<PartitionEntry>,
 }
 
 impl WrittenSegment {
@@ -133,21 +110,7 @@ impl WrittenSegment {
             name,
             len: self.bytes.len() as u64,
             digest: self.digest,
-            partitions: self
-                .partitions
-                .iter()
-                .map(|p| PartitionEntry {
-                    stream: p.stream.clone(),
-                    track: p.track.clone(),
-                    n_rows: p.n_rows,
-                    positions: p.positions,
-                    ordinals: p.ordinals,
-                    axis: p.axis,
-                    n_levels: p.n_levels,
-                    offset: p.offset,
-                    len: p.len,
-                })
-                .collect(),
+            partitions: self.partitions.clone(),
         }
     }
 }
@@ -159,7 +122,7 @@ pub struct SegmentWriter {
     blocks: Vec<BlockRecord>,
     partitions: Vec<PartitionRecord>,
     heap: Vec<u8>,
-    summaries: Vec<PartitionSummary>,
+    summaries: Vec<PartitionEntry>,
 }
 
 impl Default for SegmentWriter {
@@ -280,7 +243,7 @@ impl SegmentWriter {
             extent_offset: U64::new(extent_offset),
             extent_len: U64::new(extent_len),
         });
-        self.summaries.push(PartitionSummary {
+        self.summaries.push(PartitionEntry {
             stream: input.stream.to_owned(),
             track: input.track.clone(),
             n_rows: n_rows as u64,

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::{Config, EngineError, Store, Stream, StreamDecl};
+use strata::{Config, EngineError, Store, Stream};
 
 use super::args::DeclareArgs;
 use super::{Failure, open_failure, print};
@@ -35,30 +35,7 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
         "stream {} is declared in {}: {}\n",
         decl.id,
         dir.display(),
-        describe(&decl)
+        strata_engine::describe(&decl)
     ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A declaration in words: `run:str t:u64 value:f64; track (run); axis t; ladder 64x8`.
-fn describe(decl: &StreamDecl) -> String {
-    let fields: Vec<String> = decl
-        .fields
-        .iter()
-        .map(|f| format!("{}:{}", f.name, f.kind))
-        .collect();
-    let name = |idx: u16| {
-        decl.fields
-            .get(usize::from(idx))
-            .map_or("?", |f| f.name.as_str())
-    };
-    let track: Vec<&str> = decl.track.iter().map(|&idx| name(idx)).collect();
-    format!(
-        "{}; track ({}); axis {}; ladder {}x{}",
-        fields.join(" "),
-        track.join(", "),
-        decl.axis.map_or("none", name),
-        decl.ladder.base,
-        decl.ladder.fanout
-    )
 }
