@@ -80,45 +80,45 @@ struct Short(MemorySeries);
 impl Series for Short {
     async fn publish(
         &mut self,
-        s: &str,
-        p: u64,
+        stream: &str,
+        position: u64,
         rows: Vec<Row>,
     ) -> Result<(), strata::EngineError> {
-        self.0.publish(s, p, rows).await
+        self.0.publish(stream, position, rows).await
     }
     async fn rows(
         &mut self,
-        s: &str,
-        t: &[String],
-        a: std::ops::Bound<u64>,
-        b: std::ops::Bound<u64>,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
     ) -> Result<Vec<strata::StoredRow>, BeneathWindow> {
-        let mut rows = self.0.rows(s, t, a, b).await?;
+        let mut rows = self.0.rows(stream, track, start, end).await?;
         rows.pop();
         Ok(rows)
     }
     async fn buckets(
         &mut self,
-        s: &str,
-        t: &[String],
-        a: std::ops::Bound<u64>,
-        b: std::ops::Bound<u64>,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
         budget: u64,
     ) -> Result<Vec<strata::FieldBuckets>, BeneathWindow> {
-        self.0.buckets(s, t, a, b, budget).await
+        self.0.buckets(stream, track, start, end, budget).await
     }
     async fn aggregate(
         &mut self,
-        s: &str,
-        t: &[String],
-        a: std::ops::Bound<u64>,
-        b: std::ops::Bound<u64>,
-        k: Aggregate,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
+        kind: Aggregate,
     ) -> Result<Vec<strata::FieldStat>, BeneathWindow> {
-        self.0.aggregate(s, t, a, b, k).await
+        self.0.aggregate(stream, track, start, end, kind).await
     }
-    async fn seal(&mut self, s: &str, t: &[String]) -> Result<Option<u64>, BeneathWindow> {
-        self.0.seal(s, t).await
+    async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
+        self.0.seal(stream, track).await
     }
 }
 
