@@ -49,12 +49,74 @@ pub fn manifest(bytes: &[u8]) {
     );
 }
 
-/// Opens `bytes` as a segment and reads everything it claims to hold.
+/// Opens `bytes` as a segment and reads everything it claims to hold; then does the same with
+/// every checksum recomputed over the bytes as they are (see [`reseal`]), so that mutations get
+/// past the checksums into the directory parse and the content checks behind them.
 ///
 /// # Panics
 /// If a read answers data that contradicts the directory (lengths that differ from the row
 /// count, cells outside the asked range).
 pub fn segment(bytes: &[u8]) {
+    read_all(bytes);
+    let mut resealed = bytes.to_vec();
+    reseal(&mut resealed);
+    read_all(&resealed);
+}
+
+/// Recomputes, in place, every checksum a segment carries — the header's, each block's the
+/// directory locates, the directory's, the footer's digest and its own — wherever the bytes give
+/// their positions. A fuzzer's mutation is otherwise stopped by the first checksum it breaks.
+pub fn reseal(bytes: &mut [u8]) {
+    use crate::format::{BLOCK_CRC_LEN, BlockRecord, DirHeader, Footer, Header, PartitionRecord};
+    use zerocopy::FromBytes;
+
+    let len = bytes.len();
+    let (header_len, footer_len) = (size_of::<Header>(), size_of::<Footer>());
+    if len < header_len + footer_len {
+        return;
+    }
+    let crc = crc32c::crc32c(&bytes[..28]);
+    bytes[28..32].copy_from_slice(&crc.to_le_bytes());
+    let footer_at = len - footer_len;
+    let Ok(footer) = Footer::read_from_bytes(&bytes[footer_at..]) else {
+        return;
+    };
+    let dir_offset = usize::try_from(footer.dir_offset.get()).unwrap_or(usize::MAX);
+    let dir_len = usize::try_from(footer.dir_len.get()).unwrap_or(usize::MAX);
+    let dir_end = dir_offset.checked_add(dir_len);
+    if let Some(dir_end) = dir_end.filter(|&e| e.checked_add(BLOCK_CRC_LEN) <= Some(footer_at)) {
+        // Blocks first (their crcs lie outside the directory), then the directory itself.
+        let directory = bytes[dir_offset..dir_end].to_vec();
+        if let Ok((dir, rest)) = DirHeader::read_from_prefix(&directory) {
+            let skip =
+                (dir.n_partitions.get() as usize).saturating_mul(size_of::<PartitionRecord>());
+            let records = rest.get(skip..).unwrap_or_default();
+            for chunk in records
+                .chunks_exact(size_of::<BlockRecord>())
+                .take(dir.n_blocks.get() as usize)
+            {
+                let Ok(block) = BlockRecord::read_from_bytes(chunk) else {
+                    break;
+                };
+                let start = usize::try_from(block.offset.get()).unwrap_or(usize::MAX);
+                let end = start.checked_add(usize::try_from(block.len.get()).unwrap_or(usize::MAX));
+                if let Some(end) = end.filter(|&e| e.checked_add(BLOCK_CRC_LEN) <= Some(dir_offset))
+                {
+                    let crc = crc32c::crc32c(&bytes[start..end]);
+                    bytes[end..end + BLOCK_CRC_LEN].copy_from_slice(&crc.to_le_bytes());
+                }
+            }
+        }
+        let crc = crc32c::crc32c(&bytes[dir_offset..dir_end]);
+        bytes[dir_end..dir_end + BLOCK_CRC_LEN].copy_from_slice(&crc.to_le_bytes());
+    }
+    let digest = crc32c::crc32c(&bytes[..len - 8]);
+    bytes[len - 8..len - 4].copy_from_slice(&digest.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[footer_at..footer_at + 28]);
+    bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn read_all(bytes: &[u8]) {
     let Ok(reader) = SegmentReader::open("fuzz.seg", bytes) else {
         return;
     };
