@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use strata::FieldKind;
+use strata::{Aggregate, FieldKind};
 
 /// strata: an embedded, log-structured segment engine for partitioned numeric time series.
 #[derive(Debug, Parser)]
@@ -27,6 +27,10 @@ pub enum Command {
     Ingest(IngestArgs),
     /// Print a stream's sealed rows in publish order, as CSV or JSON.
     Query(QueryArgs),
+    /// A point-budgeted display read from the level ladder (M4 buckets), as a table, JSON or SVG.
+    Survey(SurveyArgs),
+    /// One statistic per measured field over an axis range.
+    Fold(FoldArgs),
     /// Close a barrier for anything staged (nothing, in a fresh process) and print watermarks.
     Seal,
     /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
@@ -98,6 +102,60 @@ pub enum Format {
     Json,
 }
 
+/// Which rows a levelled read covers: a stream, a track prefix and an axis range.
+#[derive(Debug, Args)]
+pub struct AxisRangeArgs {
+    /// The stream to read (it must declare an axis).
+    pub stream: String,
+    /// A track prefix: labels of the track fields, outermost first, comma-separated.
+    #[arg(long, value_name = "A,B")]
+    pub track: Option<String>,
+    /// The lowest axis value to cover (inclusive); the recorded lowest when absent.
+    #[arg(long, value_name = "A")]
+    pub from: Option<u64>,
+    /// The highest axis value to cover (inclusive); the recorded highest when absent.
+    #[arg(long, value_name = "B")]
+    pub to: Option<u64>,
+}
+
+/// `survey STREAM [--track A,B] [--from A] [--to B] --budget N [--format table|json] [--svg FILE]`.
+#[derive(Debug, Args)]
+pub struct SurveyArgs {
+    #[command(flatten)]
+    pub range: AxisRangeArgs,
+    /// The most points to answer with, over all measured fields (4 points a bucket).
+    #[arg(long, value_name = "N", required = true)]
+    pub budget: u64,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
+    /// Also draw the survey as an SVG picture into FILE (one panel per measured field).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// `fold STREAM [--track A,B] [--from A] [--to B] --agg NAME [--format table|json]`.
+#[derive(Debug, Args)]
+pub struct FoldArgs {
+    #[command(flatten)]
+    pub range: AxisRangeArgs,
+    /// The statistic: min max mean sum count, or a nearest-rank percentile p0..p100.
+    #[arg(long, value_name = "NAME", required = true, value_parser = parse_aggregate)]
+    pub agg: Aggregate,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
+}
+
+/// How `survey` and `fold` print their answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReadFormat {
+    /// For people: a header line and a table per field (`fold`: `field: value` lines).
+    Table,
+    /// The answer as one JSON document.
+    Json,
+}
+
 /// `fsck [--verify] [--json]`.
 #[derive(Debug, Args)]
 pub struct FsckArgs {
@@ -130,6 +188,17 @@ fn parse_field(word: &str) -> Result<(String, FieldKind), String> {
     let kind = strata_engine::parse_kind(kind)
         .ok_or_else(|| format!("unknown kind {kind:?} (one of u64 i64 f64 str bytes)"))?;
     Ok((name.to_owned(), kind))
+}
+
+/// The one spelling of each aggregate; anything else (`median`, `P50`, `p101`) is refused naming
+/// the word and listing the vocabulary.
+fn parse_aggregate(word: &str) -> Result<Aggregate, String> {
+    Aggregate::parse(word).ok_or_else(|| {
+        format!(
+            "unknown aggregate {word:?}: one of min max mean sum count p0..p100 \
+             (nearest-rank percentiles; the median is p50)"
+        )
+    })
 }
 
 fn parse_ladder(word: &str) -> Result<(u64, u64), String> {

@@ -1,5 +1,6 @@
 //! `strata demo`: a store in `./strata-demo`, a synthetic multi-track series ingested with a
-//! seal cadence, a reopen, a few reads, and a summary of what happened.
+//! seal cadence, a reopen, a few reads (rows, budgeted surveys drawn as `survey.svg`, folds), and
+//! a summary of what happened.
 //!
 //! Every figure printed is measured in this run: times by the wall clock around the work,
 //! barriers, syncs and bytes by the store's own `metrics()`, the watermark by `watermark()` on the
@@ -12,11 +13,17 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use strata::{Config, FieldKind, Metrics, Row, Store, StoredRow, Stream, Value};
+use strata::{
+    Aggregate, Config, FieldKind, FieldStat, Metrics, Row, Store, StoredRow, Stream, Survey, Value,
+};
 
 use super::args::DemoArgs;
 use super::parse::cell;
-use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
+use super::survey::{self, Scope, buckets_per_field};
+use super::{
+    Failure, compact, duration, grouped, grouped_f64, open_existing, per_second, print, progress,
+    svg,
+};
 
 /// The folder the demo makes, relative to where it runs.
 const DEMO_DIR: &str = "strata-demo";
@@ -41,6 +48,12 @@ const READ_BATCHES: u64 = 2;
 const SPAN_BATCHES: u64 = 10;
 /// Rows of the read-back shown in the summary.
 const SHOWN_ROWS: usize = 3;
+/// Points in the surveys the demo times and draws (over both measured fields).
+const SURVEY_BUDGET_POINTS: u64 = 2000;
+/// Points in the survey printed as a table: a few buckets a field, so it fits a screen.
+const TABLE_BUDGET_POINTS: u64 = 48;
+/// The picture of the one-track survey, inside the demo's folder.
+const SURVEY_SVG: &str = "survey.svg";
 
 /// What ingest did, as measured.
 struct Ingested {
@@ -54,6 +67,31 @@ struct Ingested {
 struct Read {
     rows: Vec<StoredRow>,
     elapsed: Duration,
+}
+
+/// A read timed by the wall clock around the store's call, and what it answered.
+struct Timed<T> {
+    answer: T,
+    elapsed: Duration,
+}
+
+fn timed<T>(read: impl FnOnce() -> Result<T, strata::EngineError>) -> Result<Timed<T>, Failure> {
+    let start = Instant::now();
+    let answer = read()?;
+    Ok(Timed {
+        answer,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The budgeted reads: surveys of one track and of every track, a small one for a table, and
+/// folds of one track.
+struct Surveys {
+    track: Timed<Survey>,
+    every_track: Timed<Survey>,
+    small: Timed<Survey>,
+    folds: Vec<(Aggregate, Timed<Vec<FieldStat>>)>,
+    table: String,
 }
 
 pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
@@ -80,7 +118,8 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
     let watermark = store.watermark(STREAM, &[])?;
     let track = read_track(&store, n_ticks)?;
     let span = read_span(&store, ingested.n_batches)?;
-    report(&ingested, reopen, watermark, &track, &span)?;
+    let surveys = survey_reads(&store, dir)?;
+    report(&ingested, reopen, watermark, &track, &span, &surveys)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -200,7 +239,8 @@ fn probe_label(probe: u64) -> String {
 /// little hashed noise, and a slowly drifting temperature.
 fn sample(run: u64, probe: u64, tick: u64) -> Row {
     let (run_f, probe_f, tick_f) = (run as f64, probe as f64, tick as f64);
-    let period_ticks = 500.0 + 125.0 * probe_f;
+    // Periods of 5 to 13.75 s: a survey of the whole series shows each wave, not a blur.
+    let period_ticks = 5000.0 + 1250.0 * probe_f;
     let noise = (unit(mix(run << 48 ^ probe << 40 ^ tick)) - 0.5) * 0.1;
     let value = (1.0 + 0.5 * run_f) * (TAU * tick_f / period_ticks + 0.7 * probe_f).sin() + noise;
     let temp = 20.0 + 1.5 * run_f + 0.1 * probe_f + 0.8 * (TAU * tick_f / 60_000.0).sin();
@@ -256,12 +296,120 @@ fn read_span(store: &Store, n_batches: u64) -> Result<Read, Failure> {
     Ok(Read { rows, elapsed })
 }
 
+/// The folds the demo prints, each timed on its own.
+fn demo_folds() -> [Aggregate; 5] {
+    [
+        Aggregate::Mean,
+        Aggregate::Min,
+        Aggregate::Max,
+        Aggregate::p(50),
+        Aggregate::p(99),
+    ]
+}
+
+/// Surveys one track (drawn into `survey.svg`) and every track at `SURVEY_BUDGET_POINTS`, one
+/// track again at `TABLE_BUDGET_POINTS` for a table, and folds of one track; each read timed.
+fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
+    let (run, probe) = (run_label(READ_RUN), probe_label(READ_PROBE));
+    let selection = [run.as_str(), probe.as_str()];
+    let decl = store
+        .stream(STREAM)
+        .ok_or_else(|| Failure::new(format!("the reopened store lost stream {STREAM:?}")))?;
+    let scope = |budget| Scope {
+        decl,
+        selection: &selection,
+        budget,
+    };
+    let track = timed(|| store.survey(STREAM, &selection, .., SURVEY_BUDGET_POINTS))?;
+    let picture = svg::render(&survey::picture(
+        &track.answer,
+        &scope(SURVEY_BUDGET_POINTS),
+    ));
+    let path = dir.join(SURVEY_SVG);
+    fs::write(&path, picture)
+        .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))?;
+    let every_track = timed(|| store.survey(STREAM, &[], .., SURVEY_BUDGET_POINTS))?;
+    let small = timed(|| store.survey(STREAM, &selection, .., TABLE_BUDGET_POINTS))?;
+    let table = survey::table(&small.answer, &scope(TABLE_BUDGET_POINTS));
+    let folds = demo_folds()
+        .into_iter()
+        .map(|aggregate| {
+            Ok((
+                aggregate,
+                timed(|| store.fold(STREAM, &selection, .., aggregate))?,
+            ))
+        })
+        .collect::<Result<_, Failure>>()?;
+    Ok(Surveys {
+        track,
+        every_track,
+        small,
+        folds,
+        table,
+    })
+}
+
+/// `level 1, 196 buckets a field in 1.2 ms`.
+fn answered(survey: &Timed<Survey>) -> String {
+    format!(
+        "level {}, {} buckets a field in {}",
+        survey.answer.level,
+        buckets_per_field(&survey.answer),
+        duration(survey.elapsed)
+    )
+}
+
+/// The survey and fold lines of the summary.
+fn survey_lines(surveys: &Surveys) -> Vec<String> {
+    let track = format!("{}/{}", run_label(READ_RUN), probe_label(READ_PROBE));
+    let mut lines = vec![
+        format!(
+            "survey    {track} within {} points: {}; drawn in ./{DEMO_DIR}/{SURVEY_SVG}",
+            grouped(SURVEY_BUDGET_POINTS),
+            answered(&surveys.track),
+        ),
+        format!(
+            "survey    every track within {} points: {} (tracks merged cell by cell)",
+            grouped(SURVEY_BUDGET_POINTS),
+            answered(&surveys.every_track),
+        ),
+        format!(
+            "survey    {track} within {TABLE_BUDGET_POINTS} points: {}",
+            answered(&surveys.small),
+        ),
+    ];
+    lines.extend(
+        surveys
+            .table
+            .lines()
+            .map(|line| format!("            {line}")),
+    );
+    for (aggregate, fold) in &surveys.folds {
+        let values: Vec<String> = fold
+            .answer
+            .iter()
+            .map(|stat| {
+                let value = stat.value.map_or_else(|| "-".to_owned(), compact);
+                format!("{}={value}", stat.field)
+            })
+            .collect();
+        lines.push(format!(
+            "fold      {track} {:<4} in {:>8}: {}",
+            aggregate.name(),
+            duration(fold.elapsed),
+            values.join(" ")
+        ));
+    }
+    lines
+}
+
 fn report(
     ingested: &Ingested,
     reopen: Duration,
     watermark: Option<u64>,
     track: &Read,
     span: &Read,
+    surveys: &Surveys,
 ) -> Result<(), Failure> {
     let m = &ingested.metrics;
     let syncs_per_barrier = m.barrier_syncs as f64 / m.barriers.max(1) as f64;
@@ -311,6 +459,7 @@ fn report(
         grouped(span.rows.len() as u64),
         duration(span.elapsed),
     ));
+    lines.extend(survey_lines(surveys));
     lines.push(format!(
         "store     ./{DEMO_DIR} (inspect it with `strata --store {DEMO_DIR} fsck`)"
     ));

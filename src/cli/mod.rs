@@ -7,23 +7,27 @@
 pub mod args;
 mod declare;
 mod demo;
+mod fold;
 mod fsck;
 mod ingest;
 mod parse;
 mod progress;
 mod query;
 mod seal;
+mod survey;
+mod svg;
 
 use std::fmt;
 use std::io::{self, Write as _};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::CommandFactory as _;
-use strata::{Config, EngineError, Store};
+use strata::{Config, EngineError, Num, Store};
 
-use args::{Cli, Command};
+use args::{AxisRangeArgs, Cli, Command};
 
 /// Why a command failed, in one line for stderr. The process exits 1.
 #[derive(Debug)]
@@ -55,6 +59,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Declare(args) => declare::run(&store_dir(store, "declare"), &args),
         Command::Ingest(args) => ingest::run(&store_dir(store, "ingest"), &args),
         Command::Query(args) => query::run(&store_dir(store, "query"), &args),
+        Command::Survey(args) => survey::run(&store_dir(store, "survey"), &args),
+        Command::Fold(args) => fold::run(&store_dir(store, "fold"), &args),
         Command::Seal => seal::run(&store_dir(store, "seal")),
         Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
         Command::Demo(args) => {
@@ -78,6 +84,29 @@ fn usage_error(message: &str) -> ! {
     Cli::command()
         .error(clap::error::ErrorKind::MissingRequiredArgument, message)
         .exit()
+}
+
+/// The track prefix `--track A,B` names (every track when absent or empty).
+fn selection(track: Option<&str>) -> Vec<&str> {
+    match track {
+        None | Some("") => Vec::new(),
+        Some(track) => track.split(',').collect(),
+    }
+}
+
+/// The axis bounds `--from`/`--to` name, both inclusive. An absent end stays unbounded, so the
+/// engine clamps it to the selection's recorded axis range (an explicit `0..=u64::MAX` would plan
+/// over the whole u64 axis instead). `--from` above `--to` is a usage error (exit 2).
+fn axis_bounds(range: &AxisRangeArgs) -> (Bound<u64>, Bound<u64>) {
+    if let (Some(from), Some(to)) = (range.from, range.to) {
+        if from > to {
+            usage_error(&format!(
+                "--from {from} is above --to {to}: the axis range is empty"
+            ));
+        }
+    }
+    let bound = |end: Option<u64>| end.map_or(Bound::Unbounded, Bound::Included);
+    (bound(range.from), bound(range.to))
 }
 
 /// Opens the store in `dir` with the streams it recorded; a missing store is an error, never
@@ -136,6 +165,62 @@ fn group_digits(digits: &str) -> String {
     out
 }
 
+/// A measured value as exactly as it is stored: integers whole, floats in Rust's shortest
+/// round-trip form (so the text parses back to the same f64).
+fn exact(value: Num) -> String {
+    match value {
+        Num::F64(v) => format!("{v:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// A measured value for a table a person reads: integers whole, floats to five significant
+/// digits (trailing zeros dropped), with an exponent outside `1e-4 ..= 1e7`.
+fn compact(value: Num) -> String {
+    match value {
+        Num::F64(v) => compact_f64(v),
+        other => other.to_string(),
+    }
+}
+
+fn compact_f64(v: f64) -> String {
+    const SIGNIFICANT: i32 = 5;
+    let magnitude = v.abs();
+    if v == 0.0 || !v.is_finite() {
+        // Zero of either sign prints as `0`; a non-finite value cannot be measured (publish
+        // refuses it) but a mean of huge values could overflow, and prints as Rust spells it.
+        return if v == 0.0 {
+            "0".to_owned()
+        } else {
+            v.to_string()
+        };
+    }
+    if (1e-4..1e7).contains(&magnitude) {
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the magnitude lies in 1e-4..1e7, so its exponent in -4..=6"
+        )]
+        let exponent = magnitude.log10().floor() as i32;
+        let decimals = usize::try_from(SIGNIFICANT - 1 - exponent).unwrap_or(0);
+        trim_zeros(&format!("{v:.decimals$}"))
+    } else {
+        let text = format!("{v:.4e}");
+        match text.split_once('e') {
+            Some((mantissa, exponent)) => format!("{}e{exponent}", trim_zeros(mantissa)),
+            None => text,
+        }
+    }
+}
+
+/// `1.2500` -> `1.25`, `3.000` -> `3`; text without a decimal point is left alone.
+fn trim_zeros(text: &str) -> String {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 /// A duration at a precision a person reads at a glance: `2.84 s`, `12.3 ms`, `85 µs`.
 fn duration(elapsed: Duration) -> String {
     let secs = elapsed.as_secs_f64();
@@ -164,6 +249,25 @@ mod tests {
         assert_eq!(grouped(1000), "1,000");
         assert_eq!(grouped(3_200_000), "3,200,000");
         assert_eq!(grouped_f64(1_234_567.6), "1,234,568");
+    }
+
+    #[test]
+    fn compact_numbers_keep_five_significant_digits() {
+        assert_eq!(compact(Num::F64(0.0)), "0");
+        assert_eq!(compact(Num::F64(-0.0)), "0");
+        assert_eq!(compact(Num::F64(21.634_56)), "21.635");
+        assert_eq!(compact(Num::F64(-1.5)), "-1.5");
+        assert_eq!(compact(Num::F64(9.999_996)), "10");
+        assert_eq!(compact(Num::F64(1_234_567.8)), "1234568");
+        assert_eq!(compact(Num::F64(1e300)), "1e300");
+        assert_eq!(compact(Num::F64(-2.5e-10)), "-2.5e-10");
+        assert_eq!(compact(Num::F64(0.001_234_56)), "0.0012346");
+        assert_eq!(compact(Num::F64(5.303_84e-4)), "0.00053038");
+        assert_eq!(compact(Num::F64(5.303_84e-5)), "5.3038e-5");
+        assert_eq!(compact(Num::U64(u64::MAX)), "18446744073709551615");
+        assert_eq!(compact(Num::I64(-7)), "-7");
+        assert_eq!(exact(Num::F64(0.1)), "0.1");
+        assert_eq!(exact(Num::F64(1e300)), "1e300");
     }
 
     #[test]

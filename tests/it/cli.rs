@@ -9,14 +9,14 @@ use tempfile::TempDir;
 
 /// What a run of the binary left: its exit code and its output as text.
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `strata ARGS` in `cwd` with `stdin` as its standard input.
-fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
+pub(crate) fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(args)
         .current_dir(cwd)
@@ -40,36 +40,36 @@ fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
 }
 
 /// A scratch folder holding a store at `store/` (not created until `declare`).
-struct Scratch {
-    dir: TempDir,
+pub(crate) struct Scratch {
+    pub(crate) dir: TempDir,
 }
 
 impl Scratch {
-    fn new() -> Scratch {
+    pub(crate) fn new() -> Scratch {
         Scratch {
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
     /// `strata --store store ARGS`, with `stdin` as input.
-    fn run_with(&self, args: &[&str], stdin: &str) -> Run {
+    pub(crate) fn run_with(&self, args: &[&str], stdin: &str) -> Run {
         let mut all = vec!["--store", "store"];
         all.extend_from_slice(args);
         strata_in(self.dir.path(), &all, stdin)
     }
 
-    fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         self.run_with(args, "")
     }
 
     /// Runs and insists on exit 0.
-    fn ok(&self, args: &[&str], stdin: &str) -> Run {
+    pub(crate) fn ok(&self, args: &[&str], stdin: &str) -> Run {
         let run = self.run_with(args, stdin);
         assert_eq!(run.code, 0, "strata {args:?} failed: {run:?}");
         run
     }
 
-    fn write(&self, name: &str, text: &str) -> String {
+    pub(crate) fn write(&self, name: &str, text: &str) -> String {
         std::fs::write(self.dir.path().join(name), text).unwrap();
         name.to_owned()
     }
@@ -456,7 +456,14 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
     let syncs = number_after(out, "barriers:");
     assert!(syncs >= 4, "at least one sync a barrier: {out}");
     assert!(out.contains("equal to what was published"), "{out}");
-    for label in ["ingested ", "sealed ", "reopened ", "query "] {
+    for label in [
+        "ingested ",
+        "sealed ",
+        "reopened ",
+        "query ",
+        "survey ",
+        "fold ",
+    ] {
         let lines: Vec<&str> = out.lines().filter(|l| l.starts_with(label)).collect();
         assert!(!lines.is_empty(), "no {label:?} line: {out}");
         for line in lines {
@@ -467,6 +474,16 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
         }
     }
     assert!(cwd.path().join("strata-demo/manifest-000001").exists());
+    for aggregate in ["mean", "min", "max", "p50", "p99"] {
+        let fold = out
+            .lines()
+            .find(|l| l.starts_with("fold ") && l.contains(&format!(" {aggregate} ")));
+        assert!(fold.is_some(), "no {aggregate} fold: {out}");
+    }
+    let svg = std::fs::read_to_string(cwd.path().join("strata-demo/survey.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<polygon").count(), 2, "value and temp: {svg}");
+    assert!(!svg.contains("NaN"), "{svg}");
 
     // Run again: the old demo store is replaced, and the new one is clean.
     let again = strata_in(cwd.path(), &args, "");

@@ -12,3 +12,4 @@ mod engine;
 mod kill;
 mod levels;
 mod series;
+mod survey_cli;

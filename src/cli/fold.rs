@@ -1,0 +1,43 @@
+//! `strata --store DIR fold STREAM [--track A,B] [--from A] [--to B] --agg NAME
+//! [--format table|json]`: one statistic per measured field over an axis range.
+//!
+//! `min max mean sum count` are level folds (from stored cells, covering the whole level-0 cells
+//! the range touches); `p0`..`p100` are nearest-rank percentiles over the raw rows of the exact
+//! range. An unknown name is refused by the argument parser (exit 2) before the store is opened.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use strata::FieldStat;
+
+use super::args::{FoldArgs, ReadFormat};
+use super::{Failure, axis_bounds, exact, open_existing, print, selection};
+
+pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
+    let axis = axis_bounds(&args.range);
+    let selection = selection(args.range.track.as_deref());
+    let store = open_existing(dir)?;
+    let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    let text = match args.format {
+        ReadFormat::Table => lines(&stats),
+        ReadFormat::Json => {
+            serde_json::to_string(&stats)
+                .map_err(|e| Failure::new(format!("cannot write the fold as JSON: {e}")))?
+                + "\n"
+        }
+    };
+    print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `field: value`, a line per measured field in declaration order; `-` where the range holds no
+/// rows. Values are exact (floats in their shortest round-trip form).
+fn lines(stats: &[FieldStat]) -> String {
+    let mut out = String::new();
+    for stat in stats {
+        let value = stat.value.map_or_else(|| "-".to_owned(), exact);
+        let _ = writeln!(out, "{}: {value}", stat.field);
+    }
+    out
+}

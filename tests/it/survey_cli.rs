@@ -1,0 +1,299 @@
+//! `strata survey` and `strata fold`, run for real against a small series whose every value the
+//! test computes itself.
+
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+
+use super::cli::Scratch;
+
+/// Rows per site; sites `north` and `south` take turns, so each has every axis value once.
+const N_ROWS_PER_SITE: u64 = 300;
+/// The axis steps by 3 (cells are 10 wide at level 0: a cell holds three or four rows).
+const AXIS_STEP: u64 = 3;
+
+/// One row of the series: `(site, t, v, n)`. Values are quarters (exact in f64 and in decimal)
+/// and small integers, scrambled so that neither extreme sits at an end.
+fn rows() -> Vec<(&'static str, u64, f64, i64)> {
+    let mut rows = Vec::new();
+    for i in 0..N_ROWS_PER_SITE {
+        for (site_idx, site) in ["north", "south"].into_iter().enumerate() {
+            let k = i * 2 + site_idx as u64;
+            let v = ((k * 37 + 11) % 101) as f64 / 4.0 - 12.5;
+            let n = i64::try_from((k * 53 + 7) % 97).unwrap() - 48;
+            rows.push((site, i * AXIS_STEP, v, n));
+        }
+    }
+    rows
+}
+
+/// A store with stream `s` (track `site`, axis `t`, measured `v:f64` and `n:i64`, ladder 10:2)
+/// holding `rows()`, sealed in a few barriers.
+fn series() -> Scratch {
+    let s = Scratch::new();
+    let declare = [
+        "declare", "s", "--field", "site:str", "--field", "t:u64", "--field", "v:f64", "--field",
+        "n:i64", "--track", "site", "--axis", "t", "--ladder", "10:2",
+    ];
+    s.ok(&declare, "");
+    let mut csv = String::from("site,t,v,n\n");
+    for (site, t, v, n) in rows() {
+        writeln!(csv, "{site},{t},{v},{n}").unwrap();
+    }
+    s.ok(&["ingest", "s", "-", "--seal-every", "250"], &csv);
+    s
+}
+
+/// The rows of `site` (every site for `None`) whose axis lies in `[lo, hi]`.
+fn selected(site: Option<&str>, lo: u64, hi: u64) -> Vec<(u64, f64, i64)> {
+    rows()
+        .into_iter()
+        .filter(|r| site.is_none_or(|s| s == r.0) && (lo..=hi).contains(&r.1))
+        .map(|(_, t, v, n)| (t, v, n))
+        .collect()
+}
+
+fn survey_json(s: &Scratch, args: &[&str]) -> Json {
+    let mut all = vec!["survey", "s", "--format", "json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&s.ok(&all, "").stdout).unwrap()
+}
+
+/// Per field: (bucket count, sum of counts, min over min values, max over max values).
+fn summarise(survey: &Json, field: &str) -> (usize, u64, f64, f64) {
+    let buckets = survey["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["field"] == field)
+        .unwrap_or_else(|| panic!("no field {field} in {survey}"))["buckets"]
+        .as_array()
+        .unwrap();
+    let count = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    let min = buckets
+        .iter()
+        .map(|b| b["min"]["value"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let max = buckets
+        .iter()
+        .map(|b| b["max"]["value"].as_f64().unwrap())
+        .fold(f64::NEG_INFINITY, f64::max);
+    (buckets.len(), count, min, max)
+}
+
+fn extremes(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    (
+        values.clone().fold(f64::INFINITY, f64::min),
+        values.fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
+/// Nearest rank: `v[max(1, ceil(p * n / 100))]` of the sorted values, 1-based.
+fn nearest_rank<T: Copy + PartialOrd>(mut values: Vec<T>, p: usize) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let rank = (p * values.len()).div_ceil(100).max(1);
+    values[rank - 1]
+}
+
+#[test]
+fn a_survey_in_json_holds_every_row_and_the_true_extremes() {
+    let s = series();
+    for (site, args) in [(Some("north"), vec!["--track", "north"]), (None, vec![])] {
+        let mut all = vec!["--budget", "400"];
+        all.extend_from_slice(&args);
+        let survey = survey_json(&s, &all);
+        let rows = selected(site, 0, u64::MAX);
+        let last_axis = (N_ROWS_PER_SITE - 1) * AXIS_STEP;
+        assert_eq!(
+            survey["span"],
+            serde_json::json!([0, last_axis]),
+            "{survey}"
+        );
+        let (n_buckets, count, min, max) = summarise(&survey, "v");
+        assert!(n_buckets > 1 && n_buckets <= 400 / 8, "{n_buckets}");
+        assert_eq!(count, rows.len() as u64, "{site:?}");
+        assert_eq!((min, max), extremes(rows.iter().map(|r| r.1)), "{site:?}");
+        let (_, count, min, max) = summarise(&survey, "n");
+        assert_eq!(count, rows.len() as u64);
+        assert_eq!((min, max), extremes(rows.iter().map(|r| r.2 as f64)));
+        // Buckets come in axis order, each point placed inside its bucket.
+        let buckets = survey["fields"][0]["buckets"].as_array().unwrap();
+        let mut previous_last = None;
+        for b in buckets {
+            let axis = |p: &str| b[p]["axis"].as_u64().unwrap();
+            assert!(previous_last.is_none_or(|last| last < axis("first")), "{b}");
+            for p in ["min", "max"] {
+                assert!((axis("first")..=axis("last")).contains(&axis(p)), "{b}");
+            }
+            previous_last = Some(axis("last"));
+        }
+    }
+}
+
+#[test]
+fn a_range_on_whole_cells_holds_exactly_its_rows() {
+    let s = series();
+    // Level-0 cells are 10 wide, so 100..=299 is whole cells; a budget this large is answered
+    // at level 0, and the buckets hold exactly the rows of the range.
+    let survey = survey_json(&s, &["--budget", "4000", "--from", "100", "--to", "299"]);
+    assert_eq!(survey["level"], 0, "{survey}");
+    assert_eq!(survey["span"], serde_json::json!([100, 299]));
+    let rows = selected(None, 100, 299);
+    let (n_buckets, count, min, max) = summarise(&survey, "v");
+    assert_eq!(n_buckets, 20);
+    assert_eq!(count, rows.len() as u64);
+    assert_eq!((min, max), extremes(rows.iter().map(|r| r.1)));
+
+    // A range beyond the data answers no buckets, and a backwards one is a usage error.
+    let empty = survey_json(&s, &["--budget", "64", "--from", "5000"]);
+    assert_eq!(summarise(&empty, "v").0, 0, "{empty}");
+    let backwards = s.run(&["survey", "s", "--budget", "64", "--from", "9", "--to", "8"]);
+    assert_eq!(backwards.code, 2, "{backwards:?}");
+}
+
+#[test]
+fn the_budget_is_a_ceiling_for_every_budget() {
+    let s = series();
+    let n_rows = selected(None, 0, u64::MAX).len() as u64;
+    // Two measured fields: a bucket of each costs 8 points. Most of these are not multiples of 8.
+    for budget in [8u64, 9, 15, 17, 23, 31, 40, 41, 100, 203, 1001] {
+        let survey = survey_json(&s, &["--budget", &budget.to_string()]);
+        let fields = survey["fields"].as_array().unwrap();
+        assert_eq!(fields.len(), 2);
+        let n_buckets: u64 = fields
+            .iter()
+            .map(|f| f["buckets"].as_array().unwrap().len() as u64)
+            .sum();
+        assert!(
+            n_buckets * 4 <= budget,
+            "budget {budget}: {n_buckets} buckets"
+        );
+        assert!(n_buckets >= 2, "budget {budget}: at least a bucket a field");
+        for field in ["v", "n"] {
+            assert_eq!(summarise(&survey, field).1, n_rows, "budget {budget}");
+        }
+    }
+}
+
+#[test]
+fn a_budget_below_four_points_a_field_exits_1_naming_the_minimum() {
+    let s = series();
+    for budget in ["0", "7"] {
+        let run = s.run(&["survey", "s", "--budget", budget]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(run.stderr.contains("minimum of 8"), "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+        assert!(run.stdout.is_empty(), "{run:?}");
+    }
+    let missing = s.run(&["survey", "s"]);
+    assert_eq!(missing.code, 2, "--budget is required: {missing:?}");
+    let unknown = s.run(&["survey", "nope", "--budget", "64"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+}
+
+#[test]
+fn the_table_names_the_level_and_each_field() {
+    let s = series();
+    let run = s.ok(&["survey", "s", "--track", "south", "--budget", "40"], "");
+    let first = run.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("s south within 40 points: level ") && first.contains("span 0..=897"),
+        "{first}"
+    );
+    assert!(run.stdout.contains("\nv: "), "{}", run.stdout);
+    assert!(run.stdout.contains("\nn: "), "{}", run.stdout);
+    assert!(run.stdout.contains("min @ axis"), "{}", run.stdout);
+}
+
+#[test]
+fn fold_percentiles_are_the_nearest_rank_of_the_rows_in_range() {
+    let s = series();
+    for (site, lo, hi) in [
+        (None, 0, u64::MAX),
+        (Some("north"), 0, 897),
+        (Some("south"), 31, 500),
+    ] {
+        let rows = selected(site, lo, hi);
+        let mut args = vec!["fold", "s", "--agg", "p50"];
+        let (from, to) = (lo.to_string(), hi.to_string());
+        if let Some(site) = site {
+            args.extend(["--track", site, "--from", &from, "--to", &to]);
+        }
+        let v = nearest_rank(rows.iter().map(|r| r.1).collect(), 50);
+        let n = nearest_rank(rows.iter().map(|r| r.2).collect(), 50);
+        let text = s.ok(&args, "");
+        assert_eq!(text.stdout, format!("v: {v:?}\nn: {n}\n"), "{args:?}");
+        args.extend(["--format", "json"]);
+        let json: Json = serde_json::from_str(&s.ok(&args, "").stdout).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([{"field": "v", "value": v}, {"field": "n", "value": n}])
+        );
+    }
+
+    let all = selected(None, 0, u64::MAX);
+    let p99 = s.ok(&["fold", "s", "--agg", "p99"], "");
+    let v99 = nearest_rank(all.iter().map(|r| r.1).collect(), 99);
+    assert!(p99.stdout.starts_with(&format!("v: {v99:?}\n")), "{p99:?}");
+    let count = s.ok(&["fold", "s", "--agg", "count"], "");
+    assert_eq!(count.stdout, format!("v: {0}\nn: {0}\n", all.len()));
+    let (v_min, _) = extremes(all.iter().map(|r| r.1));
+    let min = s.ok(&["fold", "s", "--agg", "min"], "");
+    assert_eq!(min.stdout.lines().next().unwrap(), format!("v: {v_min:?}"));
+}
+
+#[test]
+fn fold_refuses_an_unknown_aggregate_naming_it() {
+    let s = series();
+    for word in ["median", "P50", "p101"] {
+        let run = s.run(&["fold", "s", "--agg", word]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(run.stderr.contains(&format!("\"{word}\"")), "{run:?}");
+        assert!(
+            run.stderr.contains("min max mean sum count p0..p100"),
+            "{run:?}"
+        );
+    }
+    // An empty range folds to nothing: `-` for people, null in JSON.
+    let empty = s.ok(&["fold", "s", "--agg", "mean", "--from", "5000"], "");
+    assert_eq!(empty.stdout, "v: -\nn: -\n");
+    let args = [
+        "fold", "s", "--agg", "p50", "--from", "5000", "--format", "json",
+    ];
+    let json: Json = serde_json::from_str(&s.ok(&args, "").stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!([{"field": "v", "value": null}, {"field": "n", "value": null}])
+    );
+}
+
+#[test]
+fn svg_is_a_well_formed_picture_with_a_band_per_field() {
+    let s = series();
+    for budget in ["8", "400"] {
+        let run = s.ok(&["survey", "s", "--budget", budget, "--svg", "pic.svg"], "");
+        assert!(
+            run.stdout.contains("within"),
+            "the table still prints: {run:?}"
+        );
+        let svg = std::fs::read_to_string(s.dir.path().join("pic.svg")).unwrap();
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert_eq!(svg.matches("<polygon").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        for name in [">v<", ">n<"] {
+            assert!(svg.contains(name), "the panel titles: {svg}");
+        }
+    }
+    let unwritable = s.run(&[
+        "survey",
+        "s",
+        "--budget",
+        "64",
+        "--svg",
+        "no/such/dir/p.svg",
+    ]);
+    assert_eq!(unwritable.code, 1, "{unwritable:?}");
+    assert!(unwritable.stderr.contains("cannot write"), "{unwritable:?}");
+}
