@@ -84,7 +84,10 @@ pub fn reseal(bytes: &mut [u8]) {
     let dir_offset = usize::try_from(footer.dir_offset.get()).unwrap_or(usize::MAX);
     let dir_len = usize::try_from(footer.dir_len.get()).unwrap_or(usize::MAX);
     let dir_end = dir_offset.checked_add(dir_len);
-    if let Some(dir_end) = dir_end.filter(|&e| e.checked_add(BLOCK_CRC_LEN) <= Some(footer_at)) {
+    if let Some(dir_end) = dir_end.filter(|&e| {
+        e.checked_add(BLOCK_CRC_LEN)
+            .is_some_and(|crc_end| crc_end <= footer_at)
+    }) {
         // Blocks first (their crcs lie outside the directory), then the directory itself.
         let directory = bytes[dir_offset..dir_end].to_vec();
         if let Ok((dir, rest)) = DirHeader::read_from_prefix(&directory) {
@@ -100,8 +103,10 @@ pub fn reseal(bytes: &mut [u8]) {
                 };
                 let start = usize::try_from(block.offset.get()).unwrap_or(usize::MAX);
                 let end = start.checked_add(usize::try_from(block.len.get()).unwrap_or(usize::MAX));
-                if let Some(end) = end.filter(|&e| e.checked_add(BLOCK_CRC_LEN) <= Some(dir_offset))
-                {
+                if let Some(end) = end.filter(|&e| {
+                    e.checked_add(BLOCK_CRC_LEN)
+                        .is_some_and(|crc_end| crc_end <= dir_offset)
+                }) {
                     let crc = crc32c::crc32c(&bytes[start..end]);
                     bytes[end..end + BLOCK_CRC_LEN].copy_from_slice(&crc.to_le_bytes());
                 }
