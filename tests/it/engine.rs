@@ -677,3 +677,45 @@ fn rows_published_after_a_crash_continue_the_ordinals() {
         .collect();
     assert_eq!(values, [Value::F64(1.0), Value::F64(3.0), Value::F64(4.0)]);
 }
+
+#[test]
+fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_the_same() {
+    let fs = SimFs::new();
+    let config = Config {
+        manifest_rewrite_bytes: 1,
+        ..Config::default()
+    };
+    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    let mut all = Vec::new();
+    for position in 1..=5u64 {
+        let rows: Vec<Row> = (0..3)
+            .map(|p| row("run_7", p, position, position as f64))
+            .collect();
+        store.publish("capture", position, &rows).unwrap();
+        store.seal().unwrap();
+        all.extend(rows);
+    }
+    drop(store);
+    let fs = fs.crash();
+    let names: Vec<String> = fs.list("").unwrap().into_iter().map(|e| e.name).collect();
+    let manifests: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("manifest-"))
+        .collect();
+    // Every barrier passed the threshold: one generation per rewrite, only the newest left.
+    assert_eq!(manifests, ["manifest-000006"], "{names:?}");
+    let store = Store::open_in(sim(&fs), config, &[]).unwrap();
+    assert!(
+        store.boot_report().is_clean(),
+        "{:?}",
+        store.boot_report().findings
+    );
+    let back: Vec<Row> = store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect();
+    assert_eq!(back, all);
+    assert_eq!(store.watermark("capture", &[]).unwrap(), Some(5));
+}
