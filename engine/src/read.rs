@@ -53,13 +53,7 @@ impl Store {
                 if entry.positions[1] < lo || entry.positions[0] > hi {
                     continue;
                 }
-                let reader = self.reader(name)?;
-                let part_idx =
-                    reader
-                        .find(stream, view.track())
-                        .ok_or_else(|| EngineError::Unreadable {
-                            reason: format!("{}: no partition {:?}", reader.path(), view.track()),
-                        })?;
+                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 let rows = reader
                     .position_range(part_idx, lo, hi)
                     .map_err(unreadable)?;
@@ -75,6 +69,23 @@ impl Store {
             partitions.push(runs);
         }
         merge_by_ordinal(decl, partitions)
+    }
+
+    /// Segment `name`'s reader and the index of `stream`'s partition `track` in it. The manifest
+    /// says the partition is there; a file without it is unreadable, never an empty answer.
+    pub(crate) fn partition_in(
+        &self,
+        name: FileName,
+        stream: &str,
+        track: &TrackKey,
+    ) -> Result<(Arc<SegmentReader<Mapped>>, usize), EngineError> {
+        let reader = self.reader(name)?;
+        let part_idx = reader
+            .find(stream, track)
+            .ok_or_else(|| EngineError::Unreadable {
+                reason: format!("{}: no partition {track:?} of {stream:?}", reader.path()),
+            })?;
+        Ok((reader, part_idx))
     }
 
     /// The open reader of segment `name` (opened and cached on first use).

@@ -230,13 +230,7 @@ impl Store {
                 if entry.n_levels == 0 || axis_hi < span[0] || axis_lo > span[1] {
                     continue;
                 }
-                let reader = self.reader(name)?;
-                let part_idx =
-                    reader
-                        .find(stream, view.track())
-                        .ok_or_else(|| EngineError::Unreadable {
-                            reason: format!("{}: partition missing", reader.path()),
-                        })?;
+                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 let top = entry.n_levels - 1;
                 let found = if level <= top {
                     reader.cells(part_idx, field, level, cells[0]..=cells[1])
@@ -310,10 +304,7 @@ impl Store {
                 if axis_hi < lo || axis_lo > hi {
                     continue;
                 }
-                let reader = self.reader(name)?;
-                let Some(part_idx) = reader.find(stream, view.track()) else {
-                    continue;
-                };
+                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 let axis = reader
                     .axis(part_idx)
                     .map_err(unreadable)?
