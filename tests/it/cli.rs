@@ -25,12 +25,11 @@ pub(crate) fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the strata binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    let written = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    if let Err(error) = written {
+        // A command that refuses its input may exit before it has read all of it.
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+    }
     let out = child.wait_with_output().unwrap();
     Run {
         code: out.status.code().expect("exited, not killed"),

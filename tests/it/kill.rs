@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use strata::{Config, Store, Value};
 
@@ -15,6 +15,10 @@ fn strata(store: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
     command.arg("--store").arg(store);
     command
+}
+
+fn segment_files(store: &Path) -> usize {
+    std::fs::read_dir(store.join("seg")).map_or(0, Iterator::count)
 }
 
 fn value(t: u64) -> f64 {
@@ -80,10 +84,14 @@ fn ingest_killed_at_any_moment_leaves_a_served_prefix() {
     let mut served = 0;
     let mut kills = 0;
     let mut killed_mid_series = false;
-    for delay_ms in [30u64, 80, 150, 250, 400, 700] {
+    // Each round kills the ingest once it has written `files` more segments (0: at once), so the
+    // kills land mid-series however fast or loaded the machine is; where in a barrier they land
+    // is up to the scheduler.
+    for (round, files) in [0usize, 1, 2, 3, 5, 8].into_iter().enumerate() {
         // Ingest the rest of the series from where the store stands.
-        let csv = dir.path().join(format!("rows-{delay_ms}.csv"));
+        let csv = dir.path().join(format!("rows-{round}.csv"));
         write_csv(&csv, served, ROWS);
+        let start_files = segment_files(&store);
         let mut child = strata(&store)
             .arg("ingest")
             .arg("s")
@@ -93,14 +101,20 @@ fn ingest_killed_at_any_moment_leaves_a_served_prefix() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while segment_files(&store) < start_files + files
+            && child.try_wait().unwrap().is_none()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let killed = child.try_wait().unwrap().is_none();
         if killed {
             child.kill().unwrap(); // SIGKILL: no destructor, no last barrier
             kills += 1;
         }
         child.wait().unwrap();
-        let context = format!("killed after {delay_ms} ms");
+        let context = format!("round {round}, killed after {files} new segments");
         let now = check_prefix(&store, &context);
         assert!(
             now >= served,
