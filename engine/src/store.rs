@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use strata_index::{Catalog, Entry, FileName, Record, StreamDecl, TrackKey};
+use strata_index::{
+    Catalog, Entry, FRAME_BODY_MAX, FileName, Record, StreamDecl, TrackKey, split_record,
+};
 use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::{Counting, Mapped, RealFs, Vfs, VfsLock};
@@ -341,8 +343,11 @@ impl Store {
         if self.manifest.len() <= self.config.manifest_rewrite_bytes {
             return Ok(());
         }
-        let snapshot = self.catalog.snapshot();
-        match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &[snapshot]) {
+        // A large catalog's snapshot does not fit one frame: split it into frames of at most
+        // half the frame bound. The generation is written whole, two-phase, so a crash leaves
+        // either the old manifest or all of the new one.
+        let snapshot = split_record(self.catalog.snapshot(), FRAME_BODY_MAX / 2);
+        match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &snapshot) {
             Ok(manifest) => {
                 self.manifest = manifest;
                 Ok(())

@@ -300,6 +300,35 @@ fn check_header(bytes: &[u8]) -> Result<(), FaultReason> {
     Ok(())
 }
 
+/// Splits `record` into consecutive records, in order, each of whose frame bodies stays within
+/// `body_max` bytes — for a snapshot of a large catalog, which no single frame may hold. Applied
+/// one after another they state what the whole record states, as long as every entry is valid
+/// after the entries before it (true of a snapshot). An entry larger than `body_max` alone gets a
+/// record of its own.
+pub fn split_record(record: Record, body_max: usize) -> Vec<Record> {
+    // Version byte and entry count.
+    const BODY_OVERHEAD: usize = 5;
+    let mut records = Vec::new();
+    let mut entries = Vec::new();
+    let mut body_len = BODY_OVERHEAD;
+    for entry in record.entries {
+        let mut encoded = Vec::new();
+        put_entry(&mut encoded, &entry);
+        if !entries.is_empty() && body_len + encoded.len() > body_max {
+            records.push(Record {
+                entries: std::mem::take(&mut entries),
+            });
+            body_len = BODY_OVERHEAD;
+        }
+        body_len += encoded.len();
+        entries.push(entry);
+    }
+    if !entries.is_empty() || records.is_empty() {
+        records.push(Record { entries });
+    }
+    records
+}
+
 /// Encodes one record as one frame.
 ///
 /// # Panics

@@ -22,6 +22,7 @@ pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView};
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
     LOG_MAGIC, LOG_VERSION, ParsedLog, decode_frame, encode_frame, log_header, parse_log,
+    split_record,
 };
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
 pub use label::{LabelError, validate_label};
