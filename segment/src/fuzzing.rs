@@ -126,10 +126,11 @@ fn read_all(bytes: &[u8]) {
         return;
     };
     for (part_idx, info) in reader.partitions().iter().enumerate() {
-        let n_rows = usize::try_from(info.n_rows).expect("row count fits usize");
+        let n_rows = usize::try_from(info.entry.n_rows).expect("row count fits usize");
         if let Ok(positions) = reader.positions(part_idx) {
             assert_eq!(positions.len(), n_rows);
-            if let Ok(range) = reader.position_range(part_idx, info.positions[0], info.positions[1])
+            if let Ok(range) =
+                reader.position_range(part_idx, info.entry.positions[0], info.entry.positions[1])
             {
                 assert!(range.end <= n_rows);
             }
@@ -158,7 +159,7 @@ fn read_all(bytes: &[u8]) {
             }
         }
         for &(field, _) in &info.measured {
-            for level in 0..info.n_levels {
+            for level in 0..info.entry.n_levels {
                 if let Ok(cells) = reader.cells(part_idx, field, level, 3..=u64::MAX - 3) {
                     assert!(cells.iter().all(|c| (3..=u64::MAX - 3).contains(&c.index)));
                 }

@@ -9,7 +9,7 @@
 use std::ops::{Deref, Range, RangeInclusive};
 use std::sync::OnceLock;
 
-use strata_index::TrackKey;
+use strata_index::{PartitionEntry, TrackKey};
 use strata_levels::{Bucket, Cell, Num, NumKind, Point};
 use zerocopy::little_endian::{F64, I64, U64};
 use zerocopy::{FromBytes, IntoBytes};
@@ -23,31 +23,16 @@ use crate::format::{
 const HEADER_LEN: usize = size_of::<Header>();
 const FOOTER_LEN: usize = size_of::<Footer>();
 
-/// What the directory says of one partition.
+/// What the directory says of one partition: what the manifest records of it (the same
+/// `PartitionEntry` the writer's claim carries), and where its measured fields and columns are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionInfo {
-    /// The stream id.
-    pub stream: String,
-    /// The partition's track.
-    pub track: TrackKey,
-    /// Rows.
-    pub n_rows: u64,
-    /// Inclusive position range.
-    pub positions: [u64; 2],
-    /// Inclusive ordinal range.
-    pub ordinals: [u64; 2],
-    /// Inclusive axis range, if the stream has an axis.
-    pub axis: Option<[u64; 2]>,
-    /// Levels stored per measured field.
-    pub n_levels: u8,
+    /// Stream, track, rows, ranges, levels and byte extent, as the manifest records them.
+    pub entry: PartitionEntry,
     /// The measured fields in answer order: (field index, kind).
     pub measured: Vec<(u16, NumKind)>,
     /// The stored columns: (field index, field kind code), in declaration order.
     pub columns: Vec<(u16, u8)>,
-    /// Byte offset of the partition's blocks.
-    pub offset: u64,
-    /// Their length.
-    pub len: u64,
     blocks: Range<usize>,
 }
 
@@ -175,7 +160,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     pub fn find(&self, stream: &str, track: &TrackKey) -> Option<usize> {
         self.partitions
             .iter()
-            .position(|p| p.stream == stream && p.track == *track)
+            .position(|p| p.entry.stream == stream && p.entry.track == *track)
     }
 
     /// Recomputes the whole file's digest and every block's crc: what `engine-fsck --verify`
@@ -208,7 +193,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
 
     /// The axis values of partition `part_idx`, if its stream has an axis.
     pub fn axis(&self, part_idx: usize) -> Result<Option<&[U64]>, SegmentError> {
-        if self.partition(part_idx).axis.is_none() {
+        if self.partition(part_idx).entry.axis.is_none() {
             return Ok(None);
         }
         self.u64_block(part_idx, BlockKind::Axis).map(Some)
@@ -696,17 +681,19 @@ fn parse_partition(
         .collect();
     let pair = |p: [U64; 2]| [p[0].get(), p[1].get()];
     Ok(PartitionInfo {
-        stream: stream.to_owned(),
-        track,
-        n_rows,
-        positions: pair(r.positions),
-        ordinals: pair(r.ordinals),
-        axis: has_axis.then(|| pair(r.axis)),
-        n_levels: r.n_levels,
+        entry: PartitionEntry {
+            stream: stream.to_owned(),
+            track,
+            n_rows,
+            positions: pair(r.positions),
+            ordinals: pair(r.ordinals),
+            axis: has_axis.then(|| pair(r.axis)),
+            n_levels: r.n_levels,
+            offset: extent_offset,
+            len: extent_len,
+        },
         measured,
         columns,
-        offset: extent_offset,
-        len: extent_len,
         blocks: range,
     })
 }

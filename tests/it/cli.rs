@@ -102,28 +102,30 @@ fn every_kind() -> Scratch {
     s
 }
 
+/// Declares stream `c`: `run,probe` tracks, axis `t`, one measured `v`.
+const DECLARE_C: [&str; 16] = [
+    "declare",
+    "c",
+    "--field",
+    "run:str",
+    "--field",
+    "probe:str",
+    "--field",
+    "t:u64",
+    "--field",
+    "v:f64",
+    "--track",
+    "run,probe",
+    "--axis",
+    "t",
+    "--ladder",
+    "16:4",
+];
+
 /// A store with stream `c`: `run,probe` tracks, axis `t`, one measured `v`.
 fn runs_and_probes() -> Scratch {
     let s = Scratch::new();
-    let declare = [
-        "declare",
-        "c",
-        "--field",
-        "run:str",
-        "--field",
-        "probe:str",
-        "--field",
-        "t:u64",
-        "--field",
-        "v:f64",
-        "--track",
-        "run,probe",
-        "--axis",
-        "t",
-        "--ladder",
-        "16:4",
-    ];
-    s.ok(&declare, "");
+    s.ok(&DECLARE_C, "");
     s
 }
 
@@ -383,25 +385,7 @@ fn a_missing_store_is_a_clear_error() {
 #[test]
 fn redeclaring_identically_is_fine_and_a_conflict_exits_1() {
     let s = runs_and_probes();
-    let same = [
-        "declare",
-        "c",
-        "--field",
-        "run:str",
-        "--field",
-        "probe:str",
-        "--field",
-        "t:u64",
-        "--field",
-        "v:f64",
-        "--track",
-        "run,probe",
-        "--axis",
-        "t",
-        "--ladder",
-        "16:4",
-    ];
-    s.ok(&same, "");
+    s.ok(&DECLARE_C, "");
     let conflict = s.run(&["declare", "c", "--field", "run:str", "--field", "v:f64"]);
     assert_eq!(conflict.code, 1, "{conflict:?}");
     assert!(

@@ -25,13 +25,13 @@ pub fn assert_reads_back<B: std::ops::Deref<Target = [u8]>>(
             .find(&part.stream, &part.track)
             .expect("partition present");
         let info = &reader.partitions()[idx];
-        assert_eq!(info.n_rows, part.positions.len() as u64);
+        assert_eq!(info.entry.n_rows, part.positions.len() as u64);
         assert_eq!(
-            info.positions,
+            info.entry.positions,
             [part.positions[0], *part.positions.last().unwrap()]
         );
         assert_eq!(
-            info.ordinals,
+            info.entry.ordinals,
             [part.ordinals[0], *part.ordinals.last().unwrap()]
         );
         let got: Vec<u64> = reader
@@ -132,14 +132,7 @@ proptest! {
         prop_assert_eq!(claim.len, written.bytes.len() as u64);
         prop_assert_eq!(claim.digest, crc32c::crc32c(&written.bytes[..written.bytes.len() - 8]));
         for (entry, info) in claim.partitions.iter().zip(reader.partitions()) {
-            prop_assert_eq!(&entry.stream, &info.stream);
-            prop_assert_eq!(&entry.track, &info.track);
-            prop_assert_eq!(entry.n_rows, info.n_rows);
-            prop_assert_eq!(entry.positions, info.positions);
-            prop_assert_eq!(entry.ordinals, info.ordinals);
-            prop_assert_eq!(entry.axis, info.axis);
-            prop_assert_eq!(entry.n_levels, info.n_levels);
-            prop_assert_eq!((entry.offset, entry.len), (info.offset, info.len));
+            prop_assert_eq!(entry, &info.entry);
         }
     }
 
