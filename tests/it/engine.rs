@@ -24,6 +24,16 @@ fn capture() -> StreamDecl {
         .unwrap()
 }
 
+/// Every sealed row of `capture`, in publish order, without positions.
+fn values(store: &Store) -> Vec<Row> {
+    store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect()
+}
+
 fn row(run: &str, probe: u64, t: u64, value: f64) -> Row {
     vec![
         Value::Str(run.into()),
@@ -295,12 +305,7 @@ fn the_real_file_system_round_trips_and_refuses_a_second_opener() {
     drop(store);
 
     let store = Store::open(dir.path(), Config::default(), &[]).unwrap();
-    let back: Vec<Row> = store
-        .query("capture", &[], ..)
-        .unwrap()
-        .into_iter()
-        .map(|r| r.values)
-        .collect();
+    let back: Vec<Row> = values(&store);
     // One publish, three partitions: publish order is the ordinal order, across them.
     assert_eq!(back, rows);
 }
@@ -381,12 +386,7 @@ fn assert_refused(bad: &[Row], position: u64, what: &str, row_idx: usize) {
     }
     assert!(text.contains(&format!("row {row_idx}")), "{text}");
     store.seal().unwrap();
-    let back: Vec<Row> = store
-        .query("capture", &[], ..)
-        .unwrap()
-        .into_iter()
-        .map(|r| r.values)
-        .collect();
+    let back: Vec<Row> = values(&store);
     assert_eq!(back, good, "nothing of the refused batch was staged");
     // And the store takes the next good batch.
     store
@@ -633,12 +633,7 @@ fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
                 _ => fs.crash_keeping_dir_ops(usize::MAX),
             };
             let store = open(&fs);
-            let back: Vec<Row> = store
-                .query("capture", &[], ..)
-                .unwrap()
-                .into_iter()
-                .map(|r| r.values)
-                .collect();
+            let back: Vec<Row> = values(&store);
             let watermark = store.watermark("capture", &[]).unwrap();
             let context = format!("crash at op {crash_op}, image {image}");
             if back.len() == first.len() {
@@ -710,12 +705,7 @@ fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_th
         "{:?}",
         store.boot_report().findings
     );
-    let back: Vec<Row> = store
-        .query("capture", &[], ..)
-        .unwrap()
-        .into_iter()
-        .map(|r| r.values)
-        .collect();
+    let back: Vec<Row> = values(&store);
     assert_eq!(back, all);
     assert_eq!(store.watermark("capture", &[]).unwrap(), Some(5));
 }
