@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::key::TrackKey;
+use crate::label::validate_label;
 use crate::record::{
     DeclError, Entry, FileEntry, FileName, PartitionEntry, Record, Retirement, StreamDecl, Tier,
 };
@@ -420,6 +421,8 @@ pub struct Catalog {
     files: BTreeMap<FileName, FileState>,
     retired_files: BTreeSet<FileName>,
     name_high: FileName,
+    /// Per stream id (declared or not), the position at or below which no row is assigned again.
+    fences: BTreeMap<String, u64>,
 }
 
 impl Catalog {
@@ -445,6 +448,8 @@ impl Catalog {
     ///   tier exists (`Raw`, or `Level(k)` with `k < n_levels`) and is not already retired.
     /// - `Watermark`: the stream is declared and the position is not below its watermark.
     /// - `NameHigh`: not `u64::MAX`; a value below the current one is accepted and ignored.
+    /// - `Fence`: the stream id is a legal label (declared or not); a lower fence than the
+    ///   current one is accepted and ignored.
     pub fn apply(&mut self, record: &Record) -> Result<(), ApplyError> {
         let mut pending = Pending::new(self);
         for (entry_idx, entry) in record.entries.iter().enumerate() {
@@ -492,6 +497,10 @@ impl Catalog {
                 state.watermark = Some(*position);
             }
             Entry::NameHigh(name) => self.name_high = self.name_high.max(*name),
+            Entry::Fence { stream, position } => {
+                let fence = self.fences.entry(stream.clone()).or_insert(*position);
+                *fence = (*fence).max(*position);
+            }
         }
     }
 
@@ -585,6 +594,12 @@ impl Catalog {
     /// The highest position ever added for stream `id`, retired or not.
     pub fn last_position(&self, id: &str) -> Option<u64> {
         self.streams.get(id).and_then(|s| s.last_position)
+    }
+
+    /// The fence of stream `id`: positions at or below it are never assigned to rows again.
+    /// `None` unless an operator's repair cut acknowledged records.
+    pub fn fence(&self, id: &str) -> Option<u64> {
+        self.fences.get(id).copied()
     }
 
     /// The axis range covered by the live partitions of stream `id` beneath `prefix`: those with
@@ -687,6 +702,12 @@ impl Catalog {
                     position,
                 });
             }
+        }
+        for (stream, &position) in &self.fences {
+            entries.push(Entry::Fence {
+                stream: stream.clone(),
+                position,
+            });
         }
         if self.name_high > 0 {
             entries.push(Entry::NameHigh(self.name_high));
@@ -822,6 +843,16 @@ impl<'a> Pending<'a> {
                     return Err(ApplyReason::NameReserved { name: *name });
                 }
                 Ok(())
+            }
+            // A fence may name a stream not declared (any more): a repair that cut the frame
+            // declaring it must still keep its acknowledged positions from being reused.
+            Entry::Fence { stream, .. } => {
+                validate_label(stream)
+                    .map(drop)
+                    .map_err(|error| ApplyReason::InvalidDecl {
+                        stream: stream.clone(),
+                        error: DeclError::Id { error },
+                    })
             }
         }
     }

@@ -39,6 +39,7 @@ const TAG_ADD_FILE: u8 = 2;
 const TAG_RETIRE: u8 = 3;
 const TAG_WATERMARK: u8 = 4;
 const TAG_NAME_HIGH: u8 = 5;
+const TAG_FENCE: u8 = 6;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -272,6 +273,44 @@ pub fn parse_log(bytes: &[u8]) -> ParsedLog {
     }
 }
 
+/// A frame found past a manifest's trusted prefix that passes every check of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrayFrame {
+    /// Where the frame starts in the manifest.
+    pub offset: u64,
+    /// What it records.
+    pub record: Record,
+}
+
+/// The frames that pass their own checks anywhere in `bytes` at or after `from`, in order.
+///
+/// An interrupted append leaves at most one frame, cut short or half-written, at the end of the
+/// log; nothing that decodes follows it. A good frame found after a bad one therefore means the
+/// bad one is damage to history that was acknowledged, not a torn write. Because a damaged length
+/// field hides where the next frame starts, every offset is tried; a candidate costs a checksum
+/// only when its declared length fits in the bytes left, and a frame found is skipped whole.
+/// Never panics.
+pub fn scan_frames(bytes: &[u8], from: u64) -> Vec<StrayFrame> {
+    let mut found = Vec::new();
+    let mut pos = usize::try_from(from).unwrap_or(usize::MAX);
+    while let Some(rest) = bytes.get(pos..) {
+        if rest.len() < FRAME_HEADER_LEN {
+            break;
+        }
+        match decode_frame(rest) {
+            Ok((record, consumed)) => {
+                found.push(StrayFrame {
+                    offset: offset_u64(pos),
+                    record,
+                });
+                pos += consumed;
+            }
+            Err(_) => pos += 1,
+        }
+    }
+    found
+}
+
 fn offset_u64(pos: usize) -> u64 {
     u64::try_from(pos).expect("a byte offset fits u64")
 }
@@ -472,6 +511,11 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
         Entry::NameHigh(name) => {
             buf.push(TAG_NAME_HIGH);
             put_u64(buf, *name);
+        }
+        Entry::Fence { stream, position } => {
+            buf.push(TAG_FENCE);
+            put_str(buf, stream);
+            put_u64(buf, *position);
         }
     }
 }
@@ -678,6 +722,11 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             Ok(Entry::Watermark { stream, position })
         }
         TAG_NAME_HIGH => r.u64("name high").map(Entry::NameHigh),
+        TAG_FENCE => {
+            let stream = r.string("fence stream")?;
+            let position = r.u64("fence position")?;
+            Ok(Entry::Fence { stream, position })
+        }
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
     }
 }

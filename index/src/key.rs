@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 
-use crate::label::{LabelError, validate_label};
+use crate::label::{LabelError, validate_label, validate_stored_label};
 
 /// The most components a track tuple may have.
 pub const TRACK_DEPTH_MAX: usize = 4;
@@ -131,7 +131,7 @@ impl TrackKey {
             if component_idx >= TRACK_DEPTH_MAX {
                 return Err(KeyError::TooDeep { component_idx });
             }
-            validate_label(label).map_err(|error| KeyError::Label {
+            validate_stored_label(label).map_err(|error| KeyError::Label {
                 component_idx,
                 byte_offset,
                 error,

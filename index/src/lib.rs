@@ -21,11 +21,11 @@ mod strategies;
 pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView};
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
-    LOG_MAGIC, LOG_VERSION, ParsedLog, decode_frame, encode_frame, log_header, parse_log,
-    split_record,
+    LOG_MAGIC, LOG_VERSION, ParsedLog, StrayFrame, decode_frame, encode_frame, log_header,
+    parse_log, scan_frames, split_record,
 };
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
-pub use label::{LabelError, validate_label};
+pub use label::{LABEL_BYTES_MAX, LabelError, validate_label};
 pub use record::{
     DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, LadderSpec,
     PartitionEntry, Record, Retirement, StreamDecl, Tier,

@@ -458,6 +458,14 @@ pub enum Entry {
     },
     /// The highest file name ever issued, including names a crash left behind.
     NameHigh(FileName),
+    /// Positions at or below `position` are never assigned to rows again: an operator's repair
+    /// cut records that had acknowledged rows up to here, and those rows are only evidence now.
+    Fence {
+        /// The stream id.
+        stream: String,
+        /// The highest position any cut record or unclaimed file held.
+        position: u64,
+    },
 }
 
 /// One manifest frame: one barrier, applied whole or not at all.

@@ -138,6 +138,7 @@ pub fn any_entry() -> impl Strategy<Value = Entry> {
         (any_text(), any::<u64>())
             .prop_map(|(stream, position)| Entry::Watermark { stream, position }),
         any::<u64>().prop_map(Entry::NameHigh),
+        (any_text(), any::<u64>()).prop_map(|(stream, position)| Entry::Fence { stream, position }),
     ]
 }
 

@@ -1133,3 +1133,28 @@ proptest! {
         prop_assert_eq!(cat, replay(&records));
     }
 }
+
+#[test]
+fn a_fence_holds_for_declared_and_undeclared_streams_and_survives_a_snapshot() {
+    let mut cat = Catalog::new();
+    cat.apply(&rec(vec![Entry::Declare(decl("cap", 1, true))]))
+        .unwrap();
+    let fence = |stream: &str, position| Entry::Fence {
+        stream: stream.to_owned(),
+        position,
+    };
+    cat.apply(&rec(vec![fence("cap", 40), fence("gone", 7)]))
+        .unwrap();
+    // A lower fence is accepted and changes nothing.
+    cat.apply(&rec(vec![fence("cap", 3)])).unwrap();
+    assert_eq!(cat.fence("cap"), Some(40));
+    assert_eq!(cat.fence("gone"), Some(7));
+    assert_eq!(cat.fence("other"), None);
+    let mut rebuilt = Catalog::new();
+    rebuilt.apply(&cat.snapshot()).unwrap();
+    assert_eq!(rebuilt, cat);
+    assert_eq!(rebuilt.fence("gone"), Some(7));
+    // A fence names a legal stream id, declared or not.
+    let bad = cat.apply(&rec(vec![fence("bad\u{1}", 1)]));
+    assert!(bad.is_err(), "{bad:?}");
+}

@@ -578,3 +578,51 @@ fn encoding_an_oversized_record_is_a_bug_not_a_fault() {
         ],
     });
 }
+
+proptest! {
+    /// Whatever byte of a frame is flipped, scanning from just past that frame's start finds
+    /// exactly the frames after it, at their offsets: damage never hides later history.
+    #[test]
+    fn scan_finds_every_frame_after_a_flipped_one(
+        records in proptest::collection::vec(any_record(), 2..5),
+        pick in any::<proptest::sample::Index>(),
+        xor in 1u8..=255,
+    ) {
+        let (mut log, boundaries) = log_of(&records);
+        let damaged = pick.index(records.len() - 1);
+        let start = boundaries[damaged];
+        let at = start + pick.index(boundaries[damaged + 1] - start);
+        log[at] ^= xor;
+        let found = scan_frames(&log, start as u64 + 1);
+        let expected: Vec<(u64, &Record)> = boundaries[damaged + 1..records.len()]
+            .iter()
+            .zip(&records[damaged + 1..])
+            .map(|(&offset, record)| (offset as u64, record))
+            .collect();
+        let got: Vec<(u64, &Record)> = found.iter().map(|f| (f.offset, &f.record)).collect();
+        prop_assert_eq!(got, expected);
+    }
+}
+
+#[test]
+fn scan_of_zeros_and_of_a_cut_frame_finds_nothing() {
+    let record = Record {
+        entries: vec![Entry::NameHigh(9)],
+    };
+    let frame = encode_frame(&record);
+    assert!(scan_frames(&[0u8; 4096], 0).is_empty());
+    assert!(scan_frames(&frame[..frame.len() - 1], 0).is_empty());
+    assert_eq!(scan_frames(&frame, 0).len(), 1);
+}
+
+#[test]
+fn a_fence_round_trips_through_a_frame() {
+    let record = Record {
+        entries: vec![Entry::Fence {
+            stream: "cap".to_owned(),
+            position: u64::MAX,
+        }],
+    };
+    let (decoded, _) = decode_frame(&encode_frame(&record)).unwrap();
+    assert_eq!(decoded, record);
+}
