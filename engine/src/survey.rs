@@ -264,7 +264,9 @@ impl Store {
     }
 
     /// The level fold of one field over the whole level-0 cells `span` touches, from the fewest
-    /// stored cells: coarse cells inside, fine cells at the edges.
+    /// stored cells: coarse cells inside, fine cells at the edges. Each piece of the
+    /// decomposition is a run of cells of one level, read by one binary search per file, so the
+    /// cost follows the cells stored in the runs, never the fanout (a run may span 2^64 cells).
     fn folded_bucket(
         &self,
         stream: &str,
@@ -274,9 +276,8 @@ impl Store {
         [lo, hi]: [u64; 2],
     ) -> Result<Option<Bucket>, EngineError> {
         let mut total: Option<Bucket> = None;
-        for (level, index) in decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout()) {
-            let cells =
-                self.selection_cells(stream, prefix, ladder, field, level, [index, index])?;
+        for (level, run) in decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout()) {
+            let cells = self.selection_cells(stream, prefix, ladder, field, level, run)?;
             for bucket in cells.values() {
                 match &mut total {
                     Some(t) => t.absorb(bucket),
@@ -365,29 +366,38 @@ fn regroup(cells: BTreeMap<u64, Bucket>, group: u128) -> Vec<Bucket> {
     out.into_iter().map(|(_, b)| b).collect()
 }
 
-/// The level-0 cells `a..=b` as the fewest aligned cells of any level, ascending by axis: at
-/// each level, the partial runs at both ends stay, the fully covered parents go up. At most
-/// `2 * (fanout - 1)` cells a level.
-pub(crate) fn decompose(a: u64, b: u64, fanout: u64) -> Vec<(u8, u64)> {
+/// The level-0 cells `a..=b` as the fewest aligned cells of any level, ascending by axis, given
+/// as runs `(level, [first, last])` of consecutive cells of one level: at each level, the partial
+/// runs at both ends stay, the fully covered parents go up. At most two runs a level (each of at
+/// most `fanout - 1` cells) and one more at the top, so at most `2 * LEVELS_MAX + 1` runs: the
+/// decomposition costs O(levels) whatever the fanout, and a reader finds the cells a run holds by
+/// binary search.
+pub(crate) fn decompose(a: u64, b: u64, fanout: u64) -> Vec<(u8, [u64; 2])> {
     let f = u128::from(fanout);
     let (mut lo, mut hi) = (u128::from(a), u128::from(b));
-    let mut left: Vec<(u8, u64)> = Vec::new();
-    let mut right: Vec<(u8, u64)> = Vec::new();
+    let mut left: Vec<(u8, [u64; 2])> = Vec::new();
+    let mut right: Vec<(u8, [u64; 2])> = Vec::new();
     let mut level = 0u8;
+    // Every bound below lies within `a..=b` scaled down by a power of the fanout: it fits u64.
     let index = |i: u128| u64::try_from(i).expect("cell indexes come from u64 axes");
     while lo <= hi {
         let parents_lo = lo.div_ceil(f);
         let parents_end = (hi + 1) / f;
         if parents_lo >= parents_end || level == LEVELS_MAX {
-            left.extend((lo..=hi).map(|i| (level, index(i))));
+            left.push((level, [index(lo), index(hi)]));
             break;
         }
-        left.extend((lo..parents_lo * f).map(|i| (level, index(i))));
-        right.extend((parents_end * f..=hi).rev().map(|i| (level, index(i))));
+        if lo < parents_lo * f {
+            left.push((level, [index(lo), index(parents_lo * f - 1)]));
+        }
+        if parents_end * f <= hi {
+            right.push((level, [index(parents_end * f), index(hi)]));
+        }
         lo = parents_lo;
         hi = parents_end - 1;
         level += 1;
     }
+    assert!(left.len() + right.len() <= 2 * usize::from(LEVELS_MAX) + 1);
     left.extend(right.into_iter().rev());
     left
 }
@@ -406,7 +416,7 @@ fn budget_error(error: strata_levels::BudgetError) -> EngineError {
 mod tests {
     use super::decompose;
 
-    /// The level-0 cells a piece covers, computed here.
+    /// The level-0 cells a cell covers, computed here.
     fn covered(level: u8, index: u64, fanout: u64) -> (u128, u128) {
         let width = u128::from(fanout).pow(u32::from(level));
         (
@@ -420,22 +430,40 @@ mod tests {
         for fanout in [2u64, 3, 8] {
             for a in 0..70 {
                 for b in a..140 {
-                    let pieces = decompose(a, b, fanout);
+                    let runs = decompose(a, b, fanout);
                     let mut next = u128::from(a);
-                    for &(level, index) in &pieces {
-                        let (start, end) = covered(level, index, fanout);
+                    let mut n_cells = 0;
+                    for &(level, [first, last]) in &runs {
+                        assert!(first <= last);
+                        let (start, _) = covered(level, first, fanout);
+                        let (_, end) = covered(level, last, fanout);
                         assert_eq!(start, next, "{a}..={b} f{fanout}: a gap or overlap");
                         next = end + 1;
+                        n_cells += last - first + 1;
                     }
                     assert_eq!(next, u128::from(b) + 1, "{a}..={b} f{fanout}: not covered");
-                    let levels = pieces.iter().map(|p| p.0).max().unwrap_or(0) as usize + 1;
-                    assert!(
-                        pieces.len() <= 2 * levels * (usize::try_from(fanout).unwrap() - 1) + 1
-                    );
+                    let levels = u64::from(runs.iter().map(|p| p.0).max().unwrap_or(0)) + 1;
+                    assert!(n_cells <= 2 * levels * (fanout - 1) + 1);
                 }
             }
         }
-        assert_eq!(decompose(0, u64::MAX, 2).len(), 1);
-        assert_eq!(decompose(u64::MAX, u64::MAX, 16), vec![(0, u64::MAX)]);
+        assert_eq!(decompose(0, u64::MAX, 2), vec![(64, [0, 0])]);
+        assert_eq!(
+            decompose(u64::MAX, u64::MAX, 16),
+            vec![(0, [u64::MAX, u64::MAX])]
+        );
+    }
+
+    #[test]
+    fn a_fanout_near_the_top_of_u64_decomposes_into_a_few_runs() {
+        // The fold of issue 10 item 3: base 1, fanout u64::MAX, cells 1..=u64::MAX - 1. Before
+        // runs, this listed every one of those cells.
+        let runs = decompose(1, u64::MAX - 1, u64::MAX);
+        assert_eq!(runs, vec![(0, [1, u64::MAX - 1])]);
+        let runs = decompose(0, u64::MAX, u64::MAX);
+        assert_eq!(runs, vec![(1, [0, 0]), (0, [u64::MAX, u64::MAX])]);
+        for fanout in [1 << 24, 1 << 32, u64::MAX - 1] {
+            assert!(decompose(0, u64::MAX, fanout).len() <= 2 * 64 + 1);
+        }
     }
 }

@@ -407,3 +407,225 @@ fn a_full_range_mean_over_ten_million_rows_reads_levels_times_fanout_cells() {
     });
     assert_eq!(mean[0].value, Some(Num::F64(s / c as f64)));
 }
+
+// ---- Extreme ladders and axes (issue 10, item 3) ----
+
+/// `strata declare S --field t:u64 --field v:i64 --axis t --ladder 1:FANOUT`, rows `0,1` and
+/// `5,2`, then `fold S --agg count --from 1 --to 18446744073709551614`: the fold covers the
+/// level-0 cells 1 ..= 2^64 - 2 (base 1), which hold one row (t = 5). The fold used to list every
+/// one of those cells: "capacity overflow" at fanout 2^64 - 1, ten seconds and 1.5 GB at 2^24,
+/// an abort allocating 64 GiB at 2^32.
+#[test]
+fn fold_with_a_huge_ladder_fanout_answers_from_stored_cells_quickly() {
+    for fanout in ["18446744073709551615", "16777216", "4294967296"] {
+        let s = super::cli::Scratch::new();
+        let ladder = format!("1:{fanout}");
+        let declare = [
+            "declare", "S", "--field", "t:u64", "--field", "v:i64", "--axis", "t", "--ladder",
+            &ladder,
+        ];
+        s.ok(&declare, "");
+        s.ok(&["ingest", "S"], "t,v\n0,1\n5,2\n");
+        let started = std::time::Instant::now();
+        let range = ["--from", "1", "--to", "18446744073709551614"];
+        let fold = |agg: &str| {
+            let mut args = vec!["fold", "S", "--agg", agg];
+            args.extend_from_slice(&range);
+            s.ok(&args, "").stdout
+        };
+        assert_eq!(fold("count"), "v: 1\n", "fanout {fanout}");
+        assert_eq!(fold("sum"), "v: 2.0\n", "fanout {fanout}");
+        assert_eq!(fold("min"), "v: 2\n", "fanout {fanout}");
+        assert_eq!(fold("p50"), "v: 2\n", "fanout {fanout}");
+        let everything = s.ok(&["fold", "S", "--agg", "count"], "").stdout;
+        assert_eq!(everything, "v: 2\n", "fanout {fanout}");
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < std::time::Duration::from_secs(10),
+            "fanout {fanout}: five folds took {elapsed:?}"
+        );
+    }
+}
+
+/// The cell width of `level`, computed here with checked arithmetic: `None` once it passes
+/// every u64 axis (then one cell, cell 0, holds them all).
+fn checked_width(base: u64, fanout: u64, level: u8) -> Option<u64> {
+    (0..level).try_fold(base, |w, _| w.checked_mul(fanout))
+}
+
+fn cell_of(t: u64, base: u64, fanout: u64, level: u8) -> u64 {
+    checked_width(base, fanout, level).map_or(0, |w| t / w)
+}
+
+/// Ladders at the edges: base 1 and bases near 2^64, fanouts 2, 2^24, 2^32 and near 2^64.
+fn extreme_ladders() -> impl Strategy<Value = (u64, u64)> {
+    (
+        prop_oneof![
+            Just(1u64),
+            Just(2),
+            1u64..1000,
+            Just(1 << 32),
+            Just(u64::MAX),
+            any::<u64>().prop_map(|b| b.max(1))
+        ],
+        prop_oneof![
+            Just(2u64),
+            Just(1 << 24),
+            Just(1 << 32),
+            Just(u64::MAX - 1),
+            Just(u64::MAX),
+            2u64..=u64::MAX,
+        ],
+    )
+}
+
+/// Two partitions' rows `(run, t, v)`, axes non-decreasing per partition, clustered at 0, near
+/// 2^63 and near `u64::MAX` or spread over the whole axis; split into up to three barriers.
+fn extreme_rows() -> impl Strategy<Value = (Vec<(usize, u64, i64)>, Vec<usize>)> {
+    let axis = prop_oneof![
+        0u64..100,
+        (1u64 << 63) - 50..(1u64 << 63) + 50,
+        u64::MAX - 100..=u64::MAX,
+        any::<u64>(),
+    ];
+    (
+        prop::collection::vec((0usize..2, axis, -9i64..10), 1..24),
+        prop::collection::vec(1usize..24, 0..3),
+    )
+        .prop_map(|(mut rows, cuts)| {
+            // Sorting by axis keeps every partition's axis non-decreasing in publish order.
+            rows.sort_by_key(|r| r.1);
+            (rows, cuts)
+        })
+}
+
+/// A bound of the asked range: near a stored axis, at either end of the axis, or anywhere.
+fn extreme_bound() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        Just(1),
+        Just(u64::MAX - 1),
+        Just(u64::MAX),
+        any::<u64>(),
+        0u64..100,
+        u64::MAX - 100..=u64::MAX
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the ladder and wherever the rows lie on the axis, level folds equal a fold of
+    /// the rows in the whole level-0 cells the range touches, percentiles the exact range, and a
+    /// survey the rows grouped by the finest level that fits; computed here from the rows.
+    #[test]
+    fn extreme_ladders_and_axes_fold_and_survey_like_a_scan_of_the_rows(
+        (base, fanout) in extreme_ladders(),
+        (rows, cuts) in extreme_rows(),
+        (a, b) in (extreme_bound(), extreme_bound()),
+        budget in 4u64..64,
+    ) {
+        let (lo, hi) = (a.min(b), a.max(b));
+        let d = Stream::new("x")
+            .field("run", FieldKind::Str)
+            .field("t", FieldKind::U64)
+            .field("v", FieldKind::I64)
+            .track(["run"])
+            .axis("t")
+            .ladder(base, fanout)
+            .build()
+            .unwrap();
+        let fs = SimFs::new();
+        let mut store = Store::open_in(sim(&fs), Config::default(), &[d]).unwrap();
+        let mut cut = cuts.iter().copied();
+        let mut next_cut = cut.next();
+        for (position, &(run, t, v)) in rows.iter().enumerate() {
+            let row = vec![Value::Str(["a", "b"][run].into()), Value::U64(t), Value::I64(v)];
+            store.publish("x", position as u64, &[row]).unwrap();
+            if next_cut == Some(position) {
+                store.seal().unwrap();
+                next_cut = cut.next();
+            }
+        }
+        store.seal().unwrap();
+
+        // Level folds: the rows whose level-0 cell lies in the cells of lo and hi.
+        let whole: Vec<i64> = rows
+            .iter()
+            .filter(|r| (lo / base..=hi / base).contains(&(r.1 / base)))
+            .map(|r| r.2)
+            .collect();
+        let fold = |aggregate: Aggregate| {
+            store.fold("x", &[], lo..=hi, aggregate).unwrap()[0].value
+        };
+        let count = fold(Aggregate::Count);
+        if whole.is_empty() {
+            prop_assert_eq!(count.map_or(0.0, Num::as_f64), 0.0);
+            prop_assert_eq!(fold(Aggregate::Min), None);
+        } else {
+            prop_assert_eq!(count.map(Num::as_f64), Some(whole.len() as f64));
+            let sum: i64 = whole.iter().sum();
+            prop_assert_eq!(fold(Aggregate::Sum).map(Num::as_f64), Some(sum as f64));
+            prop_assert_eq!(fold(Aggregate::Min), whole.iter().min().map(|&v| Num::I64(v)));
+            prop_assert_eq!(fold(Aggregate::Max), whole.iter().max().map(|&v| Num::I64(v)));
+        }
+        // Percentiles: the exact range, nearest rank, sorted here.
+        let mut exact: Vec<i64> =
+            rows.iter().filter(|r| (lo..=hi).contains(&r.1)).map(|r| r.2).collect();
+        exact.sort_unstable();
+        let want = (!exact.is_empty()).then(|| Num::I64(exact[(exact.len() * 50).div_ceil(100).max(1) - 1]));
+        prop_assert_eq!(fold(Aggregate::p(50)), want);
+
+        // Survey: the finest level whose cells over [lo, hi] fit budget / 4 (one field).
+        let per_field = budget / 4;
+        let level = (0u8..=64)
+            .find(|&k| cell_of(hi, base, fanout, k) - cell_of(lo, base, fanout, k) < per_field)
+            .unwrap();
+        let survey = store.survey("x", &[], lo..=hi, budget).unwrap();
+        prop_assert_eq!(survey.level, level);
+        let (lo_c, hi_c) = (cell_of(lo, base, fanout, level), cell_of(hi, base, fanout, level));
+        let mut want: Vec<(u64, u64, i64, i64, i64)> = Vec::new(); // cell, count, sum, min, max
+        // Merge order: partition "a" then "b", each in publish order; cells ascending.
+        let mut ordered: Vec<&(usize, u64, i64)> = rows.iter().collect();
+        ordered.sort_by_key(|r| r.0);
+        let mut cells: Vec<u64> = ordered
+            .iter()
+            .map(|r| cell_of(r.1, base, fanout, level))
+            .filter(|c| (lo_c..=hi_c).contains(c))
+            .collect();
+        cells.sort_unstable();
+        cells.dedup();
+        for c in cells {
+            let values: Vec<i64> = ordered
+                .iter()
+                .filter(|r| cell_of(r.1, base, fanout, level) == c)
+                .map(|r| r.2)
+                .collect();
+            want.push((
+                c,
+                values.len() as u64,
+                values.iter().sum(),
+                *values.iter().min().unwrap(),
+                *values.iter().max().unwrap(),
+            ));
+        }
+        let got: Vec<(u64, u64, i64, i64, i64)> = survey.fields[0]
+            .buckets
+            .iter()
+            .map(|b| {
+                let int = |n: Num| match n {
+                    Num::I64(v) => v,
+                    other => panic!("an i64 field answered {other:?}"),
+                };
+                (
+                    cell_of(b.first.axis, base, fanout, level),
+                    b.count,
+                    b.sum as i64,
+                    int(b.min.value),
+                    int(b.max.value),
+                )
+            })
+            .collect();
+        prop_assert_eq!(got, want);
+    }
+}
