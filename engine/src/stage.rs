@@ -99,6 +99,8 @@ pub(crate) struct StreamState {
     pub last_position: Option<u64>,
     /// The highest position staged (what the next seal makes the watermark).
     pub staged_position: Option<u64>,
+    /// Positions at or below this are refused: an operator's repair cut acknowledged rows there.
+    pub fence: Option<u64>,
     /// Each partition's highest axis value published so far (filled on first touch).
     pub last_axis: HashMap<TrackKey, u64>,
 }
@@ -117,7 +119,12 @@ fn row_bytes(row: &Row) -> usize {
 }
 
 impl StreamState {
-    pub fn new(decl: StreamDecl, next_ordinal: u64, last_position: Option<u64>) -> StreamState {
+    pub fn new(
+        decl: StreamDecl,
+        next_ordinal: u64,
+        last_position: Option<u64>,
+        fence: Option<u64>,
+    ) -> StreamState {
         let coordinate = |i: u16| decl.axis == Some(i) || decl.track.contains(&i);
         let stored = (0..decl.fields.len())
             .filter_map(|i| u16::try_from(i).ok())
@@ -130,6 +137,7 @@ impl StreamState {
             next_ordinal,
             last_position,
             staged_position: None,
+            fence,
             last_axis: HashMap::new(),
         }
     }
@@ -151,6 +159,16 @@ impl StreamState {
                     format!("position {position} is below the stream's last position {last}"),
                 ));
             }
+        }
+        if let Some(fence) = self.fence.filter(|&fence| position <= fence) {
+            return Err(EngineError::refused(
+                &id,
+                0,
+                format!(
+                    "position {position} is at or below {fence}, the fence a manifest repair set: \
+                     rows were once acknowledged there, so those positions are never reused"
+                ),
+            ));
         }
         let mut keys = Vec::with_capacity(rows.len());
         let mut bytes = 0;

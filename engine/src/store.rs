@@ -153,6 +153,7 @@ impl Store {
                     decl.clone(),
                     catalog.next_ordinal(&decl.id),
                     catalog.last_position(&decl.id),
+                    catalog.fence(&decl.id),
                 );
                 (decl.id.clone(), state)
             })

@@ -6,6 +6,8 @@ use std::io;
 use strata_index::Fault;
 use strata_segment::SegmentError;
 
+use crate::corruption::Corruption;
+
 /// A store that cannot be opened. Everything short of this is a [`crate::Finding`] and boot
 /// goes on: a crash leaves evidence, not a bricked store.
 #[derive(Debug)]
@@ -22,6 +24,16 @@ pub enum RecoverError {
         file: String,
         /// What is wrong with it.
         fault: Fault,
+    },
+    /// The manifest is damaged before frames that pass their own checks: acknowledged history,
+    /// not a torn tail. Nothing was changed; only an explicit repair cuts it.
+    ManifestCorrupt(Box<Corruption>),
+    /// A repair was asked of a store whose manifest history is not damaged.
+    NothingToRepair,
+    /// A repair cannot be made (nothing was changed).
+    RepairRefused {
+        /// Why.
+        reason: String,
     },
     /// Another opener holds the store's lock.
     Locked,
@@ -45,6 +57,13 @@ impl fmt::Display for RecoverError {
             RecoverError::ManifestUnusable { file, fault } => {
                 write!(f, "the manifest {file} is unusable: {fault}")
             }
+            RecoverError::ManifestCorrupt(corruption) => write!(f, "{corruption}"),
+            RecoverError::NothingToRepair => write!(
+                f,
+                "nothing to repair: the manifest's history is intact (a torn tail, if any, is \
+                 healed by opening the store)"
+            ),
+            RecoverError::RepairRefused { reason } => write!(f, "repair refused: {reason}"),
             RecoverError::Locked => {
                 write!(
                     f,

@@ -20,7 +20,7 @@ use strata_segment::vfs::Vfs;
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
-use crate::{Action, Finding, FindingKind, RecoverError};
+use crate::{Action, Corruption, Finding, FindingKind, RecoverError, Report};
 
 /// The verdict on a store, with the process exit code each maps to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -189,7 +189,28 @@ pub struct VerifiedFile {
 /// against the record, and every block's checksum. A failure is a finding naming the file and
 /// the offset of the bytes that failed.
 pub fn check(vfs: &dyn Vfs, verify: bool) -> FsckReport {
-    try_check(vfs, verify).unwrap_or_else(|error| FsckReport::unusable(error.to_string()))
+    match try_check(vfs, verify) {
+        Ok(report) => report,
+        Err(RecoverError::ManifestCorrupt(corruption)) => damaged(vfs, &corruption),
+        Err(error) => FsckReport::unusable(error.to_string()),
+    }
+}
+
+/// The report on a store whose manifest history is damaged: unusable, with the damage as a
+/// finding (where, and what a cut would drop) and the quarantine as it stands.
+fn damaged(vfs: &dyn Vfs, corruption: &Corruption) -> FsckReport {
+    let mut report = FsckReport::unusable(corruption.to_string());
+    report.findings.push(Finding {
+        kind: FindingKind::DamagedHistory,
+        file: corruption.file.clone(),
+        offset: Some(corruption.offset),
+        bytes: Some(corruption.manifest_len.saturating_sub(corruption.offset)),
+        reason: format!("{}; {}", corruption.fault, corruption.describe_loss()),
+        action: Action::RefuseUntilRepaired,
+    });
+    // The listing is a courtesy here: an error reading it leaves the verdict as it is.
+    report.quarantine = quarantine_entries(vfs).unwrap_or_default();
+    report
 }
 
 fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
@@ -632,6 +653,10 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
         .map_or_else(String::new, |s| format!(" {}", clean(s)));
     writeln!(out, "strata store{store}: {}", verdict(report))?;
     let Some(manifest) = &report.manifest else {
+        if !report.findings.is_empty() {
+            write_findings(out, &report.findings)?;
+            write_quarantine(out, &report.quarantine)?;
+        }
         return Ok(());
     };
     write!(
@@ -680,6 +705,14 @@ fn verdict(report: &FsckReport) -> String {
             parts.join(", ")
         }
     }
+}
+
+/// The findings table alone, as the human report prints it.
+pub fn render_findings(report: &Report) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_findings(&mut out, &report.findings);
+    out
 }
 
 fn write_findings(out: &mut String, findings: &[Finding]) -> fmt::Result {
@@ -882,8 +915,12 @@ fn table(out: &mut String, indent: &str, rows: &[Vec<String>]) -> fmt::Result {
             if col_idx + 1 == row.len() {
                 line.push_str(cell);
             } else {
+                // Padded by hand: a format width is capped at u16::MAX and panics past it, and a
+                // cell holds names from disk of any length.
                 let width = widths.get(col_idx).copied().unwrap_or(0);
-                write!(line, "{cell:<width$}  ")?;
+                line.push_str(cell);
+                let pad = width.saturating_sub(cell.chars().count()) + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
             }
         }
         writeln!(out, "{}", line.trim_end())?;

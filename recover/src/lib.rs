@@ -12,13 +12,17 @@
 //! `engine-fsck` binary prints the plan, the quarantine and the per-stream state.
 
 mod boot;
+mod corruption;
 mod error;
 pub mod fsck;
 mod heal;
 mod plan;
+mod repair;
 mod report;
 
 pub use boot::{Booted, boot};
+pub use corruption::{Corruption, StreamLoss};
 pub use error::RecoverError;
 pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, quarantined_number};
+pub use repair::{RepairPlan, Repaired, plan_repair, repair};
 pub use report::{Action, Finding, FindingKind, Report};

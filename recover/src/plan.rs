@@ -9,13 +9,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use strata_index::{Catalog, FaultReason, FileName, LOG_HEADER_LEN, decode_frame, parse_log};
+use strata_index::{
+    Catalog, FaultReason, FileName, LOG_HEADER_LEN, decode_frame, parse_log, scan_frames,
+};
 use strata_segment::names::{
     FileKind, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
 };
 use strata_segment::read_manifest;
 use strata_segment::vfs::{DirEntry, Vfs};
 
+use crate::corruption::Corruption;
 use crate::error::RecoverError;
 use crate::report::{Action, Finding, FindingKind, Report};
 
@@ -239,6 +242,20 @@ impl Planner {
             self.report.n_frames += 1;
         }
         debug_assert!(trusted_len <= parsed.trusted_len || parsed.trusted_len == 0);
+        if trusted_len < bytes.len() as u64 {
+            // The frame at `trusted_len` failed; anything valid after it makes that damage to
+            // acknowledged history rather than a torn append (see `corruption`).
+            let later = scan_frames(&bytes, trusted_len + 1);
+            if !later.is_empty() {
+                return Err(RecoverError::ManifestCorrupt(Box::new(Corruption {
+                    file,
+                    offset: trusted_len,
+                    fault: fault_reason.unwrap_or_default(),
+                    manifest_len: bytes.len() as u64,
+                    later,
+                })));
+            }
+        }
         self.report.trusted_len = trusted_len;
         self.fault_reason = fault_reason;
         let tail_start = usize::try_from(trusted_len)

@@ -11,6 +11,9 @@ use serde::Serialize;
 pub enum FindingKind {
     /// Bytes after the manifest's trusted prefix: a frame torn mid-write or failing its check.
     TornManifestTail,
+    /// A manifest frame that fails its check, followed by frames that pass theirs: damage to
+    /// acknowledged history, not a torn write. The store is refused until an operator repairs it.
+    DamagedHistory,
     /// A file in `tmp/`: a write that never claimed its final name.
     OrphanTemp,
     /// A file in `seg/` that no record claims (a crash after the rename, before the record).
@@ -45,6 +48,7 @@ impl fmt::Display for FindingKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             FindingKind::TornManifestTail => "torn manifest tail",
+            FindingKind::DamagedHistory => "damaged manifest history",
             FindingKind::OrphanTemp => "orphan temp",
             FindingKind::UnrecordedSegment => "unrecorded segment",
             FindingKind::SupersededManifest => "superseded manifest",
@@ -82,6 +86,8 @@ pub enum Action {
     KeepUnreadable,
     /// Left where it is.
     Leave,
+    /// Nothing is changed and the store is refused until `engine-fsck repair STORE --yes`.
+    RefuseUntilRepaired,
 }
 
 impl fmt::Display for Action {
@@ -93,6 +99,9 @@ impl fmt::Display for Action {
             Action::Create => f.write_str("create"),
             Action::KeepUnreadable => f.write_str("keep in place; reads are Unreadable"),
             Action::Leave => f.write_str("leave in place"),
+            Action::RefuseUntilRepaired => f.write_str(
+                "refuse to open; `engine-fsck repair STORE --yes` cuts it, keeping every byte",
+            ),
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod cli;
 mod engine;
+mod errors;
 mod kill;
 mod levels;
 mod series;

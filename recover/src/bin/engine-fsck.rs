@@ -3,10 +3,12 @@
 //! ```text
 //! engine-fsck STORE [--verify] [--json]
 //! engine-fsck quarantine STORE [--json] [--purge --yes]
+//! engine-fsck repair STORE [--yes]
 //! ```
 //!
 //! Exit codes: 0 clean, 1 findings (including evidence in quarantine), 2 unusable (not a store,
-//! no usable manifest, an I/O error, bad arguments, or a refused purge). `docs/fsck.md` describes
+//! no usable manifest, a manifest whose history is damaged, an I/O error, bad arguments, or a
+//! refused purge or repair). `repair --yes` exits 0 once it has repaired (or found nothing to). `docs/fsck.md` describes
 //! the output and the JSON document.
 
 use std::io::{self, Write as _};
@@ -18,6 +20,7 @@ use serde::Serialize;
 use strata_recover::fsck::{
     self, FsckReport, QuarantineEntry, Status, list_quarantine, purge_quarantine,
 };
+use strata_recover::{RecoverError, RepairPlan, plan_repair};
 use strata_segment::vfs::RealFs;
 
 /// Inspects a strata store without changing anything: what boot would find and do, the
@@ -55,6 +58,17 @@ enum Command {
         #[arg(long, requires = "purge")]
         yes: bool,
     },
+    /// Cuts a manifest whose history is damaged back to its trusted prefix, keeping every byte
+    /// in quarantine/ and fencing every position the cut records held (needs --yes; without it,
+    /// prints what it would do).
+    Repair {
+        /// The store folder.
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// Confirms the repair.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// `engine-fsck quarantine STORE --json`: the listing, or what a purge removed.
@@ -76,6 +90,7 @@ fn main() -> ExitCode {
             purge,
             yes,
         }) => quarantine(&store, json, purge, yes),
+        Some(Command::Repair { store, yes }) => repair(&store, yes),
         None => match cli.store {
             Some(store) => check(&store, cli.verify, cli.json),
             // clap requires STORE whenever no subcommand is given; this is only a fallback.
@@ -148,6 +163,86 @@ fn quarantine(store: &Path, json: bool, purge: bool, yes: bool) -> u8 {
         Ok(render_quarantine(&report))
     };
     emit(text, code)
+}
+
+fn repair(store: &Path, yes: bool) -> u8 {
+    let vfs = match open(store) {
+        Ok(vfs) => vfs,
+        Err(error) => return usage_error(&error),
+    };
+    let shown = store.display();
+    if !yes {
+        return match plan_repair(&vfs) {
+            Ok(plan) => {
+                print!("{}", render_repair_plan(&shown.to_string(), &plan));
+                eprintln!(
+                    "engine-fsck: refusing to repair {shown} without --yes; nothing was changed"
+                );
+                Status::Unusable.exit_code()
+            }
+            Err(RecoverError::NothingToRepair) => {
+                println!("strata store {shown}: {}", RecoverError::NothingToRepair);
+                0
+            }
+            Err(error) => usage_error(&format!("{shown}: {error}")),
+        };
+    }
+    match strata_recover::repair(&vfs) {
+        Ok(repaired) => {
+            let mut text = format!(
+                "strata store {shown}: repaired. The manifest was cut at byte {} of {}; \
+                 generation {} now holds its trusted prefix.\n",
+                repaired.corruption.offset, repaired.corruption.file, repaired.generation
+            );
+            text.push_str(&format!(
+                "  dropped: {}\n",
+                repaired.corruption.describe_loss()
+            ));
+            for (stream, fence) in &repaired.fences {
+                text.push_str(&format!(
+                    "  stream {stream:?}: positions at or below {fence} are fenced (never reused)\n"
+                ));
+            }
+            text.push_str(&fsck::render_findings(&repaired.report));
+            text.push_str(
+                "  every byte is kept in quarantine/ (`engine-fsck quarantine STORE` lists it)\n",
+            );
+            emit(Ok(text), 0)
+        }
+        Err(RecoverError::NothingToRepair) => {
+            println!("strata store {shown}: {}", RecoverError::NothingToRepair);
+            0
+        }
+        Err(error) => usage_error(&format!("{shown}: {error}")),
+    }
+}
+
+fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
+    let corruption = &plan.corruption;
+    let mut text = format!(
+        "strata store {store}: the manifest {} is damaged at byte {} ({}).\n\
+         A repair would write generation {} holding the {} bytes before it, and then quarantine \
+         {} whole.\n  it drops: {}\n",
+        corruption.file,
+        corruption.offset,
+        corruption.fault,
+        plan.generation + 1,
+        corruption.offset,
+        corruption.file,
+        corruption.describe_loss()
+    );
+    for (stream, fence) in &plan.fences {
+        text.push_str(&format!(
+            "  stream {stream:?}: positions at or below {fence} would be fenced (never reused)\n"
+        ));
+    }
+    for path in &plan.files_read {
+        text.push_str(&format!("  read for its positions: {path}\n"));
+    }
+    for path in &plan.files_unreadable {
+        text.push_str(&format!("  not a readable segment (not used): {path}\n"));
+    }
+    text
 }
 
 fn render_quarantine(report: &QuarantineReport) -> String {

@@ -679,3 +679,110 @@ fn fsck_changes_nothing() {
         "{human}"
     );
 }
+
+/// Where each frame of a manifest starts.
+fn frame_starts(manifest: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = strata_index::LOG_HEADER_LEN;
+    while at < manifest.len() {
+        starts.push(at);
+        at += strata_index::decode_frame(&manifest[at..]).unwrap().1;
+    }
+    starts
+}
+
+/// Damage inside the first barrier's frame, with two good barriers after it: `engine-fsck`
+/// reports it as damaged history and exits 2; `repair` without `--yes` shows what it would do
+/// and changes nothing; with `--yes` it cuts, keeps every byte in quarantine, and fences the
+/// positions the cut frames held.
+#[test]
+fn engine_fsck_reports_interior_manifest_damage_and_repairs_only_when_told() {
+    let (fs, mut booted) = sealed_store();
+    let third = barrier(&booted, 3, 10);
+    seal(&fs, &mut booted, &third).unwrap();
+    drop(booted);
+    let dir = on_disk(&fs);
+    let manifest_path = dir.path().join("manifest-000001");
+    let mut manifest = fs::read(&manifest_path).unwrap();
+    let starts = frame_starts(&manifest);
+    assert_eq!(starts.len(), 4, "a declaration and three barriers");
+    manifest[starts[1] + 30] ^= 0x04;
+    fs::write(&manifest_path, &manifest).unwrap();
+    let before = snapshot(dir.path());
+
+    let human = fsck(dir.path(), &[]);
+    assert_eq!(human.code, 2, "{}{}", human.stdout, human.stderr);
+    assert!(human.stdout.contains("UNUSABLE"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("damaged manifest history"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human
+            .stdout
+            .contains(&format!("manifest-000001 is damaged at byte {}", starts[1])),
+        "{}",
+        human.stdout
+    );
+    let machine = fsck(dir.path(), &["--json"]);
+    assert_eq!(machine.code, 2);
+    let damage = findings_of(&machine.json(), "damaged_history");
+    assert_eq!(damage.len(), 1, "{}", machine.stdout);
+    assert_eq!(damage[0]["offset"], starts[1]);
+    assert_eq!(damage[0]["action"], "refuse_until_repaired");
+    let reason = damage[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("positions 10..=29"), "{reason}");
+
+    let dry = run(&[OsStr::new("repair"), dir.path().as_os_str()]);
+    assert_eq!(dry.code, 2, "{}{}", dry.stdout, dry.stderr);
+    assert!(dry.stderr.contains("without --yes"), "{}", dry.stderr);
+    assert!(dry.stdout.contains("at or below 29"), "{}", dry.stdout);
+    assert_eq!(snapshot(dir.path()), before, "a dry run changed the store");
+
+    let done = run(&[
+        OsStr::new("repair"),
+        dir.path().as_os_str(),
+        OsStr::new("--yes"),
+    ]);
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    assert!(done.stdout.contains("repaired"), "{}", done.stdout);
+
+    // Every byte is kept: the damaged manifest whole, every segment somewhere.
+    let after = snapshot(dir.path());
+    let kept: Vec<&Vec<u8>> = after
+        .iter()
+        .filter(|(p, _)| p.starts_with("quarantine/"))
+        .filter_map(|(_, b)| b.as_ref())
+        .collect();
+    assert!(
+        kept.contains(&&manifest),
+        "the damaged manifest is kept whole"
+    );
+    for (path, bytes) in before.iter().filter(|(p, _)| p.starts_with("seg/")) {
+        let bytes = bytes.as_ref().unwrap();
+        let still = after.get(path).and_then(Option::as_ref) == Some(bytes);
+        assert!(still || kept.contains(&bytes), "{path} was lost");
+    }
+
+    let vfs = RealFs::open(dir.path()).unwrap();
+    let booted = boot(&vfs, false).unwrap();
+    assert_eq!(booted.catalog.fence(STREAM), Some(29));
+    assert_eq!(booted.catalog.watermark(STREAM), Some(29));
+    assert!(booted.catalog.live_files().next().is_none());
+    drop(booted);
+
+    let again = fsck(dir.path(), &[]);
+    assert_eq!(again.code, 1, "evidence in quarantine: {}", again.stdout);
+    let twice = run(&[
+        OsStr::new("repair"),
+        dir.path().as_os_str(),
+        OsStr::new("--yes"),
+    ]);
+    assert_eq!(twice.code, 0, "{}{}", twice.stdout, twice.stderr);
+    assert!(
+        twice.stdout.contains("nothing to repair"),
+        "{}",
+        twice.stdout
+    );
+}

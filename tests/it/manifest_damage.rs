@@ -1,0 +1,288 @@
+//! Damage inside a manifest the engine wrote: a torn last frame is healed, damage before frames
+//! that pass their own checks is refused (never a silent rollback), and the operator's repair
+//! keeps every byte and never reuses an acknowledged position.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use strata::index::{LOG_HEADER_LEN, decode_frame};
+use strata::recover::{FindingKind, RecoverError};
+use strata::{Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
+use tempfile::TempDir;
+
+const MANIFEST: &str = "manifest-000001";
+
+fn capture() -> StreamDecl {
+    Stream::new("cap")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .track(["run"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
+
+/// Barrier `seq`'s rows (published at position `seq`), three per barrier over two tracks.
+fn barrier_rows(seq: u64) -> Vec<Row> {
+    (0..3)
+        .map(|i| {
+            vec![
+                Value::Str(if i % 2 == 0 { "run_7" } else { "run_70" }.into()),
+                Value::U64(seq * 10 + i),
+                Value::F64((seq * 10 + i) as f64 * 0.25),
+            ]
+        })
+        .collect()
+}
+
+/// A store the engine wrote: a declare frame and four seal frames (positions 1..=4).
+fn five_frame_store() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    for seq in 1..=4 {
+        store.publish("cap", seq, &barrier_rows(seq)).unwrap();
+        store.seal().unwrap();
+    }
+    drop(store);
+    dir
+}
+
+/// Where each frame of the manifest starts, and where the last one ends.
+fn frame_bounds(manifest: &[u8]) -> Vec<usize> {
+    let mut bounds = vec![LOG_HEADER_LEN];
+    let mut at = LOG_HEADER_LEN;
+    while at < manifest.len() {
+        let (_, consumed) = decode_frame(&manifest[at..]).unwrap();
+        at += consumed;
+        bounds.push(at);
+    }
+    bounds
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Every file under `root`, relative path -> bytes (the lock file aside).
+fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else if entry.file_name() != "LOCK" {
+                let rel = entry.path().strip_prefix(root).unwrap().to_path_buf();
+                files.push((rel, fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn rows_of(store: &Store) -> Vec<(u64, Row)> {
+    store
+        .query("cap", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.position, r.values))
+        .collect()
+}
+
+/// What barriers `1..=n` acknowledged, in publish order.
+fn acknowledged(n: u64) -> Vec<(u64, Row)> {
+    (1..=n)
+        .flat_map(|seq| barrier_rows(seq).into_iter().map(move |row| (seq, row)))
+        .collect()
+}
+
+/// The acceptance sweep: every byte of every frame of a five-frame manifest written by the
+/// engine, flipped. Frames 1–4 are followed by frames that pass their own checks, so damage there
+/// is refused with the manifest and the frame's offset, and nothing in the store changes. The
+/// last frame is what an interrupted append leaves: boot cuts it, keeps it in quarantine, and
+/// says so in its report naming the manifest and offset; the answer is then exactly the first
+/// three barriers — never anything else.
+#[test]
+fn interior_manifest_damage_is_refused_at_every_offset_never_rolled_back() {
+    let base = five_frame_store();
+    let manifest = fs::read(base.path().join(MANIFEST)).unwrap();
+    let bounds = frame_bounds(&manifest);
+    assert_eq!(bounds.len(), 6, "a declare frame and four seal frames");
+    let work = tempfile::tempdir().unwrap();
+    let mut n_refused = 0;
+    let mut n_torn = 0;
+    for frame_idx in 0..5 {
+        let (start, end) = (bounds[frame_idx], bounds[frame_idx + 1]);
+        for at in start..end {
+            let copy = work.path().join(format!("{at}"));
+            copy_dir(base.path(), &copy);
+            let mut damaged = manifest.clone();
+            damaged[at] ^= u8::try_from(at % 255 + 1).unwrap();
+            fs::write(copy.join(MANIFEST), &damaged).unwrap();
+            let before = snapshot(&copy);
+            match Store::open(&copy, Config::default(), &[]) {
+                Err(EngineError::Open(RecoverError::ManifestCorrupt(corruption))) => {
+                    assert!(frame_idx < 4, "byte {at}: the last frame is a torn tail");
+                    assert_eq!(corruption.file, MANIFEST);
+                    assert_eq!(corruption.offset, start as u64, "byte {at}");
+                    assert_eq!(corruption.later.len(), 4 - frame_idx, "byte {at}");
+                    let message = corruption.to_string();
+                    assert!(message.contains(MANIFEST), "{message}");
+                    assert!(message.contains(&format!("byte {start}")), "{message}");
+                    assert!(message.contains("positions"), "{message}");
+                    assert_eq!(
+                        snapshot(&copy),
+                        before,
+                        "byte {at}: a refusal changed the store"
+                    );
+                    n_refused += 1;
+                }
+                Ok(store) => {
+                    assert_eq!(
+                        frame_idx, 4,
+                        "byte {at}: damage in frame {frame_idx} was served"
+                    );
+                    let torn: Vec<_> = store
+                        .boot_report()
+                        .findings
+                        .iter()
+                        .filter(|f| f.kind == FindingKind::TornManifestTail)
+                        .collect();
+                    assert_eq!(torn.len(), 1, "byte {at}: boot reports the cut");
+                    assert_eq!(torn[0].file, MANIFEST);
+                    assert_eq!(torn[0].offset, Some(start as u64));
+                    assert_eq!(rows_of(&store), acknowledged(3), "byte {at}");
+                    n_torn += 1;
+                }
+                Err(other) => panic!("byte {at} of frame {frame_idx}: {other}"),
+            }
+            fs::remove_dir_all(&copy).unwrap();
+        }
+    }
+    assert_eq!(n_refused, bounds[4] - bounds[0]);
+    assert_eq!(n_torn, bounds[5] - bounds[4]);
+}
+
+/// A flip in the declare frame used to make every read fail with `unknown stream "cap"`, which
+/// names no damage; now the open is refused naming the manifest and the offset.
+#[test]
+fn a_damaged_declare_frame_is_named_as_damage_not_an_unknown_stream() {
+    let store = five_frame_store();
+    let path = store.path().join(MANIFEST);
+    let mut manifest = fs::read(&path).unwrap();
+    manifest[LOG_HEADER_LEN + 12] ^= 0x40;
+    fs::write(&path, &manifest).unwrap();
+    let error = Store::open(store.path(), Config::default(), &[]).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("{MANIFEST} is damaged at byte {LOG_HEADER_LEN}")),
+        "{message}"
+    );
+    assert!(message.contains("4 barrier(s)"), "{message}");
+    assert!(!message.contains("unknown stream"), "{message}");
+}
+
+/// The repair cuts, keeps every byte as evidence, and fences every position the cut frames or
+/// unclaimed segment files held: a publish there is refused, and the watermark moves above it.
+#[test]
+fn a_repair_keeps_every_byte_and_never_reuses_an_acknowledged_position() {
+    let dir = five_frame_store();
+    let path = dir.path().join(MANIFEST);
+    let original = fs::read(&path).unwrap();
+    let bounds = frame_bounds(&original);
+    let mut damaged = original.clone();
+    // Inside the first seal frame (barrier 1): barriers 2..=4 follow it.
+    damaged[bounds[1] + 20] ^= 0x01;
+    fs::write(&path, &damaged).unwrap();
+    let segments_before: Vec<_> = snapshot(dir.path())
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("seg"))
+        .collect();
+    assert_eq!(segments_before.len(), 4);
+
+    let vfs = strata::segment::vfs::RealFs::open(dir.path()).unwrap();
+    let repaired = strata::recover::repair(&vfs).unwrap();
+    assert_eq!(repaired.corruption.offset, bounds[1] as u64);
+    assert_eq!(repaired.fences.get("cap"), Some(&4));
+
+    // Every byte is kept: the damaged manifest whole, and the four segments no record claims
+    // now (barrier 1's file too: its claim was the damaged frame).
+    let after = snapshot(dir.path());
+    let kept: Vec<&Vec<u8>> = after
+        .iter()
+        .filter(|(p, _)| p.starts_with("quarantine"))
+        .map(|(_, b)| b)
+        .collect();
+    assert!(
+        kept.contains(&&damaged),
+        "the damaged manifest is kept whole"
+    );
+    for (_, bytes) in &segments_before {
+        assert!(kept.contains(&bytes), "every cut segment is kept");
+    }
+
+    let mut store = Store::open(dir.path(), Config::default(), &[]).unwrap();
+    assert!(
+        rows_of(&store).is_empty(),
+        "only the declaration was before the damage"
+    );
+    assert_eq!(store.watermark("cap", &[]).unwrap(), Some(4));
+    for position in [1, 4] {
+        let error = store
+            .publish("cap", position, &barrier_rows(9))
+            .unwrap_err();
+        assert!(error.to_string().contains("fence"), "{error}");
+    }
+    store.publish("cap", 5, &barrier_rows(5)).unwrap();
+    store.seal().unwrap();
+    drop(store);
+    let store = Store::open(dir.path(), Config::default(), &[]).unwrap();
+    let rows = rows_of(&store);
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|(position, _)| *position == 5));
+}
+
+/// The defect as found: `strata query` on a store whose first seal frame is damaged exited 0
+/// with no rows; now it fails, naming the manifest and offset, and changes nothing.
+#[test]
+fn strata_query_refuses_interior_manifest_damage_instead_of_answering_short() {
+    let dir = five_frame_store();
+    let path = dir.path().join(MANIFEST);
+    let mut manifest = fs::read(&path).unwrap();
+    let bounds = frame_bounds(&manifest);
+    manifest[bounds[1] + 9] ^= 0xFF;
+    fs::write(&path, &manifest).unwrap();
+    let before = snapshot(dir.path());
+    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--store")
+        .arg(dir.path())
+        .args(["query", "cap"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(output.stdout.is_empty(), "no rows are printed");
+    assert!(
+        stderr.contains(&format!("{MANIFEST} is damaged at byte {}", bounds[1])),
+        "{stderr}"
+    );
+    assert!(stderr.contains("engine-fsck repair"), "{stderr}");
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "nothing was quarantined or cut"
+    );
+}
