@@ -37,7 +37,65 @@ pub enum SegmentError {
         /// What is wrong.
         what: String,
     },
+    /// The file is not what the manifest recorded of it: missing, another length or digest, or
+    /// without a partition the record says it holds.
+    Mismatch {
+        /// The file.
+        path: String,
+        /// How it differs from the record.
+        what: String,
+    },
 }
+
+/// A resource the operating system ran out of. Running out is not damage: once the resource is
+/// freed the same operation can succeed (a failed write still poisons the store until reopened).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Resource {
+    /// The file system is full or the quota is spent (ENOSPC, EDQUOT).
+    DiskSpace,
+    /// Too many open files in the process or the system (EMFILE, ENFILE).
+    FileDescriptors,
+    /// Memory or address space ran out (ENOMEM; a map fails this way when the process has too
+    /// many mapped files for `vm.max_map_count`).
+    Memory,
+}
+
+impl Resource {
+    /// The resource whose exhaustion `error` reports, if it reports one.
+    pub fn of(error: &io::Error) -> Option<Resource> {
+        // The raw errno is the precise answer on Unix; the kind covers errors built without one
+        // (the simulated file system's, a `TryReserveError`).
+        match error.raw_os_error() {
+            Some(ENOSPC | EDQUOT) => return Some(Resource::DiskSpace),
+            Some(EMFILE | ENFILE) => return Some(Resource::FileDescriptors),
+            Some(ENOMEM) => return Some(Resource::Memory),
+            _ => {}
+        }
+        match error.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Some(Resource::DiskSpace),
+            io::ErrorKind::OutOfMemory => Some(Resource::Memory),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Resource::DiskSpace => "disk space",
+            Resource::FileDescriptors => "file descriptors",
+            Resource::Memory => "memory for mapping files",
+        })
+    }
+}
+
+// Linux errno values (the same on every Linux architecture strata builds for).
+const ENOMEM: i32 = 12;
+const ENFILE: i32 = 23;
+const EMFILE: i32 = 24;
+const ENOSPC: i32 = 28;
+const EDQUOT: i32 = 122;
 
 impl SegmentError {
     /// Whether this is a checksum mismatch.
@@ -50,7 +108,76 @@ impl SegmentError {
         match self {
             SegmentError::Io { path, .. }
             | SegmentError::Checksum { path, .. }
-            | SegmentError::Malformed { path, .. } => path,
+            | SegmentError::Malformed { path, .. }
+            | SegmentError::Mismatch { path, .. } => path,
+        }
+    }
+
+    /// Where in the file the bad bytes start, for errors about bytes.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            SegmentError::Checksum { offset, .. } | SegmentError::Malformed { offset, .. } => {
+                Some(*offset)
+            }
+            SegmentError::Io { .. } | SegmentError::Mismatch { .. } => None,
+        }
+    }
+
+    /// What the file system said, for an I/O error: its kind and raw OS error are there.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            SegmentError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The resource an I/O error says ran out, if it says so: not damage.
+    pub fn exhausted(&self) -> Option<Resource> {
+        self.io_error().and_then(Resource::of)
+    }
+
+    /// An equal error (`io::Error` is not `Clone`): the same file, offset and words; an I/O
+    /// error keeps its kind, its raw OS error when it has one, and its message otherwise.
+    #[must_use]
+    pub fn duplicate(&self) -> SegmentError {
+        match self {
+            SegmentError::Io { path, source } => SegmentError::Io {
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            SegmentError::Checksum {
+                path,
+                offset,
+                what,
+                expected,
+                got,
+            } => SegmentError::Checksum {
+                path: path.clone(),
+                offset: *offset,
+                what,
+                expected: *expected,
+                got: *got,
+            },
+            SegmentError::Malformed { path, offset, what } => SegmentError::Malformed {
+                path: path.clone(),
+                offset: *offset,
+                what: what.clone(),
+            },
+            SegmentError::Mismatch { path, what } => SegmentError::Mismatch {
+                path: path.clone(),
+                what: what.clone(),
+            },
+        }
+    }
+
+    /// The file differs from the manifest's record of it.
+    pub fn mismatch(path: &str, what: impl Into<String>) -> SegmentError {
+        SegmentError::Mismatch {
+            path: path.to_owned(),
+            what: what.into(),
         }
     }
 
@@ -87,6 +214,9 @@ impl fmt::Display for SegmentError {
             ),
             SegmentError::Malformed { path, offset, what } => {
                 write!(f, "{path}: malformed at offset {offset}: {what}")
+            }
+            SegmentError::Mismatch { path, what } => {
+                write!(f, "{path}: differs from the manifest's record: {what}")
             }
         }
     }

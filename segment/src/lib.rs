@@ -10,7 +10,7 @@ pub mod twophase;
 pub mod vfs;
 pub mod writer;
 
-pub use error::SegmentError;
+pub use error::{Resource, SegmentError};
 pub use manifest::{
     ManifestWriter, create_store, manifest_generations, read_manifest, rewrite_manifest,
     truncate_manifest,

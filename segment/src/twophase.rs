@@ -19,7 +19,11 @@ use crate::vfs::Vfs;
 /// Writes `bytes` to `dest_dir/name` through `tmp/name`; answers the final path.
 ///
 /// On error the store must be considered poisoned: which of the steps took effect on disk is
-/// unknown, and nothing here retries.
+/// unknown, and nothing here retries. Before the error is returned, every name this call gave
+/// the file is removed again (best effort, without a directory sync): nothing has claimed the
+/// file, and the process knows why it failed, so a partial temp is not crash evidence for boot to
+/// quarantine. A full disk would otherwise keep itself full with the temps of failed writes.
+/// A crash during the removal leaves what a crash during the write would have left.
 pub fn write_two_phase(
     vfs: &dyn Vfs,
     dest_dir: &str,
@@ -33,19 +37,31 @@ pub fn write_two_phase(
         format!("{dest_dir}/{name}")
     };
 
+    // A create that failed made no name (O_EXCL): nothing to remove.
     let mut file = vfs
         .create(&tmp_path)
         .map_err(|e| SegmentError::io(&tmp_path, e))?;
-    file.write_all(bytes)
-        .map_err(|e| SegmentError::io(&tmp_path, e))?;
-    file.sync_data()
-        .map_err(|e| SegmentError::io(&tmp_path, e))?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
     drop(file);
+    written.map_err(|e| remove_unclaimed(vfs, &tmp_path, SegmentError::io(&tmp_path, e)))?;
+    // A rename that failed left the temp where it was (or, in link mode, both names; then the
+    // final one goes to boot as an unclaimed file). The final name is never removed here: after
+    // a refusal it may be someone else's.
     vfs.rename_noreplace(&tmp_path, &final_path)
-        .map_err(|e| SegmentError::io(&final_path, e))?;
+        .map_err(|e| remove_unclaimed(vfs, &tmp_path, SegmentError::io(&final_path, e)))?;
     vfs.sync_dir(dest_dir)
-        .map_err(|e| SegmentError::io(dest_dir, e))?;
+        .map_err(|e| remove_unclaimed(vfs, &final_path, SegmentError::io(dest_dir, e)))?;
     vfs.sync_dir(TMP_DIR)
-        .map_err(|e| SegmentError::io(TMP_DIR, e))?;
+        .map_err(|e| remove_unclaimed(vfs, &final_path, SegmentError::io(TMP_DIR, e)))?;
     Ok(final_path)
+}
+
+/// Removes `path`, a name this write gave a file nothing has claimed, and answers `error`, the
+/// failure that made the write give up. The removal is not synced: a directory whose sync just
+/// failed must not be synced again, and a crash that brings the name back leaves evidence boot
+/// already knows how to keep.
+fn remove_unclaimed(vfs: &dyn Vfs, path: &str, error: SegmentError) -> SegmentError {
+    // Best effort: the error that matters is the one that made the write fail.
+    let _ = vfs.remove(path);
+    error
 }

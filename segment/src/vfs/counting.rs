@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{DirEntry, Mapped, Vfs, VfsFile, VfsLock};
+use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock};
 
 /// How many syncs went through a [`Counting`] file system.
 #[derive(Debug, Default)]
@@ -126,6 +126,14 @@ impl Vfs for Counting {
 
     fn rename_noreplace(&self, from: &str, to: &str) -> io::Result<()> {
         self.inner.rename_noreplace(from, to)
+    }
+
+    fn rename_mode(&self) -> RenameMode {
+        self.inner.rename_mode()
+    }
+
+    fn location(&self) -> String {
+        self.inner.location()
     }
 
     fn remove(&self, path: &str) -> io::Result<()> {

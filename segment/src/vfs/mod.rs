@@ -59,7 +59,14 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn len(&self, path: &str) -> io::Result<u64>;
     /// Renames `from` to `to`, failing with AlreadyExists if `to` exists (never replaces).
     /// Durable only after `sync_dir` of both directories.
+    ///
+    /// In [`RenameMode::LinkUnlink`] this is two steps, link then unlink: a crash or a failure
+    /// between them leaves the file under both names (see [`RenameMode`]).
     fn rename_noreplace(&self, from: &str, to: &str) -> io::Result<()>;
+    /// How `rename_noreplace` renames on this file system.
+    fn rename_mode(&self) -> RenameMode;
+    /// Where the store lives, for messages: its folder, or what the file system calls itself.
+    fn location(&self) -> String;
     /// Removes a file. Durable only after `sync_dir` of its directory.
     fn remove(&self, path: &str) -> io::Result<()>;
     /// Makes the entries of directory `dir` durable (fsync of the directory).
@@ -72,6 +79,36 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// the returned guard drops. A second holder — another process, or another lock() on the
     /// same store in this process — gets io::ErrorKind::WouldBlock, never a wait.
     fn lock(&self) -> io::Result<Box<dyn VfsLock>>;
+}
+
+/// How a file system renames without replacing: what [`Vfs::rename_noreplace`] does there.
+///
+/// Both modes refuse an existing target in the kernel, atomically with creating the new name;
+/// neither checks then renames. They differ only in what a crash can leave: `LinkUnlink` can
+/// leave the source and the target as two names of one file, which boot heals by removing the
+/// source (a temp whose bytes are identical to the file under its final name is a second name,
+/// not evidence: docs/format.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RenameMode {
+    /// Nothing has been renamed yet, so the file system has not been asked.
+    Unprobed,
+    /// `renameat2` with `RENAME_NOREPLACE`: one atomic step.
+    Noreplace,
+    /// `link(2)` to the target (which fails with EEXIST if it exists), then `unlink(2)` of the
+    /// source: for file systems (some FUSE and network ones) that answer EINVAL to
+    /// `RENAME_NOREPLACE`.
+    LinkUnlink,
+}
+
+impl fmt::Display for RenameMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RenameMode::Unprobed => "not yet probed (nothing renamed)",
+            RenameMode::Noreplace => "rename with RENAME_NOREPLACE",
+            RenameMode::LinkUnlink => "link then unlink (no RENAME_NOREPLACE here)",
+        })
+    }
 }
 
 /// An open file that is written at its end.

@@ -4,17 +4,27 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use rustix::fs::{CWD, FlockOperation, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 
-use super::{DirEntry, Mapped, Vfs, VfsFile, VfsLock, components, entry_components};
+use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock, components, entry_components};
 
 /// A store rooted at a directory of the real file system.
 #[derive(Debug, Clone)]
 pub struct RealFs {
     /// Absolute, so a later change of the process's working directory cannot move the store.
     root: PathBuf,
+    /// How this file system renames without replacing, learnt from the first rename and then
+    /// fixed (clones share it): a `RenameMode` as `u8`.
+    rename_mode: Arc<AtomicU8>,
 }
+
+const MODE_UNPROBED: u8 = 0;
+const MODE_NOREPLACE: u8 = 1;
+const MODE_LINK_UNLINK: u8 = 2;
 
 impl RealFs {
     /// Opens the store rooted at `root`, which must be an existing directory.
@@ -26,7 +36,18 @@ impl RealFs {
                 format!("store root {} is not a directory", root.display()),
             ));
         }
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            rename_mode: Arc::new(AtomicU8::new(MODE_UNPROBED)),
+        })
+    }
+
+    /// As [`open`](Self::open), but renaming as a file system without `RENAME_NOREPLACE` must:
+    /// link then unlink. For tests of that mode on a file system that has the flag.
+    pub fn open_link_unlink(root: &Path) -> io::Result<Self> {
+        let store = Self::open(root)?;
+        store.rename_mode.store(MODE_LINK_UNLINK, Ordering::Relaxed);
+        Ok(store)
     }
 
     /// Creates the directory `root` (and missing ancestors) if needed, then opens it.
@@ -137,11 +158,42 @@ impl Vfs for RealFs {
     fn rename_noreplace(&self, from: &str, to: &str) -> io::Result<()> {
         let from_at = self.entry_at(from)?;
         let to_at = self.entry_at(to)?;
-        // RENAME_NOREPLACE makes "never replace" the kernel's check, atomic with the rename. A
-        // file system without it answers EINVAL, and we refuse rather than fall back to a racy
-        // exists-then-rename.
-        rustix::fs::renameat_with(CWD, &from_at, CWD, &to_at, RenameFlags::NOREPLACE)
-            .map_err(io::Error::from)
+        let mode = self.rename_mode.load(Ordering::Relaxed);
+        if mode == MODE_LINK_UNLINK {
+            return link_then_unlink(&from_at, &to_at);
+        }
+        // RENAME_NOREPLACE makes "never replace" the kernel's check, atomic with the rename.
+        match rustix::fs::renameat_with(CWD, &from_at, CWD, &to_at, RenameFlags::NOREPLACE) {
+            Ok(()) => {
+                self.rename_mode.store(MODE_NOREPLACE, Ordering::Relaxed);
+                Ok(())
+            }
+            // Some FUSE and network file systems answer EINVAL to the flag (ENOSYS: a kernel
+            // without renameat2). Only the first rename decides: once the flag has worked here,
+            // EINVAL means something else and is passed on. The fallback is link then unlink,
+            // where link refuses an existing target in the kernel just as atomically — never a
+            // racy exists-then-rename.
+            // A directory moved beneath itself is the one EINVAL a file system with the flag
+            // gives a store path; link(2) cannot move directories anyway, so a directory's
+            // EINVAL decides nothing.
+            Err(Errno::INVAL | Errno::NOSYS) if mode == MODE_UNPROBED && !from_at.is_dir() => {
+                self.rename_mode.store(MODE_LINK_UNLINK, Ordering::Relaxed);
+                link_then_unlink(&from_at, &to_at)
+            }
+            Err(errno) => Err(io::Error::from(errno)),
+        }
+    }
+
+    fn rename_mode(&self) -> RenameMode {
+        match self.rename_mode.load(Ordering::Relaxed) {
+            MODE_NOREPLACE => RenameMode::Noreplace,
+            MODE_LINK_UNLINK => RenameMode::LinkUnlink,
+            _ => RenameMode::Unprobed,
+        }
+    }
+
+    fn location(&self) -> String {
+        self.root.display().to_string()
     }
 
     fn remove(&self, path: &str) -> io::Result<()> {
@@ -201,6 +253,18 @@ impl Vfs for RealFs {
         })?;
         Ok(Box::new(RealLock { _file: file }))
     }
+}
+
+/// The no-replace rename of a file system without `RENAME_NOREPLACE`: `link(2)` fails with
+/// EEXIST if `to` exists, so nothing is ever replaced. Between the two calls the file has both
+/// names; a crash there is healed by boot (the temp is a second name of the final file).
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<()> {
+    fs::hard_link(from, to)?;
+    fs::remove_file(from).inspect_err(|_| {
+        // The link made `to` (it did not exist, or link would have failed): undo it, best
+        // effort, so a failed rename leaves only the source, as a failed rename(2) does.
+        let _ = fs::remove_file(to);
+    })
 }
 
 /// fsync of a directory, which is what makes its entries (create, rename, unlink) durable.

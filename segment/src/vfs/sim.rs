@@ -15,7 +15,7 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{DirEntry, Mapped, Vfs, VfsFile, VfsLock, components, entry_components};
+use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock, components, entry_components};
 
 /// An I/O error to inject with [`SimFs::fail_at`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,6 +24,11 @@ pub enum Fault {
     Eio,
     /// ENOSPC (raw OS error 28): the device is full.
     Enospc,
+    /// ENOMEM (raw OS error 12): out of memory; a map fails this way when the process has too
+    /// many mappings (`vm.max_map_count`).
+    Enomem,
+    /// EMFILE (raw OS error 24): the process has too many open files.
+    Emfile,
 }
 
 impl Fault {
@@ -32,6 +37,8 @@ impl Fault {
         match self {
             Self::Eio => 5,
             Self::Enospc => 28,
+            Self::Enomem => 12,
+            Self::Emfile => 24,
         }
     }
 
@@ -64,6 +71,11 @@ struct State {
     /// Directory operations since the last `sync_dir`, in order: what a journaling file system
     /// may already have committed when the power goes (see [`SimFs::crash_keeping_dir_ops`]).
     recent_dir_ops: Vec<DirOp>,
+    /// Whether this models a file system without `RENAME_NOREPLACE` (kept across crashes: it is
+    /// a property of the file system, not of the process).
+    link_unlink: bool,
+    /// Maps fail with this until cleared (maps are reads, not numbered operations).
+    map_fault: Option<Fault>,
 }
 
 /// One directory operation's effects on directory entries: `(dir, name, Some(ino))` sets an
@@ -122,6 +134,30 @@ impl SimFs {
     /// An empty file system: just the root directory, durable.
     pub fn new() -> Self {
         Self::from_state(State::empty())
+    }
+
+    /// An empty file system without `RENAME_NOREPLACE`, as some FUSE and network file systems
+    /// are: `rename_noreplace` is a link then an unlink, two numbered operations, so a crash or
+    /// a fault can fall between them and leave both names.
+    pub fn without_noreplace() -> Self {
+        let mut state = State::empty();
+        state.link_unlink = true;
+        Self::from_state(state)
+    }
+
+    /// An empty file system renaming in `mode` (`Unprobed` is taken as `Noreplace`), so a test
+    /// can run once per mode.
+    pub fn with_rename_mode(mode: RenameMode) -> Self {
+        match mode {
+            RenameMode::LinkUnlink => Self::without_noreplace(),
+            _ => Self::new(),
+        }
+    }
+
+    /// Every map from now on fails with `fault` (`None`: maps work again). A map is a read, so
+    /// it is not a numbered operation and `fail_at` cannot reach it.
+    pub fn fail_maps(&self, fault: Option<Fault>) {
+        self.state().map_fault = fault;
     }
 
     fn from_state(state: State) -> Self {
@@ -290,6 +326,8 @@ impl State {
             locked: false,
             last_write: None,
             recent_dir_ops: Vec::new(),
+            link_unlink: false,
+            map_fault: None,
         }
     }
 
@@ -414,6 +452,7 @@ impl State {
     /// durable bytes (or `torn` bytes for the torn inode).
     fn durable_image(&self, torn: Option<&(Ino, Vec<u8>)>) -> State {
         let mut image = State::empty();
+        image.link_unlink = self.link_unlink;
         // Old inode -> new inode, so two names of one file (a rename synced only on one side)
         // stay one file, as on a real file system.
         let mut copied: HashMap<Ino, Ino> = HashMap::from([(ROOT, ROOT)]);
@@ -519,6 +558,9 @@ impl Vfs for SimFs {
 
     fn map(&self, path: &str) -> io::Result<Mapped> {
         let state = self.state();
+        if let Some(fault) = state.map_fault {
+            return Err(fault.error());
+        }
         let file = state.live_file(path)?;
         if file.live.is_empty() {
             return Ok(Mapped::empty());
@@ -553,6 +595,28 @@ impl Vfs for SimFs {
                 format!("sim: cannot move {from} beneath itself to {to}"),
             ));
         }
+        if state.link_unlink {
+            // link(2) then unlink(2): two operations, each its own directory change. Links of
+            // directories are refused, as by link(2).
+            state.file(ino, from)?;
+            state
+                .dir_mut(to_parent, to)?
+                .live
+                .insert(to_name.to_owned(), ino);
+            state.note_dir_op(vec![(to_parent, to_name.to_owned(), Some(ino))]);
+            if let Err(error) = state.begin_op() {
+                // The unlink failed: undo the link, as the real one does, so a failed rename
+                // leaves only the source. A dead process undoes nothing: both names stay.
+                if state.begin_op().is_ok() {
+                    state.dir_mut(to_parent, to)?.live.remove(to_name);
+                    state.note_dir_op(vec![(to_parent, to_name.to_owned(), None)]);
+                }
+                return Err(error);
+            }
+            state.dir_mut(from_parent, from)?.live.remove(from_name);
+            state.note_dir_op(vec![(from_parent, from_name.to_owned(), None)]);
+            return Ok(());
+        }
         state.dir_mut(from_parent, from)?.live.remove(from_name);
         state
             .dir_mut(to_parent, to)?
@@ -563,6 +627,18 @@ impl Vfs for SimFs {
             (to_parent, to_name.to_owned(), Some(ino)),
         ]);
         Ok(())
+    }
+
+    fn rename_mode(&self) -> RenameMode {
+        if self.state().link_unlink {
+            RenameMode::LinkUnlink
+        } else {
+            RenameMode::Noreplace
+        }
+    }
+
+    fn location(&self) -> String {
+        "a simulated file system".to_owned()
     }
 
     fn remove(&self, path: &str) -> io::Result<()> {
