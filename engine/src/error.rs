@@ -1,9 +1,10 @@
 //! The engine's one error type.
 
 use std::fmt;
+use std::sync::Arc;
 
 use strata_recover::RecoverError;
-use strata_segment::SegmentError;
+use strata_segment::{Resource, SegmentError};
 
 /// What went wrong. Every refusal names what was wrong and where; a refused batch stages
 /// nothing and the store stays usable. Only `Poisoned` (after a failed write or sync) makes the
@@ -46,16 +47,37 @@ pub enum EngineError {
         /// What is wrong.
         reason: String,
     },
-    /// The store holds the data but cannot read it (a missing file, a checksum mismatch).
+    /// The store holds the data but cannot read it: a file fails its checksum, is malformed, or
+    /// differs from the manifest's record. The segment error (its `source`) names the file and,
+    /// for bad bytes, the offset.
     Unreadable {
-        /// What could not be read, and why.
-        reason: String,
+        /// What could not be read, where, and why.
+        source: SegmentError,
+    },
+    /// A resource ran out: disk space, file descriptors, memory for maps. Nothing is damaged;
+    /// free the resource and try again. A write that ran out poisons the store like any failed
+    /// write, and `barrier` says what it needed and what is intact.
+    Exhausted {
+        /// Which resource.
+        resource: Resource,
+        /// The operation that ran out: its file, and the I/O error (kind and errno) beneath.
+        source: SegmentError,
+        /// For a seal that ran out: the store, what it needed, and what is intact.
+        barrier: Option<Box<FailedBarrier>>,
     },
     /// A write or sync failed earlier; the store refuses everything until it is reopened, so
     /// that nothing is claimed on top of a state the disk may not hold.
     Poisoned {
-        /// The failure that poisoned it.
-        cause: String,
+        /// The failure that poisoned it (also its `source`).
+        cause: Arc<EngineError>,
+    },
+    /// The supervisor serving the store has stopped (or is gone): nothing answers requests.
+    /// Not a failure of the store: it was closed.
+    Stopped,
+    /// A promise strata's own code makes was broken (a bug): nothing was written.
+    Internal {
+        /// What was broken.
+        reason: String,
     },
     /// Opening the store failed (locked by another opener, not a store, unusable manifest).
     Open(RecoverError),
@@ -88,11 +110,29 @@ impl fmt::Display for EngineError {
                 write!(f, "stream {stream:?}: {reason}")
             }
             EngineError::BadRead { reason } => write!(f, "cannot read: {reason}"),
-            EngineError::Unreadable { reason } => write!(f, "unreadable: {reason}"),
+            EngineError::Unreadable { source } => write!(f, "unreadable: {source}"),
+            EngineError::Exhausted {
+                resource,
+                source,
+                barrier: None,
+            } => write!(f, "out of {resource}: {source}"),
+            EngineError::Exhausted {
+                resource,
+                source,
+                barrier: Some(barrier),
+            } => write!(
+                f,
+                "out of {resource}: {source}; {barrier}; rows staged since the last seal were \
+                 not kept: free {resource}, reopen the store and publish them again"
+            ),
             EngineError::Poisoned { cause } => write!(
                 f,
                 "the store is poisoned by an earlier failed write ({cause}); reopen it"
             ),
+            EngineError::Stopped => f.write_str("the store's supervisor has stopped"),
+            EngineError::Internal { reason } => {
+                write!(f, "internal error (a bug in strata): {reason}")
+            }
             EngineError::Open(error) => write!(f, "{error}"),
             EngineError::Storage(error) => write!(f, "{error}"),
         }
@@ -103,7 +143,10 @@ impl std::error::Error for EngineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             EngineError::Open(error) => Some(error),
-            EngineError::Storage(error) => Some(error),
+            EngineError::Storage(error)
+            | EngineError::Unreadable { source: error }
+            | EngineError::Exhausted { source: error, .. } => Some(error),
+            EngineError::Poisoned { cause } => Some(cause.as_ref()),
             _ => None,
         }
     }
@@ -118,8 +161,171 @@ impl EngineError {
         }
     }
 
+    /// A read of a store file failed: exhaustion of a resource is reported as such, anything
+    /// else as unreadable.
+    pub(crate) fn read(source: SegmentError) -> EngineError {
+        match source.exhausted() {
+            Some(resource) => EngineError::Exhausted {
+                resource,
+                source,
+                barrier: None,
+            },
+            None => EngineError::Unreadable { source },
+        }
+    }
+
+    /// A write to the store failed: exhaustion of a resource is reported as such.
+    pub(crate) fn write(source: SegmentError) -> EngineError {
+        match source.exhausted() {
+            Some(resource) => EngineError::Exhausted {
+                resource,
+                source,
+                barrier: None,
+            },
+            None => EngineError::Storage(source),
+        }
+    }
+
+    /// An equal error, for a poisoned store to answer with its cause on every later call. An
+    /// I/O error keeps its kind, raw OS error and message; a refusal to open keeps its message.
+    pub(crate) fn duplicate(&self) -> EngineError {
+        match self {
+            EngineError::UnknownStream { stream } => EngineError::UnknownStream {
+                stream: stream.clone(),
+            },
+            EngineError::Refused {
+                stream,
+                row_idx,
+                reason,
+            } => EngineError::Refused {
+                stream: stream.clone(),
+                row_idx: *row_idx,
+                reason: reason.clone(),
+            },
+            EngineError::StagingFull {
+                staged_bytes,
+                batch_bytes,
+                staged_bytes_max,
+            } => EngineError::StagingFull {
+                staged_bytes: *staged_bytes,
+                batch_bytes: *batch_bytes,
+                staged_bytes_max: *staged_bytes_max,
+            },
+            EngineError::Declaration { stream, reason } => EngineError::Declaration {
+                stream: stream.clone(),
+                reason: reason.clone(),
+            },
+            EngineError::BadRead { reason } => EngineError::BadRead {
+                reason: reason.clone(),
+            },
+            EngineError::Unreadable { source } => EngineError::Unreadable {
+                source: source.duplicate(),
+            },
+            EngineError::Exhausted {
+                resource,
+                source,
+                barrier,
+            } => EngineError::Exhausted {
+                resource: *resource,
+                source: source.duplicate(),
+                barrier: barrier.clone(),
+            },
+            EngineError::Poisoned { cause } => EngineError::Poisoned {
+                cause: Arc::clone(cause),
+            },
+            EngineError::Stopped => EngineError::Stopped,
+            EngineError::Internal { reason } => EngineError::Internal {
+                reason: reason.clone(),
+            },
+            // RecoverError is not Clone; opening never poisons a store, so only its words matter.
+            EngineError::Open(error) => EngineError::Internal {
+                reason: error.to_string(),
+            },
+            EngineError::Storage(error) => EngineError::Storage(error.duplicate()),
+        }
+    }
+
+    /// The I/O error kind beneath this error, wherever it sits in the chain (a poisoned store
+    /// answers its cause's).
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        let mut error: &(dyn std::error::Error + 'static) = self;
+        loop {
+            if let Some(io) = error.downcast_ref::<std::io::Error>() {
+                return Some(io.kind());
+            }
+            error = error.source()?;
+        }
+    }
+
+    /// The resource this error says ran out, wherever it sits in the chain.
+    pub fn exhausted(&self) -> Option<Resource> {
+        match self {
+            EngineError::Exhausted { resource, .. } => Some(*resource),
+            EngineError::Poisoned { cause } => cause.exhausted(),
+            _ => None,
+        }
+    }
+
     /// Whether this error is `Locked`: another opener holds the store.
     pub fn is_locked(&self) -> bool {
         matches!(self, EngineError::Open(RecoverError::Locked))
+    }
+}
+
+/// What a seal that could not write its barrier was writing, and what of the store is intact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedBarrier {
+    /// The store (its folder, or how the file system names itself).
+    pub store: String,
+    /// The segment file the barrier was writing.
+    pub segment: String,
+    /// Bytes the barrier needed: its segment and its manifest frame.
+    pub needed_bytes: u64,
+    /// Whether the barrier's own unclaimed files (the temp, or the segment not yet claimed) were
+    /// removed, so nothing of it is left for the next open to quarantine.
+    pub cleaned_up: bool,
+    /// Every stream's durable state, unchanged by the failed barrier.
+    pub intact: Vec<StreamIntact>,
+}
+
+/// One stream's durable state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamIntact {
+    /// The stream.
+    pub stream: String,
+    /// Rows sealed (durable) in it.
+    pub rows_sealed: u64,
+    /// The position through which it is durable; `None`: nothing yet.
+    pub watermark: Option<u64>,
+}
+
+impl fmt::Display for FailedBarrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "store {}: the seal needed {} bytes (segment {} and its manifest frame) and was not \
+             claimed",
+            self.store, self.needed_bytes, self.segment
+        )?;
+        if self.cleaned_up {
+            f.write_str("; its unclaimed files were removed")?;
+        }
+        f.write_str("; intact:")?;
+        if self.intact.is_empty() {
+            f.write_str(" no streams")?;
+        }
+        for (idx, stream) in self.intact.iter().enumerate() {
+            let sep = if idx == 0 { " " } else { ", " };
+            write!(
+                f,
+                "{sep}stream {:?} {} rows sealed, watermark ",
+                stream.stream, stream.rows_sealed
+            )?;
+            match stream.watermark {
+                Some(position) => write!(f, "{position}")?,
+                None => f.write_str("none")?,
+            }
+        }
+        Ok(())
     }
 }

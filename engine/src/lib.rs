@@ -21,7 +21,7 @@ mod value;
 
 pub use config::Config;
 pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
-pub use error::EngineError;
+pub use error::{EngineError, FailedBarrier, StreamIntact};
 pub use memory::MemorySeries;
 pub use read::StoredRow;
 pub use series::{BeneathWindow, Series};
@@ -29,5 +29,6 @@ pub use served::{ServeConfig, Served};
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point};
+pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};
 pub use value::{Row, Value};

@@ -80,20 +80,22 @@ impl Store {
         track: &TrackKey,
     ) -> Result<(Arc<SegmentReader<Mapped>>, usize), EngineError> {
         let reader = self.reader(name)?;
-        let part_idx = reader
-            .find(stream, track)
-            .ok_or_else(|| EngineError::Unreadable {
-                reason: format!("{}: no partition {track:?} of {stream:?}", reader.path()),
-            })?;
+        let part_idx = reader.find(stream, track).ok_or_else(|| {
+            mismatch(
+                reader.path(),
+                format!("no partition {track:?} of {stream:?}"),
+            )
+        })?;
         Ok((reader, part_idx))
     }
 
     /// The open reader of segment `name` (opened and cached on first use).
     pub(crate) fn reader(&self, name: FileName) -> Result<Arc<SegmentReader<Mapped>>, EngineError> {
+        let path = NumberedName::segment(name).path_in(SEG_DIR);
         if let Some(reason) = self.unreadable.get(&name) {
-            return Err(EngineError::Unreadable {
-                reason: reason.clone(),
-            });
+            // Boot's reasons name the file already.
+            let what = reason.strip_prefix(&format!("{path}: ")).unwrap_or(reason);
+            return Err(mismatch(&path, what));
         }
         let mut readers = self
             .readers
@@ -102,8 +104,8 @@ impl Store {
         if let Some(reader) = readers.get(&name) {
             return Ok(Arc::clone(reader));
         }
-        let path = NumberedName::segment(name).path_in(SEG_DIR);
         let vfs: &dyn strata_segment::vfs::Vfs = self.vfs.as_ref();
+        // A map that fails for want of memory or descriptors is exhaustion, not damage.
         let mapped = vfs.map(&path).map_err(|e| {
             unreadable(SegmentError::Io {
                 path: path.clone(),
@@ -113,9 +115,7 @@ impl Store {
         let recorded = self.catalog.file(name).map(|f| (f.len, f.digest));
         let reader = SegmentReader::open(&path, mapped).map_err(unreadable)?;
         if recorded != Some((reader.file_len(), reader.digest())) {
-            return Err(EngineError::Unreadable {
-                reason: format!("{path}: length or digest differs from the manifest's record"),
-            });
+            return Err(mismatch(&path, "length or digest differs"));
         }
         let reader = Arc::new(reader);
         readers.insert(name, Arc::clone(&reader));
@@ -123,9 +123,15 @@ impl Store {
     }
 }
 
+/// A failed read of a store file, typed: exhaustion of a resource as such, the rest unreadable.
 pub(crate) fn unreadable(error: SegmentError) -> EngineError {
+    EngineError::read(error)
+}
+
+/// A file that differs from what the manifest recorded of it.
+fn mismatch(path: &str, what: impl Into<String>) -> EngineError {
     EngineError::Unreadable {
-        reason: error.to_string(),
+        source: SegmentError::mismatch(path, what),
     }
 }
 
@@ -225,30 +231,33 @@ fn read_row(decl: &StreamDecl, run: &Run, row_idx: usize) -> Result<StoredRow, E
                 field.kind,
                 labels.get(component).copied().unwrap_or_default(),
             )
-            .ok_or_else(|| EngineError::Unreadable {
-                reason: format!("{}: track label is not a {}", reader.path(), field.kind),
+            .ok_or_else(|| {
+                mismatch(
+                    reader.path(),
+                    format!("track label is not a {}", field.kind),
+                )
             })?
         } else if decl.axis == Some(field_idx) {
             let axis = reader
                 .axis(run.part_idx)
                 .map_err(unreadable)?
-                .ok_or_else(|| EngineError::Unreadable {
-                    reason: format!("{}: no axis block", reader.path()),
-                })?;
+                .ok_or_else(|| mismatch(reader.path(), "no axis block"))?;
             Value::U64(axis[row_idx].get())
         } else {
             let column = reader
                 .column(run.part_idx, field_idx)
                 .map_err(unreadable)?
-                .ok_or_else(|| EngineError::Unreadable {
-                    reason: format!("{}: no column for field {:?}", reader.path(), field.name),
+                .ok_or_else(|| {
+                    mismatch(
+                        reader.path(),
+                        format!("no column for field {:?}", field.name),
+                    )
                 })?;
-            column_value(column, field.kind, row_idx).ok_or_else(|| EngineError::Unreadable {
-                reason: format!(
-                    "{}: field {:?} is stored as another kind",
+            column_value(column, field.kind, row_idx).ok_or_else(|| {
+                mismatch(
                     reader.path(),
-                    field.name
-                ),
+                    format!("field {:?} is stored as another kind", field.name),
+                )
             })?
         };
         values.push(value);

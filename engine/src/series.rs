@@ -30,6 +30,9 @@ pub enum BeneathWindow {
     },
     /// The tier holds it but cannot read it (a missing file, a checksum mismatch): report, retry.
     Unreadable(String),
+    /// A resource ran out beneath the tier (disk space, file descriptors, memory for maps):
+    /// nothing is damaged; free it and retry.
+    Exhausted(String),
     /// The request itself is not one the stream can answer: an unknown stream, a selection
     /// deeper than the track, a budget that does not buy one bucket per measured field. Not a
     /// wall beneath the window but a mistake at the call.
@@ -42,6 +45,7 @@ impl fmt::Display for BeneathWindow {
             BeneathWindow::Unserved => f.write_str("unserved: no series tier is serving"),
             BeneathWindow::Floor { floor } => write!(f, "nothing is retained beneath {floor}"),
             BeneathWindow::Unreadable(why) => write!(f, "unreadable: {why}"),
+            BeneathWindow::Exhausted(why) => write!(f, "exhausted: {why}"),
             BeneathWindow::Invalid(why) => write!(f, "invalid request: {why}"),
         }
     }
@@ -52,7 +56,14 @@ impl std::error::Error for BeneathWindow {}
 impl From<EngineError> for BeneathWindow {
     fn from(error: EngineError) -> Self {
         match error {
-            EngineError::Unreadable { reason } => BeneathWindow::Unreadable(reason),
+            EngineError::Stopped => BeneathWindow::Unserved,
+            EngineError::Exhausted { .. } => BeneathWindow::Exhausted(error.to_string()),
+            EngineError::Unreadable { source } => BeneathWindow::Unreadable(source.to_string()),
+            // A poisoned store cannot answer until reopened; what poisoned it decides what the
+            // caller should do about it (free space, or report damage).
+            EngineError::Poisoned { ref cause } if cause.exhausted().is_some() => {
+                BeneathWindow::Exhausted(error.to_string())
+            }
             EngineError::Poisoned { cause } => {
                 BeneathWindow::Unreadable(format!("poisoned: {cause}"))
             }

@@ -110,9 +110,7 @@ impl Served {
     /// made after it, answer `Unserved`.
     pub async fn stop(&self) -> Result<(), EngineError> {
         let (reply, answer) = oneshot::channel();
-        let unserved = || EngineError::Poisoned {
-            cause: "the supervisor is gone".into(),
-        };
+        let unserved = || EngineError::Stopped;
         self.commands
             .send(Command::Stop(reply))
             .await
@@ -153,9 +151,7 @@ impl Series for Served {
             rows,
             reply,
         };
-        let unserved = || EngineError::Poisoned {
-            cause: "the supervisor is gone".into(),
-        };
+        let unserved = || EngineError::Stopped;
         self.feed.send(feed).await.map_err(|_| unserved())?;
         answer.await.map_err(|_| unserved())?
     }

@@ -6,19 +6,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use strata_index::{
-    Catalog, Entry, FRAME_BODY_MAX, FileName, Record, StreamDecl, TrackKey, split_record,
+    Catalog, Entry, FRAME_BODY_MAX, FileName, Record, StreamDecl, TrackKey, encode_frame,
+    split_record,
 };
 use strata_recover::{Booted, Report, boot};
-use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, Mapped, RealFs, Vfs, VfsLock};
 use strata_segment::{
-    FieldCells, ManifestWriter, PartitionInput, SegmentReader, SegmentWriter, rewrite_manifest,
-    write_two_phase,
+    FieldCells, ManifestWriter, PartitionInput, SegmentError, SegmentReader, SegmentWriter,
+    rewrite_manifest, truncate_manifest, write_two_phase,
 };
 
 use crate::config::Config;
 use crate::decl::describe;
-use crate::error::EngineError;
+use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::fold_partition;
 use crate::stage::StreamState;
 use crate::value::Row;
@@ -52,7 +53,7 @@ pub struct Store {
     _lock: Box<dyn VfsLock>,
     pub(crate) streams: BTreeMap<String, StreamState>,
     staged_bytes: usize,
-    poisoned: Option<String>,
+    poisoned: Option<Arc<EngineError>>,
     pub(crate) readers: Mutex<HashMap<FileName, Arc<SegmentReader<Mapped>>>>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: AtomicU64,
@@ -92,7 +93,7 @@ impl Store {
             }));
         };
         let vfs = vfs.map_err(|e| {
-            EngineError::Storage(strata_segment::SegmentError::Io {
+            EngineError::write(SegmentError::Io {
                 path: dir.display().to_string(),
                 source: e,
             })
@@ -144,7 +145,7 @@ impl Store {
                     stream: String::new(),
                     reason: e.to_string(),
                 })?;
-            manifest.append(&record).map_err(EngineError::Storage)?;
+            manifest.append(&record).map_err(EngineError::write)?;
         }
         let streams = catalog
             .streams()
@@ -250,7 +251,9 @@ impl Store {
         if self.streams.values().any(|s| !s.staged.is_empty()) {
             let syncs_before = self.vfs.counts().total();
             if let Err(error) = self.barrier() {
-                self.poisoned = Some(error.to_string());
+                if !matches!(error, EngineError::Internal { .. }) {
+                    self.poisoned = Some(Arc::new(error.duplicate()));
+                }
                 return Err(error);
             }
             self.metrics.barrier_syncs += self.vfs.counts().total() - syncs_before;
@@ -314,19 +317,43 @@ impl Store {
         entries.extend(watermarks);
         entries.push(Entry::NameHigh(name));
         let record = Record { entries };
+        // What is durable now, for the error if the writes below fail: they change nothing of it.
+        let intact: Vec<StreamIntact> = self
+            .streams
+            .keys()
+            .map(|id| StreamIntact {
+                stream: id.clone(),
+                rows_sealed: self.catalog.next_ordinal(id),
+                watermark: self.catalog.watermark(id),
+            })
+            .collect();
         // Applied first, in memory: a record the catalog refuses is a bug, and must never reach
-        // the disk as a claim. If the writes below fail, the store is poisoned anyway.
+        // the disk as a claim (nothing is written, so nothing is poisoned). If the writes below
+        // fail, the store is poisoned, and a poisoned store answers nothing from this catalog.
         self.catalog
             .apply(&record)
-            .map_err(|e| EngineError::Unreadable {
-                reason: format!("internal: the barrier's own record was refused: {e}"),
+            .map_err(|e| EngineError::Internal {
+                reason: format!("the barrier's own record was refused: {e}"),
             })?;
         let file = NumberedName::segment(name).to_string();
+        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
+        let frame_bytes = encode_frame(&record).len() as u64;
+        let failed = |store: &Store, source: SegmentError| {
+            store.failed_barrier(
+                source,
+                &segment_path,
+                written.bytes.len() as u64 + frame_bytes,
+                intact.clone(),
+            )
+        };
+        // write_two_phase removes its own names of the file before it reports a failure.
         write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, &written.bytes)
-            .map_err(EngineError::Storage)?;
-        self.manifest
-            .append(&record)
-            .map_err(EngineError::Storage)?;
+            .map_err(|e| failed(self, e))?;
+        let manifest_len = self.manifest.len();
+        if let Err(error) = self.manifest.append(&record) {
+            self.unwind_append(manifest_len, frame_bytes, &segment_path);
+            return Err(failed(self, error));
+        }
 
         self.next_name = name + 1;
         for state in self.streams.values_mut() {
@@ -354,16 +381,67 @@ impl Store {
                 Ok(())
             }
             Err(error) => {
-                self.poisoned = Some(error.to_string());
-                Err(EngineError::Storage(error))
+                let error = EngineError::write(error);
+                self.poisoned = Some(Arc::new(error.duplicate()));
+                Err(error)
             }
+        }
+    }
+
+    /// A failed append of a barrier's frame: if the frame never reached the file whole it can
+    /// claim nothing, on any disk, so its partial bytes are cut off and its segment removed,
+    /// leaving nothing for the next open to quarantine. If it did reach the file whole (the sync
+    /// failed), it may be durable and claim the segment: both stay, for boot to judge.
+    fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
+        let vfs: &dyn Vfs = self.vfs.as_ref();
+        let Ok(len_now) = vfs.len(self.manifest.path()) else {
+            return;
+        };
+        if len_now >= manifest_len + frame_bytes {
+            return;
+        }
+        // Best effort, like the temp's removal: what is not undone here is evidence boot keeps.
+        let _ = vfs.remove(segment_path);
+        if len_now > manifest_len {
+            let _ = truncate_manifest(vfs, self.manifest.generation(), manifest_len);
+        }
+    }
+
+    /// The error of a barrier whose write failed: exhaustion says what the barrier needed and
+    /// what is intact; anything else is a storage failure.
+    fn failed_barrier(
+        &self,
+        source: SegmentError,
+        segment_path: &str,
+        needed_bytes: u64,
+        intact: Vec<StreamIntact>,
+    ) -> EngineError {
+        let Some(resource) = source.exhausted() else {
+            return EngineError::Storage(source);
+        };
+        let vfs: &dyn Vfs = self.vfs.as_ref();
+        let file = segment_path.rsplit('/').next().unwrap_or(segment_path);
+        let tmp_path = format!("{TMP_DIR}/{file}");
+        // Whether a claim can still point at the segment: only if its frame reached the file.
+        let cleaned_up =
+            !vfs.exists(&tmp_path).unwrap_or(true) && !vfs.exists(segment_path).unwrap_or(true);
+        EngineError::Exhausted {
+            resource,
+            source,
+            barrier: Some(Box::new(FailedBarrier {
+                store: vfs.location(),
+                segment: segment_path.to_owned(),
+                needed_bytes,
+                cleaned_up,
+                intact,
+            })),
         }
     }
 
     fn check_poison(&self) -> Result<(), EngineError> {
         match &self.poisoned {
             Some(cause) => Err(EngineError::Poisoned {
-                cause: cause.clone(),
+                cause: Arc::clone(cause),
             }),
             None => Ok(()),
         }
@@ -376,6 +454,9 @@ impl Store {
         stream: &str,
         selection: &[&str],
     ) -> Result<TrackKey, EngineError> {
+        // A failed barrier was applied to the catalog before its writes failed: a poisoned store
+        // must not answer from it.
+        self.check_poison()?;
         let state = self
             .streams
             .get(stream)

@@ -325,9 +325,9 @@ impl Store {
                     }
                     _ => {
                         return Err(EngineError::Unreadable {
-                            reason: format!(
-                                "{}: field {field} is not a stored number",
-                                reader.path()
+                            source: strata_segment::SegmentError::mismatch(
+                                reader.path(),
+                                format!("field {field} is not a stored number"),
                             ),
                         });
                     }
