@@ -12,5 +12,7 @@ mod engine;
 mod errors;
 mod kill;
 mod levels;
+mod limits;
+mod manifest_damage;
 mod series;
 mod survey_cli;
