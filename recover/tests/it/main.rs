@@ -10,4 +10,5 @@
 
 mod boot;
 mod cli;
+mod repair;
 mod support;
