@@ -10,6 +10,7 @@
 mod cli;
 mod engine;
 mod errors;
+mod full_disk;
 mod kill;
 mod levels;
 mod limits;
