@@ -116,7 +116,35 @@ fn open_existing(dir: &Path) -> Result<Store, Failure> {
         create_if_missing: false,
         ..Config::default()
     };
-    Store::open(dir, config, &[]).map_err(|error| open_failure(dir, &error))
+    let store = Store::open(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
+    warn_healed(dir, store.boot_report());
+    Ok(store)
+}
+
+/// Says on stderr what this open's boot healed, so a cut is never silent: a torn manifest tail
+/// is the last barrier's record, cut back (it may have been acknowledged: a flipped bit in a
+/// synced last frame looks exactly like an append that never finished).
+fn warn_healed(dir: &Path, report: &strata::recover::Report) {
+    let mut healed = report.findings.iter().filter(|f| {
+        !matches!(
+            f.kind,
+            strata::recover::FindingKind::MissingFolder | strata::recover::FindingKind::RetiredFile
+        )
+    });
+    let Some(first) = healed.next() else {
+        return;
+    };
+    let n_more = healed.count();
+    let more = match n_more {
+        0 => String::new(),
+        n => format!(" (and {n} more)"),
+    };
+    eprintln!(
+        "strata: warning: opening {} healed what a crash left: {first}{more}; \
+         `engine-fsck {}` lists the evidence kept in quarantine/",
+        dir.display(),
+        dir.display()
+    );
 }
 
 fn open_failure(dir: &Path, error: &EngineError) -> Failure {

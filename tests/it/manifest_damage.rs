@@ -286,3 +286,43 @@ fn strata_query_refuses_interior_manifest_damage_instead_of_answering_short() {
         "nothing was quarantined or cut"
     );
 }
+
+/// Damage in the last frame is healed as a torn tail, but never silently: the command that
+/// opened the store says on stderr what was cut, where, and where the evidence is.
+#[test]
+fn a_cut_torn_tail_is_never_silent_on_the_command_line() {
+    let dir = five_frame_store();
+    let path = dir.path().join(MANIFEST);
+    let mut manifest = fs::read(&path).unwrap();
+    let bounds = frame_bounds(&manifest);
+    manifest[bounds[4] + 11] ^= 0x20;
+    fs::write(&path, &manifest).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--store")
+        .arg(dir.path())
+        .args(["query", "cap"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "torn manifest tail: {MANIFEST} at offset {}",
+            bounds[4]
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("engine-fsck"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // A header line, then exactly the rows of the three barriers before the cut.
+    assert_eq!(
+        stdout.lines().count(),
+        1 + acknowledged(3).len(),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().skip(1).all(|l| !l.starts_with("4,")),
+        "{stdout}"
+    );
+}
