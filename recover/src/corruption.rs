@@ -8,7 +8,7 @@
 //! be reused); only an operator's explicit repair ([`crate::repair`]) cuts it, keeping the evidence.
 
 use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use strata_index::{Entry, FileName, StrayFrame};
 
@@ -121,12 +121,12 @@ impl Corruption {
         );
         let files: Vec<String> = self.files().iter().map(ToString::to_string).collect();
         if !files.is_empty() {
-            text.push_str(&format!(" claiming segment(s) {}", abbreviate(&files)));
+            let _ = write!(text, " claiming segment(s) {}", abbreviate(&files));
         }
         for (stream, loss) in self.losses() {
-            text.push_str(&format!("; stream {stream:?}: {} row(s)", loss.n_rows));
+            let _ = write!(text, "; stream {stream:?}: {} row(s)", loss.n_rows);
             if let Some([lo, hi]) = loss.positions {
-                text.push_str(&format!(" at positions {lo}..={hi}"));
+                let _ = write!(text, " at positions {lo}..={hi}");
             }
         }
         text

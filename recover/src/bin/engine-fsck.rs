@@ -11,6 +11,7 @@
 //! refused purge or repair). `repair --yes` exits 0 once it has repaired (or found nothing to). `docs/fsck.md` describes
 //! the output and the JSON document.
 
+use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -194,14 +195,12 @@ fn repair(store: &Path, yes: bool) -> u8 {
                  generation {} now holds its trusted prefix.\n",
                 repaired.corruption.offset, repaired.corruption.file, repaired.generation
             );
-            text.push_str(&format!(
-                "  dropped: {}\n",
-                repaired.corruption.describe_loss()
-            ));
+            let _ = writeln!(text, "  dropped: {}", repaired.corruption.describe_loss());
             for (stream, fence) in &repaired.fences {
-                text.push_str(&format!(
-                    "  stream {stream:?}: positions at or below {fence} are fenced (never reused)\n"
-                ));
+                let _ = writeln!(
+                    text,
+                    "  stream {stream:?}: positions at or below {fence} are fenced (never reused)"
+                );
             }
             text.push_str(&fsck::render_findings(&repaired.report));
             text.push_str(
@@ -232,15 +231,16 @@ fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
         corruption.describe_loss()
     );
     for (stream, fence) in &plan.fences {
-        text.push_str(&format!(
-            "  stream {stream:?}: positions at or below {fence} would be fenced (never reused)\n"
-        ));
+        let _ = writeln!(
+            text,
+            "  stream {stream:?}: positions at or below {fence} would be fenced (never reused)"
+        );
     }
     for path in &plan.files_read {
-        text.push_str(&format!("  read for its positions: {path}\n"));
+        let _ = writeln!(text, "  read for its positions: {path}");
     }
     for path in &plan.files_unreadable {
-        text.push_str(&format!("  not a readable segment (not used): {path}\n"));
+        let _ = writeln!(text, "  not a readable segment (not used): {path}");
     }
     text
 }
