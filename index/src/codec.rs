@@ -297,6 +297,17 @@ pub fn scan_frames(bytes: &[u8], from: u64) -> Vec<StrayFrame> {
         if rest.len() < FRAME_HEADER_LEN {
             break;
         }
+        // Cheap necessary conditions first, so most offsets cost no checksum at all: a body
+        // holds at least its version byte and an entry count, and starts with the version.
+        let plausible = rest
+            .first_chunk::<4>()
+            .map(|len| u32::from_le_bytes(*len))
+            .is_some_and(|len| len >= 5 && len as usize <= rest.len() - FRAME_HEADER_LEN)
+            && rest.get(FRAME_HEADER_LEN) == Some(&BODY_VERSION);
+        if !plausible {
+            pos += 1;
+            continue;
+        }
         match decode_frame(rest) {
             Ok((record, consumed)) => {
                 found.push(StrayFrame {
