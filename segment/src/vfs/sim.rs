@@ -577,16 +577,28 @@ impl Vfs for SimFs {
         state.begin_op()?;
         let (from_dirs, from_name) = entry_components(from)?;
         let (to_dirs, to_name) = entry_components(to)?;
-        // The kernel's order: both parents, then the source, then the target.
+        // The kernel's order: rename(2) looks up both parents, then the source, then the
+        // target; link(2) resolves the whole source first.
         let from_parent = state.parent_dir(from, &from_dirs)?;
+        let source = |state: &State| {
+            state
+                .dir(from_parent, from)?
+                .live
+                .get(from_name)
+                .copied()
+                .ok_or_else(|| not_found(from))
+        };
+        if state.link_unlink {
+            source(&state)?;
+        }
         let to_parent = state.parent_dir(to, &to_dirs)?;
-        let ino = *state
-            .dir(from_parent, from)?
-            .live
-            .get(from_name)
-            .ok_or_else(|| not_found(from))?;
+        let ino = source(&state)?;
         if state.dir(to_parent, to)?.live.contains_key(to_name) {
             return Err(already_exists(to));
+        }
+        // link(2) refuses a directory with EPERM, after the target's existence (EEXIST).
+        if state.link_unlink && matches!(state.nodes[ino], Node::Dir(_)) {
+            return Err(io::Error::from_raw_os_error(EPERM));
         }
         // A directory moved beneath itself would be cut off from the root (EINVAL on Linux).
         if to.starts_with(from) && to.as_bytes().get(from.len()) == Some(&b'/') {
@@ -596,9 +608,7 @@ impl Vfs for SimFs {
             ));
         }
         if state.link_unlink {
-            // link(2) then unlink(2): two operations, each its own directory change. Links of
-            // directories are refused, as by link(2).
-            state.file(ino, from)?;
+            // link(2) then unlink(2): two operations, each its own directory change.
             state
                 .dir_mut(to_parent, to)?
                 .live
@@ -801,6 +811,9 @@ impl Drop for SimLock {
         lock_state(&self.state).locked = false;
     }
 }
+
+/// The errno link(2) answers for a directory.
+const EPERM: i32 = 1;
 
 fn not_found(path: &str) -> io::Error {
     io::Error::new(

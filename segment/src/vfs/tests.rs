@@ -435,6 +435,7 @@ mod real_only {
     use std::io::ErrorKind;
 
     use super::{RealFs, Vfs, err_kind, write_file};
+    use crate::vfs::RenameMode;
 
     #[test]
     fn open_needs_an_existing_directory() {
@@ -485,6 +486,43 @@ mod real_only {
             b"inside"
         );
         assert!(!dir.path().join("a").exists());
+    }
+
+    /// Shrunk from `sim_agrees_with_real`: a directory moved beneath itself answers EINVAL on
+    /// every file system, so it must not be taken for one without `RENAME_NOREPLACE`.
+    #[test]
+    fn a_directory_moved_beneath_itself_does_not_decide_the_rename_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RealFs::open(dir.path()).unwrap();
+        assert_eq!(fs.rename_mode(), RenameMode::Unprobed);
+        fs.create_dir("d").unwrap();
+        assert_eq!(
+            err_kind(fs.rename_noreplace("d", "d/a")),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(fs.rename_mode(), RenameMode::Unprobed);
+        write_file(&fs, "a", b"x");
+        fs.rename_noreplace("a", "b").unwrap();
+        assert_eq!(fs.rename_mode(), RenameMode::Noreplace);
+    }
+
+    /// Link then unlink refuses an existing target and never replaces it, like the flag.
+    #[test]
+    fn link_then_unlink_never_replaces_and_leaves_one_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RealFs::open_link_unlink(dir.path()).unwrap();
+        assert_eq!(fs.rename_mode(), RenameMode::LinkUnlink);
+        write_file(&fs, "a", b"new");
+        write_file(&fs, "b", b"old");
+        assert_eq!(
+            err_kind(fs.rename_noreplace("a", "b")),
+            ErrorKind::AlreadyExists
+        );
+        assert_eq!(std::fs::read(dir.path().join("b")).unwrap(), b"old");
+        assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"new");
+        fs.rename_noreplace("a", "c").unwrap();
+        assert!(!fs.exists("a").unwrap());
+        assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"new");
     }
 }
 
@@ -1095,6 +1133,25 @@ mod laws {
             let dir = tempfile::tempdir().unwrap();
             let real = RealFs::open(dir.path()).unwrap();
             let sim = SimFs::new();
+            let (mut real_files, mut sim_files) = (Vec::new(), Vec::new());
+            for (op_idx, op) in ops.iter().enumerate() {
+                let from_real = apply(&real, &mut real_files, op);
+                let from_sim = apply(&sim, &mut sim_files, op);
+                prop_assert_eq!(from_real, from_sim, "op {} {:?}", op_idx, op);
+            }
+            prop_assert_eq!(tree(&real), tree(&sim));
+        }
+
+        /// The same, on a file system without `RENAME_NOREPLACE`: the real link-then-unlink and
+        /// the simulated one answer alike.
+        #[test]
+        fn sim_without_noreplace_agrees_with_real_link_unlink(
+            ops in prop::collection::vec(op(), 1..40),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let real = RealFs::open_link_unlink(dir.path()).unwrap();
+            let sim = SimFs::without_noreplace();
+            prop_assert_eq!(real.rename_mode(), sim.rename_mode());
             let (mut real_files, mut sim_files) = (Vec::new(), Vec::new());
             for (op_idx, op) in ops.iter().enumerate() {
                 let from_real = apply(&real, &mut real_files, op);
