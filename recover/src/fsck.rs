@@ -16,7 +16,7 @@ use std::io;
 use serde::Serialize;
 use strata_index::{Catalog, FileEntry, FileName, PartitionEntry, PartitionView, Tier, TrackKey};
 use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, manifest_name};
-use strata_segment::vfs::Vfs;
+use strata_segment::vfs::{RenameMode, Vfs};
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
@@ -66,6 +66,9 @@ pub struct FsckReport {
     pub error: Option<String>,
     /// The current manifest generation and its trusted prefix; `None` when unusable.
     pub manifest: Option<ManifestSummary>,
+    /// How the file system renames without replacing (`RenameMode::name`), as far as this look
+    /// learnt it: `unprobed` until something renamed (a check renames nothing).
+    pub rename: &'static str,
     /// What boot would find and do, then (with `verify`) every digest that failed.
     pub findings: Vec<Finding>,
     /// The evidence already in `quarantine/`, by name.
@@ -84,6 +87,7 @@ impl FsckReport {
             status: Status::Unusable,
             error: Some(error.into()),
             manifest: None,
+            rename: RenameMode::Unprobed.name(),
             findings: Vec::new(),
             quarantine: Vec::new(),
             streams: Vec::new(),
@@ -234,6 +238,7 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
             trusted_length: plan.report.trusted_len,
             frames: plan.report.n_frames,
         }),
+        rename: vfs.rename_mode().name(),
         findings,
         quarantine,
         streams: plan
@@ -675,6 +680,7 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
         )?;
     }
     writeln!(out)?;
+    writeln!(out, "rename: {}", report.rename)?;
     write_findings(out, &report.findings)?;
     write_quarantine(out, &report.quarantine)?;
     write_streams(out, &report.streams)?;

@@ -482,3 +482,18 @@ fn the_rename_mode_is_what_the_file_system_does() {
     // A property of the file system, not of the process: it survives a crash.
     assert_eq!(fs.crash().rename_mode(), RenameMode::LinkUnlink);
 }
+
+#[test]
+fn fsck_reports_the_rename_mode_in_its_header_and_json() {
+    for mode in MODES {
+        let (fs, booted) = new_store_in(mode);
+        drop(booted);
+        let report = strata_recover::fsck::check(&fs, false);
+        assert_eq!(report.rename, mode.name());
+        let human = strata_recover::fsck::render(&report);
+        let line = format!("rename: {}", mode.name());
+        assert!(human.lines().any(|l| l == line), "{human}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["rename"], mode.name());
+    }
+}

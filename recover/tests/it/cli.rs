@@ -22,11 +22,12 @@ const OP_RENAME: u64 = 3;
 const OP_APPEND_WRITE: u64 = 6;
 const OP_APPEND_SYNC: u64 = 7;
 
-const TOP_LEVEL: [&str; 8] = [
+const TOP_LEVEL: [&str; 9] = [
     "store",
     "status",
     "error",
     "manifest",
+    "rename",
     "findings",
     "quarantine",
     "streams",

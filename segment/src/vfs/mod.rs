@@ -101,6 +101,17 @@ pub enum RenameMode {
     LinkUnlink,
 }
 
+impl RenameMode {
+    /// Its name in reports: `unprobed`, `noreplace` or `link-unlink`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RenameMode::Unprobed => "unprobed",
+            RenameMode::Noreplace => "noreplace",
+            RenameMode::LinkUnlink => "link-unlink",
+        }
+    }
+}
+
 impl fmt::Display for RenameMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
