@@ -37,11 +37,20 @@ pub struct Booted {
 /// Boots the store in `vfs`. With `create_if_empty`, an empty folder (or one whose creation a
 /// crash interrupted before its first manifest) becomes a new, empty store.
 pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError> {
+    // Taking the lock creates LOCK, so a folder that is not a store (and, without
+    // `create_if_empty`, one that is not a store yet) is refused before it, with nothing written.
+    // This look needs no lock to be sound: a manifest, once renamed into place, is only removed
+    // after a later generation is durable, so a folder that showed one stays a store, and
+    // whether that store is usable is still decided under the lock (`inspect`). A creator
+    // holds the lock before its first manifest appears, so an opener racing it either refuses
+    // (no manifest yet; nothing created) or finds the store locked. Two creators both pass this
+    // look at an empty folder and then decide under the lock, exactly as before.
+    refuse_a_foreign_folder(vfs, create_if_empty)?;
     let lock = vfs.lock().map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock => RecoverError::Locked,
         _ => RecoverError::io(LOCK_FILE, e),
     })?;
-    drop_second_names(vfs)?;
+    // drop_second_names(vfs)?;
     if create_if_empty && unfinished_creation(vfs)? {
         return create(vfs, lock);
     }
@@ -99,6 +108,24 @@ fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError>
         unreadable: BTreeMap::new(),
         created: true,
         lock,
+    })
+}
+
+/// Refuses, without writing anything, a folder whose root holds no `manifest-NNNNNN` (the
+/// same test and error as `inspect`), unless `create_if_empty` and it is empty enough to create
+/// a store in.
+fn refuse_a_foreign_folder(vfs: &dyn Vfs, create_if_empty: bool) -> Result<(), RecoverError> {
+    let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
+    if root
+        .iter()
+        .any(|e| !e.is_dir && parse_manifest_name(&e.name).is_some())
+        || (create_if_empty && unfinished_creation(vfs)?)
+    {
+        return Ok(());
+    }
+    let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
+    Err(RecoverError::NotAStore {
+        reason: format!("no manifest-NNNNNN in a folder holding {names:?}"),
     })
 }
 

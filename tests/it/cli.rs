@@ -486,3 +486,75 @@ fn the_demo_never_deletes_a_folder_that_is_not_a_store() {
     assert!(run.stderr.contains("not a strata store"), "{run:?}");
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "mine");
 }
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn read_commands_leave_no_lock_in_a_folder_that_is_not_a_store() {
+    let s = Scratch::new();
+    let store = s.dir.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    std::fs::write(store.join("mine.txt"), "mine").unwrap();
+    let commands: [&[&str]; 7] = [
+        &["query", "x"],
+        &["survey", "x", "--budget", "64"],
+        &["fold", "x", "--agg", "sum"],
+        &["ingest", "x", "-"],
+        &["seal"],
+        // A creator refuses a folder that holds someone else's files, and writes nothing there.
+        &["declare", "x", "--field", "t:u64", "--axis", "t"],
+        &["fsck"],
+    ];
+    for args in commands {
+        let run = s.run_with(args, "t\n1\n");
+        assert_ne!(run.code, 0, "{args:?}: {run:?}");
+        assert!(
+            run.stdout.contains("not a strata store") || run.stderr.contains("not a strata store"),
+            "{args:?}: {run:?}"
+        );
+        assert_eq!(
+            names_in(&store),
+            ["mine.txt"],
+            "{args:?} wrote into the folder"
+        );
+        assert_eq!(
+            std::fs::read_to_string(store.join("mine.txt")).unwrap(),
+            "mine"
+        );
+    }
+
+    // An empty folder is not a store either until `declare` makes it one.
+    let empty = s.dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for args in &commands[..5] {
+        let mut all = vec!["--store", "empty"];
+        all.extend_from_slice(args);
+        let run = strata_in(s.dir.path(), &all, "t\n1\n");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            names_in(&empty).is_empty(),
+            "{args:?} wrote into an empty folder"
+        );
+    }
+
+    // And a missing folder is not created by a command that reads.
+    for args in &commands[..5] {
+        let mut all = vec!["--store", "missing/deeper"];
+        all.extend_from_slice(args);
+        let run = strata_in(s.dir.path(), &all, "t\n1\n");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(run.stderr.contains("does not exist"), "{args:?}: {run:?}");
+        assert!(
+            !s.dir.path().join("missing").exists(),
+            "{args:?} created it"
+        );
+    }
+}
