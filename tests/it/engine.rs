@@ -4,8 +4,11 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use strata::segment::vfs::{Fault, SimFs, Vfs};
+use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
 use strata::{Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
+
+/// Both ways a file system can rename without replacing: the crash tests run on each.
+const MODES: [RenameMode; 2] = [RenameMode::Noreplace, RenameMode::LinkUnlink];
 
 fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
     Arc::new(fs.clone())
@@ -597,54 +600,71 @@ fn a_barrier_costs_a_fixed_number_of_syncs_however_many_partitions_it_touches() 
 
 #[test]
 fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
-    let first: Vec<Row> = vec![row("a", 1, 1, 1.0), row("b", 1, 1, 2.0)];
-    let second: Vec<Row> = vec![
-        row("a", 1, 2, 3.0),
-        row("b", 1, 2, 4.0),
-        row("c", 9, 2, 5.0),
-    ];
-    let open = |fs: &SimFs| Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
-    // How many operations the second barrier takes, uncrashed.
-    let probe = SimFs::new();
-    let mut store = open(&probe);
-    store.publish("capture", 1, &first).unwrap();
-    store.seal().unwrap();
-    store.publish("capture", 2, &second).unwrap();
-    let start = probe.ops();
-    store.seal().unwrap();
-    let n_ops = probe.ops() - start;
-    drop(store);
-    assert!(n_ops >= 8);
+    for mode in MODES {
+        let first: Vec<Row> = vec![row("a", 1, 1, 1.0), row("b", 1, 1, 2.0)];
+        let second: Vec<Row> = vec![
+            row("a", 1, 2, 3.0),
+            row("b", 1, 2, 4.0),
+            row("c", 9, 2, 5.0),
+        ];
+        let open = |fs: &SimFs| Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
+        // How many operations the second barrier takes, uncrashed.
+        let probe = SimFs::with_rename_mode(mode);
+        let mut store = open(&probe);
+        store.publish("capture", 1, &first).unwrap();
+        store.seal().unwrap();
+        store.publish("capture", 2, &second).unwrap();
+        let start = probe.ops();
+        store.seal().unwrap();
+        let n_ops = probe.ops() - start;
+        drop(store);
+        assert!(n_ops >= 8);
 
-    for crash_op in 0..n_ops {
-        for image in 0..4 {
-            let fs = SimFs::new();
-            let mut store = open(&fs);
-            store.publish("capture", 1, &first).unwrap();
-            store.seal().unwrap();
-            store.publish("capture", 2, &second).unwrap();
-            fs.crash_at(fs.ops() + crash_op);
-            store.seal().unwrap_err();
-            drop(store);
-            let fs = match image {
-                0 => fs.crash(),
-                1 => fs.crash_tearing(usize::MAX),
-                2 => fs.crash_tearing(9),
-                _ => fs.crash_keeping_dir_ops(usize::MAX),
-            };
-            let store = open(&fs);
-            let back: Vec<Row> = values(&store);
-            let watermark = store.watermark("capture", &[]).unwrap();
-            let context = format!("crash at op {crash_op}, image {image}");
-            if back.len() == first.len() {
-                assert_eq!(back, first, "{context}");
-                assert_eq!(watermark, Some(1), "{context}: the last acknowledged seal");
-            } else {
-                // The crashed barrier's frame reached the disk whole: all of it is there.
-                let mut all = first.clone();
-                all.extend(second.iter().cloned());
-                assert_eq!(back, all, "{context}");
-                assert_eq!(watermark, Some(2), "{context}");
+        for crash_op in 0..n_ops {
+            for image in 0..4 {
+                let fs = SimFs::with_rename_mode(mode);
+                let mut store = open(&fs);
+                store.publish("capture", 1, &first).unwrap();
+                store.seal().unwrap();
+                store.publish("capture", 2, &second).unwrap();
+                fs.crash_at(fs.ops() + crash_op);
+                store.seal().unwrap_err();
+                drop(store);
+                let fs = match image {
+                    0 => fs.crash(),
+                    1 => fs.crash_tearing(usize::MAX),
+                    2 => fs.crash_tearing(9),
+                    _ => fs.crash_keeping_dir_ops(usize::MAX),
+                };
+                let store = open(&fs);
+                // Whatever the crash left is healed: no temp survives boot, and no second
+                // name of the barrier's segment is kept as a spurious copy beside it.
+                assert!(fs.list("tmp").unwrap().is_empty(), "{mode:?} op {crash_op}");
+                let bytes: Vec<Vec<u8>> = fs
+                    .paths()
+                    .iter()
+                    .filter(|p| p.starts_with("seg/") || p.starts_with("quarantine/"))
+                    .map(|p| fs.live_bytes(p).unwrap())
+                    .collect();
+                for (idx, file) in bytes.iter().enumerate() {
+                    assert!(
+                        !bytes[..idx].contains(file),
+                        "{mode:?} op {crash_op} image {image}: a second copy kept"
+                    );
+                }
+                let back: Vec<Row> = values(&store);
+                let watermark = store.watermark("capture", &[]).unwrap();
+                let context = format!("{mode:?} crash at op {crash_op}, image {image}");
+                if back.len() == first.len() {
+                    assert_eq!(back, first, "{context}");
+                    assert_eq!(watermark, Some(1), "{context}: the last acknowledged seal");
+                } else {
+                    // The crashed barrier's frame reached the disk whole: all of it is there.
+                    let mut all = first.clone();
+                    all.extend(second.iter().cloned());
+                    assert_eq!(back, all, "{context}");
+                    assert_eq!(watermark, Some(2), "{context}");
+                }
             }
         }
     }
@@ -675,37 +695,39 @@ fn rows_published_after_a_crash_continue_the_ordinals() {
 
 #[test]
 fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_the_same() {
-    let fs = SimFs::new();
-    let config = Config {
-        manifest_rewrite_bytes: 1,
-        ..Config::default()
-    };
-    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
-    let mut all = Vec::new();
-    for position in 1..=5u64 {
-        let rows: Vec<Row> = (0..3)
-            .map(|p| row("run_7", p, position, position as f64))
+    for mode in MODES {
+        let fs = SimFs::with_rename_mode(mode);
+        let config = Config {
+            manifest_rewrite_bytes: 1,
+            ..Config::default()
+        };
+        let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+        let mut all = Vec::new();
+        for position in 1..=5u64 {
+            let rows: Vec<Row> = (0..3)
+                .map(|p| row("run_7", p, position, position as f64))
+                .collect();
+            store.publish("capture", position, &rows).unwrap();
+            store.seal().unwrap();
+            all.extend(rows);
+        }
+        drop(store);
+        let fs = fs.crash();
+        let names: Vec<String> = fs.list("").unwrap().into_iter().map(|e| e.name).collect();
+        let manifests: Vec<&String> = names
+            .iter()
+            .filter(|n| n.starts_with("manifest-"))
             .collect();
-        store.publish("capture", position, &rows).unwrap();
-        store.seal().unwrap();
-        all.extend(rows);
+        // Every barrier passed the threshold: one generation per rewrite, only the newest left.
+        assert_eq!(manifests, ["manifest-000006"], "{names:?}");
+        let store = Store::open_in(sim(&fs), config, &[]).unwrap();
+        assert!(
+            store.boot_report().is_clean(),
+            "{:?}",
+            store.boot_report().findings
+        );
+        let back: Vec<Row> = values(&store);
+        assert_eq!(back, all);
+        assert_eq!(store.watermark("capture", &[]).unwrap(), Some(5));
     }
-    drop(store);
-    let fs = fs.crash();
-    let names: Vec<String> = fs.list("").unwrap().into_iter().map(|e| e.name).collect();
-    let manifests: Vec<&String> = names
-        .iter()
-        .filter(|n| n.starts_with("manifest-"))
-        .collect();
-    // Every barrier passed the threshold: one generation per rewrite, only the newest left.
-    assert_eq!(manifests, ["manifest-000006"], "{names:?}");
-    let store = Store::open_in(sim(&fs), config, &[]).unwrap();
-    assert!(
-        store.boot_report().is_clean(),
-        "{:?}",
-        store.boot_report().findings
-    );
-    let back: Vec<Row> = values(&store);
-    assert_eq!(back, all);
-    assert_eq!(store.watermark("capture", &[]).unwrap(), Some(5));
 }
