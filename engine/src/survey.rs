@@ -116,6 +116,15 @@ impl Store {
         aggregate: Aggregate,
     ) -> Result<Vec<FieldStat>, EngineError> {
         let (decl, prefix) = self.axial(stream, selection)?;
+        if decl.measured().is_empty() {
+            // An empty answer would read as "no rows"; `survey` refuses such a stream too.
+            return Err(EngineError::BadRead {
+                reason: format!(
+                    "stream {stream:?} has no measured field to fold (a numeric field that is \
+                     neither the axis nor a track field)"
+                ),
+            });
+        }
         let ladder = ladder_of(decl);
         let clamped = self.clamp(stream, &prefix, axis);
         decl.measured()

@@ -4,25 +4,36 @@
 //! `min max mean sum count` are level folds (from stored cells, covering the whole level-0 cells
 //! the range touches); `p0`..`p100` are nearest-rank percentiles over the raw rows of the exact
 //! range. An unknown name is refused by the argument parser (exit 2) before the store is opened.
+//!
+//! Where the range holds no rows, `count` is 0 and every other statistic is absent (`-` in the
+//! table, `null` in JSON). A sum that overflowed f64, and a mean taken from it, is printed as
+//! `inf`/`-inf` (`nan` where overflows of both signs met): in the table with a note, in JSON as
+//! that string, never as `null` (see `json.rs`). A stream with no measured field is refused.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::FieldStat;
+use strata::{Aggregate, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
-use super::{Failure, axis_bounds, exact, open_existing, print, selection};
+use super::{Failure, axis_bounds, exact, json, open_existing, print, selection};
 
 pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
     let store = open_existing(dir)?;
-    let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    let mut stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    if args.agg == Aggregate::Count {
+        // The engine answers "no rows" for every statistic alike; a count of no rows is 0.
+        for stat in &mut stats {
+            stat.value.get_or_insert(Num::U64(0));
+        }
+    }
     let text = match args.format {
         ReadFormat::Table => lines(&stats),
         ReadFormat::Json => {
-            serde_json::to_string(&stats)
+            json::fold(&stats)
                 .map_err(|e| Failure::new(format!("cannot write the fold as JSON: {e}")))?
                 + "\n"
         }
@@ -32,11 +43,17 @@ pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
 }
 
 /// `field: value`, a line per measured field in declaration order; `-` where the range holds no
-/// rows. Values are exact (floats in their shortest round-trip form).
+/// rows. Values are exact (floats in their shortest round-trip form); an overflowed one says so.
 fn lines(stats: &[FieldStat]) -> String {
     let mut out = String::new();
     for stat in stats {
-        let value = stat.value.map_or_else(|| "-".to_owned(), exact);
+        let value = match stat.value {
+            None => "-".to_owned(),
+            Some(Num::F64(v)) if !v.is_finite() => {
+                format!("{} (overflowed f64)", json::non_finite_word(v))
+            }
+            Some(value) => exact(value),
+        };
         let _ = writeln!(out, "{}: {value}", stat.field);
     }
     out

@@ -10,6 +10,7 @@ mod demo;
 mod fold;
 mod fsck;
 mod ingest;
+mod json;
 mod parse;
 mod progress;
 mod query;

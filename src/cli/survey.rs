@@ -3,7 +3,8 @@
 //!
 //! The engine answers from the finest level whose cells over the span fit the budget (a bucket
 //! is four placed points, per measured field); a budget below `4 x measured fields` is its error
-//! (exit 1). `--from`/`--to` bound the axis, not positions.
+//! (exit 1). `--from`/`--to` bound the axis, not positions. In JSON a bucket's `sum` or `sum_sq`
+//! that overflowed f64 is the string `"inf"`, `"-inf"` or `"nan"`, never `null` (see `json.rs`).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -14,7 +15,7 @@ use strata::{Bucket, FieldBuckets, StreamDecl, Survey};
 
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
-use super::{Failure, axis_bounds, compact, open_existing, print, selection};
+use super::{Failure, axis_bounds, compact, json, open_existing, print, selection};
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
@@ -37,9 +38,9 @@ pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     match args.format {
         ReadFormat::Table => print(&table(&survey, &scope)),
         ReadFormat::Json => {
-            let json = serde_json::to_string(&survey)
+            let text = json::survey(&survey)
                 .map_err(|e| Failure::new(format!("cannot write the survey as JSON: {e}")))?;
-            print(&(json + "\n"))
+            print(&(text + "\n"))
         }
     }?;
     Ok(ExitCode::SUCCESS)

@@ -297,3 +297,112 @@ fn svg_is_a_well_formed_picture_with_a_band_per_field() {
     assert_eq!(unwritable.code, 1, "{unwritable:?}");
     assert!(unwritable.stderr.contains("cannot write"), "{unwritable:?}");
 }
+
+/// A store with stream `b` (axis `t`, measured `v:f64`) holding two rows of `value`, whose sum
+/// overflows f64.
+fn huge(value: &str) -> Scratch {
+    let s = Scratch::new();
+    s.ok(
+        &[
+            "declare", "b", "--field", "t:u64", "--field", "v:f64", "--axis", "t",
+        ],
+        "",
+    );
+    s.ok(&["ingest", "b"], &format!("t,v\n1,{value}\n2,{value}\n"));
+    s
+}
+
+fn fold_json(s: &Scratch, args: &[&str]) -> Json {
+    let mut all = vec!["fold", "b", "--format", "json"];
+    all.extend_from_slice(args);
+    let run = s.ok(&all, "");
+    assert!(!run.stdout.contains("null"), "{run:?}");
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[test]
+fn an_overflowed_sum_is_never_printed_as_null() {
+    for (value, word) in [("1e308", "inf"), ("-1e308", "-inf")] {
+        let s = huge(value);
+        for agg in ["sum", "mean"] {
+            let json = fold_json(&s, &["--agg", agg]);
+            assert_eq!(json[0]["field"], "v");
+            assert_eq!(json[0]["value"], word, "{agg} of two {value}: {json}");
+            let table = s.ok(&["fold", "b", "--agg", agg], "");
+            assert_eq!(
+                table.stdout,
+                format!("v: {word} (overflowed f64)\n"),
+                "{agg}"
+            );
+        }
+        // The values themselves are finite and print as numbers.
+        let json = fold_json(&s, &["--agg", "min"]);
+        assert_eq!(json[0]["value"].as_f64(), Some(value.parse().unwrap()));
+        let json = fold_json(&s, &["--agg", "count"]);
+        assert_eq!(json[0]["value"], 2);
+
+        let run = s.ok(&["survey", "b", "--budget", "4", "--format", "json"], "");
+        assert!(!run.stdout.contains("null"), "{run:?}");
+        let survey: Json = serde_json::from_str(&run.stdout).unwrap();
+        let bucket = &survey["fields"][0]["buckets"][0];
+        assert_eq!(bucket["count"], 2, "{survey}");
+        assert_eq!(bucket["sum"], word, "{survey}");
+        assert_eq!(bucket["sum_sq"], "inf", "{survey}");
+        assert_eq!(
+            bucket["min"]["value"].as_f64(),
+            Some(value.parse().unwrap())
+        );
+        let table = s.ok(&["survey", "b", "--budget", "4"], "");
+        assert!(table.stdout.contains(word), "the mean column: {table:?}");
+    }
+}
+
+#[test]
+fn a_count_over_an_empty_range_is_0_not_null() {
+    let s = huge("1.5");
+    for range in [&["--from", "100", "--to", "200"][..], &["--track", ""]] {
+        let mut args = vec!["--agg", "count"];
+        args.extend_from_slice(range);
+        let json = fold_json(&s, &args);
+        let want = if range[0] == "--from" { 0 } else { 2 };
+        assert_eq!(json[0]["value"], want, "{range:?}: {json}");
+        let mut table = vec!["fold", "b"];
+        table.extend_from_slice(&args);
+        assert_eq!(s.ok(&table, "").stdout, format!("v: {want}\n"), "{range:?}");
+    }
+    // Other statistics of no rows are absent: `null` in JSON, `-` in the table, as before.
+    let run = s.ok(
+        &[
+            "fold", "b", "--agg", "sum", "--from", "100", "--format", "json",
+        ],
+        "",
+    );
+    assert_eq!(run.stdout, "[{\"field\":\"v\",\"value\":null}]\n");
+    let run = s.ok(&["fold", "b", "--agg", "sum", "--from", "100"], "");
+    assert_eq!(run.stdout, "v: -\n");
+}
+
+#[test]
+fn fold_on_a_stream_with_no_measured_field_is_refused_as_survey_is() {
+    let s = Scratch::new();
+    let declare = [
+        "declare", "tags", "--field", "t:u64", "--field", "site:str", "--axis", "t",
+    ];
+    s.ok(&declare, "");
+    s.ok(&["ingest", "tags"], "t,site\n1,north\n2,south\n");
+    for format in ["table", "json"] {
+        for agg in ["count", "sum", "p50"] {
+            let run = s.run(&["fold", "tags", "--agg", agg, "--format", format]);
+            assert_eq!(run.code, 1, "{agg} {format}: {run:?}");
+            assert!(run.stdout.is_empty(), "{run:?}");
+            assert!(
+                run.stderr
+                    .contains("stream \"tags\" has no measured field to fold"),
+                "{run:?}"
+            );
+        }
+        let run = s.run(&["survey", "tags", "--budget", "64", "--format", format]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(run.stderr.contains("no measured field"), "{run:?}");
+    }
+}

@@ -1,0 +1,172 @@
+//! JSON views of the read answers (`survey`, `fold`) that never turn a number into `null`.
+//!
+//! serde_json writes a non-finite f64 as `null`, the word these answers keep for "no rows". A
+//! measured value is always finite (publish refuses anything else), but a float accumulator can
+//! overflow f64: a `sum` or `sum_sq` past ±1.8e308, and a `mean` taken from such a sum. Here
+//! such a number is the JSON string `"inf"` or `"-inf"`, or `"nan"` where overflows of both
+//! signs met; every finite number is written exactly as serde_json writes it. A consumer that
+//! reads a number finds a string instead, which it cannot mistake for `null` or for a value.
+//!
+//! The views mirror the engine's `Survey` and `FieldStat` field for field, so a finite answer
+//! reads the same as the engine's own serialization.
+
+use serde::{Serialize, Serializer};
+use strata::{Bucket, FieldBuckets, FieldStat, Num, Point, Survey};
+
+/// The word for a float that is not finite: `inf`, `-inf` or `nan`.
+pub fn non_finite_word(value: f64) -> &'static str {
+    debug_assert!(!value.is_finite());
+    if value.is_nan() {
+        "nan"
+    } else if value > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}
+
+/// An f64 that is written as a number when finite and as its word otherwise.
+#[derive(Clone, Copy, Debug)]
+struct Float(f64);
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_finite() {
+            serializer.serialize_f64(self.0)
+        } else {
+            serializer.serialize_str(non_finite_word(self.0))
+        }
+    }
+}
+
+/// A value of any numeric kind; only an f64 can be non-finite.
+#[derive(Clone, Copy, Debug)]
+struct Value(Num);
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Num::F64(v) => Float(v).serialize(serializer),
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+/// A fold's answer: a `{"field", "value"}` object per measured field, `value` null for no rows.
+pub fn fold(stats: &[FieldStat]) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct Stat<'a> {
+        field: &'a str,
+        value: Option<Value>,
+    }
+    let stats: Vec<Stat<'_>> = stats
+        .iter()
+        .map(|stat| Stat {
+            field: &stat.field,
+            value: stat.value.map(Value),
+        })
+        .collect();
+    serde_json::to_string(&stats)
+}
+
+/// A survey's answer, shaped as `strata::Survey` serializes.
+pub fn survey(survey: &Survey) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct SurveyView<'a> {
+        level: u8,
+        group: u128,
+        span: Option<[u64; 2]>,
+        fields: Vec<FieldView<'a>>,
+    }
+    #[derive(Serialize)]
+    struct FieldView<'a> {
+        field: &'a str,
+        buckets: Vec<BucketView>,
+    }
+    let view = SurveyView {
+        level: survey.level,
+        group: survey.group,
+        span: survey.span,
+        fields: survey
+            .fields
+            .iter()
+            .map(|FieldBuckets { field, buckets }| FieldView {
+                field,
+                buckets: buckets.iter().map(BucketView::of).collect(),
+            })
+            .collect(),
+    };
+    serde_json::to_string(&view)
+}
+
+#[derive(Serialize)]
+struct PointView {
+    axis: u64,
+    value: Value,
+}
+
+impl PointView {
+    fn of(point: Point) -> PointView {
+        PointView {
+            axis: point.axis,
+            value: Value(point.value),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct BucketView {
+    field: u16,
+    first: PointView,
+    last: PointView,
+    min: PointView,
+    max: PointView,
+    count: u64,
+    sum: Float,
+    sum_sq: Float,
+}
+
+impl BucketView {
+    fn of(bucket: &Bucket) -> BucketView {
+        // Destructured whole, so a field added to `Bucket` fails to compile here instead of
+        // silently missing from the JSON.
+        let Bucket {
+            field,
+            first,
+            last,
+            min,
+            max,
+            count,
+            sum,
+            sum_sq,
+        } = *bucket;
+        BucketView {
+            field,
+            first: PointView::of(first),
+            last: PointView::of(last),
+            min: PointView::of(min),
+            max: PointView::of(max),
+            count,
+            sum: Float(sum),
+            sum_sq: Float(sum_sq),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_finite_float_is_a_word_and_a_finite_one_a_number() {
+        let json = |v: f64| serde_json::to_string(&Float(v)).expect("serializes");
+        assert_eq!(json(f64::INFINITY), "\"inf\"");
+        assert_eq!(json(f64::NEG_INFINITY), "\"-inf\"");
+        assert_eq!(json(f64::NAN), "\"nan\"");
+        assert_eq!(json(2.5), "2.5");
+        assert_eq!(json(1e308), "1e+308");
+        let value = |n: Num| serde_json::to_string(&Value(n)).expect("serializes");
+        assert_eq!(value(Num::U64(u64::MAX)), "18446744073709551615");
+        assert_eq!(value(Num::I64(-3)), "-3");
+    }
+}
