@@ -50,7 +50,7 @@ pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError
         io::ErrorKind::WouldBlock => RecoverError::Locked,
         _ => RecoverError::io(LOCK_FILE, e),
     })?;
-    // drop_second_names(vfs)?;
+    drop_second_names(vfs)?;
     if create_if_empty && unfinished_creation(vfs)? {
         return create(vfs, lock);
     }
