@@ -1,11 +1,14 @@
 //! Reads a segment from a mapped file, verifying every checksum before handing out bytes.
 //!
 //! `open` checks the header, the footer and the directory (all small), and that every block the
-//! directory names lies inside the file. A block's own crc — and the invariants its contents
-//! promise (sorted positions, valid offsets, ordered cells) — are checked the first time the
-//! block is read, once per reader. Nothing is copied: columns come back as slices of the map.
-//! A mismatch is an error naming the file and offset, never different data.
+//! directory names lies inside the file and belongs to exactly one partition. A block's own crc —
+//! and every promise its contents make that a read relies on (see [`contents`]) — are checked the
+//! first time the block is read, once per reader. Nothing is copied: columns come back as slices
+//! of the map. A mismatch is an error naming the file and offset, never different data or a panic.
 
+mod contents;
+
+use std::collections::BTreeSet;
 use std::ops::{Deref, Range, RangeInclusive};
 use std::sync::OnceLock;
 
@@ -44,6 +47,8 @@ struct BlockInfo {
     offset: usize,
     len: usize,
     n_items: usize,
+    /// The index of the one partition whose block range holds this block.
+    partition: usize,
 }
 
 /// A variable-length column: value `i` is `heap[offsets[i]..offsets[i + 1]]`. The offsets were
@@ -102,8 +107,15 @@ pub struct SegmentReader<B> {
 /// Why a block failed its first read, remembered so later reads fail the same way.
 #[derive(Clone, Debug)]
 enum BlockFault {
-    Checksum { expected: u32, got: u32 },
-    Contents(String),
+    Checksum {
+        expected: u32,
+        got: u32,
+    },
+    /// A broken promise `at` bytes into the payload.
+    Contents {
+        at: usize,
+        what: String,
+    },
 }
 
 impl<B: Deref<Target = [u8]>> SegmentReader<B> {
@@ -302,7 +314,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             if expected != got {
                 return Err(BlockFault::Checksum { expected, got });
             }
-            check_block_contents(&block, payload).map_err(BlockFault::Contents)
+            let part = &self.partitions[block.partition];
+            contents::check_block_contents(&block, payload, part)
+                .map_err(|(at, what)| BlockFault::Contents { at, what })
         });
         match outcome {
             Ok(()) => Ok(payload),
@@ -313,60 +327,13 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 expected: *expected,
                 got: *got,
             }),
-            Err(BlockFault::Contents(what)) => Err(SegmentError::malformed(
+            Err(BlockFault::Contents { at, what }) => Err(SegmentError::malformed(
                 &self.path,
-                block.offset as u64,
+                (block.offset + at) as u64,
                 what.clone(),
             )),
         }
     }
-}
-
-/// Checks what a block's contents promise beyond its crc, so that a well-checksummed but
-/// inconsistent file (a bug, or bytes crafted on purpose) is an error rather than a wrong answer.
-fn check_block_contents(block: &BlockInfo, payload: &[u8]) -> Result<(), String> {
-    let bad = |what: &str| Err(what.to_owned());
-    match block.kind {
-        BlockKind::Positions | BlockKind::Axis => {
-            if !slice_of::<U64>(payload).is_sorted_by_key(|v| v.get()) {
-                return bad("values go backwards");
-            }
-        }
-        BlockKind::Ordinals => {
-            if !slice_of::<U64>(payload)
-                .windows(2)
-                .all(|w| w[0].get() < w[1].get())
-            {
-                return bad("ordinals do not increase");
-            }
-        }
-        BlockKind::Column if block.field_kind >= 4 => {
-            let (offsets, heap) = payload.split_at((block.n_items + 1) * 8);
-            let offsets: &[U64] = slice_of(offsets);
-            let ends_right = offsets.first().map(|o| o.get()) == Some(0)
-                && offsets.last().map(|o| o.get()) == Some(heap.len() as u64);
-            if !ends_right || !offsets.is_sorted_by_key(|o| o.get()) {
-                return bad("variable-length offsets are inconsistent");
-            }
-            if block.field_kind == 4 {
-                let var = VarColumn { offsets, heap };
-                if (0..var.len())
-                    .any(|i| var.get(i).is_none_or(|v| std::str::from_utf8(v).is_err()))
-                {
-                    return bad("a str value is not UTF-8");
-                }
-            }
-        }
-        BlockKind::Cells => {
-            let records: &[CellRecord] = slice_of(payload);
-            let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
-            if !records.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
-                return bad("cells out of order");
-            }
-        }
-        BlockKind::Column => {}
-    }
-    Ok(())
 }
 
 fn decode_cell(path: &str, at: usize, r: &CellRecord) -> Result<Cell, SegmentError> {
@@ -543,7 +510,7 @@ fn parse_directory(
     let (block_records, heap) = <[BlockRecord]>::ref_from_prefix_with_elems(rest, n_blocks)
         .map_err(|_| bad(16, "block records cut short".into()))?;
     let blocks_at = 16 + n_partitions * size_of::<PartitionRecord>();
-    let blocks = block_records
+    let mut blocks = block_records
         .iter()
         .enumerate()
         .map(|(i, r)| {
@@ -559,6 +526,38 @@ fn parse_directory(
                 .map_err(|what| bad(16 + i * size_of::<PartitionRecord>(), what))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Each block is checked against its partition's promises, so it must have exactly one: the
+    // partitions' block ranges follow each other and cover every block (as the writer lays them).
+    let mut next_block = 0;
+    let mut keys = BTreeSet::new();
+    for (part_idx, part) in partitions.iter().enumerate() {
+        let at = 16 + part_idx * size_of::<PartitionRecord>();
+        if part.blocks.start != next_block {
+            return Err(bad(
+                at,
+                format!(
+                    "the partition's blocks start at {}, not at {next_block}",
+                    part.blocks.start
+                ),
+            ));
+        }
+        if !keys.insert((&part.entry.stream, &part.entry.track)) {
+            return Err(bad(at, "a second partition of one stream and track".into()));
+        }
+        for block in &mut blocks[part.blocks.clone()] {
+            block.partition = part_idx;
+        }
+        next_block = part.blocks.end;
+    }
+    if next_block != blocks.len() {
+        return Err(bad(
+            blocks_at,
+            format!(
+                "{} blocks belong to no partition",
+                blocks.len() - next_block
+            ),
+        ));
+    }
     Ok((partitions, blocks))
 }
 
@@ -598,6 +597,8 @@ fn parse_block(r: &BlockRecord, data_end: usize) -> Result<BlockInfo, String> {
         offset,
         len,
         n_items,
+        // Set once the partitions are parsed.
+        partition: usize::MAX,
     })
 }
 
@@ -674,12 +675,23 @@ fn parse_partition(
     if !inside {
         return Err("a block lies outside its partition's extent".into());
     }
-    let columns = own
+    let columns: Vec<(u16, u8)> = own
         .iter()
         .filter(|b| b.kind == BlockKind::Column)
         .map(|b| (b.field, b.field_kind))
         .collect();
+    check_fields(&measured, &columns)?;
+    if count(BlockKind::Cells) == 1 && !has_axis {
+        return Err("cells in a partition without an axis".into());
+    }
     let pair = |p: [U64; 2]| [p[0].get(), p[1].get()];
+    let ordered = |p: [u64; 2]| p[0] <= p[1];
+    if !ordered(pair(r.positions))
+        || !ordered(pair(r.ordinals))
+        || (has_axis && !ordered(pair(r.axis)))
+    {
+        return Err("a range whose lo is above its hi".into());
+    }
     Ok(PartitionInfo {
         entry: PartitionEntry {
             stream: stream.to_owned(),
@@ -696,6 +708,29 @@ fn parse_partition(
         columns,
         blocks: range,
     })
+}
+
+/// Columns in strictly increasing field order (one per field), measured fields likewise, and each
+/// measured field stored as a column of its own kind: reads fold cells and scan that column as one
+/// kind of number.
+fn check_fields(measured: &[(u16, NumKind)], columns: &[(u16, u8)]) -> Result<(), String> {
+    if !columns.windows(2).all(|w| w[0].0 < w[1].0) {
+        return Err("columns out of field order, or a field stored twice".into());
+    }
+    if !measured.windows(2).all(|w| w[0].0 < w[1].0) {
+        return Err("measured fields out of order, or a field measured twice".into());
+    }
+    for &(field, kind) in measured {
+        let code = match kind {
+            NumKind::U64 => 1,
+            NumKind::I64 => 2,
+            NumKind::F64 => 3,
+        };
+        if !columns.contains(&(field, code)) {
+            return Err(format!("measured field {field} has no {kind:?} column"));
+        }
+    }
+    Ok(())
 }
 
 /// Views a payload as a slice of 8-byte (or cell-sized) little-endian records.

@@ -1,0 +1,226 @@
+//! What a block's contents promise beyond its crc, checked once, right after the crc, when the
+//! block is first read. A well-checksummed but inconsistent file (a bug, or bytes crafted on
+//! purpose) is then an error naming the file and the offending offset, never a wrong answer or a
+//! panic further up: the engine's reads merge cells with `Bucket::absorb` (which panics on values
+//! of two kinds), index columns by the row count, and fold levels it trusts to hold every row.
+//!
+//! The promises, per block kind (`docs/format.md` has the table):
+//! - positions, axis: non-decreasing, first and last equal to the directory's lo and hi;
+//! - ordinals: strictly increasing, first and last equal to the directory's lo and hi;
+//! - `str`/`bytes` columns: offsets from 0 to the heap's end, non-decreasing; `str` is UTF-8;
+//! - a measured field's column: of the measured kind (checked with the directory) and, for
+//!   `f64`, finite (publish refuses anything else);
+//! - cells: strictly ordered by (field, level, index); each of a measured field, of that field's
+//!   kind, at a level the partition stores, of 1 ..= n_rows rows, its points inside the
+//!   partition's axis range, ordered (`first <= min, max <= last` on the axis), with
+//!   `min <= first, last <= max` by value and finite `f64` values; and every (measured field,
+//!   level) folds exactly the partition's rows.
+
+use std::cmp::Ordering;
+
+use strata_levels::{Num, NumKind};
+use zerocopy::little_endian::{F64, U64};
+
+use super::{BlockInfo, PartitionInfo, VarColumn, slice_of};
+use crate::format::{BlockKind, CellRecord, PointRecord};
+
+/// A broken promise: where in the payload it was found, and what it is.
+pub(super) type Fault = (usize, String);
+
+/// Checks block `block` of partition `part`, whose payload passed its crc.
+pub(super) fn check_block_contents(
+    block: &BlockInfo,
+    payload: &[u8],
+    part: &PartitionInfo,
+) -> Result<(), Fault> {
+    let entry = &part.entry;
+    match block.kind {
+        BlockKind::Positions => check_u64s(slice_of(payload), entry.positions, false),
+        BlockKind::Ordinals => check_u64s(slice_of(payload), entry.ordinals, true),
+        BlockKind::Axis => {
+            let range = entry
+                .axis
+                .ok_or((0, "an axis block in a partition without an axis".to_owned()))?;
+            check_u64s(slice_of(payload), range, false)
+        }
+        BlockKind::Column if block.field_kind >= 4 => check_var(block, payload),
+        BlockKind::Column => {
+            let measured = part.measured.iter().any(|&(f, _)| f == block.field);
+            if measured && block.field_kind == 3 {
+                let values: &[F64] = slice_of(payload);
+                if let Some(row_idx) = values.iter().position(|v| !v.get().is_finite()) {
+                    return Err((row_idx * 8, "a measured f64 value is not finite".into()));
+                }
+            }
+            Ok(())
+        }
+        BlockKind::Cells => check_cells(slice_of(payload), part),
+    }
+}
+
+/// A row column of u64s: ordered (strictly if `strict`), from `range[0]` to `range[1]`.
+fn check_u64s(values: &[U64], range: [u64; 2], strict: bool) -> Result<(), Fault> {
+    let bad_at = values.windows(2).position(|w| {
+        let (a, b) = (w[0].get(), w[1].get());
+        if strict { a >= b } else { a > b }
+    });
+    if let Some(row_idx) = bad_at {
+        let what = if strict {
+            "values do not increase"
+        } else {
+            "values go backwards"
+        };
+        return Err(((row_idx + 1) * 8, what.into()));
+    }
+    let ends = values
+        .first()
+        .zip(values.last())
+        .map(|(a, b)| (a.get(), b.get()));
+    if ends != Some((range[0], range[1])) {
+        return Err((
+            0,
+            format!(
+                "values run {ends:?}, the directory says {}..={}",
+                range[0], range[1]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_var(block: &BlockInfo, payload: &[u8]) -> Result<(), Fault> {
+    let (offsets, heap) = payload.split_at((block.n_items + 1) * 8);
+    let offsets: &[U64] = slice_of(offsets);
+    let ends_right = offsets.first().map(|o| o.get()) == Some(0)
+        && offsets.last().map(|o| o.get()) == Some(heap.len() as u64);
+    if !ends_right || !offsets.is_sorted_by_key(|o| o.get()) {
+        return Err((0, "variable-length offsets are inconsistent".into()));
+    }
+    if block.field_kind == 4 {
+        let var = VarColumn { offsets, heap };
+        if let Some(row_idx) =
+            (0..var.len()).find(|&i| var.get(i).is_none_or(|v| std::str::from_utf8(v).is_err()))
+        {
+            return Err(((row_idx + 1) * 8, "a str value is not UTF-8".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The kind code a cell of `kind` carries.
+fn kind_code(kind: NumKind) -> u8 {
+    match kind {
+        NumKind::U64 => 1,
+        NumKind::I64 => 2,
+        NumKind::F64 => 3,
+    }
+}
+
+fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault> {
+    let size = size_of::<CellRecord>();
+    let entry = &part.entry;
+    let [axis_lo, axis_hi] = entry
+        .axis
+        .ok_or((0, "cells in a partition without an axis".to_owned()))?;
+    let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
+    // The (field, level) being summed, where its first cell is, and the rows it has folded.
+    let mut group: Option<((u16, u8), usize, u64)> = None;
+    let mut n_groups = 0usize;
+    let close = |group: Option<((u16, u8), usize, u64)>| match group {
+        Some(((field, level), at, n_rows)) if n_rows != entry.n_rows => Err((
+            at,
+            format!(
+                "level {level} of field {field} folds {n_rows} rows, the partition holds {}",
+                entry.n_rows
+            ),
+        )),
+        _ => Ok(()),
+    };
+    for (cell_idx, r) in records.iter().enumerate() {
+        let at = cell_idx * size;
+        let bad = |what: String| Err((at, what));
+        if cell_idx > 0 && key(&records[cell_idx - 1]) >= key(r) {
+            return bad("cells out of order".into());
+        }
+        let field = r.field.get();
+        let Some(&(_, kind)) = part.measured.iter().find(|&&(f, _)| f == field) else {
+            return bad(format!("a cell of field {field}, which is not measured"));
+        };
+        if r.kind != kind_code(kind) {
+            return bad(format!(
+                "a cell of kind code {} for field {field}, which is {kind:?}",
+                r.kind
+            ));
+        }
+        if r.level >= entry.n_levels {
+            return bad(format!(
+                "a cell at level {} of a partition with {} levels",
+                r.level, entry.n_levels
+            ));
+        }
+        let count = r.count.get();
+        if count == 0 || count > entry.n_rows {
+            return bad(format!(
+                "a cell of {count} rows in a partition of {}",
+                entry.n_rows
+            ));
+        }
+        check_points(r, kind, [axis_lo, axis_hi]).map_err(|what| (at, what))?;
+        match &mut group {
+            Some((g, _, n_rows)) if *g == (field, r.level) => {
+                // Both terms are at most n_rows (a u64), so this cannot overflow u64 twice over.
+                *n_rows = n_rows.saturating_add(count);
+            }
+            _ => {
+                close(group)?;
+                group = Some(((field, r.level), at, count));
+                n_groups += 1;
+            }
+        }
+    }
+    close(group)?;
+    let levels = usize::from(entry.n_levels);
+    if n_groups != part.measured.len() * levels {
+        return Err((
+            0,
+            format!(
+                "cells for {n_groups} (field, level) pairs, the partition measures {} fields \
+                 at {levels} levels",
+                part.measured.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A cell's four placed points: inside the partition's axis range, `first` leftmost and `last`
+/// rightmost, `min` and `max` the extreme values, `f64` values finite.
+fn check_points(r: &CellRecord, kind: NumKind, [lo, hi]: [u64; 2]) -> Result<(), String> {
+    let point = |p: &PointRecord| (p.axis.get(), Num::from_le_bytes(kind, p.value));
+    let [first, last, min, max] = [&r.first, &r.last, &r.min, &r.max].map(point);
+    let points = [first, last, min, max];
+    if points
+        .iter()
+        .any(|&(_, v)| matches!(v, Num::F64(f) if !f.is_finite()))
+    {
+        return Err("a cell holds a value that is not finite".into());
+    }
+    if points.iter().any(|&(axis, _)| axis < lo || axis > hi) {
+        return Err(format!(
+            "a cell's point lies outside the partition's axis {lo}..={hi}"
+        ));
+    }
+    let placed = [min.0, max.0]
+        .iter()
+        .all(|&axis| first.0 <= axis && axis <= last.0);
+    if !placed {
+        return Err("a cell's points are not placed between its first and last".into());
+    }
+    let below = |a: Num, b: Num| a.cmp_same_kind(b) != Ordering::Greater;
+    let extremes = [first.1, last.1, max.1].iter().all(|&v| below(min.1, v))
+        && [first.1, last.1].iter().all(|&v| below(v, max.1));
+    if !extremes {
+        return Err("a cell's min or max is not its extreme value".into());
+    }
+    Ok(())
+}
