@@ -11,7 +11,7 @@ use strata_index::{
 };
 use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
-use strata_segment::vfs::{Counting, Mapped, RealFs, Vfs, VfsLock};
+use strata_segment::vfs::{Counting, Mapped, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
     FieldCells, ManifestWriter, PartitionInput, SegmentError, SegmentReader, SegmentWriter,
     rewrite_manifest, truncate_manifest, write_two_phase,
@@ -190,6 +190,13 @@ impl Store {
     /// The declaration of `stream`.
     pub fn stream(&self, stream: &str) -> Option<&StreamDecl> {
         self.streams.get(stream).map(|s| &s.decl)
+    }
+
+    /// How the store's file system renames without replacing: `Unprobed` until the first
+    /// rename (a seal's), then `Noreplace`, or `LinkUnlink` where the file system refuses
+    /// `RENAME_NOREPLACE` (docs/format.md).
+    pub fn rename_mode(&self) -> RenameMode {
+        self.vfs.rename_mode()
     }
 
     /// What boot found when this store was opened.

@@ -671,6 +671,33 @@ fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
 }
 
 #[test]
+fn a_store_on_a_real_file_system_without_noreplace_seals_and_reopens() {
+    use strata::segment::vfs::RealFs;
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let fs = RealFs::open_link_unlink(dir.path()).unwrap();
+        Store::open_in(Arc::new(fs), Config::default(), &[capture()]).unwrap()
+    };
+    let mut store = open();
+    assert_eq!(store.rename_mode(), RenameMode::LinkUnlink);
+    store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
+    store.seal().unwrap();
+    drop(store);
+    let tmp: Vec<_> = std::fs::read_dir(dir.path().join("tmp")).unwrap().collect();
+    assert!(tmp.is_empty(), "the temp's name was unlinked");
+    let store = open();
+    assert!(store.boot_report().is_clean(), "{:?}", store.boot_report());
+    assert_eq!(values(&store), [row("a", 1, 1, 1.0)]);
+    // On an ordinary file system the flag works, and the first rename says so.
+    let plain = tempfile::tempdir().unwrap();
+    let fs = RealFs::open(plain.path()).unwrap();
+    let mut store = Store::open_in(Arc::new(fs), Config::default(), &[capture()]).unwrap();
+    store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
+    store.seal().unwrap();
+    assert_eq!(store.rename_mode(), RenameMode::Noreplace);
+}
+
+#[test]
 fn rows_published_after_a_crash_continue_the_ordinals() {
     let fs = SimFs::new();
     let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
