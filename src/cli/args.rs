@@ -24,6 +24,11 @@ pub enum Command {
     /// Declare a stream (creating the store if missing); the store records the declaration.
     Declare(DeclareArgs),
     /// Publish rows from CSV (a header naming the fields), sealing every N rows and at the end.
+    ///
+    /// SIGINT or SIGTERM (Ctrl-C) stops at the next batch boundary: what is staged is sealed,
+    /// stderr says the rows sealed, the watermark and the --skip-lines N that resumes the same
+    /// input, and the exit code is 3. A second signal exits at once (130 for SIGINT, 143 for
+    /// SIGTERM); rows staged since the last seal are then not stored.
     Ingest(IngestArgs),
     /// Print a stream's sealed rows in publish order, as CSV or JSON.
     Query(QueryArgs),
@@ -72,6 +77,10 @@ pub struct IngestArgs {
     /// Seal (close a barrier) every N rows, and at the end.
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub seal_every: u64,
+    /// Skip the N lines after the header (a record that begins within them is skipped whole):
+    /// how an ingest stopped by Ctrl-C resumes; it prints the N to give.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_lines: u64,
 }
 
 /// `query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`.

@@ -7,6 +7,12 @@
 //! position), and staging cannot be taken back; so then the store is dropped unsealed (staging
 //! never touched a file), reopened, and the batches before the bad one since the last seal are
 //! published again and sealed. Seals only ever fall between batches.
+//!
+//! SIGINT or SIGTERM stops an ingest at the next batch boundary: what is staged is sealed, and
+//! stderr says the rows sealed, the watermark, and the first CSV line not stored, as the
+//! `--skip-lines N` that resumes the same input where it stopped (exit 3; a second signal exits
+//! at once, see `interrupt.rs`). `--skip-lines N` skips every record that begins within the N
+//! lines after the header, so a resumed run never publishes a row twice.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -19,6 +25,7 @@ use indicatif::ProgressBar;
 use strata::{Config, EngineError, Row, Store};
 
 use super::args::IngestArgs;
+use super::interrupt::{EXIT_INTERRUPTED, Interrupt};
 use super::parse::Layout;
 use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
 
@@ -32,6 +39,8 @@ struct Batch {
     rows: Vec<Row>,
     positions: Vec<u64>,
     lines: Vec<u64>,
+    /// The CSV line where the input continues after this batch.
+    next_line: u64,
 }
 
 /// A row that refused its batch: where, and why.
@@ -61,9 +70,24 @@ struct Ingest {
     n_rows_sealed: u64,
     batch_rows_max: u64,
     seal_every_rows: u64,
+    /// The CSV line where the data begins, after the header: `--skip-lines` counts from it.
+    data_line: u64,
+    /// Records that begin before this line are skipped (`--skip-lines`).
+    skip_before_line: u64,
+    n_rows_skipped: u64,
+    /// The first CSV line not yet published.
+    next_line: u64,
+    /// The first CSV line not yet sealed: where a resumed ingest starts.
+    sealed_line: u64,
+    interrupt: Interrupt,
 }
 
 pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
+    // Taken before the store is opened, so a signal during a long open still gets its answer.
+    let interrupt = Interrupt::watch(format!(
+        "nothing sealed in this run: resume with --skip-lines {}",
+        args.skip_lines
+    ))?;
     let input = open_input(args.input.as_deref())?;
     let store = open_existing(dir)?;
     let decl = store
@@ -88,6 +112,13 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         .headers()
         .map_err(|e| Failure::new(format!("line 1: {e}")))?;
     let layout = Layout::new(&decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    let data_line = reader.position().line();
+    let skip_before_line = data_line.checked_add(args.skip_lines).ok_or_else(|| {
+        Failure::new(format!(
+            "--skip-lines {} is beyond any input",
+            args.skip_lines
+        ))
+    })?;
     let next_position = match store.watermark(&args.stream, &[])? {
         None => 1,
         Some(watermark) => watermark.checked_add(1).ok_or_else(|| {
@@ -105,6 +136,12 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         n_rows_sealed: 0,
         batch_rows_max: args.batch,
         seal_every_rows: args.seal_every,
+        data_line,
+        skip_before_line,
+        n_rows_skipped: 0,
+        next_line: skip_before_line,
+        sealed_line: skip_before_line,
+        interrupt,
     };
     ingest.run(&mut reader, input.len_bytes)
 }
@@ -137,6 +174,10 @@ impl Ingest {
         let bar = len_bytes.map_or_else(progress::spinner, progress::bytes);
         let start = Instant::now();
         loop {
+            if let Some(signal) = self.interrupt.requested() {
+                bar.finish_and_clear();
+                return self.stop(signal);
+            }
             let room = self
                 .batch_rows_max
                 .min(self.seal_every_rows - self.n_rows_pending);
@@ -153,6 +194,7 @@ impl Ingest {
                 return Err(self.refuse_staged(&bad, &batch));
             }
             self.n_rows_pending += batch.rows.len() as u64;
+            self.next_line = batch.next_line;
             self.pending.push(batch);
             if self.n_rows_pending >= self.seal_every_rows || self.staging_is_crowded() {
                 self.seal()?;
@@ -169,15 +211,45 @@ impl Ingest {
         let n_rows = self.n_rows_sealed;
         let barriers = self.store.metrics().barriers;
         let watermark = self.store.watermark(&self.stream, &[])?;
-        print(&format!(
-            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; watermark {}\n",
+        let mut summary = format!(
+            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; watermark {}",
             grouped(n_rows),
             self.stream,
             duration(elapsed),
             grouped_f64(per_second(n_rows, elapsed)),
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
-        ))?;
+        );
+        if self.skip_before_line > self.data_line {
+            summary.push_str(&format!(
+                "; skipped {} rows in the first {} lines",
+                grouped(self.n_rows_skipped),
+                grouped(self.skip_before_line - self.data_line)
+            ));
+        }
+        print(&(summary + "\n"))?;
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// Stops at this batch boundary for `signal`: seals what is staged and says what is stored
+    /// and where to resume, on stderr (stdout carries answers only).
+    fn stop(mut self, signal: &str) -> Result<ExitCode, Failure> {
+        self.seal()?;
+        eprintln!("strata: stopped by {signal}; {}", self.durable());
+        Ok(ExitCode::from(EXIT_INTERRUPTED))
+    }
+
+    /// What is sealed and where the input resumes, in words.
+    fn durable(&self) -> String {
+        let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
+        format!(
+            "sealed {} rows into {} in this run (watermark {}); CSV line {} is the first not \
+             stored: resume with the same command and --skip-lines {}",
+            grouped(self.n_rows_sealed),
+            self.stream,
+            watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
+            self.sealed_line,
+            self.sealed_line - self.data_line,
+        )
     }
 
     /// Reads and parses up to `room` records; an empty batch is the end of the input.
@@ -197,6 +269,10 @@ impl Ingest {
                 break;
             }
             let line = record.position().map_or(0, Position::line);
+            if line < self.skip_before_line {
+                self.n_rows_skipped += 1;
+                continue;
+            }
             let (position, row) = self
                 .layout
                 .row(&record)
@@ -214,6 +290,7 @@ impl Ingest {
         debug_assert!(
             self.layout.has_position() || batch.positions.windows(2).all(|w| w[0] < w[1])
         );
+        batch.next_line = reader.position().line();
         Ok(batch)
     }
 
@@ -230,10 +307,23 @@ impl Ingest {
     }
 
     fn seal(&mut self) -> Result<(), Failure> {
+        let last_position = self.pending.iter().flat_map(|b| &b.positions).max();
+        if let Some(last_position) = last_position {
+            // A second signal can end the process inside the seal, which then may or may not
+            // have landed: what it says must hold either way.
+            self.interrupt.sealed(format!(
+                "a seal was under way: if `strata seal` shows watermark {last_position}, resume \
+                 with --skip-lines {}; if not, {}",
+                self.next_line - self.data_line,
+                self.durable()
+            ));
+        }
         self.store.seal()?;
         self.n_rows_sealed += self.n_rows_pending;
         self.n_rows_pending = 0;
         self.pending.clear();
+        self.sealed_line = self.next_line;
+        self.interrupt.sealed(self.durable());
         Ok(())
     }
 

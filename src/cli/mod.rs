@@ -2,7 +2,9 @@
 //! failure is reported, and how output reaches stdout.
 //!
 //! Every failure is one line on stderr and exit code 1; clap's usage errors exit 2; `fsck` exits
-//! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable).
+//! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable); an `ingest` that SIGINT or
+//! SIGTERM stopped at a batch boundary exits 3 after sealing, and a second signal ends it at
+//! once with 128 + the signal (130, 143).
 
 pub mod args;
 mod declare;
@@ -10,6 +12,7 @@ mod demo;
 mod fold;
 mod fsck;
 mod ingest;
+mod interrupt;
 mod json;
 mod parse;
 mod progress;

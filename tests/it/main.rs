@@ -11,6 +11,7 @@ mod cli;
 mod engine;
 mod errors;
 mod full_disk;
+mod interrupt;
 mod kill;
 mod levels;
 mod limits;

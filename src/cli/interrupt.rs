@@ -1,0 +1,102 @@
+//! SIGINT and SIGTERM during `strata ingest`. The first asks the ingest to stop at its next batch
+//! boundary: it seals what is staged, says what is stored and where to resume, and exits
+//! [`EXIT_INTERRUPTED`]. A second ends the process at once with `128 + signal` (130 for SIGINT,
+//! 143 for SIGTERM), the shell's code for a process a signal ended, after one line saying what
+//! the last seal made durable: rows staged since then are not stored, and a segment it was
+//! writing stays behind as crash evidence for the next open to quarantine.
+//!
+//! The signals are taken by a thread of their own (signal-hook's iterator), so the handler does
+//! nothing but wake it, and everything said is said by ordinary code.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::Failure;
+
+/// The exit code of an ingest that a signal stopped at a batch boundary, after it sealed what
+/// it had staged and printed where to resume.
+pub const EXIT_INTERRUPTED: u8 = 3;
+
+/// The signals that stop an ingest.
+const STOP_SIGNALS: [i32; 2] = [SIGINT, SIGTERM];
+
+/// Whether a stop was asked for, and what to say if a second signal ends the process at once.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    /// The first stop signal received; 0 while none was.
+    first: Arc<AtomicI32>,
+    /// What the last seal made durable and where to resume from it, in words.
+    durable: Arc<Mutex<String>>,
+}
+
+impl Interrupt {
+    /// Takes SIGINT and SIGTERM from here on. `durable` says what is stored before anything is.
+    pub fn watch(durable: String) -> Result<Interrupt, Failure> {
+        let mut signals = Signals::new(STOP_SIGNALS)
+            .map_err(|e| Failure::new(format!("cannot take SIGINT and SIGTERM: {e}")))?;
+        let interrupt = Interrupt {
+            first: Arc::new(AtomicI32::new(0)),
+            durable: Arc::new(Mutex::new(durable)),
+        };
+        let watcher = interrupt.clone();
+        thread::Builder::new()
+            .name("strata-signals".to_owned())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    watcher.receive(signal);
+                }
+            })
+            .map_err(|e| Failure::new(format!("cannot start the signal thread: {e}")))?;
+        Ok(interrupt)
+    }
+
+    /// The name of the signal that asked for a stop, if one did.
+    pub fn requested(&self) -> Option<&'static str> {
+        match self.first.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(name(signal)),
+        }
+    }
+
+    /// Records what is durable now, for a second signal to say.
+    pub fn sealed(&self, durable: String) {
+        *self.durable.lock().unwrap_or_else(PoisonError::into_inner) = durable;
+    }
+
+    fn receive(&self, signal: i32) {
+        let first = self
+            .first
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+        if first.is_ok() {
+            eprintln!(
+                "strata: {}: stopping at the next batch boundary and sealing what is staged \
+                 (a second signal exits at once)",
+                name(signal)
+            );
+            return;
+        }
+        let durable = self
+            .durable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        eprintln!(
+            "strata: {} again: exiting at once; rows staged since the last seal are not stored; \
+             {durable}",
+            name(signal)
+        );
+        std::process::exit(128 + signal);
+    }
+}
+
+fn name(signal: i32) -> &'static str {
+    match signal {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}
