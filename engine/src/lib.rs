@@ -8,6 +8,7 @@ mod config;
 pub mod conformance;
 mod decl;
 mod error;
+pub mod fuzzing;
 mod ladder;
 mod memory;
 mod read;

@@ -10,12 +10,13 @@ use std::ops::RangeBounds;
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
-use strata_index::{StreamDecl, Tier, TrackKey};
-use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, plan};
-use strata_segment::Column;
+use strata_index::{PartitionEntry, StreamDecl, Tier, TrackKey};
+use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, NumKind, plan};
+use strata_segment::vfs::Mapped;
+use strata_segment::{Column, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
-use crate::ladder::ladder_of;
+use crate::ladder::{ladder_of, num_kind};
 use crate::read::{inclusive, unreadable};
 use crate::store::Store;
 
@@ -240,6 +241,7 @@ impl Store {
                     continue;
                 }
                 let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
+                self.check_partition(&reader, part_idx, entry)?;
                 let top = entry.n_levels - 1;
                 let found = if level <= top {
                     reader.cells(part_idx, field, level, cells[0]..=cells[1])
@@ -297,6 +299,59 @@ impl Store {
         Ok(total)
     }
 
+    /// Checks what the level reads assume of a partition beyond what its file promises itself
+    /// (the reader checks that): that the file describes it as the manifest does, and that it
+    /// measures the declared fields, each with cells and a column of the declared kind. Cells
+    /// of two kinds would otherwise meet in `Bucket::absorb`, and percentiles would sort values
+    /// of two kinds, both of which panic.
+    fn check_partition(
+        &self,
+        reader: &SegmentReader<Mapped>,
+        part_idx: usize,
+        entry: &PartitionEntry,
+    ) -> Result<(), EngineError> {
+        let info = &reader.partitions()[part_idx];
+        let bad = |what: String| {
+            unreadable(SegmentError::Malformed {
+                path: reader.path().to_owned(),
+                offset: info.entry.offset,
+                what,
+            })
+        };
+        if info.entry != *entry {
+            return Err(bad(format!(
+                "partition {:?} of {:?} differs from the manifest's record of it",
+                entry.track, entry.stream
+            )));
+        }
+        let decl = &self.streams[&entry.stream].decl;
+        let declared: Vec<(u16, NumKind)> = decl
+            .measured()
+            .into_iter()
+            .filter_map(|f| Some((f, num_kind(decl.fields[usize::from(f)].kind)?)))
+            .collect();
+        if entry.n_levels > 0 && info.measured != declared {
+            return Err(bad(format!(
+                "the partition measures {:?}, the declaration {declared:?}",
+                info.measured
+            )));
+        }
+        let code = |kind: NumKind| match kind {
+            NumKind::U64 => 1,
+            NumKind::I64 => 2,
+            NumKind::F64 => 3,
+        };
+        if let Some(&(field, kind)) = declared
+            .iter()
+            .find(|&&(f, kind)| !info.columns.contains(&(f, code(kind))))
+        {
+            return Err(bad(format!(
+                "no {kind:?} column for measured field {field}"
+            )));
+        }
+        Ok(())
+    }
+
     /// Every value of `field` whose row's axis lies in `[lo, hi]`, from the raw rows.
     fn raw_values(
         &self,
@@ -315,6 +370,7 @@ impl Store {
                     continue;
                 }
                 let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
+                self.check_partition(&reader, part_idx, entry)?;
                 let axis = reader
                     .axis(part_idx)
                     .map_err(unreadable)?

@@ -8,6 +8,7 @@
 )]
 
 mod cli;
+mod damaged_reads;
 mod engine;
 mod errors;
 mod full_disk;

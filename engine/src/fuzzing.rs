@@ -1,0 +1,204 @@
+//! The `reads` fuzz target's entry point, shared with its corpus replay test so both drive the
+//! same code: a store in a simulated file system whose one segment is the fuzzer's bytes, resealed
+//! (every checksum recomputed, see [`strata_segment::fuzzing::reseal`]) and claimed by a manifest
+//! built from what the file's own directory says. So a mutation gets past the checksums and the
+//! claim, into the engine's reads — query, survey, level folds and percentiles — where a broken
+//! promise must be an error, never a panic.
+
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use strata_index::{Catalog, Entry, FieldKind, FileEntry, FileName, Record, StreamDecl};
+use strata_levels::{Aggregate, Num};
+use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::vfs::{SimFs, Vfs};
+use strata_segment::{SegmentReader, create_store, fuzzing::reseal, write_two_phase};
+
+use crate::config::Config;
+use crate::decl::Stream;
+use crate::store::Store;
+use crate::value::Value;
+
+/// The name the one segment is claimed under.
+const SEGMENT_NAME: FileName = 1;
+
+/// The stream every reads input is read as: a track, an axis, one measured field of each numeric
+/// kind (so a kind byte flipped from one to another is a live mutation), and a `str` column.
+///
+/// # Panics
+/// Never: the declaration is fixed and valid.
+pub fn reads_decl() -> StreamDecl {
+    Stream::new("cap")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("u", FieldKind::U64)
+        .field("i", FieldKind::I64)
+        .field("f", FieldKind::F64)
+        .field("note", FieldKind::Str)
+        .track(["run"])
+        .axis("t")
+        .ladder(4, 4)
+        .build()
+        .expect("the fuzz declaration is valid")
+}
+
+/// A seed for the `reads` target, written by the real engine: two partitions of
+/// [`reads_decl`], several levels each, sealed in one barrier.
+///
+/// # Panics
+/// If the engine cannot write to a fresh simulated file system: a bug, not an input.
+pub fn reads_seed() -> Vec<u8> {
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let mut store =
+        Store::open_in(vfs, Config::default(), &[reads_decl()]).expect("a fresh store opens");
+    let mut n_published = 0u64;
+    for (run, start) in [("run_7", 0u64), ("run_70", 3)] {
+        let rows: Vec<Vec<Value>> = (0..12u64)
+            .map(|i| {
+                let t = start + i * i;
+                vec![
+                    Value::Str(run.into()),
+                    Value::U64(t),
+                    Value::U64(i % 5),
+                    Value::I64(i64::try_from(i).unwrap_or(0) - 6),
+                    Value::F64(f64::from(u32::try_from(i).unwrap_or(0)) * 0.5 - 1.0),
+                    Value::Str(format!("n{i}")),
+                ]
+            })
+            .collect();
+        for row in rows {
+            // Three rows a position: positions are not unique, and do not go backwards.
+            store
+                .publish("cap", n_published / 3, &[row])
+                .expect("the seed rows are valid");
+            n_published += 1;
+        }
+    }
+    store.seal().expect("the seed seals");
+    drop(store);
+    let path = NumberedName::segment(SEGMENT_NAME).path_in(SEG_DIR);
+    fs.live_bytes(&path).expect("the barrier wrote segment 1")
+}
+
+/// A store whose manifest declares [`reads_decl`] and claims `segment` as file 1, exactly as the
+/// file's directory describes it (length, digest, partitions). `Err` says why no manifest could
+/// claim the file (its header, footer or directory is refused, or the catalog refuses the claim).
+pub fn store_over(segment: &[u8]) -> Result<Store, String> {
+    let file = NumberedName::segment(SEGMENT_NAME).to_string();
+    let reader = SegmentReader::open(&file, segment).map_err(|e| e.to_string())?;
+    let decl = reads_decl();
+    let partitions: Vec<_> = reader
+        .partitions()
+        .iter()
+        .map(|p| p.entry.clone())
+        .collect();
+    let watermark = partitions.iter().map(|p| p.positions[1]).max().unwrap_or(0);
+    let claim = FileEntry {
+        name: SEGMENT_NAME,
+        len: reader.file_len(),
+        digest: reader.digest(),
+        partitions,
+    };
+    let records = [
+        Record {
+            entries: vec![Entry::Declare(decl.clone())],
+        },
+        Record {
+            entries: vec![
+                Entry::AddFile(claim),
+                Entry::Watermark {
+                    stream: decl.id.clone(),
+                    position: watermark,
+                },
+                Entry::NameHigh(SEGMENT_NAME),
+            ],
+        },
+    ];
+    let mut catalog = Catalog::new();
+    for record in &records {
+        catalog.apply(record).map_err(|e| e.to_string())?;
+    }
+    let fs = SimFs::new();
+    create_store(&fs, &records).map_err(|e| e.to_string())?;
+    write_two_phase(&fs, SEG_DIR, &file, segment).map_err(|e| e.to_string())?;
+    let config = Config {
+        create_if_missing: false,
+        ..Config::default()
+    };
+    Store::open_in(Arc::new(fs), config, &[decl]).map_err(|e| e.to_string())
+}
+
+/// Reseals `bytes` as a segment, claims it in a fresh store, and runs every read over it.
+///
+/// # Panics
+/// If a read answers more than the file holds: more rows than its partitions claim, more buckets
+/// than the budget buys, a count above the rows.
+pub fn reads(bytes: &[u8]) {
+    let mut resealed = bytes.to_vec();
+    reseal(&mut resealed);
+    if let Ok(store) = store_over(&resealed) {
+        read_everything(&store);
+    }
+}
+
+/// Every read the engine offers, over the whole store and over a few narrower ranges. Errors
+/// are answers too; what must hold is asserted.
+fn read_everything(store: &Store) {
+    let n_rows = match store.query("cap", &[], ..) {
+        Ok(rows) => {
+            assert!(
+                rows.iter().all(|r| r.values.len() == 6),
+                "a row of another arity"
+            );
+            Some(rows.len() as u64)
+        }
+        Err(_) => None,
+    };
+    for selection in [&[][..], &["run_7"][..]] {
+        let _ = store.query("cap", selection, 1..=2);
+        for axis in spans() {
+            for budget in [12, 24, 400] {
+                if let Ok(survey) = store.survey("cap", selection, axis.clone(), budget) {
+                    let per_field = budget / 12;
+                    assert!(
+                        survey
+                            .fields
+                            .iter()
+                            .all(|f| f.buckets.len() as u64 <= per_field),
+                        "more buckets than the budget buys"
+                    );
+                }
+            }
+            for aggregate in [
+                Aggregate::Count,
+                Aggregate::Sum,
+                Aggregate::Min,
+                Aggregate::Max,
+                Aggregate::Mean,
+                Aggregate::p(0),
+                Aggregate::p(50),
+                Aggregate::p(100),
+            ] {
+                let Ok(stats) = store.fold("cap", selection, axis.clone(), aggregate) else {
+                    continue;
+                };
+                if let (Aggregate::Count, Some(n_rows)) = (aggregate, n_rows) {
+                    for stat in stats {
+                        if let Some(Num::U64(count)) = stat.value {
+                            assert!(count <= n_rows, "a count of {count} over {n_rows} rows");
+                        }
+                    }
+                }
+            }
+            for level in [0, 1, 3, 64] {
+                let _ = store.level_cells("cap", selection, "f", level, axis.clone());
+            }
+        }
+    }
+}
+
+/// Axis ranges: everything, a middle slice, one edge, and the top of the axis.
+fn spans() -> [RangeInclusive<u64>; 4] {
+    [0..=u64::MAX, 5..=40, 0..=0, u64::MAX - 1..=u64::MAX]
+}

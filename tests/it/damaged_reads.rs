@@ -1,0 +1,317 @@
+//! Segments whose checksums pass but whose contents break a promise a read relies on (issue 10,
+//! item 2): each starts from a segment the real engine wrote, has bytes changed and every
+//! checksum recomputed (as a fuzzer's input is, by `reseal`), is claimed by a manifest built
+//! from its own directory, and is then read through the engine. A read answers an error naming
+//! the file and the offset, never a panic. Also replays the `reads` fuzz corpus.
+
+use std::path::PathBuf;
+
+use strata::segment::fuzzing::reseal;
+use strata::{Aggregate, EngineError, Store};
+use strata_engine::fuzzing::{reads, reads_seed, store_over};
+
+const SEGMENT: &str = "seg/000000000001.seg";
+
+/// Byte sizes of the directory's records (`docs/format.md`).
+const PARTITION_RECORD: usize = 112;
+const BLOCK_RECORD: usize = 32;
+const CELL_RECORD: usize = 104;
+
+fn u32_at(bytes: &[u8], at: usize) -> usize {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> usize {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+}
+
+/// What the test needs of one partition record.
+struct Partition {
+    measured_offset: usize,
+    first_block: usize,
+    n_blocks: usize,
+    n_levels: u8,
+}
+
+/// What the test needs of one block record.
+struct Block {
+    at: usize,
+    kind: u8,
+    field: usize,
+    offset: usize,
+    n_items: usize,
+}
+
+/// Where the directory locates things in `bytes`: partitions, blocks, and the heap.
+struct Layout {
+    partitions: Vec<Partition>,
+    blocks: Vec<Block>,
+    heap_at: usize,
+}
+
+fn layout(bytes: &[u8]) -> Layout {
+    let dir_at = u64_at(bytes, bytes.len() - 32);
+    let n_partitions = u32_at(bytes, dir_at);
+    let n_blocks = u32_at(bytes, dir_at + 4);
+    let parts_at = dir_at + 16;
+    let partitions = (0..n_partitions)
+        .map(|i| {
+            let at = parts_at + i * PARTITION_RECORD;
+            Partition {
+                measured_offset: u32_at(bytes, at + 16),
+                first_block: u32_at(bytes, at + 24),
+                n_blocks: u32_at(bytes, at + 28),
+                n_levels: bytes[at + 89],
+            }
+        })
+        .collect();
+    let blocks_at = parts_at + n_partitions * PARTITION_RECORD;
+    let blocks = (0..n_blocks)
+        .map(|i| {
+            let at = blocks_at + i * BLOCK_RECORD;
+            Block {
+                at,
+                kind: bytes[at],
+                field: usize::from(u16::from_le_bytes([bytes[at + 2], bytes[at + 3]])),
+                offset: u64_at(bytes, at + 8),
+                n_items: u64_at(bytes, at + 24),
+            }
+        })
+        .collect();
+    Layout {
+        partitions,
+        blocks,
+        heap_at: blocks_at + n_blocks * BLOCK_RECORD,
+    }
+}
+
+impl Layout {
+    /// Partition `part_idx`'s blocks.
+    fn blocks_of(&self, part_idx: usize) -> &[Block] {
+        let part = &self.partitions[part_idx];
+        &self.blocks[part.first_block..part.first_block + part.n_blocks]
+    }
+
+    /// Partition `part_idx`'s cells block.
+    fn cells_of(&self, part_idx: usize) -> &Block {
+        self.blocks_of(part_idx)
+            .iter()
+            .find(|b| b.kind == 5)
+            .unwrap()
+    }
+}
+
+/// The offset of cell `cell_idx` of partition `part_idx`'s cells block.
+fn cell_at(bytes: &[u8], part_idx: usize, cell_idx: usize) -> usize {
+    layout(bytes).cells_of(part_idx).offset + cell_idx * CELL_RECORD
+}
+
+/// The engine's seed segment with `mutate` applied and every checksum recomputed.
+fn damaged(mutate: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut bytes = reads_seed();
+    mutate(&mut bytes);
+    reseal(&mut bytes);
+    bytes
+}
+
+/// Every read over the whole store: each either answers or is refused; answers the first
+/// refusal's text, or `None` if every read answered.
+fn first_refusal(store: &Store) -> Option<String> {
+    let mut refusals = Vec::new();
+    let mut note = |result: Result<(), EngineError>| {
+        if let Err(error) = result {
+            refusals.push(error.to_string());
+        }
+    };
+    note(store.query("cap", &[], ..).map(drop));
+    note(store.survey("cap", &[], .., 400).map(drop));
+    for aggregate in [
+        Aggregate::Count,
+        Aggregate::Min,
+        Aggregate::Max,
+        Aggregate::p(50),
+    ] {
+        note(store.fold("cap", &[], .., aggregate).map(drop));
+    }
+    refusals.into_iter().next()
+}
+
+/// The refusal names the segment and an offset in it.
+fn assert_names_file_and_offset(refusal: Option<String>, what: &str) {
+    let refusal = refusal.unwrap_or_else(|| panic!("{what}: every read answered"));
+    assert!(refusal.contains(SEGMENT), "{what}: {refusal}");
+    assert!(refusal.contains("offset"), "{what}: {refusal}");
+}
+
+#[test]
+fn the_seed_reads_cleanly_so_mutations_start_from_a_good_file() {
+    let store = store_over(&reads_seed()).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    assert_eq!(store.query("cap", &[], ..).unwrap().len(), 24);
+    let count = store.fold("cap", &[], .., Aggregate::Count).unwrap();
+    assert!(count.iter().all(|s| s.value == Some(strata::Num::U64(24))));
+}
+
+/// A cell of the `u64` field `u` relabelled `f64`: its value bytes now read as a float, and
+/// before the reader checked cell kinds against the partition's, `Bucket::absorb` met a u64 and
+/// an f64 and panicked ("compared a U64 value with a F64 value").
+#[test]
+fn cell_kind_mismatch_is_unreadable_not_a_panic() {
+    let bytes = damaged(|b| {
+        let at = cell_at(b, 0, 0);
+        assert_eq!(
+            (b[at], b[at + 3]),
+            (2, 1),
+            "the first cell is field u, kind u64"
+        );
+        b[at + 3] = 3;
+    });
+    let store = store_over(&bytes).unwrap();
+    let refusal = store.fold("cap", &[], .., Aggregate::Min).unwrap_err();
+    let text = refusal.to_string();
+    assert!(text.contains(SEGMENT) && text.contains("kind"), "{text}");
+    assert_names_file_and_offset(first_refusal(&store), "cell kind");
+}
+
+#[test]
+fn a_cell_of_a_field_that_is_not_measured_is_unreadable() {
+    // Field 5 (`note`, a str) has no cells; a cell claiming it sorts last, so move the last.
+    let bytes = damaged(|b| {
+        let last = layout(b).cells_of(0).n_items - 1;
+        let at = cell_at(b, 0, last);
+        b[at..at + 2].copy_from_slice(&5u16.to_le_bytes());
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "field 5");
+}
+
+#[test]
+fn a_cell_above_the_files_levels_is_unreadable() {
+    let bytes = damaged(|b| {
+        // The last cell of the last field sits at the top level; lift it above it.
+        let layout = layout(b);
+        let at = cell_at(b, 0, layout.cells_of(0).n_items - 1);
+        assert_eq!(b[at + 2] + 1, layout.partitions[0].n_levels);
+        b[at + 2] = layout.partitions[0].n_levels;
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "level");
+}
+
+#[test]
+fn a_cell_of_zero_rows_is_unreadable() {
+    let bytes = damaged(|b| {
+        let at = cell_at(b, 0, 0) + 8 + 8 + 4 * 16; // field..index, then four points
+        b[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "zero rows");
+}
+
+#[test]
+fn a_cell_folding_more_rows_than_its_partition_holds_is_unreadable() {
+    let bytes = damaged(|b| {
+        let at = cell_at(b, 0, 0) + 8 + 8 + 4 * 16;
+        b[at..at + 8].copy_from_slice(&1000u64.to_le_bytes());
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "count");
+}
+
+#[test]
+fn a_cell_point_outside_its_partitions_axis_is_unreadable() {
+    let bytes = damaged(|b| {
+        let at = cell_at(b, 0, 0) + 16 + 16; // the `last` point's axis
+        b[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "axis");
+}
+
+/// The partition's measured kinds, its column's kind and its cells' kinds all changed together
+/// (so the file agrees with itself) but no longer with the declaration: the engine refuses it.
+#[test]
+fn a_partition_measuring_another_kind_than_declared_is_unreadable() {
+    let bytes = damaged(|b| {
+        let layout = layout(b);
+        // Field 2 (`u`) becomes i64 everywhere in partition 0: measured record, column, cells.
+        let measured_at = layout.heap_at + layout.partitions[0].measured_offset;
+        assert_eq!(&b[measured_at..measured_at + 3], &[2, 0, 1]);
+        b[measured_at + 2] = 2;
+        for block in layout.blocks_of(0) {
+            if block.kind == 4 && block.field == 2 {
+                b[block.at + 1] = 2;
+            }
+            if block.kind == 5 {
+                for c in 0..block.n_items {
+                    let at = block.offset + c * CELL_RECORD;
+                    if b[at] == 2 {
+                        b[at + 3] = 2;
+                    }
+                }
+            }
+        }
+    });
+    let store = store_over(&bytes).unwrap();
+    // A raw query refuses it too (by the column's kind); the level reads name where.
+    assert!(store.query("cap", &[], ..).is_err());
+    for aggregate in [Aggregate::Min, Aggregate::p(50)] {
+        let refusal = store
+            .fold("cap", &[], .., aggregate)
+            .unwrap_err()
+            .to_string();
+        assert!(refusal.contains("declaration"), "{refusal}");
+        assert_names_file_and_offset(Some(refusal), "declared kind");
+    }
+}
+
+/// An f64 measured value that is not finite (publish refuses those) stored in the column.
+#[test]
+fn a_measured_value_that_is_not_finite_is_unreadable() {
+    let bytes = damaged(|b| {
+        let layout = layout(b);
+        let column = layout
+            .blocks_of(0)
+            .iter()
+            .find(|blk| blk.kind == 4 && blk.field == 4);
+        let at = column.unwrap().offset;
+        b[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+    });
+    assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "NaN");
+}
+
+fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/reads");
+    if std::env::var_os("STRATA_WRITE_FUZZ_SEEDS").is_some() {
+        // Regenerates the seed from the engine as it writes today.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("engine-two-partitions.seg"), reads_seed()).unwrap();
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no corpus in {}", dir.display());
+    files
+        .into_iter()
+        .map(|path| (path.clone(), std::fs::read(&path).unwrap()))
+        .collect()
+}
+
+/// Every file of `fuzz/corpus/reads` through the fuzz target's own entry point, on stable, so a
+/// finding once saved there stays fixed.
+#[test]
+fn reads_corpus_replays() {
+    for (path, bytes) in corpus() {
+        eprintln!("{}", path.display());
+        reads(&bytes);
+    }
+}
+
+#[test]
+fn the_reads_seed_is_valid_so_the_fuzzer_starts_deep() {
+    let corpus = corpus();
+    let (_, seed) = corpus
+        .iter()
+        .find(|(p, _)| p.ends_with("engine-two-partitions.seg"))
+        .unwrap();
+    let store = store_over(seed).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    assert_eq!(store.query("cap", &[], ..).unwrap().len(), 24);
+}
