@@ -94,7 +94,11 @@ impl Store {
         let path = NumberedName::segment(name).path_in(SEG_DIR);
         if let Some(reason) = self.unreadable.get(&name) {
             // Boot's reasons name the file already.
-            let what = reason.strip_prefix(&format!("{path}: ")).unwrap_or(reason);
+            let what = if *reason == format!("{path} is missing") {
+                "the file is missing"
+            } else {
+                reason.strip_prefix(&format!("{path}: ")).unwrap_or(reason)
+            };
             return Err(mismatch(&path, what));
         }
         let mut readers = self

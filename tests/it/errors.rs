@@ -295,3 +295,27 @@ fn full_disk_error(error: &EngineError, fault: Fault, case: &str) {
         _ => panic!("{case}: {error:?}"),
     }
 }
+
+#[test]
+fn a_missing_segment_is_unreadable_naming_the_file() {
+    let fs = SimFs::new();
+    drop(one_barrier(&fs));
+    let seg = fs
+        .paths()
+        .into_iter()
+        .find(|p| p.starts_with("seg/"))
+        .unwrap();
+    fs.remove(&seg).unwrap();
+    let store = Store::open_in(sim(&fs), Config::default(), &[]).unwrap();
+    let error = store.query("capture", &[], ..).unwrap_err();
+    let source = segment_error(&error);
+    assert!(
+        matches!(source, SegmentError::Mismatch { path, what } if *path == seg && what == "the file is missing"),
+        "{source:?}"
+    );
+    assert!(error.exhausted().is_none());
+    assert_eq!(
+        error.to_string(),
+        format!("unreadable: {seg}: differs from the manifest's record: the file is missing")
+    );
+}
