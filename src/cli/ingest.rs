@@ -14,6 +14,7 @@
 //! at once, see `interrupt.rs`). `--skip-lines N` skips every record that begins within the N
 //! lines after the header, so a resumed run never publishes a row twice.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -220,11 +221,12 @@ impl Ingest {
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
         );
         if self.skip_before_line > self.data_line {
-            summary.push_str(&format!(
+            let _ = write!(
+                summary,
                 "; skipped {} rows in the first {} lines",
                 grouped(self.n_rows_skipped),
                 grouped(self.skip_before_line - self.data_line)
-            ));
+            );
         }
         print(&(summary + "\n"))?;
         Ok(ExitCode::SUCCESS)

@@ -129,7 +129,8 @@ impl Ingest {
         let path = format!("/proc/{}/syscall", self.child.id());
         let deadline = Instant::now() + WAIT_MAX;
         loop {
-            let syscall = std::fs::read_to_string(&path).unwrap();
+            let syscall = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {path} (Linux, same user): {e}"));
             let mut words = syscall.split_whitespace();
             if words.next() == Some(read) && words.next() == Some("0x0") {
                 return;
