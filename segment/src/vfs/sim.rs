@@ -66,6 +66,8 @@ struct State {
     ops: u64,
     crash_at: Option<u64>,
     faults: BTreeMap<u64, Fault>,
+    /// For a fault on a `write_all`: how many of its bytes land before it fails (a short write).
+    short_writes: BTreeMap<u64, usize>,
     locked: bool,
     last_write: Option<LastWrite>,
     /// Directory operations since the last `sync_dir`, in order: what a journaling file system
@@ -241,6 +243,15 @@ impl SimFs {
         self.state().crash_at = Some(op);
     }
 
+    /// As [`fail_at`](Self::fail_at), but if operation `op` is a `write_all`, the first
+    /// `landed` bytes of it reach the file (live, not durable) before it fails: the short write
+    /// a full disk gives. Any other operation at `op` just fails.
+    pub fn fail_at_after_writing(&self, op: u64, kind: Fault, landed: usize) {
+        let mut state = self.state();
+        state.faults.insert(op, kind);
+        state.short_writes.insert(op, landed);
+    }
+
     /// Operation `op` alone fails with `kind` and changes nothing; later operations proceed.
     pub fn fail_at(&self, op: u64, kind: Fault) {
         self.state().faults.insert(op, kind);
@@ -323,6 +334,7 @@ impl State {
             ops: 0,
             crash_at: None,
             faults: BTreeMap::new(),
+            short_writes: BTreeMap::new(),
             locked: false,
             last_write: None,
             recent_dir_ops: Vec::new(),
@@ -748,7 +760,17 @@ impl fmt::Debug for SimFile {
 impl VfsFile for SimFile {
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         let mut state = lock_state(&self.state);
-        state.begin_op()?;
+        let op = state.ops;
+        let landed = state.short_writes.remove(&op);
+        if let Err(error) = state.begin_op() {
+            // A short write: a real disk may apply a prefix of a write that then fails.
+            if let Some(landed) = landed.filter(|_| !SimFs::is_crash(&error)) {
+                let file = state.file_mut(self.ino, &self.path)?;
+                file.live
+                    .extend_from_slice(&bytes[..landed.min(bytes.len())]);
+            }
+            return Err(error);
+        }
         let file = state.file_mut(self.ino, &self.path)?;
         let offset = file.live.len();
         file.live.try_reserve(bytes.len()).map_err(out_of_memory)?;

@@ -123,7 +123,8 @@ fn injected_io_errors_surface_remove_the_unclaimed_names_and_nothing_retries() {
         for fail_op in before..after {
             for fault in [Fault::Eio, Fault::Enospc] {
                 let fs = fresh_store(mode);
-                fs.fail_at(fail_op, fault);
+                // A short write first, where the failing operation is the write.
+                fs.fail_at_after_writing(fail_op, fault, 7);
                 let error = write_two_phase(&fs, "seg", NAME, &payload()).unwrap_err();
                 let strata_segment::SegmentError::Io { source, .. } = &error else {
                     panic!("{error}");
