@@ -145,7 +145,12 @@ impl Store {
                     stream: String::new(),
                     reason: e.to_string(),
                 })?;
-            manifest.append(&record).map_err(EngineError::write)?;
+            let manifest_len = manifest.len();
+            if let Err(error) = manifest.append(&record) {
+                let frame_bytes = encode_frame(&record).len() as u64;
+                cut_partial_frame(vfs.as_ref(), &manifest, manifest_len, frame_bytes);
+                return Err(EngineError::write(error));
+            }
         }
         let streams = catalog
             .streams()
@@ -401,16 +406,9 @@ impl Store {
     /// failed), it may be durable and claim the segment: both stay, for boot to judge.
     fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
         let vfs: &dyn Vfs = self.vfs.as_ref();
-        let Ok(len_now) = vfs.len(self.manifest.path()) else {
-            return;
-        };
-        if len_now >= manifest_len + frame_bytes {
-            return;
-        }
-        // Best effort, like the temp's removal: what is not undone here is evidence boot keeps.
-        let _ = vfs.remove(segment_path);
-        if len_now > manifest_len {
-            let _ = truncate_manifest(vfs, self.manifest.generation(), manifest_len);
+        if cut_partial_frame(vfs, &self.manifest, manifest_len, frame_bytes) {
+            // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
+            let _ = vfs.remove(segment_path);
         }
     }
 
@@ -483,4 +481,26 @@ impl Store {
             reason: e.to_string(),
         })
     }
+}
+
+/// After a failed append of a frame of `frame_bytes` at `manifest_len`: whether the frame never
+/// reached the file whole, so that it can claim nothing on any disk. Its partial bytes, if any,
+/// are cut off (best effort), so the next open finds no torn tail to quarantine: the process saw
+/// the write fail and knows they are not a crash's evidence.
+fn cut_partial_frame(
+    vfs: &dyn Vfs,
+    manifest: &ManifestWriter,
+    manifest_len: u64,
+    frame_bytes: u64,
+) -> bool {
+    let Ok(len_now) = vfs.len(manifest.path()) else {
+        return false;
+    };
+    if len_now >= manifest_len + frame_bytes {
+        return false;
+    }
+    if len_now > manifest_len {
+        let _ = truncate_manifest(vfs, manifest.generation(), manifest_len);
+    }
+    true
 }

@@ -180,9 +180,10 @@ fn a_stopped_served_answers_stopped_not_poisoned() {
     });
 }
 
-/// Every operation of the second barrier fails in turn with ENOSPC (and EIO): the seal reports
-/// what it needed and what is intact, leaves neither a temp nor an unclaimed segment, poisons
-/// the store, and the reopened store quarantines nothing and seals again.
+/// Every operation of the second barrier fails in turn with ENOSPC (and EIO), with and without
+/// a short write first: the seal reports what it needed and what is intact, leaves neither a
+/// temp, nor an unclaimed segment, nor a partial manifest frame, poisons the store, and the
+/// reopened store quarantines nothing and seals again.
 #[test]
 fn a_full_disk_during_a_seal_leaves_nothing_to_quarantine_and_the_store_seals_again() {
     for mode in [RenameMode::Noreplace, RenameMode::LinkUnlink] {
@@ -194,13 +195,21 @@ fn a_full_disk_during_a_seal_leaves_nothing_to_quarantine_and_the_store_seals_ag
         let barrier_end = probe.ops();
         drop(store);
         for fail_op in before..barrier_end {
-            for fault in [Fault::Enospc, Fault::Eio] {
-                let case = format!("{mode:?} op {fail_op} {fault:?}");
+            // A failed write may land a prefix first (a short write): the segment's temp then
+            // holds part of the segment, the manifest part of a frame.
+            let faults = [
+                (Fault::Enospc, 0),
+                (Fault::Enospc, 5),
+                (Fault::Eio, 0),
+                (Fault::Eio, 5),
+            ];
+            for (fault, landed) in faults {
+                let case = format!("{mode:?} op {fail_op} {fault:?} landing {landed}");
                 let fs = SimFs::with_rename_mode(mode);
                 let mut store = one_barrier(&fs);
                 store.publish("capture", 2, &[row("a", 2, 3.0)]).unwrap();
                 assert_eq!(fs.ops(), before, "{case}");
-                fs.fail_at(fail_op, fault);
+                fs.fail_at_after_writing(fail_op, fault, landed);
                 let error = store.seal().unwrap_err();
                 full_disk_error(&error, fault, &case);
                 // Only a frame that reached the file whole (its sync, the barrier's last
@@ -318,4 +327,21 @@ fn a_missing_segment_is_unreadable_naming_the_file() {
         error.to_string(),
         format!("unreadable: {seg}: differs from the manifest's record: the file is missing")
     );
+}
+
+#[test]
+fn a_full_disk_while_declaring_at_open_leaves_no_torn_tail() {
+    let fs = SimFs::new();
+    drop(Store::open_in(sim(&fs), Config::default(), &[]).unwrap());
+    // The open's first numbered operation is the declaration frame's write.
+    fs.fail_at_after_writing(fs.ops(), Fault::Enospc, 5);
+    let error = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap_err();
+    assert_eq!(error.exhausted(), Some(Resource::DiskSpace), "{error:?}");
+    let store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    assert!(
+        store.boot_report().findings.is_empty(),
+        "{:?}",
+        store.boot_report().findings
+    );
+    assert_eq!(store.stream("capture"), Some(&capture()));
 }
