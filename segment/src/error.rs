@@ -230,3 +230,54 @@ impl std::error::Error for SegmentError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::{Resource, SegmentError};
+
+    #[test]
+    fn exhaustion_is_told_apart_from_failure_by_errno_and_kind() {
+        let cases = [
+            (io::Error::from_raw_os_error(28), Some(Resource::DiskSpace)),
+            (io::Error::from_raw_os_error(122), Some(Resource::DiskSpace)),
+            (
+                io::Error::from_raw_os_error(24),
+                Some(Resource::FileDescriptors),
+            ),
+            (
+                io::Error::from_raw_os_error(23),
+                Some(Resource::FileDescriptors),
+            ),
+            (io::Error::from_raw_os_error(12), Some(Resource::Memory)),
+            (
+                io::Error::from(io::ErrorKind::StorageFull),
+                Some(Resource::DiskSpace),
+            ),
+            (
+                io::Error::from(io::ErrorKind::OutOfMemory),
+                Some(Resource::Memory),
+            ),
+            (io::Error::from_raw_os_error(5), None),
+            (io::Error::from(io::ErrorKind::NotFound), None),
+        ];
+        for (error, want) in cases {
+            assert_eq!(Resource::of(&error), want, "{error:?}");
+            let wrapped = SegmentError::io("seg/000000000001.seg", error);
+            assert_eq!(wrapped.exhausted(), want);
+        }
+    }
+
+    #[test]
+    fn a_duplicate_keeps_the_file_the_offset_and_the_errno() {
+        let io = SegmentError::io("tmp/x", io::Error::from_raw_os_error(28));
+        let copy = io.duplicate();
+        assert_eq!(copy.path(), "tmp/x");
+        assert_eq!(copy.io_error().and_then(io::Error::raw_os_error), Some(28));
+        assert_eq!(copy.to_string(), io.to_string());
+        let bad = SegmentError::malformed("seg/y", 40, "a zero count");
+        assert_eq!(bad.duplicate().offset(), Some(40));
+        assert_eq!(bad.duplicate().to_string(), bad.to_string());
+    }
+}
