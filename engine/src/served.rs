@@ -6,7 +6,8 @@
 //! single-use reply. Delivery has priority: every ready feed is staged before a command is
 //! answered. A ticker closes one barrier per `seal_interval` for every stream, and a clean stop
 //! (or the last handle dropped) closes a last barrier. If the supervisor is gone, a failed send
-//! or a dropped reply answers `Unserved` — never a hang.
+//! or a dropped reply answers `Unserved` to a read or a seal and `EngineError::Stopped` to a
+//! publish or a stop — never a hang, and never `Poisoned`: the store was closed, not damaged.
 
 use std::ops::Bound;
 use std::time::Duration;
@@ -107,7 +108,7 @@ impl Served {
 
     /// Stops the supervisor: everything staged is sealed (a last barrier), the store is closed
     /// and its lock released, then this returns. Requests still queued behind the stop, and any
-    /// made after it, answer `Unserved`.
+    /// made after it, answer `Unserved` (a publish or another stop: `EngineError::Stopped`).
     pub async fn stop(&self) -> Result<(), EngineError> {
         let (reply, answer) = oneshot::channel();
         let unserved = || EngineError::Stopped;
