@@ -169,14 +169,16 @@ impl Vfs for RealFs {
                 Ok(())
             }
             // Some FUSE and network file systems answer EINVAL to the flag (ENOSYS: a kernel
-            // without renameat2). Only the first rename decides: once the flag has worked here,
+            // without renameat2; EOPNOTSUPP: a file system that says so). Only the first rename decides: once the flag has worked here,
             // EINVAL means something else and is passed on. The fallback is link then unlink,
             // where link refuses an existing target in the kernel just as atomically — never a
             // racy exists-then-rename.
             // A directory moved beneath itself is the one EINVAL a file system with the flag
             // gives a store path; link(2) cannot move directories anyway, so a directory's
             // EINVAL decides nothing.
-            Err(Errno::INVAL | Errno::NOSYS) if mode == MODE_UNPROBED && !from_at.is_dir() => {
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)
+                if mode == MODE_UNPROBED && !from_at.is_dir() =>
+            {
                 self.rename_mode.store(MODE_LINK_UNLINK, Ordering::Relaxed);
                 link_then_unlink(&from_at, &to_at)
             }
