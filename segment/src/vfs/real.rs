@@ -168,17 +168,7 @@ impl Vfs for RealFs {
                 self.rename_mode.store(MODE_NOREPLACE, Ordering::Relaxed);
                 Ok(())
             }
-            // Some FUSE and network file systems answer EINVAL to the flag (ENOSYS: a kernel
-            // without renameat2; EOPNOTSUPP: a file system that says so). Only the first rename decides: once the flag has worked here,
-            // EINVAL means something else and is passed on. The fallback is link then unlink,
-            // where link refuses an existing target in the kernel just as atomically — never a
-            // racy exists-then-rename.
-            // A directory moved beneath itself is the one EINVAL a file system with the flag
-            // gives a store path; link(2) cannot move directories anyway, so a directory's
-            // EINVAL decides nothing.
-            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)
-                if mode == MODE_UNPROBED && !from_at.is_dir() =>
-            {
+            Err(errno) if lacks_noreplace(errno, mode, from_at.is_dir()) => {
                 self.rename_mode.store(MODE_LINK_UNLINK, Ordering::Relaxed);
                 link_then_unlink(&from_at, &to_at)
             }
@@ -257,6 +247,20 @@ impl Vfs for RealFs {
     }
 }
 
+/// Whether a first rename's `errno` says the file system lacks `RENAME_NOREPLACE`. Some FUSE and
+/// network file systems answer EINVAL to the flag (ENOSYS: a kernel without renameat2;
+/// EOPNOTSUPP: a file system that says so). Only the first rename decides: once the flag has
+/// worked, EINVAL means something else and is passed on. A directory moved beneath itself is the
+/// one EINVAL a file system with the flag gives a store path, and link(2) cannot move
+/// directories anyway, so a directory's EINVAL decides nothing. The fallback, link then unlink,
+/// refuses an existing target in the kernel just as atomically: never a racy
+/// exists-then-rename.
+fn lacks_noreplace(errno: Errno, mode: u8, from_is_dir: bool) -> bool {
+    mode == MODE_UNPROBED
+        && !from_is_dir
+        && matches!(errno, Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)
+}
+
 /// The no-replace rename of a file system without `RENAME_NOREPLACE`: `link(2)` fails with
 /// EEXIST if `to` exists, so nothing is ever replaced. Between the two calls the file has both
 /// names; a crash there is healed by boot (the temp is a second name of the final file).
@@ -320,3 +324,38 @@ struct RealLock {
 }
 
 impl VfsLock for RealLock {}
+
+#[cfg(test)]
+mod tests {
+    use rustix::io::Errno;
+
+    use super::{MODE_LINK_UNLINK, MODE_NOREPLACE, MODE_UNPROBED, lacks_noreplace};
+
+    #[test]
+    fn only_a_first_files_einval_enosys_or_eopnotsupp_selects_link_then_unlink() {
+        for errno in [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP] {
+            assert!(lacks_noreplace(errno, MODE_UNPROBED, false), "{errno:?}");
+            assert!(
+                !lacks_noreplace(errno, MODE_UNPROBED, true),
+                "{errno:?}: a directory"
+            );
+            assert!(
+                !lacks_noreplace(errno, MODE_NOREPLACE, false),
+                "{errno:?}: decided"
+            );
+            assert!(
+                !lacks_noreplace(errno, MODE_LINK_UNLINK, false),
+                "{errno:?}"
+            );
+        }
+        for errno in [
+            Errno::EXIST,
+            Errno::NOENT,
+            Errno::IO,
+            Errno::NOSPC,
+            Errno::XDEV,
+        ] {
+            assert!(!lacks_noreplace(errno, MODE_UNPROBED, false), "{errno:?}");
+        }
+    }
+}
