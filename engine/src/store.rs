@@ -330,15 +330,7 @@ impl Store {
         entries.push(Entry::NameHigh(name));
         let record = Record { entries };
         // What is durable now, for the error if the writes below fail: they change nothing of it.
-        let intact: Vec<StreamIntact> = self
-            .streams
-            .keys()
-            .map(|id| StreamIntact {
-                stream: id.clone(),
-                rows_sealed: self.catalog.next_ordinal(id),
-                watermark: self.catalog.watermark(id),
-            })
-            .collect();
+        let intact = self.intact();
         // Applied first, in memory: a record the catalog refuses is a bug, and must never reach
         // the disk as a claim (nothing is written, so nothing is poisoned). If the writes below
         // fail, the store is poisoned, and a poisoned store answers nothing from this catalog.
@@ -347,25 +339,7 @@ impl Store {
             .map_err(|e| EngineError::Internal {
                 reason: format!("the barrier's own record was refused: {e}"),
             })?;
-        let file = NumberedName::segment(name).to_string();
-        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
-        let frame_bytes = encode_frame(&record).len() as u64;
-        let failed = |store: &Store, source: SegmentError| {
-            store.failed_barrier(
-                source,
-                &segment_path,
-                written.bytes.len() as u64 + frame_bytes,
-                intact.clone(),
-            )
-        };
-        // write_two_phase removes its own names of the file before it reports a failure.
-        write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, &written.bytes)
-            .map_err(|e| failed(self, e))?;
-        let manifest_len = self.manifest.len();
-        if let Err(error) = self.manifest.append(&record) {
-            self.unwind_append(manifest_len, frame_bytes, &segment_path);
-            return Err(failed(self, error));
-        }
+        self.write_barrier(name, &written.bytes, &record, intact)?;
 
         self.next_name = name + 1;
         for state in self.streams.values_mut() {
@@ -376,6 +350,44 @@ impl Store {
         self.metrics.barriers += 1;
         self.metrics.rows_sealed += rows;
         self.metrics.bytes_sealed += written.bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Every stream's durable state, as recorded.
+    fn intact(&self) -> Vec<StreamIntact> {
+        self.streams
+            .keys()
+            .map(|id| StreamIntact {
+                stream: id.clone(),
+                rows_sealed: self.catalog.next_ordinal(id),
+                watermark: self.catalog.watermark(id),
+            })
+            .collect()
+    }
+
+    /// Writes barrier `name`: its segment two-phase, then the frame that claims it. A write that
+    /// fails leaves nothing of the barrier that nothing could claim (see `unwind_append`), and
+    /// its error says, for exhaustion, what the barrier needed and what is `intact`.
+    fn write_barrier(
+        &mut self,
+        name: FileName,
+        bytes: &[u8],
+        record: &Record,
+        intact: Vec<StreamIntact>,
+    ) -> Result<(), EngineError> {
+        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
+        let frame_bytes = encode_frame(record).len() as u64;
+        let needed_bytes = bytes.len() as u64 + frame_bytes;
+        // write_two_phase removes its own names of the file before it reports a failure.
+        let file = NumberedName::segment(name).to_string();
+        if let Err(error) = write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, bytes) {
+            return Err(self.failed_barrier(error, &segment_path, needed_bytes, intact));
+        }
+        let manifest_len = self.manifest.len();
+        if let Err(error) = self.manifest.append(record) {
+            self.unwind_append(manifest_len, frame_bytes, &segment_path);
+            return Err(self.failed_barrier(error, &segment_path, needed_bytes, intact));
+        }
         Ok(())
     }
 
