@@ -243,24 +243,28 @@ impl Store {
                 let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 self.check_partition(&reader, part_idx, entry)?;
                 let top = entry.n_levels - 1;
-                let found = if level <= top {
-                    reader.cells(part_idx, field, level, cells[0]..=cells[1])
+                // Above this file's top, its single top cell is the cell, under a coarser index.
+                let (stored_level, stored_cells) = if level <= top {
+                    (level, cells[0]..=cells[1])
                 } else {
-                    // Above this file's top, its single top cell is the cell, under a coarser index.
-                    reader
-                        .cells(part_idx, field, top, 0..=u64::MAX)
-                        .map(|top_cells| {
-                            top_cells
-                                .into_iter()
-                                .map(|c| Cell {
-                                    index: lift(ladder, c.index, level - top),
-                                    bucket: c.bucket,
-                                })
-                                .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
-                                .collect()
+                    (top, 0..=u64::MAX)
+                };
+                let stored = reader
+                    .cells(part_idx, field, stored_level, stored_cells)
+                    .map_err(unreadable)?;
+                check_on_grid(&reader, entry, ladder, stored_level, &stored)?;
+                let found: Vec<Cell> = if level <= top {
+                    stored
+                } else {
+                    stored
+                        .into_iter()
+                        .map(|c| Cell {
+                            index: lift(ladder, c.index, level - top),
+                            bucket: c.bucket,
                         })
-                }
-                .map_err(unreadable)?;
+                        .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
+                        .collect()
+                };
                 self.cells_read
                     .fetch_add(found.len() as u64, Ordering::Relaxed);
                 for cell in found {
@@ -401,6 +405,41 @@ impl Store {
         }
         Ok(values)
     }
+}
+
+/// Every point of every cell lies in its cell's span on the stream's grid: the promise that
+/// lets a read answer a range from cell indexes alone. The file cannot check it (it does not
+/// know the ladder), so the read that pairs the two does, for the cells it reads.
+fn check_on_grid(
+    reader: &SegmentReader<Mapped>,
+    entry: &PartitionEntry,
+    ladder: &Ladder,
+    level: u8,
+    cells: &[Cell],
+) -> Result<(), EngineError> {
+    for cell in cells {
+        let b = &cell.bucket;
+        let inside = ladder.span(level, cell.index).is_some_and(|[lo, hi]| {
+            [b.first, b.last, b.min, b.max]
+                .iter()
+                .all(|p| (lo..=hi).contains(&p.axis))
+        });
+        if !inside {
+            return Err(unreadable(SegmentError::Malformed {
+                path: reader.path().to_owned(),
+                offset: entry.offset,
+                what: format!(
+                    "cell {} of level {level} of field {} holds a point outside it on the grid \
+                     of ladder {}x{}",
+                    cell.index,
+                    b.field,
+                    ladder.base(),
+                    ladder.fanout()
+                ),
+            }));
+        }
+    }
+    Ok(())
 }
 
 fn absorb(cells: &mut BTreeMap<u64, Bucket>, index: u64, bucket: &Bucket) {

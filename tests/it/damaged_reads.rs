@@ -223,6 +223,28 @@ fn a_cell_point_outside_its_partitions_axis_is_unreadable() {
     assert_names_file_and_offset(first_refusal(&store_over(&bytes).unwrap()), "axis");
 }
 
+/// The last level-0 cell of field `u` moved one cell to the right on the grid: still in order,
+/// inside the partition's axis range, and consistent in itself, but its rows are not where its
+/// index says. Only the engine knows the ladder; the read that pairs them refuses.
+#[test]
+fn a_cell_indexed_away_from_its_points_is_unreadable() {
+    let bytes = damaged(|b| {
+        let cells = layout(b).cells_of(0).n_items;
+        let last_level0 = (0..cells)
+            .map(|c| cell_at(b, 0, c))
+            .rfind(|&at| b[at] == 2 && b[at + 2] == 0)
+            .unwrap();
+        let index = u64_at(b, last_level0 + 8) as u64;
+        b[last_level0 + 8..last_level0 + 16].copy_from_slice(&(index + 1).to_le_bytes());
+    });
+    let store = store_over(&bytes).unwrap();
+    // Level-0 cells 25..=32 (base 4) fit a budget of 400 points: the moved cell is read.
+    let refusal = store.survey("cap", &[], 100..=130, 400).map(|s| s.level);
+    let refusal = refusal.unwrap_err().to_string();
+    assert!(refusal.contains("outside it on the grid"), "{refusal}");
+    assert_names_file_and_offset(Some(refusal), "cell index");
+}
+
 /// The partition's measured kinds, its column's kind and its cells' kinds all changed together
 /// (so the file agrees with itself) but no longer with the declaration: the engine refuses it.
 #[test]
