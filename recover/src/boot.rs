@@ -10,7 +10,7 @@ use strata_segment::vfs::{Vfs, VfsLock};
 use strata_segment::{ManifestWriter, create_store};
 
 use crate::error::RecoverError;
-use crate::heal::{drop_second_names, heal};
+use crate::heal::heal;
 use crate::plan::{LOCK_FILE, inspect};
 use crate::report::Report;
 
@@ -50,7 +50,6 @@ pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError
         io::ErrorKind::WouldBlock => RecoverError::Locked,
         _ => RecoverError::io(LOCK_FILE, e),
     })?;
-    drop_second_names(vfs)?;
     if create_if_empty && unfinished_creation(vfs)? {
         return create(vfs, lock);
     }

@@ -34,6 +34,12 @@ pub(crate) enum Step {
     Quarantine { from: String, to: String },
     /// Drop `path`, a second name of bytes already in quarantine.
     DropDuplicate { path: String },
+    /// Drop temp `path`, a second name of a finished write whose final name, in `final_dir`,
+    /// holds the same bytes (that folder is synced first).
+    DropSecondName {
+        path: String,
+        final_dir: &'static str,
+    },
     /// Copy the manifest's tail into `quarantine/to` (two-phase).
     CopyTail { to: String },
     /// Cut the manifest to `len` and sync it.
@@ -137,6 +143,14 @@ pub fn inspect(vfs: &dyn Vfs) -> Result<Plan, RecoverError> {
                 "a folder inside tmp/",
                 Action::Leave,
             );
+            continue;
+        }
+        if let Some((final_dir, final_path)) = second_name_of(vfs, &entry.name, &path)? {
+            let bytes = vfs.len(&path).map_err(|e| RecoverError::io(&path, e))?;
+            let reason = "a second name of a finished write";
+            let action = Action::DropSecondName { of: final_path };
+            planner.find_file(FindingKind::OrphanTemp, &path, bytes, reason, action);
+            planner.steps.push(Step::DropSecondName { path, final_dir });
             continue;
         }
         let reason = "a write that never claimed its final name";
@@ -474,6 +488,42 @@ fn list_if_present(
     vfs.list(dir).map_err(|e| RecoverError::io(dir, e))
 }
 
+/// Whether temp `path` (named `name`) is a second name of a finished write: its final name holds
+/// the same bytes. A no-replace rename done as link then unlink (on a file system without
+/// `RENAME_NOREPLACE`) leaves exactly this when a crash falls between the two, and so does a
+/// rename whose target folder was synced but whose `tmp/` was not. Either way the bytes are kept
+/// under their final name; the temp is not evidence of anything, and quarantining it would keep
+/// a spurious copy. Answers the final name's folder and path.
+fn second_name_of(
+    vfs: &dyn Vfs,
+    name: &str,
+    path: &str,
+) -> Result<Option<(&'static str, String)>, RecoverError> {
+    let Some((dir, final_path)) = final_name(name) else {
+        return Ok(None);
+    };
+    let exists = vfs
+        .exists(&final_path)
+        .map_err(|e| RecoverError::io(&final_path, e))?;
+    if exists && same_bytes(vfs, path, &final_path)? {
+        return Ok(Some((dir, final_path)));
+    }
+    Ok(None)
+}
+
+/// The folder and the path a two-phase write of temp `name` renames it to.
+fn final_name(name: &str) -> Option<(&'static str, String)> {
+    if parse_manifest_name(name).is_some() {
+        return Some(("", name.to_owned()));
+    }
+    let dir = match NumberedName::parse(name)?.kind {
+        FileKind::Segment => SEG_DIR,
+        FileKind::ManifestTail => QUARANTINE_DIR,
+    };
+    Some((dir, format!("{dir}/{name}")))
+}
+
+/// Whether two files hold the same bytes; mapped, not read, since a segment can be large.
 fn same_bytes(vfs: &dyn Vfs, a: &str, b: &str) -> Result<bool, RecoverError> {
     let len_a = vfs.len(a).map_err(|e| RecoverError::io(a, e))?;
     let len_b = vfs.len(b).map_err(|e| RecoverError::io(b, e))?;

@@ -78,6 +78,11 @@ pub enum Action {
         /// The name inside `quarantine/`.
         at: String,
     },
+    /// Removed: a second name of a finished write whose final name holds the same bytes.
+    DropSecondName {
+        /// The final name, relative to the store root.
+        of: String,
+    },
     /// Removed, because the manifest records its retirement.
     Remove,
     /// Created.
@@ -95,6 +100,12 @@ impl fmt::Display for Action {
         match self {
             Action::Quarantine { to } => write!(f, "quarantine as {to}"),
             Action::AlreadyQuarantined { at } => write!(f, "already in quarantine as {at}"),
+            Action::DropSecondName { of } => {
+                write!(
+                    f,
+                    "remove: a second name of {of}, which holds the same bytes"
+                )
+            }
             Action::Remove => f.write_str("remove (retired)"),
             Action::Create => f.write_str("create"),
             Action::KeepUnreadable => f.write_str("keep in place; reads are Unreadable"),

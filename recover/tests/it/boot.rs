@@ -430,9 +430,19 @@ fn a_temp_linked_under_its_final_name_is_a_second_name_not_evidence() {
     let booted = boot(&fs, false).unwrap();
     assert_eq!(booted.catalog, prefix);
     assert!(list(&fs, "tmp").is_empty(), "the second name is gone");
-    // The bytes are kept once, as the unrecorded segment they are.
+    // The bytes are kept once, as the unrecorded segment they are; the report (and so fsck,
+    // which prints the same plan) says the temp is dropped as a second name.
     let kinds: Vec<_> = booted.report.findings.iter().map(|f| f.kind).collect();
-    assert_eq!(kinds, [FindingKind::UnrecordedSegment]);
+    assert_eq!(
+        kinds,
+        [FindingKind::OrphanTemp, FindingKind::UnrecordedSegment]
+    );
+    assert_eq!(
+        booted.report.findings[0].action,
+        strata_recover::Action::DropSecondName {
+            of: format!("seg/{}", second.file)
+        }
+    );
     let evidence = quarantine(&fs);
     assert_eq!(
         evidence.keys().collect::<Vec<_>>(),
