@@ -167,9 +167,13 @@ fn cell_kind_mismatch_is_unreadable_not_a_panic() {
         b[at + 3] = 3;
     });
     let store = store_over(&bytes).unwrap();
-    let refusal = store.fold("cap", &[], .., Aggregate::Min).unwrap_err();
-    let text = refusal.to_string();
+    // A survey at level 0 merges cell 0 of both partitions: the one a u64, the other now an f64.
+    let survey = store.survey("cap", &[], .., 400).map(|s| s.level);
+    let text = survey.unwrap_err().to_string();
     assert!(text.contains(SEGMENT) && text.contains("kind"), "{text}");
+    // Any read of that cells block is refused alike, whether or not it reads the cell.
+    let fold = store.fold("cap", &[], .., Aggregate::Min).map(drop);
+    assert_eq!(fold.unwrap_err().to_string(), text);
     assert_names_file_and_offset(first_refusal(&store), "cell kind");
 }
 
