@@ -479,4 +479,18 @@ async fn check_aggregates<S: Series>(series: &mut S, published: &Published) {
         empty.iter().all(|s| s.value.is_none()),
         "an empty range has no statistic"
     );
+    let counted = series
+        .aggregate(
+            "capture",
+            &track(&["nobody"]),
+            Unbounded,
+            Unbounded,
+            Aggregate::Count,
+        )
+        .await
+        .expect("an empty selection answers");
+    assert!(
+        !counted.is_empty() && counted.iter().all(|s| s.value == Some(Num::U64(0))),
+        "a count of no rows is 0, not \"no statistic\": {counted:?}"
+    );
 }

@@ -339,6 +339,11 @@ impl Series for MemorySeries {
         kind: Aggregate,
     ) -> Result<Vec<FieldStat>, BeneathWindow> {
         let (decl, rows, span) = self.axial(stream, track, start, end)?;
+        if decl.measured().is_empty() {
+            return Err(invalid(format!(
+                "stream {stream:?} has no measured field to fold"
+            )));
+        }
         let base = u128::from(decl.ladder.base);
         Ok(decl
             .measured()
@@ -369,7 +374,7 @@ impl Series for MemorySeries {
                 });
                 FieldStat {
                     field: decl.fields[usize::from(field)].name.clone(),
-                    value,
+                    value: value.or_else(|| kind.of_no_rows()),
                 }
             })
             .collect())

@@ -47,7 +47,7 @@ pub struct Survey {
 pub struct FieldStat {
     /// The field's name.
     pub field: String,
-    /// The statistic; `None` when the range holds no rows.
+    /// The statistic; `None` when the range holds no rows (a `count` of no rows is `0`).
     pub value: Option<Num>,
 }
 
@@ -143,7 +143,7 @@ impl Store {
                 };
                 Ok(FieldStat {
                     field: field_name(decl, field),
-                    value,
+                    value: value.or_else(|| aggregate.of_no_rows()),
                 })
             })
             .collect()

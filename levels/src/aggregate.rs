@@ -143,6 +143,15 @@ impl Aggregate {
         }
     }
 
+    /// What this aggregate answers over no rows at all: a count of nothing is 0; every other
+    /// statistic of nothing is undefined, `None`.
+    pub fn of_no_rows(self) -> Option<Num> {
+        match self {
+            Aggregate::Count => Some(Num::U64(0)),
+            _ => None,
+        }
+    }
+
     /// Reads a percentile off raw values (nearest-rank; see the module docs). `None` for an
     /// empty slice or a level fold. Reorders `values` (a selection, not a full sort).
     ///
@@ -251,6 +260,20 @@ mod tests {
         assert_eq!(Aggregate::Mean.scanned(&mut u(&[1, 2])), None);
         let bucket = Bucket::of_row(0, 3, Num::U64(4));
         assert_eq!(Aggregate::p(50).folded(&bucket), None);
+    }
+
+    #[test]
+    fn a_count_of_no_rows_is_zero_and_every_other_statistic_of_none_is_undefined() {
+        assert_eq!(Aggregate::Count.of_no_rows(), Some(Num::U64(0)));
+        for aggregate in [
+            Aggregate::Min,
+            Aggregate::Max,
+            Aggregate::Mean,
+            Aggregate::Sum,
+        ] {
+            assert_eq!(aggregate.of_no_rows(), None, "{aggregate}");
+        }
+        assert_eq!(Aggregate::p(50).of_no_rows(), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::{Aggregate, FieldStat, Num};
+use strata::{FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
 use super::{Failure, axis_bounds, exact, json, open_existing, print, selection};
@@ -23,13 +23,7 @@ pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
     let store = open_existing(dir)?;
-    let mut stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
-    if args.agg == Aggregate::Count {
-        // The engine answers "no rows" for every statistic alike; a count of no rows is 0.
-        for stat in &mut stats {
-            stat.value.get_or_insert(Num::U64(0));
-        }
-    }
+    let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
     let text = match args.format {
         ReadFormat::Table => lines(&stats),
         ReadFormat::Json => {

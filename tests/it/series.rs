@@ -448,3 +448,36 @@ proptest! {
         runtime.block_on(run_model(ops));
     }
 }
+
+/// `fold` on a stream with no measured field used to answer an empty list, which reads as "no
+/// rows"; both adapters now refuse it, as `survey` is refused.
+#[tokio::test]
+async fn fold_of_a_stream_with_no_measured_field_is_refused_by_both_adapters() {
+    let labels = Stream::new("labels")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("note", FieldKind::Str)
+        .track(["run"])
+        .axis("t")
+        .build()
+        .unwrap();
+    let fs = SimFs::new();
+    let mut served = serve(&fs, std::slice::from_ref(&labels));
+    let mut model = MemorySeries::new(std::slice::from_ref(&labels));
+    for aggregate in [Aggregate::Count, Aggregate::Mean, Aggregate::p(50)] {
+        let engine = served
+            .aggregate("labels", &[], Unbounded, Unbounded, aggregate)
+            .await;
+        let reference = model
+            .aggregate("labels", &[], Unbounded, Unbounded, aggregate)
+            .await;
+        for (who, answer) in [("engine", engine), ("reference", reference)] {
+            match answer {
+                Err(BeneathWindow::Invalid(why)) => {
+                    assert!(why.contains("no measured field"), "{who}: {why}");
+                }
+                other => panic!("{who}: {aggregate} answered {other:?}"),
+            }
+        }
+    }
+}
