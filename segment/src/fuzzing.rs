@@ -6,6 +6,28 @@ use strata_index::{Catalog, LOG_HEADER_LEN, encode_frame, parse_log};
 
 use crate::reader::{Column, SegmentReader};
 
+/// Every file of the fuzz corpus folder `dir`, sorted by name, with its bytes: what the replay
+/// tests feed the targets' entry points on stable, so a finding once saved stays fixed.
+///
+/// # Panics
+/// If the folder cannot be read or holds no file (a replay over nothing would prove nothing).
+pub fn corpus(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no corpus in {}", dir.display());
+    files
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (path, bytes)
+        })
+        .collect()
+}
+
 /// Parses `bytes` as a whole manifest log and replays its trusted prefix into a catalog.
 ///
 /// # Panics

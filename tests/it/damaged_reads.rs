@@ -308,16 +308,7 @@ fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("engine-two-partitions.seg"), reads_seed()).unwrap();
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no corpus in {}", dir.display());
-    files
-        .into_iter()
-        .map(|path| (path.clone(), std::fs::read(&path).unwrap()))
-        .collect()
+    strata::segment::fuzzing::corpus(&dir)
 }
 
 /// Every file of `fuzz/corpus/reads` through the fuzz target's own entry point, on stable, so a

@@ -61,6 +61,16 @@ fn frame_bounds(manifest: &[u8]) -> Vec<usize> {
     bounds
 }
 
+/// `strata --store DIR query cap`, run for real.
+fn strata_query(dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--store")
+        .arg(dir)
+        .args(["query", "cap"])
+        .output()
+        .unwrap()
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
@@ -266,12 +276,7 @@ fn strata_query_refuses_interior_manifest_damage_instead_of_answering_short() {
     manifest[bounds[1] + 9] ^= 0xFF;
     fs::write(&path, &manifest).unwrap();
     let before = snapshot(dir.path());
-    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--store")
-        .arg(dir.path())
-        .args(["query", "cap"])
-        .output()
-        .unwrap();
+    let output = strata_query(dir.path());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_ne!(output.status.code(), Some(0), "{stderr}");
     assert!(output.stdout.is_empty(), "no rows are printed");
@@ -297,12 +302,7 @@ fn a_cut_torn_tail_is_never_silent_on_the_command_line() {
     let bounds = frame_bounds(&manifest);
     manifest[bounds[4] + 11] ^= 0x20;
     fs::write(&path, &manifest).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--store")
-        .arg(dir.path())
-        .args(["query", "cap"])
-        .output()
-        .unwrap();
+    let output = strata_query(dir.path());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("warning"), "{stderr}");

@@ -9,16 +9,7 @@ fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../fuzz/corpus")
         .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no corpus in {}", dir.display());
-    files
-        .into_iter()
-        .map(|path| (path.clone(), std::fs::read(&path).unwrap()))
-        .collect()
+    fuzzing::corpus(&dir)
 }
 
 #[test]
