@@ -114,7 +114,8 @@ impl Corruption {
     pub fn describe_loss(&self) -> String {
         let offsets: Vec<String> = self.later.iter().map(|f| f.offset.to_string()).collect();
         let mut text = format!(
-            "{} frame(s) after it pass their own checks (at bytes {}): {} barrier(s)",
+            "{} frame(s) after it pass their own checks (at bytes {}), and a cut there would drop \
+             them with the damaged frame: {} barrier(s) after the damaged one",
             self.later.len(),
             abbreviate(&offsets),
             self.n_barriers(),

@@ -24,5 +24,5 @@ pub use boot::{Booted, boot};
 pub use corruption::{Corruption, StreamLoss};
 pub use error::RecoverError;
 pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, quarantined_number};
-pub use repair::{RepairPlan, Repaired, plan_repair, repair};
+pub use repair::{FileHolds, RepairPlan, Repaired, plan_repair, repair};
 pub use report::{Action, Finding, FindingKind, Report};

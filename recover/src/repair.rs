@@ -43,8 +43,9 @@ pub struct Repaired {
     pub generation: u32,
     /// Per stream, the fence: positions at or below it are never assigned again.
     pub fences: BTreeMap<String, u64>,
-    /// Segment files read for the positions they hold (unclaimed ones, wherever they lie).
-    pub files_read: Vec<String>,
+    /// Segment files read for the positions they hold (unclaimed ones, wherever they lie), each
+    /// with what its own directory says it holds.
+    pub files_read: Vec<FileHolds>,
     /// Files that could not be read as segments (torn temps, tails): listed, not used.
     pub files_unreadable: Vec<String>,
     /// What the boot after the repair found and did (the quarantining).
@@ -64,8 +65,8 @@ pub struct RepairPlan {
     pub record: Record,
     /// Per stream, the fence the record sets.
     pub fences: BTreeMap<String, u64>,
-    /// Segment files read for their positions.
-    pub files_read: Vec<String>,
+    /// Segment files read for their positions, with what each holds.
+    pub files_read: Vec<FileHolds>,
     /// Files that could not be read as segments.
     pub files_unreadable: Vec<String>,
 }
@@ -220,8 +221,17 @@ struct Evidence {
     highest: BTreeMap<String, u64>,
     /// The highest segment number among them.
     name_high: FileName,
-    read: Vec<String>,
+    read: Vec<FileHolds>,
     unreadable: Vec<String>,
+}
+
+/// What one segment file no trusted record claims holds, by its own directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHolds {
+    /// The file, relative to the store root.
+    pub path: String,
+    /// Per stream: rows, and the lowest and highest position.
+    pub streams: BTreeMap<String, (u64, [u64; 2])>,
 }
 
 /// Opens every file in `seg/` the prefix does not claim, and every file in `tmp/` and
@@ -260,15 +270,25 @@ fn read_evidence(vfs: &dyn Vfs, catalog: &Catalog) -> Result<Evidence, RecoverEr
                 evidence.unreadable.push(path);
                 continue;
             };
+            let mut holds = FileHolds {
+                path: path.clone(),
+                streams: BTreeMap::new(),
+            };
             for part in reader.partitions() {
-                let hi = part.entry.positions[1];
+                let [lo, hi] = part.entry.positions;
+                let held = holds
+                    .streams
+                    .entry(part.entry.stream.clone())
+                    .or_insert((0, [lo, hi]));
+                held.0 = held.0.saturating_add(part.entry.n_rows);
+                held.1 = [held.1[0].min(lo), held.1[1].max(hi)];
                 let highest = evidence
                     .highest
                     .entry(part.entry.stream.clone())
                     .or_insert(hi);
                 *highest = (*highest).max(hi);
             }
-            evidence.read.push(path);
+            evidence.read.push(holds);
         }
     }
     Ok(evidence)

@@ -201,7 +201,10 @@ fn a_damaged_declare_frame_is_named_as_damage_not_an_unknown_stream() {
         message.contains(&format!("{MANIFEST} is damaged at byte {LOG_HEADER_LEN}")),
         "{message}"
     );
-    assert!(message.contains("4 barrier(s)"), "{message}");
+    assert!(
+        message.contains("4 barrier(s) after the damaged one"),
+        "{message}"
+    );
     assert!(!message.contains("unknown stream"), "{message}");
 }
 

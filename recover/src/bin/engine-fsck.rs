@@ -236,8 +236,12 @@ fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
             "  stream {stream:?}: positions at or below {fence} would be fenced (never reused)"
         );
     }
-    for path in &plan.files_read {
-        let _ = writeln!(text, "  read for its positions: {path}");
+    for file in &plan.files_read {
+        let _ = write!(text, "  read for its positions: {}", file.path);
+        for (stream, (n_rows, [lo, hi])) in &file.streams {
+            let _ = write!(text, "; {stream:?} {n_rows} row(s) at {lo}..={hi}");
+        }
+        let _ = writeln!(text);
     }
     for path in &plan.files_unreadable {
         let _ = writeln!(text, "  not a readable segment (not used): {path}");

@@ -739,6 +739,12 @@ fn engine_fsck_reports_interior_manifest_damage_and_repairs_only_when_told() {
     assert_eq!(dry.code, 2, "{}{}", dry.stdout, dry.stderr);
     assert!(dry.stderr.contains("without --yes"), "{}", dry.stderr);
     assert!(dry.stdout.contains("at or below 29"), "{}", dry.stdout);
+    // The damaged frame's own barrier is named too, from its segment's own directory.
+    assert!(
+        dry.stdout.contains("\"capture\" 10 row(s) at 0..=9"),
+        "{}",
+        dry.stdout
+    );
     assert_eq!(snapshot(dir.path()), before, "a dry run changed the store");
 
     let done = run(&[
