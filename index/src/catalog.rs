@@ -199,6 +199,60 @@ pub enum ApplyReason {
         /// The tier.
         tier: Tier,
     },
+    /// A merge lists no inputs, or lists them out of strictly increasing order.
+    MergeInputs {
+        /// The output file.
+        file: FileName,
+        /// The inputs as listed.
+        inputs: Vec<FileName>,
+    },
+    /// A merge input does not hold a partition of the output: every input holds every
+    /// partition the output replaces.
+    MergeInputLacks {
+        /// The output file.
+        file: FileName,
+        /// The input.
+        input: FileName,
+        /// The output partition it lacks.
+        partition_idx: usize,
+    },
+    /// A tier of a partition a merge replaces is not live before the merge: the merge would
+    /// bring back rows (or cells) already retired, or retire them twice.
+    MergeInputNotWhole {
+        /// The output file.
+        file: FileName,
+        /// The input.
+        input: FileName,
+        /// The output partition.
+        partition_idx: usize,
+        /// The tier that is not live.
+        tier: Tier,
+    },
+    /// An output partition's rows are not exactly its inputs' rows: what it says differs from
+    /// what the inputs add up to. `what` is `n_rows`, `positions`, `ordinals` or `axis`; ranges
+    /// are inclusive `[lo, hi]`, and a row count is given as `[n, n]`.
+    MergeCover {
+        /// The output file.
+        file: FileName,
+        /// The output partition.
+        partition_idx: usize,
+        /// Which quantity differs.
+        what: &'static str,
+        /// What the inputs add up to.
+        expected: Option<[u64; 2]>,
+        /// What the output partition says.
+        got: Option<[u64; 2]>,
+    },
+    /// A live segment of the partition, not replaced by the merge, holds ordinals inside the
+    /// output's range: after the merge two live segments would overlap.
+    MergeOverlapsLive {
+        /// The output file.
+        file: FileName,
+        /// The output partition.
+        partition_idx: usize,
+        /// The live segment's file.
+        live: FileName,
+    },
     /// A watermark below the stream's current one.
     WatermarkBackwards {
         /// The stream.
@@ -359,6 +413,45 @@ impl fmt::Display for ApplyReason {
                 f,
                 "file {file} stream {stream:?} track {track:?}: {tier} is already retired"
             ),
+            Self::MergeInputs { file, inputs } => write!(
+                f,
+                "merge into file {file}: inputs {inputs:?} are empty or not in strictly increasing order"
+            ),
+            Self::MergeInputLacks {
+                file,
+                input,
+                partition_idx,
+            } => write!(
+                f,
+                "merge into file {file}: input {input} holds no live tier of output partition {partition_idx}"
+            ),
+            Self::MergeInputNotWhole {
+                file,
+                input,
+                partition_idx,
+                tier,
+            } => write!(
+                f,
+                "merge into file {file}: {tier} of output partition {partition_idx} in input {input} is not live"
+            ),
+            Self::MergeCover {
+                file,
+                partition_idx,
+                what,
+                expected,
+                got,
+            } => write!(
+                f,
+                "merge into file {file}: output partition {partition_idx}: {what} is {got:?}, its inputs hold {expected:?}"
+            ),
+            Self::MergeOverlapsLive {
+                file,
+                partition_idx,
+                live,
+            } => write!(
+                f,
+                "merge into file {file}: output partition {partition_idx} overlaps the ordinals of live file {live}, which it does not replace"
+            ),
             Self::WatermarkBackwards {
                 stream,
                 current,
@@ -371,28 +464,62 @@ impl fmt::Display for ApplyReason {
     }
 }
 
-/// The live segments of one track for each tier, as indexes into the files' partition lists.
+/// Where one file holds a track: the partition's index in the file and its lowest ordinal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Segment {
+    idx: usize,
+    ordinal_lo: u64,
+}
+
+/// The live segments of one track, and for each tier which of them hold it live.
+///
+/// Tiers are keyed by the segment's lowest ordinal, not its file name: a compaction output is
+/// named above every file, yet holds rows older than files named before it, and a read merges
+/// cells oldest first. The live segments of one track never overlap in ordinals (new files hold
+/// new ordinals; a merge is refused if it would overlap a segment it does not replace), so the
+/// lowest ordinal orders them in publish order.
 ///
 /// Canonical form, so that equal live sets give equal states whatever the history: no trailing
 /// empty level map, and a track with nothing live is removed from its stream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 struct TrackState {
-    raw: BTreeMap<FileName, usize>,
-    /// `levels[k]`: the live `Level(k)` segments.
-    levels: Vec<BTreeMap<FileName, usize>>,
+    /// Every file with a live tier of this track.
+    segments: BTreeMap<FileName, Segment>,
+    /// The live `Raw` segments, by lowest ordinal.
+    raw: BTreeMap<u64, FileName>,
+    /// `levels[k]`: the live `Level(k)` segments, by lowest ordinal.
+    levels: Vec<BTreeMap<u64, FileName>>,
 }
 
 impl TrackState {
-    fn tier(&self, tier: Tier) -> Option<&BTreeMap<FileName, usize>> {
+    fn tier(&self, tier: Tier) -> Option<&BTreeMap<u64, FileName>> {
         match tier {
             Tier::Raw => Some(&self.raw),
             Tier::Level(k) => self.levels.get(usize::from(k)),
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.raw.is_empty() && self.levels.is_empty()
+    /// The partition index of `file`'s segment, if its `tier` is live.
+    fn live(&self, file: FileName, tier: Tier) -> Option<usize> {
+        let segment = self.segments.get(&file)?;
+        let holder = self.tier(tier)?.get(&segment.ordinal_lo)?;
+        (*holder == file).then_some(segment.idx)
     }
+
+    fn is_empty(&self) -> bool {
+        let empty = self.segments.is_empty();
+        assert_eq!(
+            empty,
+            self.raw.is_empty() && self.levels.is_empty(),
+            "a track lists exactly the segments its tiers hold"
+        );
+        empty
+    }
+}
+
+/// Every tier a partition with `n_levels` levels stores: `Raw`, then each level.
+fn tiers(n_levels: u8) -> impl Iterator<Item = Tier> {
+    std::iter::once(Tier::Raw).chain((0..n_levels).map(Tier::Level))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -410,6 +537,11 @@ struct FileState {
     entry: FileEntry,
     /// Tiers of this file not yet retired; 0 exactly when the file is in `retired_files`.
     live_tiers: u64,
+    /// The files it replaced, if a merge added it; empty if an `AddFile` did.
+    inputs: Vec<FileName>,
+    /// Partitions (by index) that a merge replaced, with the merge's output: their tiers were
+    /// retired by that merge, so a snapshot leaves it to the merge to retire them.
+    merged_into: BTreeMap<usize, FileName>,
 }
 
 /// The state derived from manifest records: declarations, files, retirements, watermarks and
@@ -447,6 +579,13 @@ impl Catalog {
     /// - `Retire`: the file is added and not wholly retired, holds that (stream, track), the
     ///   tier exists (`Raw`, or `Level(k)` with `k < n_levels`) and is not already retired.
     /// - `Watermark`: the stream is declared and the position is not below its watermark.
+    /// - `Merge`: the output passes the `AddFile` rules except those on ordinals; its inputs are
+    ///   listed in strictly increasing order, and each holds every partition of the output with
+    ///   every tier of it live (it is retired whole by this entry). Per output partition, the
+    ///   inputs' ordinal ranges do not overlap, and the output says exactly what they add up to:
+    ///   the sum of `n_rows`, the ordinals from the lowest input's lo to the highest's hi, the
+    ///   positions and axis from the least lo to the greatest hi. No live segment of the
+    ///   partition that the merge does not replace overlaps the output's ordinals.
     /// - `NameHigh`: not `u64::MAX`; a value below the current one is accepted and ignored.
     /// - `Fence`: the stream id is a legal label (declared or not); a lower fence than the
     ///   current one is accepted and ignored.
@@ -483,7 +622,8 @@ impl Catalog {
                     "validated: re-declarations are identical"
                 );
             }
-            Entry::AddFile(file) => self.commit_add(file),
+            Entry::AddFile(file) => self.commit_add(file, Vec::new()),
+            Entry::Merge { file, inputs } => self.commit_merge(file, inputs),
             Entry::Retire(retirement) => self.commit_retire(retirement),
             Entry::Watermark { stream, position } => {
                 let state = self
@@ -504,7 +644,7 @@ impl Catalog {
         }
     }
 
-    fn commit_add(&mut self, file: &FileEntry) {
+    fn commit_add(&mut self, file: &FileEntry, inputs: Vec<FileName>) {
         let mut live_tiers = 0;
         for (idx, part) in file.partitions.iter().enumerate() {
             let stream = self
@@ -512,13 +652,22 @@ impl Catalog {
                 .get_mut(&part.stream)
                 .expect("validated: stream declared");
             let track = stream.tracks.entry(part.track.clone()).or_default();
-            track.raw.insert(file.name, idx);
+            let ordinal_lo = part.ordinals[0];
+            let segment = Segment { idx, ordinal_lo };
+            let before = track.segments.insert(file.name, segment);
+            assert!(
+                before.is_none(),
+                "validated: one partition per track a file"
+            );
+            let before = track.raw.insert(ordinal_lo, file.name);
+            assert!(before.is_none(), "validated: live segments never overlap");
             let n_levels = usize::from(part.n_levels);
             if track.levels.len() < n_levels {
                 track.levels.resize_with(n_levels, BTreeMap::new);
             }
             for level in &mut track.levels[..n_levels] {
-                level.insert(file.name, idx);
+                let before = level.insert(ordinal_lo, file.name);
+                assert!(before.is_none(), "validated: live segments never overlap");
             }
             let next = part.ordinals[1]
                 .checked_add(1)
@@ -533,9 +682,39 @@ impl Catalog {
             FileState {
                 entry: file.clone(),
                 live_tiers,
+                inputs,
+                merged_into: BTreeMap::new(),
             },
         );
         assert!(previous.is_none(), "validated: file names increase");
+    }
+
+    /// Retires every tier of each partition the output replaces, then adds the output. In that
+    /// order: the output's segments take the lowest ordinal of the first input they replace.
+    fn commit_merge(&mut self, file: &FileEntry, inputs: &[FileName]) {
+        for part in &file.partitions {
+            for &input in inputs {
+                let idx = self
+                    .streams
+                    .get(&part.stream)
+                    .and_then(|s| s.tracks.get(&part.track))
+                    .and_then(|t| t.segments.get(&input))
+                    .expect("validated: every input holds the partition live")
+                    .idx;
+                let input_state = self.files.get_mut(&input).expect("validated: input added");
+                let n_levels = input_state.entry.partitions[idx].n_levels;
+                input_state.merged_into.insert(idx, file.name);
+                for tier in tiers(n_levels) {
+                    self.commit_retire(&Retirement {
+                        file: input,
+                        stream: part.stream.clone(),
+                        track: part.track.clone(),
+                        tier,
+                    });
+                }
+            }
+        }
+        self.commit_add(file, inputs.to_vec());
     }
 
     fn commit_retire(&mut self, r: &Retirement) {
@@ -547,16 +726,31 @@ impl Catalog {
             .tracks
             .get_mut(&r.track)
             .expect("validated: track has live tiers");
+        let segment = *track
+            .segments
+            .get(&r.file)
+            .expect("validated: the file holds a live tier of the track");
+        let lo = segment.ordinal_lo;
         let removed = match r.tier {
-            Tier::Raw => track.raw.remove(&r.file),
+            Tier::Raw => track.raw.remove(&lo),
             Tier::Level(k) => track
                 .levels
                 .get_mut(usize::from(k))
-                .and_then(|m| m.remove(&r.file)),
+                .and_then(|m| m.remove(&lo)),
         };
-        assert!(removed.is_some(), "validated: the retired tier was live");
+        assert_eq!(
+            removed,
+            Some(r.file),
+            "validated: the retired tier was live"
+        );
         while track.levels.last().is_some_and(BTreeMap::is_empty) {
             track.levels.pop();
+        }
+        let still_live = std::iter::once(&track.raw)
+            .chain(&track.levels)
+            .any(|m| m.get(&lo) == Some(&r.file));
+        if !still_live {
+            track.segments.remove(&r.file);
         }
         if track.is_empty() {
             stream.tracks.remove(&r.track);
@@ -607,16 +801,14 @@ impl Catalog {
     pub fn axis_range(&self, id: &str, prefix: &TrackKey) -> Option<[u64; 2]> {
         let mut range: Option<[u64; 2]> = None;
         for partition in self.partitions(id, prefix) {
-            for segments in std::iter::once(&partition.state.raw).chain(&partition.state.levels) {
-                for (&name, &idx) in segments {
-                    let Some([lo, hi]) = partition.entry(name, idx).axis else {
-                        continue;
-                    };
-                    range = Some(match range {
-                        None => [lo, hi],
-                        Some([min, max]) => [min.min(lo), max.max(hi)],
-                    });
-                }
+            for (&name, segment) in &partition.state.segments {
+                let Some([lo, hi]) = partition.entry(name, segment.idx).axis else {
+                    continue;
+                };
+                range = Some(match range {
+                    None => [lo, hi],
+                    Some([min, max]) => [min.min(lo), max.max(hi)],
+                });
             }
         }
         range
@@ -680,10 +872,21 @@ impl Catalog {
     pub fn snapshot(&self) -> Record {
         let mut entries: Vec<Entry> = self.streams().cloned().map(Entry::Declare).collect();
         for (&name, file) in &self.files {
-            entries.push(Entry::AddFile(file.entry.clone()));
-            for part in &file.entry.partitions {
-                let tiers = std::iter::once(Tier::Raw).chain((0..part.n_levels).map(Tier::Level));
-                for tier in tiers {
+            if file.inputs.is_empty() {
+                entries.push(Entry::AddFile(file.entry.clone()));
+            } else {
+                // Every input is named below the output, so it is already listed; the merge
+                // retires the partitions it replaced, which were left live for it below.
+                entries.push(Entry::Merge {
+                    file: file.entry.clone(),
+                    inputs: file.inputs.clone(),
+                });
+            }
+            for (idx, part) in file.entry.partitions.iter().enumerate() {
+                if file.merged_into.contains_key(&idx) {
+                    continue;
+                }
+                for tier in tiers(part.n_levels) {
                     if !self.is_live(name, part, tier) {
                         entries.push(Entry::Retire(Retirement {
                             file: name,
@@ -716,22 +919,26 @@ impl Catalog {
     }
 
     fn is_live(&self, name: FileName, part: &PartitionEntry, tier: Tier) -> bool {
-        self.streams
-            .get(&part.stream)
-            .and_then(|s| s.tracks.get(&part.track))
-            .and_then(|t| t.tier(tier))
-            .is_some_and(|segments| segments.contains_key(&name))
+        self.track_state(&part.stream, &part.track)
+            .and_then(|t| t.live(name, tier))
+            .is_some()
+    }
+
+    fn track_state(&self, stream: &str, track: &TrackKey) -> Option<&TrackState> {
+        self.streams.get(stream)?.tracks.get(track)
     }
 
     /// The live partition index of (file, stream, track, tier), if that tier is live.
     fn live_idx(&self, r: &Retirement) -> Option<usize> {
-        let segments = self
-            .streams
-            .get(&r.stream)?
-            .tracks
-            .get(&r.track)?
-            .tier(r.tier)?;
-        segments.get(&r.file).copied()
+        self.track_state(&r.stream, &r.track)?.live(r.file, r.tier)
+    }
+
+    /// The entry of the partition that file `name` holds at `idx`.
+    fn partition_at(&self, name: FileName, idx: usize) -> &PartitionEntry {
+        self.files
+            .get(&name)
+            .and_then(|f| f.entry.partitions.get(idx))
+            .expect("an indexed segment's file is listed and holds it")
     }
 }
 
@@ -749,7 +956,9 @@ impl<'a> PartitionView<'a> {
         self.track
     }
 
-    /// The live segments holding `tier` of this partition, in file-name order.
+    /// The live segments holding `tier` of this partition, oldest rows first (by lowest
+    /// ordinal; live segments of a partition never overlap in ordinals). That is file-name
+    /// order too, except that a compaction output comes where the rows it replaced came.
     ///
     /// # Panics
     /// Only if the catalog's own index is broken (a bug): every indexed segment is listed.
@@ -759,9 +968,15 @@ impl<'a> PartitionView<'a> {
     ) -> impl DoubleEndedIterator<Item = (FileName, &'a PartitionEntry)> + use<'a> {
         let view = *self;
         self.state.tier(tier).into_iter().flat_map(move |segments| {
-            segments
-                .iter()
-                .map(move |(&name, &idx)| (name, view.entry(name, idx)))
+            segments.values().map(move |&name| {
+                let idx = view
+                    .state
+                    .segments
+                    .get(&name)
+                    .expect("a tier's segment is listed in its track")
+                    .idx;
+                (name, view.entry(name, idx))
+            })
         })
     }
 
@@ -781,7 +996,7 @@ impl fmt::Debug for PartitionView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PartitionView")
             .field("track", self.track)
-            .field("raw", &self.state.raw.keys().collect::<Vec<_>>())
+            .field("raw", &self.state.raw.values().collect::<Vec<_>>())
             .field("n_levels", &self.state.levels.len())
             .finish()
     }
@@ -800,9 +1015,12 @@ struct Pending<'a> {
     watermarks: BTreeMap<&'a str, u64>,
 }
 
+/// A file's partitions by (stream, track).
+type ByTrack<'a> = BTreeMap<(&'a str, &'a TrackKey), usize>;
+
 struct AddedFile<'a> {
     entry: &'a FileEntry,
-    by_track: BTreeMap<(&'a str, &'a TrackKey), usize>,
+    by_track: ByTrack<'a>,
 }
 
 /// Per stream, what one file holds of it.
@@ -836,6 +1054,7 @@ impl<'a> Pending<'a> {
         match entry {
             Entry::Declare(decl) => self.check_declare(decl),
             Entry::AddFile(file) => self.check_add(file),
+            Entry::Merge { file, inputs } => self.check_merge(file, inputs),
             Entry::Retire(retirement) => self.check_retire(retirement),
             Entry::Watermark { stream, position } => self.check_watermark(stream, *position),
             Entry::NameHigh(name) => {
@@ -874,7 +1093,9 @@ impl<'a> Pending<'a> {
         }
     }
 
-    fn check_add(&mut self, file: &'a FileEntry) -> Result<(), ApplyReason> {
+    /// The rules every claimed file meets, `AddFile` or `Merge`: its name, and each partition
+    /// on its own. Answers the file's partitions by (stream, track).
+    fn check_file(&self, file: &'a FileEntry) -> Result<ByTrack<'a>, ApplyReason> {
         let name = file.name;
         if name == FileName::MAX {
             return Err(ApplyReason::NameReserved { name });
@@ -885,8 +1106,7 @@ impl<'a> Pending<'a> {
         if file.partitions.is_empty() {
             return Err(ApplyReason::EmptyFile { name });
         }
-        let mut by_track: BTreeMap<(&'a str, &'a TrackKey), usize> = BTreeMap::new();
-        let mut spans: BTreeMap<&'a str, OrdinalSpan> = BTreeMap::new();
+        let mut by_track: ByTrack<'a> = BTreeMap::new();
         for (partition_idx, part) in file.partitions.iter().enumerate() {
             let Some(decl) = self.decl(&part.stream) else {
                 return Err(ApplyReason::UnknownStream {
@@ -904,6 +1124,14 @@ impl<'a> Pending<'a> {
                 });
             }
             by_track.insert((&part.stream, &part.track), partition_idx);
+        }
+        Ok(by_track)
+    }
+
+    fn check_add(&mut self, file: &'a FileEntry) -> Result<(), ApplyReason> {
+        let by_track = self.check_file(file)?;
+        let mut spans: BTreeMap<&'a str, OrdinalSpan> = BTreeMap::new();
+        for part in &file.partitions {
             let [lo, hi] = part.ordinals;
             let span = spans
                 .entry(&part.stream)
@@ -936,14 +1164,157 @@ impl<'a> Pending<'a> {
             };
             self.next_ordinal.insert(stream, next);
         }
-        self.max_added = Some(name);
+        self.max_added = Some(file.name);
         self.added.insert(
-            name,
+            file.name,
             AddedFile {
                 entry: file,
                 by_track,
             },
         );
+        Ok(())
+    }
+
+    fn check_merge(&mut self, file: &'a FileEntry, inputs: &[FileName]) -> Result<(), ApplyReason> {
+        let by_track = self.check_file(file)?;
+        if inputs.is_empty() || inputs.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(ApplyReason::MergeInputs {
+                file: file.name,
+                inputs: inputs.to_vec(),
+            });
+        }
+        let mut replaced: Vec<(FileName, usize, u8)> = Vec::new();
+        for (partition_idx, part) in file.partitions.iter().enumerate() {
+            let mut sources: Vec<(FileName, &'a PartitionEntry)> = Vec::new();
+            for &input in inputs {
+                let (idx, source) = self.whole_input(file.name, partition_idx, part, input)?;
+                sources.push((input, source));
+                replaced.push((input, idx, source.n_levels));
+            }
+            check_cover(file.name, partition_idx, part, &mut sources)?;
+            self.check_no_overlap(file.name, partition_idx, part, inputs)?;
+        }
+        for (input, idx, n_levels) in replaced {
+            for tier in tiers(n_levels) {
+                let fresh = self.retired.insert((input, idx, tier));
+                assert!(fresh, "whole_input checked the tier was live");
+            }
+        }
+        self.max_added = Some(file.name);
+        self.added.insert(
+            file.name,
+            AddedFile {
+                entry: file,
+                by_track,
+            },
+        );
+        Ok(())
+    }
+
+    /// The partition of `input` that output partition `part` replaces, with its index, if
+    /// every tier of it is live before this entry.
+    fn whole_input(
+        &self,
+        file: FileName,
+        partition_idx: usize,
+        part: &PartitionEntry,
+        input: FileName,
+    ) -> Result<(usize, &'a PartitionEntry), ApplyReason> {
+        let lacks = ApplyReason::MergeInputLacks {
+            file,
+            input,
+            partition_idx,
+        };
+        let not_whole = |tier| ApplyReason::MergeInputNotWhole {
+            file,
+            input,
+            partition_idx,
+            tier,
+        };
+        let key = (part.stream.as_str(), &part.track);
+        let (idx, source, track) = if let Some(added) = self.added.get(&input) {
+            let idx = *added.by_track.get(&key).ok_or(lacks)?;
+            (idx, &added.entry.partitions[idx], None)
+        } else {
+            let Some(state) = self.catalog.files.get(&input) else {
+                return Err(ApplyReason::UnknownFile { file: input });
+            };
+            if state.live_tiers == 0 {
+                return Err(ApplyReason::FileRetired { file: input });
+            }
+            let track = self.catalog.track_state(&part.stream, &part.track);
+            let Some(segment) = track.and_then(|t| t.segments.get(&input)) else {
+                // Nothing of it is live: find out why (error path only).
+                let holds = state
+                    .entry
+                    .partitions
+                    .iter()
+                    .any(|p| p.stream == part.stream && p.track == part.track);
+                return Err(if holds { not_whole(Tier::Raw) } else { lacks });
+            };
+            let idx = segment.idx;
+            (idx, &state.entry.partitions[idx], track)
+        };
+        for tier in tiers(source.n_levels) {
+            let live_in_catalog = track.is_none_or(|t| t.live(input, tier).is_some());
+            if !live_in_catalog || self.retired.contains(&(input, idx, tier)) {
+                return Err(not_whole(tier));
+            }
+        }
+        Ok((idx, source))
+    }
+
+    /// No live segment of the partition that the merge does not replace (in the catalog, or
+    /// added earlier in this record) holds ordinals inside the output's range.
+    fn check_no_overlap(
+        &self,
+        file: FileName,
+        partition_idx: usize,
+        part: &PartitionEntry,
+        inputs: &[FileName],
+    ) -> Result<(), ApplyReason> {
+        let [lo, hi] = part.ordinals;
+        let overlap = |live| ApplyReason::MergeOverlapsLive {
+            file,
+            partition_idx,
+            live,
+        };
+        if let Some(track) = self.catalog.track_state(&part.stream, &part.track) {
+            for tier_map in std::iter::once(&track.raw).chain(&track.levels) {
+                // Live segments are disjoint, so walking down from the last one starting at
+                // or below `hi` meets every overlapping one before the first that ends below
+                // `lo`.
+                for (_, &name) in tier_map.range(..=hi).rev() {
+                    let segment = track
+                        .segments
+                        .get(&name)
+                        .expect("a tier's segment is listed");
+                    let entry = self.catalog.partition_at(name, segment.idx);
+                    if entry.ordinals[1] < lo {
+                        break;
+                    }
+                    let still_live = tiers(entry.n_levels).any(|tier| {
+                        track.live(name, tier).is_some()
+                            && !self.retired.contains(&(name, segment.idx, tier))
+                    });
+                    if !inputs.contains(&name) && still_live {
+                        return Err(overlap(name));
+                    }
+                }
+            }
+        }
+        for (&name, added) in &self.added {
+            let Some(&idx) = added.by_track.get(&(part.stream.as_str(), &part.track)) else {
+                continue;
+            };
+            let entry = &added.entry.partitions[idx];
+            let disjoint = entry.ordinals[1] < lo || entry.ordinals[0] > hi;
+            let still_live =
+                tiers(entry.n_levels).any(|tier| !self.retired.contains(&(name, idx, tier)));
+            if !disjoint && !inputs.contains(&name) && still_live {
+                return Err(overlap(name));
+            }
+        }
         Ok(())
     }
 
@@ -1076,6 +1447,69 @@ fn check_partition(
             len: part.len,
             file_len,
         });
+    }
+    Ok(())
+}
+
+/// The output partition `part` holds exactly the rows of `sources` (its inputs' partitions):
+/// row count, ordinals, positions and axis add up. The sources are live segments of one track,
+/// which never overlap in ordinals, so in ordinal order they follow each other.
+fn check_cover(
+    file: FileName,
+    partition_idx: usize,
+    part: &PartitionEntry,
+    sources: &mut [(FileName, &PartitionEntry)],
+) -> Result<(), ApplyReason> {
+    sources.sort_by_key(|(_, source)| source.ordinals[0]);
+    for pair in sources.windows(2) {
+        assert!(
+            pair[0].1.ordinals[1] < pair[1].1.ordinals[0],
+            "live segments of a track never overlap in ordinals"
+        );
+    }
+    let (Some((_, oldest)), Some((_, newest))) = (sources.first(), sources.last()) else {
+        unreachable!("a merge has at least one input")
+    };
+    let n_rows: u128 = sources.iter().map(|(_, s)| u128::from(s.n_rows)).sum();
+    let n_rows = u64::try_from(n_rows).unwrap_or(u64::MAX);
+    let span = |range: fn(&PartitionEntry) -> Option<[u64; 2]>| {
+        sources
+            .iter()
+            .try_fold(None, |acc: Option<[u64; 2]>, (_, s)| {
+                let [lo, hi] = range(s)?;
+                Some(Some(
+                    acc.map_or([lo, hi], |[min, max]| [min.min(lo), max.max(hi)]),
+                ))
+            })?
+    };
+    let checks = [
+        (
+            "n_rows",
+            Some([n_rows, n_rows]),
+            Some([part.n_rows, part.n_rows]),
+        ),
+        (
+            "ordinals",
+            Some([oldest.ordinals[0], newest.ordinals[1]]),
+            Some(part.ordinals),
+        ),
+        (
+            "positions",
+            span(|s| Some(s.positions)),
+            Some(part.positions),
+        ),
+        ("axis", span(|s| s.axis), part.axis),
+    ];
+    for (what, expected, got) in checks {
+        if expected != got {
+            return Err(ApplyReason::MergeCover {
+                file,
+                partition_idx,
+                what,
+                expected,
+                got,
+            });
+        }
     }
     Ok(())
 }

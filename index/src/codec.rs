@@ -40,6 +40,7 @@ const TAG_RETIRE: u8 = 3;
 const TAG_WATERMARK: u8 = 4;
 const TAG_NAME_HIGH: u8 = 5;
 const TAG_FENCE: u8 = 6;
+const TAG_MERGE: u8 = 7;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -528,6 +529,14 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
             put_str(buf, stream);
             put_u64(buf, *position);
         }
+        Entry::Merge { file, inputs } => {
+            buf.push(TAG_MERGE);
+            put_file(buf, file);
+            put_len(buf, inputs.len());
+            for &input in inputs {
+                put_u64(buf, input);
+            }
+        }
     }
 }
 
@@ -737,6 +746,15 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             let stream = r.string("fence stream")?;
             let position = r.u64("fence position")?;
             Ok(Entry::Fence { stream, position })
+        }
+        TAG_MERGE => {
+            let file = get_file(r).map_err(|m| m.within(format_args!("merged file")))?;
+            let n_inputs = r.count("merge input count")?;
+            let mut inputs = Vec::with_capacity(n_inputs.min(r.remaining()));
+            for _ in 0..n_inputs {
+                inputs.push(r.u64("merge input")?);
+            }
+            Ok(Entry::Merge { file, inputs })
         }
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
     }

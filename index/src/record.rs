@@ -466,6 +466,19 @@ pub enum Entry {
         /// The highest position any cut record or unclaimed file held.
         position: u64,
     },
+    /// Claims a compaction output and, in the same entry, retires every tier of the partitions
+    /// it replaces: for each partition `(stream, track)` of `file`, that partition in each of
+    /// `inputs` that holds it. The output holds exactly the rows it replaces, with their
+    /// positions and ordinals, so a read answers the same before and after.
+    ///
+    /// One entry carries both halves (rather than an `AddFile` plus `Retire`s) so that nothing
+    /// can separate them: a snapshot split into several frames keeps every entry whole.
+    Merge {
+        /// The output file. Its name is issued like any other; its ordinals are old ones.
+        file: FileEntry,
+        /// The input files, in strictly increasing name order.
+        inputs: Vec<FileName>,
+    },
 }
 
 /// One manifest frame: one barrier, applied whole or not at all.

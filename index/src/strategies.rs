@@ -139,6 +139,22 @@ pub fn any_entry() -> impl Strategy<Value = Entry> {
             .prop_map(|(stream, position)| Entry::Watermark { stream, position }),
         any::<u64>().prop_map(Entry::NameHigh),
         (any_text(), any::<u64>()).prop_map(|(stream, position)| Entry::Fence { stream, position }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+            proptest::collection::vec(any_partition(), 0..4),
+            proptest::collection::vec(any::<u64>(), 0..4)
+        )
+            .prop_map(|(name, len, digest, partitions, inputs)| Entry::Merge {
+                file: FileEntry {
+                    name,
+                    len,
+                    digest,
+                    partitions,
+                },
+                inputs,
+            }),
     ]
 }
 

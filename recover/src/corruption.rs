@@ -66,7 +66,7 @@ impl Corruption {
             .iter()
             .flat_map(|f| &f.record.entries)
             .filter_map(|e| match e {
-                Entry::AddFile(file) => Some(file.name),
+                Entry::AddFile(file) | Entry::Merge { file, .. } => Some(file.name),
                 _ => None,
             })
             .collect()
@@ -78,7 +78,7 @@ impl Corruption {
             .iter()
             .flat_map(|f| &f.record.entries)
             .filter_map(|e| match e {
-                Entry::AddFile(file) => Some(file.name),
+                Entry::AddFile(file) | Entry::Merge { file, .. } => Some(file.name),
                 Entry::NameHigh(name) => Some(*name),
                 _ => None,
             })

@@ -822,6 +822,336 @@ fn partition_view_debug_is_short() {
     );
 }
 
+// ---- merges (compaction records) ----
+
+/// `base()` plus file 4 (s/[a,x] ordinals 3..=4 with one level, s/[b,y] ordinal 5) and file 5
+/// (s/[a,x] ordinal 6); names issued through 5.
+fn merge_base() -> Catalog {
+    let mut cat = base();
+    cat.apply(&rec(vec![
+        Entry::AddFile(file(
+            4,
+            vec![
+                part("s", &["a", "x"], [3, 4], 2, 1),
+                part("s", &["b", "y"], [5, 5], 1, 0),
+            ],
+        )),
+        Entry::AddFile(file(5, vec![part("s", &["a", "x"], [6, 6], 1, 0)])),
+    ]))
+    .unwrap();
+    cat
+}
+
+fn merge(name: FileName, partitions: Vec<PartitionEntry>, inputs: &[FileName]) -> Entry {
+    Entry::Merge {
+        file: file(name, partitions),
+        inputs: inputs.to_vec(),
+    }
+}
+
+/// The merge of s/[a,x] in files 1 and 4: rows at ordinals 0, 2, 3, 4.
+fn ax_of_1_and_4(name: FileName) -> Entry {
+    merge(name, vec![part("s", &["a", "x"], [0, 4], 4, 3)], &[1, 4])
+}
+
+fn refuse_merge(entries: Vec<Entry>) -> ApplyReason {
+    let err = refuse(&mut merge_base(), entries);
+    assert!(err.entry_idx >= 1, "the leading NameHigh is valid: {err}");
+    err.reason
+}
+
+#[test]
+fn a_merge_replaces_exactly_its_inputs_and_keeps_publish_order() {
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![ax_of_1_and_4(6)])).unwrap();
+    // The output holds older rows than file 5, so it comes first although named after it.
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Raw),
+        vec![(key(&["a", "x"]), vec![6, 5])]
+    );
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Level(2)),
+        vec![(key(&["a", "x"]), vec![6])]
+    );
+    // Files 1 and 4 still hold other partitions; nothing about ordinals or positions moved.
+    assert_eq!(
+        cat.live_files().map(|f| f.name).collect::<Vec<_>>(),
+        vec![1, 4, 5, 6]
+    );
+    assert_eq!(
+        (
+            cat.next_ordinal("s"),
+            cat.last_position("s"),
+            cat.next_name()
+        ),
+        (7, Some(6), 7)
+    );
+    assert_eq!(cat.axis_range("s", &key(&["a"])), Some([0, 6]));
+    // Merging the rest of file 1 and 4 retires them whole.
+    cat.apply(&rec(vec![
+        merge(7, vec![part("s", &["b", "y"], [1, 5], 2, 0)], &[1, 4]),
+        merge(8, vec![part("p", &[], [0, 0], 1, 0)], &[1]),
+    ]))
+    .unwrap();
+    assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![1, 4]);
+    assert_eq!(
+        live(&cat, "s", &TrackKey::ROOT, Tier::Raw),
+        vec![(key(&["a", "x"]), vec![6, 5]), (key(&["b", "y"]), vec![7])]
+    );
+    // An output can itself be merged again, with newer files; and retired like any file.
+    cat.apply(&rec(vec![
+        merge(9, vec![part("s", &["a", "x"], [0, 6], 5, 1)], &[5, 6]),
+        retire(9, "s", &["a", "x"], Tier::Level(0)),
+    ]))
+    .unwrap();
+    assert_eq!(
+        live(&cat, "s", &key(&["a"]), Tier::Raw),
+        vec![(key(&["a", "x"]), vec![9])]
+    );
+    assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![1, 4, 5, 6]);
+    // The snapshot replays the merges, each in one entry, even split one entry to a frame.
+    let snapshot = cat.snapshot();
+    let mut rebuilt = Catalog::new();
+    for part in crate::codec::split_record(snapshot, 1) {
+        assert_eq!(part.entries.len(), 1);
+        rebuilt.apply(&part).unwrap();
+    }
+    assert_eq!(rebuilt, cat);
+}
+
+#[test]
+fn merge_inputs_must_be_listed_in_increasing_order() {
+    for inputs in [vec![], vec![4, 1], vec![1, 1, 4]] {
+        let entry = merge(6, vec![part("s", &["a", "x"], [0, 4], 4, 0)], &inputs);
+        assert_eq!(
+            refuse_merge(vec![entry]),
+            ApplyReason::MergeInputs { file: 6, inputs }
+        );
+    }
+}
+
+#[test]
+fn a_merge_output_follows_the_file_rules() {
+    assert_eq!(
+        refuse_merge(vec![ax_of_1_and_4(5)]),
+        ApplyReason::NameNotIncreasing {
+            name: 5,
+            max_added: 5
+        }
+    );
+    assert_eq!(
+        refuse_merge(vec![merge(6, vec![], &[1])]),
+        ApplyReason::EmptyFile { name: 6 }
+    );
+    let mut deep = part("s", &["a", "x"], [0, 4], 4, 0);
+    deep.track = key(&["a"]);
+    assert!(matches!(
+        refuse_merge(vec![merge(6, vec![deep], &[1, 4])]),
+        ApplyReason::TrackDepth { .. }
+    ));
+}
+
+#[test]
+fn merge_inputs_must_exist_and_be_live() {
+    assert_eq!(
+        refuse_merge(vec![merge(
+            6,
+            vec![part("s", &["a", "x"], [0, 2], 2, 0)],
+            &[1, 99]
+        )]),
+        ApplyReason::UnknownFile { file: 99 }
+    );
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![retire(5, "s", &["a", "x"], Tier::Raw)]))
+        .unwrap();
+    let err = refuse(
+        &mut cat,
+        vec![merge(6, vec![part("s", &["a", "x"], [6, 6], 1, 0)], &[5])],
+    );
+    assert_eq!(err.reason, ApplyReason::FileRetired { file: 5 });
+}
+
+#[test]
+fn every_input_must_hold_every_output_partition() {
+    // File 5 holds no s/[b,y].
+    assert_eq!(
+        refuse_merge(vec![merge(
+            6,
+            vec![part("s", &["b", "y"], [1, 5], 2, 0)],
+            &[1, 4, 5]
+        )]),
+        ApplyReason::MergeInputLacks {
+            file: 6,
+            input: 5,
+            partition_idx: 0
+        }
+    );
+    // An output partition no input holds (here s/[c,z]) has nothing it could replace.
+    assert_eq!(
+        refuse_merge(vec![merge(
+            6,
+            vec![
+                part("s", &["a", "x"], [0, 4], 4, 0),
+                part("s", &["c", "z"], [5, 5], 1, 0),
+            ],
+            &[1, 4]
+        )]),
+        ApplyReason::MergeInputLacks {
+            file: 6,
+            input: 1,
+            partition_idx: 1
+        }
+    );
+}
+
+#[test]
+fn merge_inputs_must_be_whole() {
+    let not_whole = |input, tier| ApplyReason::MergeInputNotWhole {
+        file: 6,
+        input,
+        partition_idx: 0,
+        tier,
+    };
+    // A level retired before the record, or earlier in it, or the raw rows.
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![retire(1, "s", &["a", "x"], Tier::Level(1))]))
+        .unwrap();
+    assert_eq!(
+        refuse(&mut cat, vec![ax_of_1_and_4(6)]).reason,
+        not_whole(1, Tier::Level(1))
+    );
+    assert_eq!(
+        refuse_merge(vec![
+            retire(4, "s", &["a", "x"], Tier::Level(0)),
+            ax_of_1_and_4(6)
+        ]),
+        not_whole(4, Tier::Level(0))
+    );
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![
+        retire(1, "s", &["a", "x"], Tier::Raw),
+        retire(1, "s", &["a", "x"], Tier::Level(0)),
+        retire(1, "s", &["a", "x"], Tier::Level(1)),
+    ]))
+    .unwrap();
+    assert_eq!(
+        refuse(&mut cat, vec![ax_of_1_and_4(6)]).reason,
+        not_whole(1, Tier::Raw)
+    );
+    // Nor can a tier the merge retired be retired again, or merged twice.
+    assert!(matches!(
+        refuse_merge(vec![
+            ax_of_1_and_4(6),
+            retire(4, "s", &["a", "x"], Tier::Raw)
+        ]),
+        ApplyReason::TierRetired { file: 4, .. }
+    ));
+    assert_eq!(
+        refuse_merge(vec![
+            ax_of_1_and_4(6),
+            merge(7, vec![part("s", &["a", "x"], [3, 6], 3, 0)], &[4, 5]),
+        ]),
+        ApplyReason::MergeInputNotWhole {
+            file: 7,
+            input: 4,
+            partition_idx: 0,
+            tier: Tier::Raw
+        }
+    );
+}
+
+#[test]
+fn a_merge_output_must_say_exactly_what_its_inputs_hold() {
+    let cover = |what, expected, got| ApplyReason::MergeCover {
+        file: 6,
+        partition_idx: 0,
+        what,
+        expected: Some(expected),
+        got: Some(got),
+    };
+    let ax = |edit: fn(&mut PartitionEntry)| {
+        let mut p = part("s", &["a", "x"], [0, 4], 4, 0);
+        edit(&mut p);
+        merge(6, vec![p], &[1, 4])
+    };
+    assert_eq!(
+        refuse_merge(vec![ax(|p| p.n_rows = 3)]),
+        cover("n_rows", [4, 4], [3, 3])
+    );
+    assert_eq!(
+        refuse_merge(vec![ax(|p| p.ordinals = [0, 5])]),
+        cover("ordinals", [0, 4], [0, 5])
+    );
+    assert_eq!(
+        refuse_merge(vec![ax(|p| p.ordinals = [1, 4])]),
+        cover("ordinals", [0, 4], [1, 4])
+    );
+    assert_eq!(
+        refuse_merge(vec![ax(|p| p.positions = [0, 3])]),
+        cover("positions", [0, 4], [0, 3])
+    );
+    assert_eq!(
+        refuse_merge(vec![ax(|p| p.axis = Some([1, 4]))]),
+        cover("axis", [0, 4], [1, 4])
+    );
+    // Fewer rows than the inputs: one input's rows would be lost.
+    assert_eq!(
+        refuse_merge(vec![merge(
+            6,
+            vec![part("s", &["a", "x"], [0, 2], 2, 0)],
+            &[1, 4]
+        )]),
+        cover("n_rows", [4, 4], [2, 2])
+    );
+}
+
+#[test]
+fn a_merge_may_not_overlap_a_live_segment_it_does_not_replace() {
+    // Files 1 and 5 without 4 span ordinals 0..=6, over file 4's 3..=4.
+    assert_eq!(
+        refuse_merge(vec![merge(
+            6,
+            vec![part("s", &["a", "x"], [0, 6], 3, 0)],
+            &[1, 5]
+        )]),
+        ApplyReason::MergeOverlapsLive {
+            file: 6,
+            partition_idx: 0,
+            live: 4
+        }
+    );
+    // Retiring file 4's segment first is not enough while one tier of it stays live.
+    assert_eq!(
+        refuse_merge(vec![
+            retire(4, "s", &["a", "x"], Tier::Raw),
+            merge(6, vec![part("s", &["a", "x"], [0, 6], 3, 0)], &[1, 5]),
+        ]),
+        ApplyReason::MergeOverlapsLive {
+            file: 6,
+            partition_idx: 0,
+            live: 4
+        }
+    );
+    // Wholly retired, it no longer answers reads, so nothing overlaps: partly before the
+    // record and the rest in it...
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![retire(4, "s", &["a", "x"], Tier::Raw)]))
+        .unwrap();
+    cat.apply(&rec(vec![
+        retire(4, "s", &["a", "x"], Tier::Level(0)),
+        merge(6, vec![part("s", &["a", "x"], [0, 6], 3, 0)], &[1, 5]),
+    ]))
+    .unwrap();
+    // ...or all of it in the record.
+    let mut cat = merge_base();
+    cat.apply(&rec(vec![
+        retire(4, "s", &["a", "x"], Tier::Raw),
+        retire(4, "s", &["a", "x"], Tier::Level(0)),
+        merge(6, vec![part("s", &["a", "x"], [0, 6], 3, 0)], &[1, 5]),
+    ]))
+    .unwrap();
+}
+
 // ---- generated valid histories ----
 
 const LABELS: [&str; 3] = ["a", "a b", "b"];
@@ -845,6 +1175,8 @@ struct BarrierPlan {
     /// (stream pick, bump) per watermark entry.
     watermarks: Vec<(usize, u64)>,
     redeclare: bool,
+    /// (partition pick, inputs wanted, in a record of its own): merge a run of whole segments.
+    merge: Option<(usize, usize, bool)>,
 }
 
 fn plan() -> impl Strategy<Value = (Vec<StreamPlan>, Vec<BarrierPlan>)> {
@@ -856,15 +1188,17 @@ fn plan() -> impl Strategy<Value = (Vec<StreamPlan>, Vec<BarrierPlan>)> {
         proptest::collection::vec(any::<usize>(), 0..4),
         proptest::collection::vec((0usize..3, 0u64..5), 0..3),
         any::<bool>(),
+        proptest::option::of((any::<usize>(), 1usize..5, any::<bool>())),
     )
         .prop_map(
-            |(rows, levels, names, retire, watermarks, redeclare)| BarrierPlan {
+            |(rows, levels, names, retire, watermarks, redeclare, merge)| BarrierPlan {
                 rows,
                 levels,
                 names,
                 retire,
                 watermarks,
                 redeclare,
+                merge,
             },
         );
     (
@@ -884,6 +1218,97 @@ struct Model {
     live: Vec<(FileName, String, TrackKey, Tier)>,
     live_per_file: BTreeMap<FileName, usize>,
     retired_files: BTreeSet<FileName>,
+    /// Every partition ever added.
+    parts: BTreeMap<(FileName, String, TrackKey), PartitionEntry>,
+}
+
+impl Model {
+    fn add(&mut self, name: FileName, p: &PartitionEntry) {
+        let tiers = std::iter::once(Tier::Raw).chain((0..p.n_levels).map(Tier::Level));
+        for tier in tiers {
+            self.live
+                .push((name, p.stream.clone(), p.track.clone(), tier));
+        }
+        *self.live_per_file.entry(name).or_default() += 1 + usize::from(p.n_levels);
+        self.parts
+            .insert((name, p.stream.clone(), p.track.clone()), p.clone());
+    }
+
+    fn retire_tier(&mut self, file: FileName) {
+        let left = self.live_per_file.get_mut(&file).unwrap();
+        *left -= 1;
+        if *left == 0 {
+            self.retired_files.insert(file);
+        }
+    }
+
+    /// A merge of a run of whole segments (every tier live) of one partition, consecutive in
+    /// ordinal order among its live segments; `None` if `pick` finds none.
+    fn merge(&mut self, name: FileName, pick: usize, want: usize, n_levels: u8) -> Option<Entry> {
+        let mut tracks: Vec<(String, TrackKey)> = self
+            .live
+            .iter()
+            .map(|(_, s, t, _)| (s.clone(), t.clone()))
+            .collect();
+        tracks.sort();
+        tracks.dedup();
+        let (stream, track) = tracks.get(pick % tracks.len().max(1))?.clone();
+        // Live segments of the track, in ordinal order, and whether each is whole.
+        let mut segments: Vec<(u64, FileName, bool)> = Vec::new();
+        for (&(file, ref s, ref t), p) in &self.parts {
+            if *s != stream || *t != track {
+                continue;
+            }
+            let n_live = self
+                .live
+                .iter()
+                .filter(|(f, s2, t2, _)| *f == file && *s2 == stream && *t2 == track)
+                .count();
+            if n_live > 0 {
+                segments.push((p.ordinals[0], file, n_live == 1 + usize::from(p.n_levels)));
+            }
+        }
+        segments.sort_unstable();
+        let start = segments.iter().position(|&(_, _, whole)| whole)?;
+        let run: Vec<FileName> = segments[start..]
+            .iter()
+            .take_while(|&&(_, _, whole)| whole)
+            .take(want)
+            .map(|&(_, file, _)| file)
+            .collect();
+        let sources: Vec<PartitionEntry> = run
+            .iter()
+            .map(|&file| self.parts[&(file, stream.clone(), track.clone())].clone())
+            .collect();
+        let first = sources.first()?;
+        let last = sources.last()?;
+        let out = PartitionEntry {
+            stream: stream.clone(),
+            track: track.clone(),
+            n_rows: sources.iter().map(|p| p.n_rows).sum(),
+            positions: [first.positions[0], last.positions[1]],
+            ordinals: [first.ordinals[0], last.ordinals[1]],
+            axis: first.axis.map(|[lo, _]| [lo, last.axis.unwrap()[1]]),
+            n_levels,
+            offset: 0,
+            len: 0,
+        };
+        for &file in &run {
+            let before = self.live.len();
+            self.live
+                .retain(|(f, s, t, _)| !(*f == file && *s == stream && *t == track));
+            for _ in 0..before - self.live.len() {
+                self.retire_tier(file);
+            }
+        }
+        self.add(name, &out);
+        let mut inputs = run;
+        inputs.sort_unstable();
+        Some(Entry::Merge {
+            file: file(name, vec![out]),
+            inputs,
+        })
+    }
 }
 
 fn stream_id(idx: usize) -> String {
@@ -956,13 +1381,7 @@ fn build(streams: &[StreamPlan], barriers: &[BarrierPlan]) -> (Vec<Record>, Mode
         if !parts.is_empty() {
             let f = file(name, parts);
             for p in &f.partitions {
-                let tiers = std::iter::once(Tier::Raw).chain((0..p.n_levels).map(Tier::Level));
-                for tier in tiers {
-                    model
-                        .live
-                        .push((name, p.stream.clone(), p.track.clone(), tier));
-                }
-                *model.live_per_file.entry(name).or_default() += 1 + usize::from(p.n_levels);
+                model.add(name, p);
             }
             entries.push(Entry::AddFile(f));
             model.name_high = name;
@@ -978,11 +1397,7 @@ fn build(streams: &[StreamPlan], barriers: &[BarrierPlan]) -> (Vec<Record>, Mode
                 track,
                 tier,
             }));
-            let left = model.live_per_file.get_mut(&file).unwrap();
-            *left -= 1;
-            if *left == 0 {
-                model.retired_files.insert(file);
-            }
+            model.retire_tier(file);
         }
         for &(stream_pick, bump) in &barrier.watermarks {
             let s = stream_pick % n;
@@ -993,6 +1408,16 @@ fn build(streams: &[StreamPlan], barriers: &[BarrierPlan]) -> (Vec<Record>, Mode
         if barrier.names == 2 {
             model.name_high = name.max(model.name_high) + 1;
             entries.push(Entry::NameHigh(model.name_high));
+        }
+        if let Some((pick, want, own_record)) = barrier.merge {
+            let out = model.name_high + 1;
+            if let Some(entry) = model.merge(out, pick, want, barrier.levels[0]) {
+                model.name_high = out;
+                if own_record {
+                    records.push(rec(std::mem::take(&mut entries)));
+                }
+                entries.push(entry);
+            }
         }
         records.push(rec(entries));
     }
@@ -1077,6 +1502,11 @@ proptest! {
                     keys.push(view.track().clone());
                     let tiers = std::iter::once(Tier::Raw).chain((0..3).map(Tier::Level));
                     for tier in tiers {
+                        let los: Vec<u64> = view.segments(tier).map(|(_, e)| e.ordinals[0]).collect();
+                        prop_assert!(
+                            view.segments(tier).zip(view.segments(tier).skip(1)).all(|((_, a), (_, b))| a.ordinals[1] < b.ordinals[0]),
+                            "segments in ordinal order, never overlapping: {:?}", los
+                        );
                         for (name, entry) in view.segments(tier) {
                             prop_assert_eq!(&entry.track, view.track());
                             from_catalog.insert((name, id.clone(), view.track().clone(), tier));

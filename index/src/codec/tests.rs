@@ -626,3 +626,33 @@ fn a_fence_round_trips_through_a_frame() {
     let (decoded, _) = decode_frame(&encode_frame(&record)).unwrap();
     assert_eq!(decoded, record);
 }
+
+#[test]
+fn a_merge_is_tag_7_then_a_file_then_its_inputs() {
+    let file = FileEntry {
+        name: 9,
+        len: 64,
+        digest: 0xDEAD_BEEF,
+        partitions: Vec::new(),
+    };
+    let record = Record {
+        entries: vec![Entry::Merge {
+            file: file.clone(),
+            inputs: vec![3, 5],
+        }],
+    };
+    let frame = encode_frame(&record);
+    let body = &frame[FRAME_HEADER_LEN..];
+    let mut expected = vec![BODY_VERSION, 1, 0, 0, 0, 7];
+    put_file(&mut expected, &file);
+    expected.extend_from_slice(&[2, 0, 0, 0]);
+    expected.extend_from_slice(&3u64.to_le_bytes());
+    expected.extend_from_slice(&5u64.to_le_bytes());
+    assert_eq!(body, expected.as_slice());
+    let (decoded, _) = decode_frame(&frame).unwrap();
+    assert_eq!(decoded, record);
+    // Cut anywhere inside the inputs, the body is malformed, never a shorter merge.
+    for cut in body.len() - 17..body.len() {
+        assert!(decode_frame(&frame_from_body(&body[..cut])).is_err());
+    }
+}
