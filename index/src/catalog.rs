@@ -849,6 +849,11 @@ impl Catalog {
             .map(|f| &f.entry)
     }
 
+    /// Whether file `name` was added and every tier of it is now retired.
+    pub fn is_retired(&self, name: FileName) -> bool {
+        self.retired_files.contains(&name)
+    }
+
     /// The files whose every tier is retired, by name: boot may delete them.
     pub fn retired_files(&self) -> impl Iterator<Item = FileName> {
         self.retired_files.iter().copied()
@@ -978,6 +983,27 @@ impl<'a> PartitionView<'a> {
                 (name, view.entry(name, idx))
             })
         })
+    }
+
+    /// Every segment with any live tier of this partition, oldest rows first (by lowest
+    /// ordinal), each with whether it is whole: every tier it stores still live. Only whole
+    /// segments can be merged, and a merge may not reach across one that is not.
+    pub fn live_segments(&self) -> Vec<(FileName, &'a PartitionEntry, bool)> {
+        let mut segments: Vec<(u64, FileName, usize)> = self
+            .state
+            .segments
+            .iter()
+            .map(|(&name, s)| (s.ordinal_lo, name, s.idx))
+            .collect();
+        segments.sort_unstable();
+        segments
+            .into_iter()
+            .map(|(_, name, idx)| {
+                let entry = self.entry(name, idx);
+                let whole = tiers(entry.n_levels).all(|t| self.state.live(name, t).is_some());
+                (name, entry, whole)
+            })
+            .collect()
     }
 
     fn entry(&self, name: FileName, idx: usize) -> &'a PartitionEntry {

@@ -887,6 +887,20 @@ fn a_merge_replaces_exactly_its_inputs_and_keeps_publish_order() {
         (7, Some(6), 7)
     );
     assert_eq!(cat.axis_range("s", &key(&["a"])), Some([0, 6]));
+    let whole = |cat: &Catalog| -> Vec<(FileName, bool)> {
+        let view = cat.partitions("s", &key(&["a"])).next().unwrap();
+        view.live_segments()
+            .into_iter()
+            .map(|(name, _, whole)| (name, whole))
+            .collect()
+    };
+    assert_eq!(whole(&cat), vec![(6, true), (5, true)]);
+    let mut partly = cat.clone();
+    partly
+        .apply(&rec(vec![retire(6, "s", &["a", "x"], Tier::Level(1))]))
+        .unwrap();
+    assert_eq!(whole(&partly), vec![(6, false), (5, true)]);
+    assert!(!cat.is_retired(1) && !cat.is_retired(99));
     // Merging the rest of file 1 and 4 retires them whole.
     cat.apply(&rec(vec![
         merge(7, vec![part("s", &["b", "y"], [1, 5], 2, 0)], &[1, 4]),
@@ -894,6 +908,7 @@ fn a_merge_replaces_exactly_its_inputs_and_keeps_publish_order() {
     ]))
     .unwrap();
     assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![1, 4]);
+    assert!(cat.is_retired(1) && cat.is_retired(4) && !cat.is_retired(6));
     assert_eq!(
         live(&cat, "s", &TrackKey::ROOT, Tier::Raw),
         vec![(key(&["a", "x"]), vec![6, 5]), (key(&["b", "y"]), vec![7])]
