@@ -10,6 +10,11 @@ pub struct Config {
     pub manifest_rewrite_bytes: u64,
     /// Whether opening an empty folder creates a store there.
     pub create_if_missing: bool,
+    /// Live raw segments a partition may have before `Store::compact` merges its oldest.
+    pub compact_files_max: usize,
+    /// The most segments one compaction step merges (at least 2): what bounds a step's reads,
+    /// its output and the time it holds the store.
+    pub compact_inputs_max: usize,
 }
 
 impl Default for Config {
@@ -18,6 +23,8 @@ impl Default for Config {
             staged_bytes_max: 256 << 20,
             manifest_rewrite_bytes: 16 << 20,
             create_if_missing: true,
+            compact_files_max: 16,
+            compact_inputs_max: 16,
         }
     }
 }

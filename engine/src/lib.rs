@@ -4,6 +4,7 @@
 //! `seal` closes one barrier for everything staged — one segment file written two-phase, then one
 //! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
 
+mod compact;
 mod config;
 pub mod conformance;
 mod decl;
@@ -20,6 +21,7 @@ mod survey;
 mod typed;
 mod value;
 
+pub use compact::CompactStep;
 pub use config::Config;
 pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};

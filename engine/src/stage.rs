@@ -25,7 +25,7 @@ pub(crate) enum ColumnBuf {
 }
 
 impl ColumnBuf {
-    fn new(kind: FieldKind) -> ColumnBuf {
+    pub(crate) fn new(kind: FieldKind) -> ColumnBuf {
         match kind {
             FieldKind::U64 => ColumnBuf::U64(Vec::new()),
             FieldKind::I64 => ColumnBuf::I64(Vec::new()),

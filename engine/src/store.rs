@@ -47,19 +47,19 @@ pub struct Metrics {
 pub struct Store {
     pub(crate) vfs: Arc<Counting>,
     pub(crate) catalog: Catalog,
-    manifest: ManifestWriter,
-    next_name: FileName,
+    pub(crate) manifest: ManifestWriter,
+    pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
     pub(crate) streams: BTreeMap<String, StreamState>,
     staged_bytes: usize,
-    poisoned: Option<Arc<EngineError>>,
+    pub(crate) poisoned: Option<Arc<EngineError>>,
     pub(crate) readers: Mutex<HashMap<FileName, Arc<SegmentReader<Mapped>>>>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: AtomicU64,
     metrics: Metrics,
     report: Report,
-    config: Config,
+    pub(crate) config: Config,
 }
 
 impl std::fmt::Debug for Store {
@@ -391,7 +391,7 @@ impl Store {
         Ok(())
     }
 
-    fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
+    pub(crate) fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
         if self.manifest.len() <= self.config.manifest_rewrite_bytes {
             return Ok(());
         }
@@ -416,7 +416,7 @@ impl Store {
     /// claim nothing, on any disk, so its partial bytes are cut off and its segment removed,
     /// leaving nothing for the next open to quarantine. If it did reach the file whole (the sync
     /// failed), it may be durable and claim the segment: both stay, for boot to judge.
-    fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
+    pub(crate) fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
         let vfs: &dyn Vfs = self.vfs.as_ref();
         if cut_partial_frame(vfs, &self.manifest, manifest_len, frame_bytes) {
             // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
@@ -455,7 +455,7 @@ impl Store {
         }
     }
 
-    fn check_poison(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_poison(&self) -> Result<(), EngineError> {
         match &self.poisoned {
             Some(cause) => Err(EngineError::Poisoned {
                 cause: Arc::clone(cause),

@@ -10,7 +10,7 @@ use std::ops::RangeBounds;
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
-use strata_index::{PartitionEntry, StreamDecl, Tier, TrackKey};
+use strata_index::{FileName, PartitionEntry, StreamDecl, Tier, TrackKey};
 use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, NumKind, plan};
 use strata_segment::vfs::Mapped;
 use strata_segment::{Column, SegmentError, SegmentReader};
@@ -240,31 +240,8 @@ impl Store {
                 if entry.n_levels == 0 || axis_hi < span[0] || axis_lo > span[1] {
                     continue;
                 }
-                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
-                self.check_partition(&reader, part_idx, entry)?;
-                let top = entry.n_levels - 1;
-                // Above this file's top, its single top cell is the cell, under a coarser index.
-                let (stored_level, stored_cells) = if level <= top {
-                    (level, cells[0]..=cells[1])
-                } else {
-                    (top, 0..=u64::MAX)
-                };
-                let stored = reader
-                    .cells(part_idx, field, stored_level, stored_cells)
-                    .map_err(unreadable)?;
-                check_on_grid(&reader, entry, ladder, stored_level, &stored)?;
-                let found: Vec<Cell> = if level <= top {
-                    stored
-                } else {
-                    stored
-                        .into_iter()
-                        .map(|c| Cell {
-                            index: lift(ladder, c.index, level - top),
-                            bucket: c.bucket,
-                        })
-                        .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
-                        .collect()
-                };
+                let found =
+                    self.segment_cells(name, view.track(), entry, ladder, field, level, cells)?;
                 self.cells_read
                     .fetch_add(found.len() as u64, Ordering::Relaxed);
                 for cell in found {
@@ -276,6 +253,49 @@ impl Store {
             }
         }
         Ok(merged)
+    }
+
+    /// The cells of `field` at `level` with indexes in `cells` (inclusive) that one segment
+    /// of a partition holds, checked against the manifest's `entry` and the stream's grid.
+    /// Above the segment's top level, its single top cell is the cell, under a coarser index.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a segment, the partition in it, and which cells: splitting them hides nothing"
+    )]
+    pub(crate) fn segment_cells(
+        &self,
+        name: FileName,
+        track: &TrackKey,
+        entry: &PartitionEntry,
+        ladder: &Ladder,
+        field: u16,
+        level: u8,
+        cells: [u64; 2],
+    ) -> Result<Vec<Cell>, EngineError> {
+        let (reader, part_idx) = self.partition_in(name, &entry.stream, track)?;
+        self.check_partition(&reader, part_idx, entry)?;
+        let top = entry.n_levels - 1;
+        let (stored_level, stored_cells) = if level <= top {
+            (level, cells[0]..=cells[1])
+        } else {
+            (top, 0..=u64::MAX)
+        };
+        let stored = reader
+            .cells(part_idx, field, stored_level, stored_cells)
+            .map_err(unreadable)?;
+        check_on_grid(&reader, entry, ladder, stored_level, &stored)?;
+        Ok(if level <= top {
+            stored
+        } else {
+            stored
+                .into_iter()
+                .map(|c| Cell {
+                    index: lift(ladder, c.index, level - top),
+                    bucket: c.bucket,
+                })
+                .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
+                .collect()
+        })
     }
 
     /// The level fold of one field over the whole level-0 cells `span` touches, from the fewest
@@ -308,7 +328,7 @@ impl Store {
     /// measures the declared fields, each with cells and a column of the declared kind. Cells
     /// of two kinds would otherwise meet in `Bucket::absorb`, and percentiles would sort values
     /// of two kinds, both of which panic.
-    fn check_partition(
+    pub(crate) fn check_partition(
         &self,
         reader: &SegmentReader<Mapped>,
         part_idx: usize,

@@ -8,6 +8,7 @@
 )]
 
 mod cli;
+mod compact;
 mod damaged_reads;
 mod engine;
 mod errors;
