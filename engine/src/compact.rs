@@ -352,7 +352,7 @@ impl Store {
             self.readers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&input);
+                .remove(input);
             let path = NumberedName::segment(input).path_in(SEG_DIR);
             if let Err(source) = self.vfs.remove(&path) {
                 let error = EngineError::write(SegmentError::Io { path, source });

@@ -1,5 +1,13 @@
 //! Store configuration: every bound has a name, units last.
 
+use crate::error::EngineError;
+
+/// The most segment readers `Config::open_segments_max` may ask to keep open. Each is one
+/// memory map, and Linux allows a process 65,530 maps by default (`vm.max_map_count`), shared
+/// with everything else the process maps and with readers a read holds past their eviction: a
+/// cap above half of that would let the cache alone exhaust the maps it exists to protect.
+pub const OPEN_SEGMENTS_LIMIT: usize = 32_768;
+
 /// How a store behaves. `Config::default()` is a sane start.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -15,6 +23,16 @@ pub struct Config {
     /// The most segments one compaction step merges (at least 2): what bounds a step's reads,
     /// its output and the time it holds the store.
     pub compact_inputs_max: usize,
+    /// The most segment files the store keeps open (mapped) between reads. At the cap, opening
+    /// another evicts the least recently used; a read that comes back to an evicted file maps
+    /// it again (and verifies its blocks again), so a store with more files than the cap still
+    /// answers every read, only slower. A read holds the files it is reading past their
+    /// eviction, one per partition it is merging at a time, so the maps alive are at most this
+    /// plus what reads in progress hold. The default, 1,024, is 1.6% of Linux's default map
+    /// limit, leaving the rest to the embedding application, and keeps every file of a few
+    /// hundred partitions open once compaction holds each to a handful. Must be between 1 and
+    /// `OPEN_SEGMENTS_LIMIT`; anything else is refused at open (`EngineError::Config`).
+    pub open_segments_max: usize,
 }
 
 impl Default for Config {
@@ -25,6 +43,24 @@ impl Default for Config {
             create_if_missing: true,
             compact_files_max: 16,
             compact_inputs_max: 16,
+            open_segments_max: 1024,
         }
+    }
+}
+
+impl Config {
+    /// Refuses a bound no store can honour, before anything is opened.
+    pub(crate) fn validate(&self) -> Result<(), EngineError> {
+        if self.open_segments_max == 0 || self.open_segments_max > OPEN_SEGMENTS_LIMIT {
+            return Err(EngineError::Config {
+                setting: "open_segments_max",
+                reason: format!(
+                    "is {}; it must be between 1 and {OPEN_SEGMENTS_LIMIT} (each open segment \
+                     is one memory map, and a read needs at least one)",
+                    self.open_segments_max
+                ),
+            });
+        }
+        Ok(())
     }
 }

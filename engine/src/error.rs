@@ -79,6 +79,13 @@ pub enum EngineError {
         /// What was broken.
         reason: String,
     },
+    /// A `Config` bound is one no store can honour; nothing was opened.
+    Config {
+        /// The setting, as `Config` names it.
+        setting: &'static str,
+        /// Its value and the range it must lie in.
+        reason: String,
+    },
     /// Opening the store failed (locked by another opener, not a store, unusable manifest).
     Open(RecoverError),
     /// A write to the store failed (the store is now poisoned).
@@ -132,6 +139,9 @@ impl fmt::Display for EngineError {
             EngineError::Stopped => f.write_str("the store's supervisor has stopped"),
             EngineError::Internal { reason } => {
                 write!(f, "internal error (a bug in strata): {reason}")
+            }
+            EngineError::Config { setting, reason } => {
+                write!(f, "config: {setting} {reason}")
             }
             EngineError::Open(error) => write!(f, "{error}"),
             EngineError::Storage(error) => write!(f, "{error}"),
@@ -235,6 +245,10 @@ impl EngineError {
             },
             EngineError::Stopped => EngineError::Stopped,
             EngineError::Internal { reason } => EngineError::Internal {
+                reason: reason.clone(),
+            },
+            EngineError::Config { setting, reason } => EngineError::Config {
+                setting,
                 reason: reason.clone(),
             },
             // RecoverError is not Clone; opening never poisons a store, so only its words matter.

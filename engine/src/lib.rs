@@ -12,6 +12,7 @@ mod error;
 pub mod fuzzing;
 mod ladder;
 mod memory;
+mod open_segments;
 mod read;
 mod series;
 mod served;
@@ -22,7 +23,7 @@ mod typed;
 mod value;
 
 pub use compact::CompactStep;
-pub use config::Config;
+pub use config::{Config, OPEN_SEGMENTS_LIMIT};
 pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
 pub use memory::MemorySeries;

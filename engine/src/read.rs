@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use strata_index::{FieldKind, FileName, StreamDecl, Tier, TrackKey};
 use strata_segment::names::{NumberedName, SEG_DIR};
-use strata_segment::vfs::Mapped;
 use strata_segment::{Column, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
+use crate::open_segments::OpenSegment;
 use crate::store::Store;
 use crate::value::{Row, Value};
 
@@ -25,10 +25,9 @@ pub struct StoredRow {
 
 /// The rows of one partition in one segment that a read wants.
 struct Run {
-    reader: Arc<SegmentReader<Mapped>>,
+    reader: Arc<OpenSegment>,
     part_idx: usize,
     rows: std::ops::Range<usize>,
-    track: TrackKey,
 }
 
 impl Store {
@@ -45,30 +44,32 @@ impl Store {
         let prefix = self.selection_key(stream, selection)?;
         let (lo, hi) = inclusive(positions);
         let decl = &self.streams[stream].decl;
-        // Each partition's runs are in file order, which is ordinal order within it.
-        let mut partitions: Vec<Vec<Run>> = Vec::new();
+        // Each partition's files are in file order, which is ordinal order within it. They are
+        // opened as the merge reaches them, never all at once: a read over more files than
+        // `open_segments_max` holds one file per partition, not every file it will read.
+        let mut cursors = Vec::new();
         for view in self.catalog.partitions(stream, &prefix) {
-            let mut runs = Vec::new();
-            for (name, entry) in view.segments(Tier::Raw) {
-                if entry.positions[1] < lo || entry.positions[0] > hi {
-                    continue;
-                }
-                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
-                let rows = reader
-                    .position_range(part_idx, lo, hi)
-                    .map_err(unreadable)?;
-                if !rows.is_empty() {
-                    runs.push(Run {
-                        reader,
-                        part_idx,
-                        rows,
-                        track: view.track().clone(),
-                    });
-                }
+            let files: Vec<FileName> = view
+                .segments(Tier::Raw)
+                .filter(|(_, entry)| entry.positions[1] >= lo && entry.positions[0] <= hi)
+                .map(|(name, _)| name)
+                .collect();
+            let cursor = Cursor {
+                store: self,
+                stream,
+                track: view.track().clone(),
+                lo,
+                hi,
+                files: files.into_iter(),
+                run: None,
+                ordinals: Vec::new(),
+                at: 0,
+            };
+            if let Some(cursor) = cursor.start()? {
+                cursors.push(cursor);
             }
-            partitions.push(runs);
         }
-        merge_by_ordinal(decl, partitions)
+        merge_by_ordinal(decl, cursors)
     }
 
     /// Segment `name`'s reader and the index of `stream`'s partition `track` in it. The manifest
@@ -78,7 +79,7 @@ impl Store {
         name: FileName,
         stream: &str,
         track: &TrackKey,
-    ) -> Result<(Arc<SegmentReader<Mapped>>, usize), EngineError> {
+    ) -> Result<(Arc<OpenSegment>, usize), EngineError> {
         let reader = self.reader(name)?;
         let part_idx = reader.find(stream, track).ok_or_else(|| {
             mismatch(
@@ -89,8 +90,9 @@ impl Store {
         Ok((reader, part_idx))
     }
 
-    /// The open reader of segment `name` (opened and cached on first use).
-    pub(crate) fn reader(&self, name: FileName) -> Result<Arc<SegmentReader<Mapped>>, EngineError> {
+    /// The open reader of segment `name`: the cached one, or opened now and cached (evicting
+    /// the least recently used reader if the cache is at `open_segments_max`).
+    pub(crate) fn reader(&self, name: FileName) -> Result<Arc<OpenSegment>, EngineError> {
         let path = NumberedName::segment(name).path_in(SEG_DIR);
         if let Some(reason) = self.unreadable.get(&name) {
             // Boot's reasons name the file already.
@@ -105,8 +107,8 @@ impl Store {
             .readers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(reader) = readers.get(&name) {
-            return Ok(Arc::clone(reader));
+        if let Some(reader) = readers.get(name) {
+            return Ok(reader);
         }
         let vfs: &dyn strata_segment::vfs::Vfs = self.vfs.as_ref();
         // A map that fails for want of memory or descriptors is exhaustion, not damage.
@@ -121,7 +123,7 @@ impl Store {
         if recorded != Some((reader.file_len(), reader.digest())) {
             return Err(mismatch(&path, "length or digest differs"));
         }
-        let reader = Arc::new(reader);
+        let reader = Arc::new(OpenSegment::new(reader, &self.live_maps));
         readers.insert(name, Arc::clone(&reader));
         Ok(reader)
     }
@@ -153,36 +155,51 @@ pub(crate) fn inclusive(range: impl RangeBounds<u64>) -> (u64, u64) {
     (lo, hi)
 }
 
-/// A partition's rows one at a time, across its runs.
-struct Cursor {
-    runs: std::vec::IntoIter<Run>,
+/// A partition's rows one at a time, across its files, opening each as it is reached.
+struct Cursor<'s> {
+    store: &'s Store,
+    stream: &'s str,
+    track: TrackKey,
+    /// The positions the read wants, inclusive.
+    lo: u64,
+    hi: u64,
+    /// The partition's files not yet reached, in ordinal order.
+    files: std::vec::IntoIter<FileName>,
     run: Option<Run>,
     ordinals: Vec<u64>,
     at: usize,
 }
 
-impl Cursor {
-    fn new(runs: Vec<Run>) -> Result<Option<Cursor>, EngineError> {
-        let mut cursor = Cursor {
-            runs: runs.into_iter(),
-            run: None,
-            ordinals: Vec::new(),
-            at: 0,
-        };
-        Ok(cursor.advance_run()?.then_some(cursor))
+impl<'s> Cursor<'s> {
+    /// The cursor at its first row; `None` if the partition has no row the read wants.
+    fn start(mut self) -> Result<Option<Cursor<'s>>, EngineError> {
+        Ok(self.advance_run()?.then_some(self))
     }
 
-    /// Moves to the next run; false when there is none.
+    /// Moves to the next file with rows the read wants; false when there is none.
     fn advance_run(&mut self) -> Result<bool, EngineError> {
-        let Some(run) = self.runs.next() else {
-            self.run = None;
-            return Ok(false);
-        };
-        let ordinals = run.reader.ordinals(run.part_idx).map_err(unreadable)?;
-        self.ordinals = ordinals[run.rows.clone()].iter().map(|o| o.get()).collect();
-        self.at = 0;
-        self.run = Some(run);
-        Ok(true)
+        // The finished run's reader is let go before the next is opened, so a cursor holds one
+        // map at a time.
+        self.run = None;
+        for name in self.files.by_ref() {
+            let (reader, part_idx) = self.store.partition_in(name, self.stream, &self.track)?;
+            let rows = reader
+                .position_range(part_idx, self.lo, self.hi)
+                .map_err(unreadable)?;
+            if rows.is_empty() {
+                continue;
+            }
+            let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
+            self.ordinals = ordinals[rows.clone()].iter().map(|o| o.get()).collect();
+            self.at = 0;
+            self.run = Some(Run {
+                reader,
+                part_idx,
+                rows,
+            });
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     fn ordinal(&self) -> u64 {
@@ -194,14 +211,8 @@ impl Cursor {
 /// this never sorts; it only picks the least head.
 fn merge_by_ordinal(
     decl: &StreamDecl,
-    partitions: Vec<Vec<Run>>,
+    mut cursors: Vec<Cursor<'_>>,
 ) -> Result<Vec<StoredRow>, EngineError> {
-    let mut cursors = Vec::new();
-    for runs in partitions {
-        if let Some(cursor) = Cursor::new(runs)? {
-            cursors.push(cursor);
-        }
-    }
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = cursors
         .iter()
         .enumerate()
@@ -211,7 +222,12 @@ fn merge_by_ordinal(
     while let Some(Reverse((_, idx))) = heap.pop() {
         let cursor = &mut cursors[idx];
         let run = cursor.run.as_ref().expect("a cursor in the heap has a run");
-        out.push(read_row(decl, run, run.rows.start + cursor.at)?);
+        out.push(read_row(
+            decl,
+            run,
+            &cursor.track,
+            run.rows.start + cursor.at,
+        )?);
         cursor.at += 1;
         if cursor.at == cursor.ordinals.len() && !cursor.advance_run()? {
             continue;
@@ -223,10 +239,15 @@ fn merge_by_ordinal(
 
 /// Rebuilds row `row_idx` of a run: track values from the key, the axis from its block, the
 /// rest from their columns.
-fn read_row(decl: &StreamDecl, run: &Run, row_idx: usize) -> Result<StoredRow, EngineError> {
+fn read_row(
+    decl: &StreamDecl,
+    run: &Run,
+    track: &TrackKey,
+    row_idx: usize,
+) -> Result<StoredRow, EngineError> {
     let reader = &run.reader;
     let position = reader.positions(run.part_idx).map_err(unreadable)?[row_idx].get();
-    let labels: Vec<&str> = run.track.labels().collect();
+    let labels: Vec<&str> = track.labels().collect();
     let mut values = Vec::with_capacity(decl.fields.len());
     for (field_idx, field) in decl.fields.iter().enumerate() {
         let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");

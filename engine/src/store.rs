@@ -1,6 +1,6 @@
 //! The store: open (boot), publish into staging, and the seal barrier.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,16 +11,17 @@ use strata_index::{
 };
 use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
-use strata_segment::vfs::{Counting, Mapped, RealFs, RenameMode, Vfs, VfsLock};
+use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
-    FieldCells, ManifestWriter, PartitionInput, SegmentError, SegmentReader, SegmentWriter,
-    rewrite_manifest, truncate_manifest, write_two_phase,
+    FieldCells, ManifestWriter, PartitionInput, SegmentError, SegmentWriter, rewrite_manifest,
+    truncate_manifest, write_two_phase,
 };
 
 use crate::config::Config;
 use crate::decl::describe;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::fold_partition;
+use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
 use crate::stage::StreamState;
 use crate::value::Row;
 
@@ -41,6 +42,15 @@ pub struct Metrics {
     pub barrier_syncs: u64,
     /// Level cells read by surveys and level folds.
     pub cells_read: u64,
+    /// Segment readers open (mapped) in the store's cache now: at most
+    /// `Config::open_segments_max`.
+    pub segments_open: u64,
+    /// Segment readers evicted from the cache to keep it under its cap.
+    pub segment_evictions: u64,
+    /// Segment maps alive now: the cache's, plus evicted ones a read in progress still holds.
+    pub segments_mapped: u64,
+    /// The most segment maps alive at once since the store was opened.
+    pub segments_mapped_peak: u64,
 }
 
 /// An open store. One per folder: opening takes an exclusive lock.
@@ -54,7 +64,10 @@ pub struct Store {
     pub(crate) streams: BTreeMap<String, StreamState>,
     staged_bytes: usize,
     pub(crate) poisoned: Option<Arc<EngineError>>,
-    pub(crate) readers: Mutex<HashMap<FileName, Arc<SegmentReader<Mapped>>>>,
+    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
+    pub(crate) readers: Mutex<OpenSegments<Arc<OpenSegment>>>,
+    /// Every segment map alive, cached or held by a read.
+    pub(crate) live_maps: Arc<LiveMaps>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: AtomicU64,
     metrics: Metrics,
@@ -83,6 +96,8 @@ impl Store {
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
         let dir = dir.as_ref();
+        // Before the folder is created: a refused config leaves nothing behind.
+        config.validate()?;
         let vfs = if dir.exists() {
             RealFs::open(dir)
         } else if config.create_if_missing {
@@ -107,6 +122,8 @@ impl Store {
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
+        // A bound no store can honour is refused before boot changes anything.
+        config.validate()?;
         let vfs = Arc::new(Counting::new(vfs));
         let Booted {
             mut catalog,
@@ -179,7 +196,8 @@ impl Store {
             streams,
             staged_bytes: 0,
             poisoned: None,
-            readers: Mutex::new(HashMap::new()),
+            readers: Mutex::new(OpenSegments::new(config.open_segments_max)),
+            live_maps: Arc::new(LiveMaps::default()),
             cells_read: AtomicU64::new(0),
             metrics,
             report,
@@ -211,10 +229,21 @@ impl Store {
 
     /// What the store has done since it was opened.
     pub fn metrics(&self) -> Metrics {
+        let (segments_open, segment_evictions) = {
+            let readers = self
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (readers.len() as u64, readers.evictions())
+        };
         Metrics {
             file_syncs: self.vfs.counts().file_syncs(),
             dir_syncs: self.vfs.counts().dir_syncs(),
             cells_read: self.cells_read.load(Ordering::Relaxed),
+            segments_open,
+            segment_evictions,
+            segments_mapped: self.live_maps.now(),
+            segments_mapped_peak: self.live_maps.peak(),
             ..self.metrics
         }
     }
