@@ -18,5 +18,6 @@ mod kill;
 mod levels;
 mod limits;
 mod manifest_damage;
+mod open_segments;
 mod series;
 mod survey_cli;
