@@ -246,11 +246,26 @@ fn more_barriers_than_the_open_segment_cap_still_read_back_exactly() {
 
     // Reopened, the store starts with nothing open and reaches the cap again.
     drop(store);
-    let store = Store::open(dir.path().join("store"), capped(OPEN_SEGMENTS_MAX), &[]).unwrap();
+    let mut store = Store::open(dir.path().join("store"), capped(OPEN_SEGMENTS_MAX), &[]).unwrap();
     assert_eq!(store.metrics().segments_open, 0);
     assert_eq!(store.metrics().segment_evictions, 0);
     assert_reads_back_exactly(&store, &reference, &expected);
     assert_cap_reached(&store, OPEN_SEGMENTS_MAX);
+
+    // Compaction reads its inputs through the same cache and lets go of those it removes.
+    let steps = store.compact().unwrap();
+    assert!(!steps.is_empty());
+    let metrics = store.metrics();
+    assert!(
+        metrics.segments_open <= OPEN_SEGMENTS_MAX as u64,
+        "{metrics:?}"
+    );
+    assert_eq!(
+        metrics.segments_mapped, metrics.segments_open,
+        "{metrics:?}"
+    );
+    assert_reads_back_exactly(&store, &reference, &expected);
+    assert!(store.metrics().segments_open <= OPEN_SEGMENTS_MAX as u64);
 }
 
 #[test]
