@@ -29,8 +29,8 @@ pub struct Config {
     /// answers every read, only slower. A read holds the files it is reading past their
     /// eviction, one per partition it is merging at a time, so the maps alive are at most this
     /// plus what reads in progress hold. The default, 1,024, is 1.6% of Linux's default map
-    /// limit, leaving the rest to the embedding application, and keeps every file of a few
-    /// hundred partitions open once compaction holds each to a handful. Must be between 1 and
+    /// limit, leaving the rest to the embedding application, and keeps every live file of 64
+    /// partitions open at compaction's default `compact_files_max` of 16. Must be between 1 and
     /// `OPEN_SEGMENTS_LIMIT`; anything else is refused at open (`EngineError::Config`).
     pub open_segments_max: usize,
 }
