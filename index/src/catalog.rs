@@ -17,6 +17,10 @@ use crate::record::{
     DeclError, Entry, FileEntry, FileName, PartitionEntry, Record, Retirement, StreamDecl, Tier,
 };
 
+mod written;
+
+pub use written::Written;
+
 /// Why a record was refused. The catalog is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

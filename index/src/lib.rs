@@ -18,7 +18,7 @@ pub mod record;
 #[cfg(test)]
 mod strategies;
 
-pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView};
+pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView, Written};
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
     LOG_MAGIC, LOG_VERSION, ParsedLog, StrayFrame, decode_frame, encode_frame, log_header,

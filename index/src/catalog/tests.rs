@@ -1603,3 +1603,42 @@ fn a_fence_holds_for_declared_and_undeclared_streams_and_survives_a_snapshot() {
     let bad = cat.apply(&rec(vec![fence("bad\u{1}", 1)]));
     assert!(bad.is_err(), "{bad:?}");
 }
+
+#[test]
+fn written_tells_merge_outputs_from_barrier_files_and_survives_a_snapshot() {
+    let mut cat = merge_base();
+    // Files 1, 4 and 5 are barriers' (24, 16 and 8 bytes); nothing was merged yet.
+    let barriers = Written {
+        barrier_files: 3,
+        barrier_bytes: 48,
+        merge_files: 0,
+        merge_bytes: 0,
+    };
+    assert_eq!(cat.written(), barriers);
+    assert_eq!(cat.written().write_amplification(), Some(0.0));
+    assert_eq!(cat.merge_inputs(4), None);
+    cat.apply(&rec(vec![ax_of_1_and_4(6)])).unwrap();
+    cat.apply(&rec(vec![merge(
+        7,
+        vec![part("s", &["a", "x"], [0, 6], 5, 0)],
+        &[5, 6],
+    )]))
+    .unwrap();
+    // File 6 is wholly retired now, and still counts: it was written.
+    assert!(cat.is_retired(6));
+    let merged = Written {
+        merge_files: 2,
+        merge_bytes: 16,
+        ..barriers
+    };
+    assert_eq!(cat.written(), merged);
+    assert_eq!(cat.written().write_amplification(), Some(16.0 / 48.0));
+    assert_eq!(cat.merge_inputs(6), Some(&[1, 4][..]));
+    assert_eq!(cat.merge_inputs(7), Some(&[5, 6][..]));
+    assert_eq!((cat.merge_inputs(1), cat.merge_inputs(99)), (None, None));
+    let mut rebuilt = Catalog::new();
+    rebuilt.apply(&cat.snapshot()).unwrap();
+    assert_eq!(rebuilt.written(), merged);
+    assert_eq!(rebuilt.merge_inputs(7), Some(&[5, 6][..]));
+    assert_eq!(Catalog::new().written().write_amplification(), None);
+}
