@@ -13,8 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 use std::io;
 
-use serde::Serialize;
-use strata_index::{Catalog, FileEntry, FileName, PartitionEntry, PartitionView, Tier, TrackKey};
+use serde::ser::SerializeStruct as _;
+use serde::{Serialize, Serializer};
+use strata_index::{
+    Catalog, FileEntry, FileName, PartitionEntry, PartitionView, Tier, TrackKey, Written,
+};
 use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, manifest_name};
 use strata_segment::vfs::{RenameMode, Vfs};
 use strata_segment::{SegmentError, SegmentReader};
@@ -75,6 +78,9 @@ pub struct FsckReport {
     pub quarantine: Vec<QuarantineEntry>,
     /// Per declared stream, in id order: its declaration, watermark and live partitions.
     pub streams: Vec<StreamSummary>,
+    /// The store's segment files: live now, and ever added by barriers and by compaction;
+    /// `None` when unusable.
+    pub files: Option<FilesSummary>,
     /// Per live recorded file, whether it verified; `None` unless `verify` was asked for.
     pub verified: Option<Vec<VerifiedFile>>,
 }
@@ -91,6 +97,7 @@ impl FsckReport {
             findings: Vec::new(),
             quarantine: Vec::new(),
             streams: Vec::new(),
+            files: None,
             verified: None,
         }
     }
@@ -112,6 +119,48 @@ pub struct ManifestSummary {
     pub trusted_length: u64,
     /// Frames in the trusted prefix.
     pub frames: usize,
+}
+
+/// The store's segment files, from the catalog alone: what is live now, and every file ever
+/// added, by what added it. Serialized with the write amplification derived from the two byte
+/// counts, so the figure and its parts never disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilesSummary {
+    /// Files with any live tier.
+    pub live_files: u64,
+    /// Their bytes.
+    pub live_bytes: u64,
+    /// Every file ever added, live or retired: barrier files apart from compaction outputs.
+    pub written: Written,
+}
+
+impl FilesSummary {
+    fn of(catalog: &Catalog) -> FilesSummary {
+        let (live_files, live_bytes) = catalog
+            .live_files()
+            .fold((0, 0), |(n, bytes): (u64, u64), f| {
+                (n + 1, bytes.saturating_add(f.len))
+            });
+        FilesSummary {
+            live_files,
+            live_bytes,
+            written: catalog.written(),
+        }
+    }
+}
+
+impl Serialize for FilesSummary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("FilesSummary", 7)?;
+        s.serialize_field("live_files", &self.live_files)?;
+        s.serialize_field("live_bytes", &self.live_bytes)?;
+        s.serialize_field("barrier_files", &self.written.barrier_files)?;
+        s.serialize_field("barrier_bytes", &self.written.barrier_bytes)?;
+        s.serialize_field("merge_files", &self.written.merge_files)?;
+        s.serialize_field("merge_bytes", &self.written.merge_bytes)?;
+        s.serialize_field("write_amplification", &self.written.write_amplification())?;
+        s.end()
+    }
 }
 
 /// One entry of `quarantine/`.
@@ -158,6 +207,11 @@ pub struct PartitionSummary {
     pub track: Vec<String>,
     /// Rows held live in raw segments.
     pub rows: u64,
+    /// Files holding any live tier of it: what a read of the whole partition opens.
+    pub live_files: u64,
+    /// Its bytes in those files (its own extent in each; a barrier file holds other
+    /// partitions too).
+    pub live_bytes: u64,
     /// Inclusive position range of the live raw segments; `None` when no raw rows are live.
     pub positions: Option<[u64; 2]>,
     /// Inclusive axis range of the segments with any live tier; `None` without an axis.
@@ -246,6 +300,7 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
             .streams()
             .map(|d| stream_summary(&plan.catalog, &history, &d.id))
             .collect(),
+        files: Some(FilesSummary::of(&plan.catalog)),
         verified,
     })
 }
@@ -411,6 +466,10 @@ fn partition_summary(
         })
         .collect();
     let (raw_floor, levels_floor) = floors(&segments);
+    let live = view.live_segments();
+    let live_bytes = live
+        .iter()
+        .fold(0, |sum: u64, (_, part, _)| sum.saturating_add(part.len));
     let positions = raw
         .values()
         .map(|p| p.positions)
@@ -420,6 +479,8 @@ fn partition_summary(
         rows: raw
             .values()
             .fold(0, |sum: u64, p| sum.saturating_add(p.n_rows)),
+        live_files: live.len() as u64,
+        live_bytes,
         positions,
         axis: catalog.axis_range(id, view.track()),
         raw_files: raw.keys().map(|&n| file_number(n)).collect(),
@@ -684,6 +745,9 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
     write_findings(out, &report.findings)?;
     write_quarantine(out, &report.quarantine)?;
     write_streams(out, &report.streams)?;
+    if let Some(files) = &report.files {
+        write_files(out, files)?;
+    }
     write_verified(out, report.verified.as_deref())
 }
 
@@ -820,6 +884,8 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
         let mut rows = vec![cells([
             "TRACK",
             "ROWS",
+            "LIVE FILES",
+            "LIVE SIZE",
             "POSITIONS",
             "AXIS",
             "FILES RAW/LEVEL",
@@ -834,6 +900,8 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
             rows.push(vec![
                 clean(&track),
                 part.rows.to_string(),
+                part.live_files.to_string(),
+                size(part.live_bytes),
                 range(part.positions),
                 range(part.axis),
                 format!("{}/{}", part.raw_files.len(), part.level_files.len()),
@@ -843,6 +911,26 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
         table(out, "    ", &rows)?;
     }
     Ok(())
+}
+
+/// The store's files in one line: live now, then what barriers and compaction ever added, and
+/// the write amplification that follows.
+fn write_files(out: &mut String, files: &FilesSummary) -> fmt::Result {
+    let written = &files.written;
+    let amplification = written
+        .write_amplification()
+        .map_or_else(|| "-".to_owned(), |wa| format!("{wa:.2}"));
+    writeln!(
+        out,
+        "\nFiles: {} live ({}); ever added: {} by barriers ({}), {} by compaction ({}); \
+         write amplification {amplification} (compaction bytes / barrier bytes)",
+        files.live_files,
+        size(files.live_bytes),
+        written.barrier_files,
+        size(written.barrier_bytes),
+        written.merge_files,
+        size(written.merge_bytes),
+    )
 }
 
 fn write_verified(out: &mut String, verified: Option<&[VerifiedFile]>) -> fmt::Result {

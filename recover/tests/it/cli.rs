@@ -13,7 +13,7 @@ use strata_recover::boot;
 use strata_segment::vfs::{RealFs, SimFs};
 use tempfile::TempDir;
 
-use crate::support::{Barrier, STREAM, barrier, list, materialize, new_store, seal};
+use crate::support::{Barrier, STREAM, barrier, list, materialize, merge, new_store, seal};
 
 const BIN: &str = env!("CARGO_BIN_EXE_engine-fsck");
 
@@ -22,7 +22,7 @@ const OP_RENAME: u64 = 3;
 const OP_APPEND_WRITE: u64 = 6;
 const OP_APPEND_SYNC: u64 = 7;
 
-const TOP_LEVEL: [&str; 9] = [
+const TOP_LEVEL: [&str; 10] = [
     "store",
     "status",
     "error",
@@ -31,6 +31,7 @@ const TOP_LEVEL: [&str; 9] = [
     "findings",
     "quarantine",
     "streams",
+    "files",
     "verified",
 ];
 
@@ -233,11 +234,25 @@ fn json_has_every_documented_field() {
             "axis",
             "level_files",
             "levels_floor",
+            "live_bytes",
+            "live_files",
             "positions",
             "raw_files",
             "raw_floor",
             "rows",
             "track"
+        ]
+    );
+    assert_eq!(
+        keys(&report["files"]),
+        [
+            "barrier_bytes",
+            "barrier_files",
+            "live_bytes",
+            "live_files",
+            "merge_bytes",
+            "merge_files",
+            "write_amplification"
         ]
     );
     assert_eq!(
@@ -837,4 +852,106 @@ fn fsck_does_not_panic_on_a_65536_character_stored_label() {
         assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
         assert!(run.stdout.contains(&label[..1000]), "{flags:?}");
     }
+}
+
+/// The bytes of the one partition a merge output holds, as its record says.
+fn merged_partition_len(merged: &Barrier) -> u64 {
+    match &merged.record.entries[0] {
+        Entry::Merge { file, .. } => file.partitions[0].len,
+        other => panic!("a merge's first entry is its Merge, not {other:?}"),
+    }
+}
+
+#[test]
+fn merges_show_live_files_per_partition_and_the_write_amplification() {
+    let (fs, mut booted) = sealed_store();
+    let barrier_bytes: u64 = [1, 2]
+        .iter()
+        .map(|&n| booted.catalog.file(n).unwrap().len)
+        .sum();
+    let first = merge(&fs, &booted, "run_7", &[1, 2]);
+    seal(&fs, &mut booted, &first).unwrap();
+    let first_bytes = first.bytes.len() as u64;
+
+    // Half way: run_7 lives in its merge output alone; run_70 still in both barrier files,
+    // which stay live for it.
+    let dir = on_disk(&fs);
+    let half = fsck(dir.path(), &["--json"]);
+    assert_eq!(half.code, 0, "{}", half.stdout);
+    let report = half.json();
+    let partitions = &report["streams"][0]["partitions"];
+    assert_eq!(partitions[0]["track"], serde_json::json!(["run_7"]));
+    assert_eq!(partitions[0]["live_files"], 1);
+    assert_eq!(partitions[0]["live_bytes"], merged_partition_len(&first));
+    assert_eq!(
+        partitions[0]["raw_files"],
+        serde_json::json!(["000000000003"])
+    );
+    assert_eq!(partitions[0]["rows"], 10);
+    assert_eq!(partitions[1]["live_files"], 2);
+    let files = &report["files"];
+    assert_eq!(files["live_files"], 3);
+    assert_eq!(files["live_bytes"], barrier_bytes + first_bytes);
+    assert_eq!(files["barrier_files"], 2);
+    assert_eq!(files["barrier_bytes"], barrier_bytes);
+    assert_eq!(files["merge_files"], 1);
+    assert_eq!(files["merge_bytes"], first_bytes);
+    let amplification = |report: &Value| report["files"]["write_amplification"].as_f64().unwrap();
+    assert!((amplification(&report) - first_bytes as f64 / barrier_bytes as f64).abs() < 1e-12);
+
+    // Then run_70 too: the barrier files are wholly retired, and removed as compaction does
+    // once the record is durable. They still count as written.
+    let second = merge(&fs, &booted, "run_70", &[1, 2]);
+    seal(&fs, &mut booted, &second).unwrap();
+    let second_bytes = second.bytes.len() as u64;
+    let dir = on_disk(&fs);
+    for name in ["000000000001.seg", "000000000002.seg"] {
+        fs::remove_file(dir.path().join("seg").join(name)).unwrap();
+    }
+    let done = fsck(dir.path(), &["--json", "--verify"]);
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    let report = done.json();
+    let partitions = &report["streams"][0]["partitions"];
+    for (part, merged) in [(&partitions[0], &first), (&partitions[1], &second)] {
+        assert_eq!(part["live_files"], 1);
+        assert_eq!(part["live_bytes"], merged_partition_len(merged));
+        assert_eq!(part["rows"], 10);
+    }
+    let files = &report["files"];
+    assert_eq!(files["live_files"], 2);
+    assert_eq!(files["live_bytes"], first_bytes + second_bytes);
+    assert_eq!(files["barrier_files"], 2);
+    assert_eq!(files["merge_files"], 2);
+    assert_eq!(files["merge_bytes"], first_bytes + second_bytes);
+    let expected = (first_bytes + second_bytes) as f64 / barrier_bytes as f64;
+    assert!((amplification(&report) - expected).abs() < 1e-12);
+    assert_eq!(report["verified"].as_array().unwrap().len(), 2);
+
+    let human = fsck(dir.path(), &[]);
+    assert_eq!(human.code, 0, "{}", human.stdout);
+    let line = human
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Files: "))
+        .unwrap_or_else(|| panic!("no Files line:\n{}", human.stdout));
+    assert!(line.starts_with("Files: 2 live"), "{line}");
+    assert!(line.contains("2 by barriers"), "{line}");
+    assert!(line.contains("2 by compaction"), "{line}");
+    assert!(
+        line.contains(&format!("write amplification {expected:.2} ")),
+        "{line}"
+    );
+    assert!(human.stdout.contains("LIVE FILES"), "{}", human.stdout);
+}
+
+#[test]
+fn a_store_never_compacted_has_write_amplification_zero_and_a_new_one_none() {
+    let (fs, _booted) = sealed_store();
+    let report = fsck(on_disk(&fs).path(), &["--json"]).json();
+    assert_eq!(report["files"]["merge_files"], 0);
+    assert_eq!(report["files"]["write_amplification"], 0.0);
+    let (fs, _booted) = new_store();
+    let report = fsck(on_disk(&fs).path(), &["--json"]).json();
+    assert_eq!(report["files"]["live_files"], 0);
+    assert_eq!(report["files"]["write_amplification"], Value::Null);
 }

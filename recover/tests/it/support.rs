@@ -6,7 +6,9 @@ use std::path::Path;
 use strata_index::{Entry, FieldDecl, FieldKind, LadderSpec, Record, StreamDecl, TrackKey};
 use strata_recover::{Booted, boot};
 use strata_segment::vfs::{SimFs, Vfs};
-use strata_segment::{ColumnData, PartitionInput, SegmentWriter, write_two_phase};
+use strata_segment::{
+    Column, ColumnData, PartitionInput, SegmentReader, SegmentWriter, write_two_phase,
+};
 
 pub const STREAM: &str = "capture";
 
@@ -84,6 +86,52 @@ pub fn barrier(booted: &Booted, seq: u64, n_rows: u64) -> Barrier {
             Entry::Watermark {
                 stream: STREAM.into(),
                 position: first_position + n_rows - 1,
+            },
+            Entry::NameHigh(name),
+        ],
+    };
+    Barrier {
+        name,
+        file: format!("{name:012}.seg"),
+        bytes: written.bytes,
+        record,
+    }
+}
+
+/// A compaction step of track `run` over segments `inputs` (ascending names, made by
+/// [`barrier`]): their rows read back and written into one new segment, claimed by a `Merge`
+/// record that retires what it replaces. Written with [`seal`], like a barrier.
+pub fn merge(fs: &SimFs, booted: &Booted, run: &str, inputs: &[u64]) -> Barrier {
+    let track = TrackKey::encode(&[run]).unwrap();
+    let (mut positions, mut ordinals, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for input in inputs {
+        let path = format!("seg/{input:012}.seg");
+        let reader = SegmentReader::open(&path, fs.live_bytes(&path).unwrap()).unwrap();
+        let idx = reader.find(STREAM, &track).unwrap();
+        positions.extend(reader.positions(idx).unwrap().iter().map(|v| v.get()));
+        ordinals.extend(reader.ordinals(idx).unwrap().iter().map(|v| v.get()));
+        let Some(Column::I64(column)) = reader.column(idx, 1).unwrap() else {
+            panic!("field 1 is an i64 column");
+        };
+        values.extend(column.iter().map(|v| v.get()));
+    }
+    let mut writer = SegmentWriter::new();
+    writer.add_partition(&PartitionInput {
+        stream: STREAM,
+        track: &track,
+        positions: &positions,
+        ordinals: &ordinals,
+        axis: None,
+        columns: vec![(1, ColumnData::I64(&values))],
+        cells: Vec::new(),
+    });
+    let written = writer.finish();
+    let name = booted.next_name;
+    let record = Record {
+        entries: vec![
+            Entry::Merge {
+                file: written.claim(name),
+                inputs: inputs.to_vec(),
             },
             Entry::NameHigh(name),
         ],
