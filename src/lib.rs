@@ -25,10 +25,10 @@
 //! ```
 
 pub use strata_engine::{
-    Aggregate, BeneathWindow, Bucket, Cell, Config, DEFAULT_LADDER, EngineError, FailedBarrier,
-    FieldBuckets, FieldKind, FieldStat, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT, Point,
-    Resource, Row, SegmentError, Series, ServeConfig, Served, Store, StoredRow, Stream, StreamDecl,
-    StreamIntact, Survey, Value, conformance,
+    Aggregate, BeneathWindow, Bucket, Cell, CompactStep, Config, DEFAULT_LADDER, EngineError,
+    FailedBarrier, FieldBuckets, FieldKind, FieldStat, MemorySeries, Metrics, Num,
+    OPEN_SEGMENTS_LIMIT, Point, Resource, Row, SegmentError, Series, ServeConfig, Served, Store,
+    StoredRow, Stream, StreamDecl, StreamIntact, Survey, Value, conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

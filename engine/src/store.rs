@@ -227,6 +227,13 @@ impl Store {
         &self.report
     }
 
+    /// What the store's records say, derived by the same `Catalog::apply` boot replays: its
+    /// files, live or retired, and each partition's live segments. Read-only, for tools that
+    /// count and report (`strata compact` prints live files before and after).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
     /// What the store has done since it was opened.
     pub fn metrics(&self) -> Metrics {
         let (segments_open, segment_evictions) = {

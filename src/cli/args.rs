@@ -38,6 +38,13 @@ pub enum Command {
     Fold(FoldArgs),
     /// Close a barrier for anything staged (nothing, in a fresh process) and print watermarks.
     Seal,
+    /// Merge segments until no partition has more live files than the policy allows, a bounded
+    /// step (one durable record) at a time; print live files before and after, bytes written,
+    /// steps and time taken.
+    ///
+    /// SIGINT or SIGTERM (Ctrl-C) stops after the step under way: stderr says what was done and
+    /// the exit code is 3; `compact` again carries on. A second signal exits at once (130, 143).
+    Compact,
     /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.

@@ -26,7 +26,7 @@ use indicatif::ProgressBar;
 use strata::{Config, EngineError, Row, Store};
 
 use super::args::IngestArgs;
-use super::interrupt::{EXIT_INTERRUPTED, Interrupt};
+use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::Layout;
 use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
 
@@ -85,10 +85,13 @@ struct Ingest {
 
 pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
     // Taken before the store is opened, so a signal during a long open still gets its answer.
-    let interrupt = Interrupt::watch(format!(
-        "nothing sealed in this run: resume with --skip-lines {}",
-        args.skip_lines
-    ))?;
+    let interrupt = Interrupt::watch(
+        INGEST,
+        format!(
+            "nothing sealed in this run: resume with --skip-lines {}",
+            args.skip_lines
+        ),
+    )?;
     let input = open_input(args.input.as_deref())?;
     let store = open_existing(dir)?;
     let decl = store
@@ -313,7 +316,7 @@ impl Ingest {
         if let Some(last_position) = last_position {
             // A second signal can end the process inside the seal, which then may or may not
             // have landed: what it says must hold either way.
-            self.interrupt.sealed(format!(
+            self.interrupt.durable(format!(
                 "a seal was under way: if `strata seal` shows watermark {last_position}, resume \
                  with --skip-lines {}; if not, {}",
                 self.next_line - self.data_line,
@@ -325,7 +328,7 @@ impl Ingest {
         self.n_rows_pending = 0;
         self.pending.clear();
         self.sealed_line = self.next_line;
-        self.interrupt.sealed(self.durable());
+        self.interrupt.durable(self.durable());
         Ok(())
     }
 

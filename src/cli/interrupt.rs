@@ -1,8 +1,9 @@
-//! SIGINT and SIGTERM during `strata ingest`. The first asks the ingest to stop at its next batch
-//! boundary: it seals what is staged, says what is stored and where to resume, and exits
-//! [`EXIT_INTERRUPTED`]. A second ends the process at once with `128 + signal` (130 for SIGINT,
-//! 143 for SIGTERM), the shell's code for a process a signal ended, after one line saying what
-//! the last seal made durable: rows staged since then are not stored, and a segment it was
+//! SIGINT and SIGTERM during a long command (`strata ingest`, `strata compact`). The first asks
+//! the command to stop at its next durable boundary (ingest: the next batch, after sealing what
+//! is staged; compact: after the step under way, each step being one record): it says what is
+//! durable and how to continue, and exits [`EXIT_INTERRUPTED`]. A second ends the process at once
+//! with `128 + signal` (130 for SIGINT, 143 for SIGTERM), the shell's code for a process a signal
+//! ended, after one line saying what is durable and what exiting at once loses: a segment it was
 //! writing stays behind as crash evidence for the next open to quarantine.
 //!
 //! The signals are taken by a thread of their own (signal-hook's iterator), so the handler does
@@ -17,30 +18,48 @@ use signal_hook::iterator::Signals;
 
 use super::Failure;
 
-/// The exit code of an ingest that a signal stopped at a batch boundary, after it sealed what
-/// it had staged and printed where to resume.
+/// The exit code of a command that a signal stopped at a durable boundary, after it printed
+/// what it made durable and how to continue.
 pub const EXIT_INTERRUPTED: u8 = 3;
 
-/// The signals that stop an ingest.
+/// The signals that stop a command.
 const STOP_SIGNALS: [i32; 2] = [SIGINT, SIGTERM];
+
+/// What a command says about a signal: at the first, where it stops; at a second, what exiting
+/// at once loses.
+#[derive(Debug, Clone, Copy)]
+pub struct Says {
+    /// After "strata: SIGINT: ".
+    pub stopping: &'static str,
+    /// After "strata: SIGINT again: exiting at once; ".
+    pub lost: &'static str,
+}
+
+/// `strata ingest`.
+pub const INGEST: Says = Says {
+    stopping: "stopping at the next batch boundary and sealing what is staged",
+    lost: "rows staged since the last seal are not stored",
+};
 
 /// Whether a stop was asked for, and what to say if a second signal ends the process at once.
 #[derive(Debug, Clone)]
 pub struct Interrupt {
     /// The first stop signal received; 0 while none was.
     first: Arc<AtomicI32>,
-    /// What the last seal made durable and where to resume from it, in words.
+    /// What is durable and how to continue from it, in words.
     durable: Arc<Mutex<String>>,
+    says: Says,
 }
 
 impl Interrupt {
     /// Takes SIGINT and SIGTERM from here on. `durable` says what is stored before anything is.
-    pub fn watch(durable: String) -> Result<Interrupt, Failure> {
+    pub fn watch(says: Says, durable: String) -> Result<Interrupt, Failure> {
         let mut signals = Signals::new(STOP_SIGNALS)
             .map_err(|e| Failure::new(format!("cannot take SIGINT and SIGTERM: {e}")))?;
         let interrupt = Interrupt {
             first: Arc::new(AtomicI32::new(0)),
             durable: Arc::new(Mutex::new(durable)),
+            says,
         };
         let watcher = interrupt.clone();
         thread::Builder::new()
@@ -63,7 +82,7 @@ impl Interrupt {
     }
 
     /// Records what is durable now, for a second signal to say.
-    pub fn sealed(&self, durable: String) {
+    pub fn durable(&self, durable: String) {
         *self.durable.lock().unwrap_or_else(PoisonError::into_inner) = durable;
     }
 
@@ -73,9 +92,9 @@ impl Interrupt {
             .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
         if first.is_ok() {
             eprintln!(
-                "strata: {}: stopping at the next batch boundary and sealing what is staged \
-                 (a second signal exits at once)",
-                name(signal)
+                "strata: {}: {} (a second signal exits at once)",
+                name(signal),
+                self.says.stopping
             );
             return;
         }
@@ -85,9 +104,9 @@ impl Interrupt {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         eprintln!(
-            "strata: {} again: exiting at once; rows staged since the last seal are not stored; \
-             {durable}",
-            name(signal)
+            "strata: {} again: exiting at once; {}; {durable}",
+            name(signal),
+            self.says.lost
         );
         std::process::exit(128 + signal);
     }

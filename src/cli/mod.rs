@@ -3,10 +3,11 @@
 //!
 //! Every failure is one line on stderr and exit code 1; clap's usage errors exit 2; `fsck` exits
 //! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable); an `ingest` that SIGINT or
-//! SIGTERM stopped at a batch boundary exits 3 after sealing, and a second signal ends it at
-//! once with 128 + the signal (130, 143).
+//! SIGTERM stopped at a batch boundary exits 3 after sealing, a `compact` they stopped between
+//! steps exits 3, and a second signal ends either at once with 128 + the signal (130, 143).
 
 pub mod args;
+mod compact;
 mod declare;
 mod demo;
 mod fold;
@@ -66,6 +67,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Survey(args) => survey::run(&store_dir(store, "survey"), &args),
         Command::Fold(args) => fold::run(&store_dir(store, "fold"), &args),
         Command::Seal => seal::run(&store_dir(store, "seal")),
+        Command::Compact => compact::run(&store_dir(store, "compact")),
         Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
         Command::Demo(args) => {
             if store.is_some() {

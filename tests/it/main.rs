@@ -9,6 +9,7 @@
 
 mod cli;
 mod compact;
+mod compact_cli;
 mod damaged_reads;
 mod engine;
 mod errors;

@@ -1,0 +1,229 @@
+//! `strata compact`, run for real: a store made by many small seals is compacted to a few live
+//! files per partition, and every answer the command line gives is the same, byte for byte.
+
+use serde_json::Value as Json;
+
+use super::cli::{Run, Scratch, strata_in};
+
+/// Rows ingested, and rows per seal: 100 barriers, as the acceptance check's 2×10^6 rows at 200
+/// a seal is 10,000.
+const N_ROWS: u64 = 20_000;
+const SEAL_EVERY: &str = "200";
+/// The most live files a partition may keep once compaction is done (issue 11).
+const FILES_PER_PARTITION_MAX: u64 = 16;
+
+/// A store with stream `c` (tracks `run,probe`, axis `t`, measured `v` and `n`) and a CSV of
+/// `N_ROWS` rows over 2 × 3 partitions.
+fn store_and_rows() -> Scratch {
+    let s = Scratch::new();
+    s.ok(
+        &[
+            "declare",
+            "c",
+            "--field",
+            "run:str",
+            "--field",
+            "probe:str",
+            "--field",
+            "t:u64",
+            "--field",
+            "v:f64",
+            "--field",
+            "n:i64",
+            "--track",
+            "run,probe",
+            "--axis",
+            "t",
+            "--ladder",
+            "16:4",
+        ],
+        "",
+    );
+    let mut csv = String::from("run,probe,t,v,n\n");
+    for i in 0..N_ROWS {
+        let v = (i as f64 / 37.0).sin() * 100.0 + (i % 11) as f64 / 8.0;
+        let n = i64::try_from(i * 7919 % 1000).unwrap() - 500;
+        csv.push_str(&format!("r{},p{},{i},{v},{n}\n", i % 2, i % 3));
+    }
+    s.write("rows.csv", &csv);
+    s
+}
+
+/// Every answer the command line gives about `c`, each output kept whole: rows of every
+/// selection, surveys at several budgets and ranges, and every statistic (percentiles too).
+fn answers(s: &Scratch) -> Vec<(String, String)> {
+    let mut reads: Vec<Vec<String>> = Vec::new();
+    for track in ["", "r0", "r1,p2"] {
+        let with_track = |mut args: Vec<String>| {
+            if !track.is_empty() {
+                args.extend(["--track".to_owned(), track.to_owned()]);
+            }
+            args
+        };
+        let words = |w: &[&str]| w.iter().map(|&w| w.to_owned()).collect::<Vec<_>>();
+        reads.push(with_track(words(&["query", "c"])));
+        reads.push(with_track(words(&[
+            "query", "c", "--from", "777", "--to", "15000", "--format", "json",
+        ])));
+        for budget in ["8", "64", "2000"] {
+            reads.push(with_track(words(&[
+                "survey", "c", "--budget", budget, "--format", "json",
+            ])));
+            reads.push(with_track(words(&[
+                "survey", "c", "--budget", budget, "--from", "1000", "--to", "9999",
+            ])));
+        }
+        for agg in [
+            "min", "max", "mean", "sum", "count", "p0", "p1", "p50", "p99", "p100",
+        ] {
+            reads.push(with_track(words(&[
+                "fold", "c", "--agg", agg, "--format", "json",
+            ])));
+            reads.push(with_track(words(&[
+                "fold", "c", "--agg", agg, "--from", "123", "--to", "4567",
+            ])));
+        }
+    }
+    reads
+        .into_iter()
+        .map(|args| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let run = s.ok(&args, "");
+            (args.join(" "), run.stdout)
+        })
+        .collect()
+}
+
+fn fsck_json(s: &Scratch) -> Json {
+    let run = s.ok(&["fsck", "--json"], "");
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// Live files of each partition, as fsck reports them.
+fn live_files_per_partition(report: &Json) -> Vec<u64> {
+    report["streams"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["live_files"].as_u64().unwrap())
+        .collect()
+}
+
+/// The number after `word` in `text`, commas allowed.
+fn number_after(text: &str, word: &str) -> u64 {
+    let at = text
+        .find(word)
+        .unwrap_or_else(|| panic!("{word:?} in {text}"))
+        + word.len();
+    let digits: String = text[at..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {word:?} in {text}"))
+}
+
+fn compact(s: &Scratch) -> Run {
+    let run = s.ok(&["compact"], "");
+    assert_eq!(run.stdout.lines().count(), 3, "{run:?}");
+    run
+}
+
+#[test]
+fn compact_leaves_few_files_per_partition_and_every_answer_the_same() {
+    let s = store_and_rows();
+    s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
+    let before = fsck_json(&s);
+    let n_barriers = N_ROWS / 200;
+    assert_eq!(before["files"]["barrier_files"], n_barriers);
+    assert_eq!(before["files"]["write_amplification"], 0.0);
+    // Every seal held rows of every partition, so each has a file per barrier.
+    let files_before = live_files_per_partition(&before);
+    assert_eq!(files_before, vec![n_barriers; 6]);
+    let answers_before = answers(&s);
+
+    let run = compact(&s);
+    let out = &run.stdout;
+    assert_eq!(
+        number_after(out, "live segment files:"),
+        n_barriers,
+        "{out}"
+    );
+    assert_eq!(
+        number_after(out, "most in one partition:"),
+        n_barriers,
+        "{out}"
+    );
+    let steps = number_after(out, "steps:");
+    let bytes_written = number_after(out, "bytes written:");
+    assert!(steps > 0 && bytes_written > 0, "{out}");
+    assert!(out.contains(" took "), "{out}");
+
+    let after = fsck_json(&s);
+    assert_eq!(after["status"], "clean", "{after}");
+    let files_after = live_files_per_partition(&after);
+    assert!(
+        files_after.iter().all(|&n| n <= FILES_PER_PARTITION_MAX),
+        "live files per partition after compaction: {files_after:?}\n{out}"
+    );
+    let worst_after = *files_after.iter().max().unwrap();
+    assert_eq!(
+        number_after(out, "bytes), "),
+        after["files"]["live_files"].as_u64().unwrap(),
+        "{out}"
+    );
+    assert!(out.contains(&format!(", {worst_after} (c ")), "{out}");
+    // What the command says it wrote is what the catalog records as compaction's.
+    assert_eq!(after["files"]["merge_files"], steps);
+    assert_eq!(after["files"]["merge_bytes"], bytes_written);
+    assert_eq!(after["files"]["barrier_files"], n_barriers);
+    assert!(after["files"]["write_amplification"].as_f64().unwrap() > 0.0);
+
+    let answers_after = answers(&s);
+    assert_eq!(answers_before.len(), answers_after.len());
+    for ((read, was), (_, is)) in answers_before.iter().zip(&answers_after) {
+        assert!(
+            was == is,
+            "`strata {read}` answers differently after compaction"
+        );
+    }
+
+    // Nothing left to do: no step, and the same files before and after.
+    let again = compact(&s);
+    assert_eq!(number_after(&again.stdout, "steps:"), 0, "{again:?}");
+    assert_eq!(
+        number_after(&again.stdout, "live segment files:"),
+        number_after(&again.stdout, "bytes), "),
+        "{again:?}"
+    );
+    assert_eq!(fsck_json(&s)["files"], after["files"]);
+}
+
+#[test]
+fn compact_fails_like_the_other_commands_without_a_store() {
+    let s = Scratch::new();
+    let missing = s.run(&["compact"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing.stderr.contains("cannot open the store store"),
+        "{missing:?}"
+    );
+    assert_eq!(missing.stderr.lines().count(), 1, "{missing:?}");
+    assert!(
+        !s.dir.path().join("store").exists(),
+        "only declare creates a store"
+    );
+    let no_store = strata_in(s.dir.path(), &["compact"], "");
+    assert_eq!(no_store.code, 2, "--store is missing: {no_store:?}");
+}
+
+#[test]
+fn compact_on_an_empty_store_does_nothing_and_says_so() {
+    let s = store_and_rows();
+    let run = compact(&s);
+    assert_eq!(number_after(&run.stdout, "steps:"), 0, "{run:?}");
+    assert!(run.stdout.contains("0 (no live partition)"), "{run:?}");
+}
