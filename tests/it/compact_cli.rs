@@ -1,6 +1,11 @@
 //! `strata compact`, run for real: a store made by many small seals is compacted to a few live
 //! files per partition, and every answer the command line gives is the same, byte for byte.
 
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
 use serde_json::Value as Json;
 
 use super::cli::{Run, Scratch, strata_in};
@@ -226,4 +231,85 @@ fn compact_on_an_empty_store_does_nothing_and_says_so() {
     let run = compact(&s);
     assert_eq!(number_after(&run.stdout, "steps:"), 0, "{run:?}");
     assert!(run.stdout.contains("0 (no live partition)"), "{run:?}");
+}
+
+/// The total length of the store's manifest files, which grows with every step.
+fn manifest_bytes(store: &Path) -> u64 {
+    std::fs::read_dir(store)
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("manifest-"))
+        .map(|entry| entry.metadata().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn ctrl_c_stops_compact_between_steps_and_compact_again_carries_on() {
+    const WAIT_MAX: Duration = Duration::from_secs(120);
+    let s = store_and_rows();
+    s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
+    let answers_before = answers(&s);
+    let store = s.dir.path().join("store");
+    let manifest_before = manifest_bytes(&store);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--store", "store", "compact"])
+        .current_dir(s.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the strata binary runs");
+    // A step is durable once its record is: the manifest grows. Compaction here takes dozens of
+    // steps, each rewriting files, so the signal lands long before the last.
+    let deadline = Instant::now() + WAIT_MAX;
+    while manifest_bytes(&store) <= manifest_before {
+        assert!(
+            Instant::now() < deadline,
+            "no compaction step within {WAIT_MAX:?}"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "compact exited before any step"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let status = Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(out.stdout.is_empty(), "the summary is for a finished run");
+    assert!(
+        stderr.contains("SIGINT: stopping after the compaction step under way"),
+        "{stderr}"
+    );
+    let stopped = stderr
+        .lines()
+        .find(|l| l.starts_with("strata: stopped by SIGINT; "))
+        .unwrap_or_else(|| panic!("no stop line: {stderr}"));
+    let n_steps = number_after(stopped, "SIGINT; ");
+    assert!(n_steps >= 1, "{stopped}");
+    assert!(
+        stopped.contains("`strata compact` again carries on"),
+        "{stopped}"
+    );
+
+    // What it said is what the records hold, and nothing is half done.
+    let report = fsck_json(&s);
+    assert_eq!(report["status"], "clean", "{report}");
+    assert_eq!(report["files"]["merge_files"], n_steps, "{stopped}");
+    assert_eq!(answers(&s), answers_before);
+
+    let rest = compact(&s);
+    assert!(number_after(&rest.stdout, "steps:") >= 1, "{rest:?}");
+    let done = fsck_json(&s);
+    assert!(
+        live_files_per_partition(&done)
+            .iter()
+            .all(|&n| n <= FILES_PER_PARTITION_MAX)
+    );
+    assert_eq!(answers(&s), answers_before);
 }
