@@ -1,6 +1,7 @@
 //! `strata compact`, run for real: a store made by many small seals is compacted to a few live
 //! files per partition, and every answer the command line gives is the same, byte for byte.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
@@ -48,7 +49,7 @@ fn store_and_rows() -> Scratch {
     for i in 0..N_ROWS {
         let v = (i as f64 / 37.0).sin() * 100.0 + (i % 11) as f64 / 8.0;
         let n = i64::try_from(i * 7919 % 1000).unwrap() - 500;
-        csv.push_str(&format!("r{},p{},{i},{v},{n}\n", i % 2, i % 3));
+        writeln!(csv, "r{},p{},{i},{v},{n}", i % 2, i % 3).unwrap();
     }
     s.write("rows.csv", &csv);
     s
