@@ -1,13 +1,14 @@
-//! Compaction: merging a partition's segments into one, one bounded step and one record at a
-//! time.
+//! Compaction: merging a partition's newest segments into one, one bounded step and one record
+//! at a time, under a size-tiered policy (docs/compaction.md has the choice and its figures).
 //!
-//! A step picks one partition whose live raw segments number more than
-//! [`Config::compact_files_max`](crate::Config) and merges its oldest run of whole segments (every
-//! tier live, consecutive in ordinal order), at most `compact_inputs_max` of them, into one new
-//! segment holding only that partition: its raw columns concatenated in ordinal order, and for
-//! every level up to the output's own top the inputs' cells merged by the merge law, oldest
-//! first. A cell that straddled two barriers (a partial cell in each file) becomes one whole
-//! cell, equal to what a read merged from the partials before: every answer is the same after.
+//! A step picks one partition for which [`plan_merge`] finds a run, and merges that run — the
+//! partition's newest whole segments, consecutive in ordinal order, at least
+//! [`Config::compact_inputs_min`](crate::Config) of similar size, or as many as bring it back
+//! under `compact_files_max`, never more than `compact_inputs_max` — into one new segment
+//! holding only that partition: its raw columns concatenated in ordinal order, and for every
+//! level up to the output's own top the inputs' cells merged by the merge law. A cell that
+//! straddled two barriers (a partial cell in each file) becomes one whole cell, equal to what a
+//! read merged from the partials before: every answer is the same after.
 //!
 //! One partition per output: a compaction output is what reads and retirement touch per
 //! partition, so it should hold one partition contiguously; several partitions in one output
@@ -22,17 +23,12 @@
 //! were not removed yet. A failed write or sync poisons the store until it is reopened, as a
 //! barrier's does; nothing is retried.
 //!
-//! Every answer is the same after a step, bit for bit: a read merges a partition's cells oldest
-//! segment first, as a left fold, and the output's cells are that same fold of its inputs,
-//! which are the oldest whole segments. (A run that started after an older live segment would
-//! regroup the fold, and an `f64` sum could round differently; nothing retires tiers yet, so
-//! the oldest segment is always whole.)
-//!
-//! Not built yet (issue 11): the policy here is the simplest that bounds live files — merge the
-//! oldest files of any partition over the bound — not the tiered or leveled policy with
-//! measured write amplification (rewriting the oldest, largest file every step costs O(n) per
-//! step); compaction in `Served` between barriers; `strata compact` on the command line; fsck's
-//! per-partition figures; the lifecycle benches.
+//! Every answer is the same after a step, bit for bit: a read merges a partition's cells as a
+//! right fold over its segments, oldest rows first (`s1 + (s2 + (.. + sn))`), and an output
+//! merged from the suffix `sk..sn` holds that fold's inner term `sk + (.. + sn)`, cell by cell.
+//! So runs are always suffixes: a run with an older live segment after it would regroup the
+//! fold, and an `f64` sum could round differently. Raw rows are only concatenated, so queries
+//! and percentiles never depended on the grouping.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +45,7 @@ use crate::ladder::{FieldLevels, ladder_of, num_kind};
 use crate::read::unreadable;
 use crate::stage::ColumnBuf;
 use crate::store::Store;
+use crate::survey::prepend;
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,9 +84,10 @@ struct Merged {
 }
 
 impl Store {
-    /// Runs compaction steps until no partition has more than `compact_files_max` live raw
-    /// segments (or none can be merged), and answers what each step did. Each step is bounded
-    /// by `compact_inputs_max` and is one manifest record; see [`Store::compact_step`].
+    /// Runs compaction steps until the policy finds nothing to merge — so no partition has more
+    /// than `compact_files_max` live raw segments, unless a segment that cannot be merged is in
+    /// the way — and answers what each step did. Each step is bounded by `compact_inputs_max`
+    /// and is one manifest record; see [`Store::compact_step`].
     pub fn compact(&mut self) -> Result<Vec<CompactStep>, EngineError> {
         let mut steps = Vec::new();
         while let Some(step) = self.compact_step()? {
@@ -98,8 +96,9 @@ impl Store {
         Ok(steps)
     }
 
-    /// One compaction step: merges the oldest whole segments of one partition over the bound
-    /// into one segment, claimed by one record. `None` when there is nothing to merge.
+    /// One compaction step: merges the run the policy picks (the newest whole segments of one
+    /// partition) into one segment, claimed by one record. `None` when there is nothing to
+    /// merge.
     ///
     /// Staged rows are untouched (they hold newer ordinals than anything merged). A read error
     /// of an input fails the step before anything is written, and leaves the store as it was;
@@ -159,6 +158,9 @@ impl Store {
             })?;
         self.write_merge(name, &written.bytes, &record)?;
         self.next_name = name + 1;
+        self.metrics.compaction_steps += 1;
+        self.metrics.compaction_bytes_read += pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
+        self.metrics.compaction_bytes_written += written.bytes.len() as u64;
         let removed = self.remove_retired(&inputs)?;
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
@@ -172,35 +174,36 @@ impl Store {
         }))
     }
 
-    /// The first partition (streams by id, tracks in key order) over the bound with a run of
-    /// at least two whole segments to merge: its oldest such run, at most `compact_inputs_max`.
+    /// The first partition (streams by id, tracks in key order) for which [`plan_merge`] finds
+    /// a run to merge: its newest whole, readable segments, as many as the plan says.
     fn pick(&self) -> Option<Pick> {
-        let inputs_max = self.config.compact_inputs_max.max(2);
+        let bounds = PolicyBounds::of(&self.config);
         for id in self.streams.keys() {
             for view in self.catalog.partitions(id, &TrackKey::ROOT) {
-                let n_raw = view.segments(strata_index::Tier::Raw).count();
-                if n_raw <= self.config.compact_files_max {
+                let n_live = view.segments(strata_index::Tier::Raw).count();
+                if n_live < 2 {
                     continue;
                 }
-                let mut run: Vec<(FileName, PartitionEntry)> = Vec::new();
-                for (name, entry, whole) in view.live_segments() {
-                    // A file boot could not read stays as it is, for fsck and the operator.
-                    if whole && !self.unreadable.contains_key(&name) {
-                        run.push((name, entry.clone()));
-                        if run.len() == inputs_max {
-                            break;
-                        }
-                    } else if run.len() >= 2 {
-                        break;
-                    } else {
-                        run.clear();
-                    }
-                }
-                if run.len() >= 2 {
+                // The mergeable tail: the newest segments back to the first that is not whole
+                // (a merge may not reach across it) or that boot could not read (it stays as
+                // it is, for fsck and the operator).
+                let live = view.live_segments();
+                let n_tail = live
+                    .iter()
+                    .rev()
+                    .take_while(|(name, _, whole)| *whole && !self.unreadable.contains_key(name))
+                    .count();
+                let tail = &live[live.len() - n_tail..];
+                let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
+                let n_inputs = plan_merge(&sizes, n_live, bounds);
+                if n_inputs >= 2 {
                     return Some(Pick {
                         stream: id.clone(),
                         track: view.track().clone(),
-                        inputs: run,
+                        inputs: tail[n_tail - n_inputs..]
+                            .iter()
+                            .map(|&(name, entry, _)| (name, entry.clone()))
+                            .collect(),
                     });
                 }
             }
@@ -282,8 +285,9 @@ impl Store {
             };
             let mut levels = Vec::with_capacity(usize::from(top) + 1);
             for level in 0..=top {
+                // Newest input first, each merged in front: the right fold a read takes.
                 let mut cells: BTreeMap<u64, Bucket> = BTreeMap::new();
-                for (name, entry) in &pick.inputs {
+                for (name, entry) in pick.inputs.iter().rev() {
                     let found = self.segment_cells(
                         *name,
                         &pick.track,
@@ -294,10 +298,7 @@ impl Store {
                         [0, u64::MAX],
                     )?;
                     for cell in found {
-                        cells
-                            .entry(cell.index)
-                            .and_modify(|b| b.absorb(&cell.bucket))
-                            .or_insert(cell.bucket);
+                        prepend(&mut cells, cell.index, &cell.bucket);
                     }
                 }
                 levels.push(
@@ -376,6 +377,65 @@ impl Store {
     }
 }
 
+/// The bounds the policy works within, from the store's `Config`.
+#[derive(Clone, Copy, Debug)]
+struct PolicyBounds {
+    files_max: usize,
+    inputs_min: usize,
+    inputs_max: usize,
+}
+
+impl PolicyBounds {
+    fn of(config: &crate::Config) -> PolicyBounds {
+        let inputs_max = config.compact_inputs_max.max(2);
+        PolicyBounds {
+            files_max: config.compact_files_max,
+            inputs_min: config.compact_inputs_min.clamp(2, inputs_max),
+            inputs_max,
+        }
+    }
+}
+
+/// The policy: how many of a partition's newest segments one step merges, given the sizes
+/// (bytes of the partition) of its mergeable tail, oldest first, and how many live raw segments
+/// it has in all. 0: nothing to merge; otherwise at least 2.
+///
+/// Size-tiered, newest first (as RocksDB's universal compaction): walking back from the newest
+/// segment, an older one joins the run while it is no bigger than everything gathered so far.
+/// A run of at least `inputs_min` merges. Segments so merged at least double each time they are
+/// rewritten, so a row is rewritten O(log rows) times and a partition holds O(log rows) tiers of
+/// fewer than `inputs_min` similar sizes. Then a count rule: a partition with more than
+/// `files_max` live segments merges its newest (smallest) ones, as many as bring it to the
+/// bound. Every run is a suffix, which a read's right fold leaves the same bit for bit, and at
+/// most `inputs_max` long, which bounds a step.
+fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
+    debug_assert!(
+        sizes.len() <= n_live,
+        "the tail is part of the live segments"
+    );
+    let n_max = sizes.len().min(bounds.inputs_max);
+    let Some((&newest, older)) = sizes.split_last() else {
+        return 0;
+    };
+    let mut gathered = newest;
+    let mut n_run = 1;
+    for &size in older.iter().rev() {
+        if n_run == n_max || size > gathered {
+            break;
+        }
+        gathered = gathered.saturating_add(size);
+        n_run += 1;
+    }
+    if n_run >= bounds.inputs_min {
+        return n_run;
+    }
+    let n_over = n_live.saturating_sub(bounds.files_max);
+    if n_over > 0 && n_max >= 2 {
+        return (n_over + 1).min(n_max);
+    }
+    0
+}
+
 /// Appends a stored column's values to a buffer of the same kind.
 fn append(buf: &mut ColumnBuf, column: &Column<'_>, path: &str) -> Result<(), EngineError> {
     match (buf, column) {
@@ -413,4 +473,83 @@ fn append(buf: &mut ColumnBuf, column: &Column<'_>, path: &str) -> Result<(), En
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOUNDS: PolicyBounds = PolicyBounds {
+        files_max: 16,
+        inputs_min: 4,
+        inputs_max: 16,
+    };
+
+    #[test]
+    fn a_run_of_similar_newest_segments_merges_and_stops_at_a_bigger_one() {
+        assert_eq!(plan_merge(&[1000, 1, 1, 1, 1], 5, BOUNDS), 4);
+        // Three are too few to merge while under the file bound.
+        assert_eq!(plan_merge(&[1000, 1, 1, 1], 4, BOUNDS), 0);
+        // An older segment no bigger than everything newer joins the run.
+        assert_eq!(plan_merge(&[4, 1, 1, 1, 1], 5, BOUNDS), 5);
+        assert_eq!(plan_merge(&[5, 1, 1, 1, 1], 5, BOUNDS), 4);
+        assert_eq!(plan_merge(&[], 0, BOUNDS), 0);
+        assert_eq!(plan_merge(&[7], 1, BOUNDS), 0);
+    }
+
+    #[test]
+    fn a_step_merges_at_most_inputs_max() {
+        let sizes = vec![1; 40];
+        assert_eq!(plan_merge(&sizes, 40, BOUNDS), 16);
+    }
+
+    #[test]
+    fn over_the_file_bound_the_newest_merge_back_down_to_it() {
+        // Sizes that double going back: no tiered run, and 20 files.
+        let sizes: Vec<u64> = (0..20).rev().map(|k| 1 << k).collect();
+        assert_eq!(plan_merge(&sizes, 20, BOUNDS), 5);
+        // Only the mergeable tail can be merged, however far over the bound.
+        assert_eq!(plan_merge(&sizes[18..], 20, BOUNDS), 2);
+        assert_eq!(plan_merge(&sizes[19..], 20, BOUNDS), 0);
+        assert_eq!(plan_merge(&sizes[..16], 16, BOUNDS), 0);
+    }
+
+    /// The policy's laws over a long run of equal barriers with steps after each, as `Served`
+    /// takes them: the files stay under the bound and O(log barriers), and each barrier's bytes
+    /// are rewritten O(log barriers) times.
+    #[test]
+    fn under_continuing_barriers_files_stay_bounded_and_rewrites_logarithmic() {
+        for bounds in [
+            BOUNDS,
+            PolicyBounds {
+                inputs_min: 2,
+                ..BOUNDS
+            },
+            PolicyBounds {
+                files_max: 1000,
+                ..BOUNDS
+            },
+        ] {
+            let n_barriers = 20_000u64;
+            let mut sizes: Vec<u64> = Vec::new();
+            let (mut written, mut peak) = (0u64, 0);
+            for _ in 0..n_barriers {
+                sizes.push(1);
+                for _ in 0..4 {
+                    let n = plan_merge(&sizes, sizes.len(), bounds);
+                    if n < 2 {
+                        break;
+                    }
+                    assert!(n <= bounds.inputs_max, "{n}");
+                    let merged: u64 = sizes.drain(sizes.len() - n..).sum();
+                    written += merged;
+                    sizes.push(merged);
+                }
+                peak = peak.max(sizes.len());
+            }
+            // log2(20,000) is 14.3.
+            assert!(peak <= 16.min(bounds.files_max), "{bounds:?}: {peak} files");
+            assert!(written <= 15 * n_barriers, "{bounds:?}: wrote {written}");
+        }
+    }
 }

@@ -18,8 +18,13 @@ pub struct Config {
     pub manifest_rewrite_bytes: u64,
     /// Whether opening an empty folder creates a store there.
     pub create_if_missing: bool,
-    /// Live raw segments a partition may have before `Store::compact` merges its oldest.
+    /// Live raw segments a partition may have once compaction has caught up: past it, a step
+    /// merges the partition's newest (smallest) segments back down to it. Below it, the
+    /// size-tiered policy still merges runs of similar size (docs/compaction.md).
     pub compact_files_max: usize,
+    /// The fewest segments of similar size the size-tiered policy merges at once (at least 2;
+    /// clamped to `compact_inputs_max`). Larger: fewer rewrites of each row, more files left.
+    pub compact_inputs_min: usize,
     /// The most segments one compaction step merges (at least 2): what bounds a step's reads,
     /// its output and the time it holds the store.
     pub compact_inputs_max: usize,
@@ -42,6 +47,7 @@ impl Default for Config {
             manifest_rewrite_bytes: 16 << 20,
             create_if_missing: true,
             compact_files_max: 16,
+            compact_inputs_min: 4,
             compact_inputs_max: 16,
             open_segments_max: 1024,
         }

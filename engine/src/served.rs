@@ -29,6 +29,11 @@ pub struct ServeConfig {
     pub seal_interval: Option<Duration>,
     /// Requests each lane holds before senders wait (`feed_lane_max` and `command_lane_max`).
     pub lane_max: usize,
+    /// Compaction steps (`Store::compact_step`) the supervisor may take after each barrier it
+    /// closes, one at a time and only while no feed or command is waiting; 0: never. A step is
+    /// bounded by `Config::compact_inputs_max`, so a request that arrives during one waits for
+    /// at most that one step, and a barrier is delayed by at most one step (docs/embedding.md).
+    pub compact_steps_per_tick: usize,
 }
 
 impl Default for ServeConfig {
@@ -36,6 +41,7 @@ impl Default for ServeConfig {
         ServeConfig {
             seal_interval: Some(Duration::from_millis(250)),
             lane_max: 1024,
+            compact_steps_per_tick: 4,
         }
     }
 }
@@ -100,7 +106,7 @@ impl Served {
                     .enable_time()
                     .build()
                     .expect("a single-threaded runtime for the supervisor");
-                runtime.block_on(supervise(store, feed_rx, commands_rx, config.seal_interval));
+                runtime.block_on(supervise(store, feed_rx, commands_rx, &config));
             })
             .expect("a thread for the supervisor");
         Served { feed, commands }
@@ -200,14 +206,23 @@ impl Series for Served {
     }
 }
 
-/// The supervisor's loop: stage feeds first, answer commands, seal on the ticker.
+/// The supervisor's loop: stage feeds first, answer commands, seal on the ticker, and compact
+/// with what is left.
+///
+/// Each barrier the supervisor closes (a tick or a `seal`) grants `compact_steps_per_tick`
+/// compaction steps, which run one per turn of the loop at the lowest priority: a step starts
+/// only when no feed, command or tick is ready, so a barrier never waits behind more than the
+/// one step in progress, and a publish or a read neither. Grants do not accumulate past one
+/// barrier's worth: a supervisor kept busy compacts less, and catches up when it is idle, since
+/// a tick grants steps even when it has nothing to seal.
 async fn supervise(
     mut store: Store,
     mut feed: mpsc::Receiver<Feed>,
     mut commands: mpsc::Receiver<Command>,
-    seal_interval: Option<Duration>,
+    config: &ServeConfig,
 ) {
-    let mut ticker = seal_interval.map(|period| {
+    let mut steps_granted = 0;
+    let mut ticker = config.seal_interval.map(|period| {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker
@@ -227,11 +242,23 @@ async fn supervise(
                     let _ = reply.send(sealed);
                     return;
                 }
+                if let Command::Seal(..) = command {
+                    steps_granted = config.compact_steps_per_tick;
+                }
                 answer(&mut store, command);
             }
             () = tick(ticker.as_mut()) => {
                 // A failed barrier poisons the store; the next request hears about it.
                 let _ = store.seal();
+                steps_granted = config.compact_steps_per_tick;
+            }
+            () = std::future::ready(()), if steps_granted > 0 => {
+                // Nothing left to merge, or a failure (which poisons the store, and the next
+                // request hears about it): no more steps until the next barrier.
+                steps_granted = match store.compact_step() {
+                    Ok(Some(_)) => steps_granted - 1,
+                    Ok(None) | Err(_) => 0,
+                };
             }
             else => {
                 // Every handle is gone: a clean stop closes a last barrier.
@@ -319,6 +346,7 @@ mod tests {
                 ServeConfig {
                     seal_interval: None,
                     lane_max: 64,
+                    compact_steps_per_tick: 0,
                 },
             );
             let (stop_reply, stopped) = oneshot::channel();

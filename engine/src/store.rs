@@ -51,6 +51,13 @@ pub struct Metrics {
     pub segments_mapped: u64,
     /// The most segment maps alive at once since the store was opened.
     pub segments_mapped_peak: u64,
+    /// Compaction steps taken (each one `Merge` record).
+    pub compaction_steps: u64,
+    /// Bytes of the partitions those steps read (their inputs' partition blocks).
+    pub compaction_bytes_read: u64,
+    /// Segment bytes those steps wrote. Over `bytes_sealed`, the write amplification
+    /// compaction adds to the barriers' own writes.
+    pub compaction_bytes_written: u64,
 }
 
 /// An open store. One per folder: opening takes an exclusive lock.
@@ -70,7 +77,7 @@ pub struct Store {
     pub(crate) live_maps: Arc<LiveMaps>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: AtomicU64,
-    metrics: Metrics,
+    pub(crate) metrics: Metrics,
     report: Report,
     pub(crate) config: Config,
 }

@@ -215,8 +215,14 @@ impl Store {
     }
 
     /// The cells of one field at one level, indexes in `cells` (inclusive), merged: within a
-    /// partition across its files in file order (older first), then across partitions in
-    /// track-key order, cell by cell.
+    /// partition across its files oldest rows first, as a right fold (`s1 + (s2 + (.. + sn))`),
+    /// then across partitions in track-key order, cell by cell.
+    ///
+    /// The right fold is what lets compaction merge the *newest* segments of a partition without
+    /// changing an answer by a bit: an output merged from a suffix `sk..sn` holds exactly the
+    /// inner term `sk + (.. + sn)`, so a read of `s1 .. sk-1, output` is the same expression. A
+    /// left fold would be regrouped by such a merge, and an `f64` sum could round differently
+    /// (docs/compaction.md).
     fn selection_cells(
         &self,
         stream: &str,
@@ -233,7 +239,7 @@ impl Store {
         ];
         for view in self.catalog.partitions(stream, prefix) {
             let mut partition: BTreeMap<u64, Bucket> = BTreeMap::new();
-            for (name, entry) in view.segments(Tier::Level(0)) {
+            for (name, entry) in view.segments(Tier::Level(0)).rev() {
                 let Some([axis_lo, axis_hi]) = entry.axis else {
                     continue;
                 };
@@ -245,7 +251,7 @@ impl Store {
                 self.cells_read
                     .fetch_add(found.len() as u64, Ordering::Relaxed);
                 for cell in found {
-                    absorb(&mut partition, cell.index, &cell.bucket);
+                    prepend(&mut partition, cell.index, &cell.bucket);
                 }
             }
             for (index, bucket) in partition {
@@ -467,6 +473,15 @@ fn absorb(cells: &mut BTreeMap<u64, Bucket>, index: u64, bucket: &Bucket) {
         .entry(index)
         .and_modify(|b| b.absorb(bucket))
         .or_insert(*bucket);
+}
+
+/// Merges `older` in front of what `cells` holds at `index`: the step of a right fold, taken
+/// newest segment first.
+pub(crate) fn prepend(cells: &mut BTreeMap<u64, Bucket>, index: u64, older: &Bucket) {
+    cells
+        .entry(index)
+        .and_modify(|b| *b = older.merge(b))
+        .or_insert(*older);
 }
 
 /// The index at `up` levels higher of the cell `index`.

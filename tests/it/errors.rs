@@ -159,6 +159,7 @@ fn a_stopped_served_answers_stopped_not_poisoned() {
             ServeConfig {
                 seal_interval: None,
                 lane_max: 8,
+                ..ServeConfig::default()
             },
         );
         served.stop().await.unwrap();

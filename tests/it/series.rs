@@ -171,6 +171,7 @@ async fn sixteen_tasks_through_one_handle_read_every_row_exactly_once() {
     let config = ServeConfig {
         seal_interval: Some(Duration::from_millis(5)),
         lane_max: 8,
+        ..ServeConfig::default()
     };
     let served = Served::spawn(store, config);
     let mut tasks = Vec::new();
