@@ -14,7 +14,10 @@ pub struct Config {
     /// The most bytes publish may stage before it asks for a seal (`StagingFull`). Staging is
     /// what a crash loses, and what one barrier writes.
     pub staged_bytes_max: usize,
-    /// When the manifest grows past this, the next barrier rewrites it as a snapshot.
+    /// When the manifest grows past this, and to at least twice its length after the last
+    /// rewrite (or at open), the next barrier rewrites it as a snapshot. The doubling keeps a
+    /// large live state from being rewritten after every record: rewriting then costs O(1)
+    /// amortized per byte of frames appended, and boot reads at most about twice the snapshot.
     pub manifest_rewrite_bytes: u64,
     /// Whether opening an empty folder creates a store there.
     pub create_if_missing: bool,

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use strata_index::{
-    Catalog, Entry, FRAME_BODY_MAX, FileName, Record, StreamDecl, TrackKey, encode_frame,
-    split_record,
+    Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
+    encode_frame, split_record,
 };
 use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
@@ -65,6 +65,10 @@ pub struct Store {
     pub(crate) vfs: Arc<Counting>,
     pub(crate) catalog: Catalog,
     pub(crate) manifest: ManifestWriter,
+    /// The length of a snapshot of the live state, as of the last rewrite (or measured at open
+    /// when the manifest is past its threshold): the next rewrite waits until the manifest is
+    /// twice that, so rewriting costs O(1) per byte appended.
+    manifest_base_len: u64,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
@@ -193,9 +197,15 @@ impl Store {
             dir_syncs: vfs.counts().dir_syncs(),
             ..Metrics::default()
         };
+        let manifest_base_len = if manifest.len() > config.manifest_rewrite_bytes {
+            snapshot_len(&catalog)
+        } else {
+            0
+        };
         Ok(Store {
             vfs,
             catalog,
+            manifest_base_len,
             manifest,
             next_name,
             unreadable,
@@ -435,7 +445,12 @@ impl Store {
     }
 
     pub(crate) fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
-        if self.manifest.len() <= self.config.manifest_rewrite_bytes {
+        // Past the threshold alone is not enough: a snapshot that is itself past it (a large
+        // live state) would otherwise be rewritten after every record, each rewrite costing the
+        // whole snapshot. Waiting until the manifest has doubled since the last rewrite makes
+        // each rewrite pay for itself with as many bytes of new frames.
+        let len = self.manifest.len();
+        if len <= self.config.manifest_rewrite_bytes || len <= self.manifest_base_len * 2 {
             return Ok(());
         }
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
@@ -444,6 +459,7 @@ impl Store {
         let snapshot = split_record(self.catalog.snapshot(), FRAME_BODY_MAX / 2);
         match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &snapshot) {
             Ok(manifest) => {
+                self.manifest_base_len = manifest.len();
                 self.manifest = manifest;
                 Ok(())
             }
@@ -558,4 +574,13 @@ fn cut_partial_frame(
         let _ = truncate_manifest(vfs, manifest.generation(), manifest_len);
     }
     true
+}
+
+/// The bytes a manifest rewritten now would hold: its header and the snapshot's frames.
+fn snapshot_len(catalog: &Catalog) -> u64 {
+    let frames: usize = split_record(catalog.snapshot(), FRAME_BODY_MAX / 2)
+        .iter()
+        .map(|record| encode_frame(record).len())
+        .sum();
+    (LOG_HEADER_LEN + frames) as u64
 }

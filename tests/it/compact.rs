@@ -250,7 +250,7 @@ fn a_manifest_rewritten_after_compactions_boots_to_the_same_answers() {
     fill(&mut store, 12, 1);
     store.compact().unwrap();
     fill(&mut store, 6, 13);
-    // Every step rewrites the manifest as a snapshot, merges of merges included.
+    // Steps rewrite the manifest as a snapshot (whenever it has doubled), merges of merges included.
     let steps = store.compact().unwrap();
     assert!(steps.len() >= 2, "{steps:?}");
     let before = answers(&store);
