@@ -36,14 +36,12 @@ use strata_index::{Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
-use strata_segment::{
-    Column, FieldCells, PartitionInput, SegmentError, SegmentWriter, write_two_phase,
-};
+use strata_segment::{Column, SegmentError, SegmentWriter, write_two_phase};
 
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
 use crate::read::unreadable;
-use crate::stage::ColumnBuf;
+use crate::stage::{ColumnBuf, Staged};
 use crate::store::Store;
 use crate::survey::prepend;
 
@@ -76,10 +74,7 @@ struct Pick {
 
 /// A merged partition's rows and cells, ready to write.
 struct Merged {
-    positions: Vec<u64>,
-    ordinals: Vec<u64>,
-    axis: Vec<u64>,
-    columns: Vec<ColumnBuf>,
+    rows: Staged,
     levels: Vec<FieldLevels>,
 }
 
@@ -113,28 +108,7 @@ impl Store {
         let written = {
             let state = &self.streams[&pick.stream];
             let mut writer = SegmentWriter::new();
-            writer.add_partition(&PartitionInput {
-                stream: &pick.stream,
-                track: &pick.track,
-                positions: &merged.positions,
-                ordinals: &merged.ordinals,
-                axis: state.decl.axis.map(|_| merged.axis.as_slice()),
-                columns: state
-                    .stored
-                    .iter()
-                    .zip(&merged.columns)
-                    .map(|(&field, column)| (field, column.data()))
-                    .collect(),
-                cells: merged
-                    .levels
-                    .iter()
-                    .map(|f| FieldCells {
-                        field: f.field,
-                        kind: f.kind,
-                        levels: &f.levels,
-                    })
-                    .collect(),
-            });
+            writer.add_partition(&state.partition_input(&pick.track, &merged.rows, &merged.levels));
             writer.finish()
         };
         let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
@@ -169,7 +143,7 @@ impl Store {
             output: name,
             inputs: pick.inputs.iter().map(|&(input, _)| input).collect(),
             removed,
-            n_rows: merged.positions.len() as u64,
+            n_rows: merged.rows.positions.len() as u64,
             bytes_written: written.bytes.len() as u64,
         }))
     }
@@ -215,29 +189,27 @@ impl Store {
     /// each level's cells merged cell by cell, oldest first, up to the output's top.
     fn merge_rows(&self, pick: &Pick) -> Result<Merged, EngineError> {
         let state = &self.streams[&pick.stream];
-        let decl = &state.decl;
         let mut merged = Merged {
-            positions: Vec::new(),
-            ordinals: Vec::new(),
-            axis: Vec::new(),
-            columns: state
-                .stored
-                .iter()
-                .map(|&f| ColumnBuf::new(decl.fields[usize::from(f)].kind))
-                .collect(),
+            rows: state.empty_rows(),
             levels: Vec::new(),
         };
         for (name, entry) in &pick.inputs {
             let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
             self.check_partition(&reader, part_idx, entry)?;
             let positions = reader.positions(part_idx).map_err(unreadable)?;
-            merged.positions.extend(positions.iter().map(|v| v.get()));
+            merged
+                .rows
+                .positions
+                .extend(positions.iter().map(|v| v.get()));
             let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
-            merged.ordinals.extend(ordinals.iter().map(|v| v.get()));
+            merged
+                .rows
+                .ordinals
+                .extend(ordinals.iter().map(|v| v.get()));
             if let Some(axis) = reader.axis(part_idx).map_err(unreadable)? {
-                merged.axis.extend(axis.iter().map(|v| v.get()));
+                merged.rows.axis.extend(axis.iter().map(|v| v.get()));
             }
-            for (&field, buf) in state.stored.iter().zip(&mut merged.columns) {
+            for (&field, buf) in state.stored.iter().zip(&mut merged.rows.columns) {
                 let column = reader.column(part_idx, field).map_err(unreadable)?;
                 let Some(column) = column else {
                     return Err(EngineError::Unreadable {
@@ -250,7 +222,7 @@ impl Store {
                 append(buf, &column, reader.path())?;
             }
         }
-        merged.levels = self.merge_levels(pick, &merged.axis)?;
+        merged.levels = self.merge_levels(pick, &merged.rows.axis)?;
         Ok(merged)
     }
 

@@ -6,9 +6,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use strata_index::{FieldKind, StreamDecl, TrackKey, validate_label};
-use strata_segment::{ColumnData, VarData};
+use strata_segment::{ColumnData, FieldCells, PartitionInput, VarData};
 
 use crate::error::EngineError;
+use crate::ladder::FieldLevels;
 use crate::value::{Row, Value};
 
 /// One stored column's staged values.
@@ -236,18 +237,55 @@ impl StreamState {
     }
 
     /// Stages a batch that [`StreamState::validate`] passed.
+    /// No rows yet: one empty buffer per stored column.
+    pub fn empty_rows(&self) -> Staged {
+        Staged {
+            positions: Vec::new(),
+            ordinals: Vec::new(),
+            axis: Vec::new(),
+            columns: self
+                .stored
+                .iter()
+                .map(|&i| ColumnBuf::new(self.decl.fields[usize::from(i)].kind))
+                .collect(),
+        }
+    }
+
+    /// What the segment writer takes for one partition of this stream: `rows` (staged by a
+    /// barrier, or merged by compaction) and their level cells.
+    pub fn partition_input<'a>(
+        &'a self,
+        track: &'a TrackKey,
+        rows: &'a Staged,
+        levels: &'a [FieldLevels],
+    ) -> PartitionInput<'a> {
+        PartitionInput {
+            stream: &self.decl.id,
+            track,
+            positions: &rows.positions,
+            ordinals: &rows.ordinals,
+            axis: self.decl.axis.map(|_| rows.axis.as_slice()),
+            columns: self
+                .stored
+                .iter()
+                .zip(&rows.columns)
+                .map(|(&field, column)| (field, column.data()))
+                .collect(),
+            cells: levels
+                .iter()
+                .map(|f| FieldCells {
+                    field: f.field,
+                    kind: f.kind,
+                    levels: &f.levels,
+                })
+                .collect(),
+        }
+    }
+
     pub fn stage(&mut self, position: u64, rows: &[Row], keys: Vec<TrackKey>) {
         for (row, key) in rows.iter().zip(keys) {
-            let staged = self.staged.entry(key.clone()).or_insert_with(|| Staged {
-                positions: Vec::new(),
-                ordinals: Vec::new(),
-                axis: Vec::new(),
-                columns: self
-                    .stored
-                    .iter()
-                    .map(|&i| ColumnBuf::new(self.decl.fields[usize::from(i)].kind))
-                    .collect(),
-            });
+            let empty = self.empty_rows();
+            let staged = self.staged.entry(key.clone()).or_insert(empty);
             staged.positions.push(position);
             staged.ordinals.push(self.next_ordinal);
             self.next_ordinal += 1;

@@ -13,8 +13,8 @@ use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
-    FieldCells, ManifestWriter, PartitionInput, SegmentError, SegmentWriter, rewrite_manifest,
-    truncate_manifest, write_two_phase,
+    ManifestWriter, SegmentError, SegmentWriter, rewrite_manifest, truncate_manifest,
+    write_two_phase,
 };
 
 use crate::config::Config;
@@ -348,27 +348,7 @@ impl Store {
             for (key, staged) in &state.staged {
                 rows += staged.positions.len() as u64;
                 let levels = fold_partition(&state.decl, &state.stored, staged);
-                writer.add_partition(&PartitionInput {
-                    stream: id,
-                    track: key,
-                    positions: &staged.positions,
-                    ordinals: &staged.ordinals,
-                    axis: state.decl.axis.map(|_| staged.axis.as_slice()),
-                    columns: state
-                        .stored
-                        .iter()
-                        .zip(&staged.columns)
-                        .map(|(&field, column)| (field, column.data()))
-                        .collect(),
-                    cells: levels
-                        .iter()
-                        .map(|f| FieldCells {
-                            field: f.field,
-                            kind: f.kind,
-                            levels: &f.levels,
-                        })
-                        .collect(),
-                });
+                writer.add_partition(&state.partition_input(key, staged, &levels));
             }
             if let Some(position) = state.staged_position {
                 watermarks.push(Entry::Watermark {
