@@ -9,10 +9,12 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata::conformance::suite_stream;
+
+use crate::model::{Op, Setup, Weights, block_on_model, labels, op};
 use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
 use strata::{
-    Aggregate, BeneathWindow, Config, EngineError, FieldKind, MemorySeries, Row, Series,
-    ServeConfig, Served, Store, Stream, StreamDecl, Value,
+    Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
+    Store, Stream, StreamDecl, Value,
 };
 
 /// Both ways a file system can rename without replacing: the crash test runs on each.
@@ -377,79 +379,28 @@ fn a_compaction_step_crashed_at_every_operation_leaves_the_state_before_or_after
 }
 
 // ---------------------------------------------------------------------------------------------
-// Model test: random publish / seal / compact / reopen against the in-memory reference.
+// Model test (tests/it/model.rs): random publish / seal / compact / reopen against the reference.
 
-#[derive(Clone, Debug)]
-enum Op {
-    Publish {
-        step: u64,
-        rows: Vec<(u8, u64, i32)>,
-    },
-    Seal,
-    Reopen,
-    /// Stop serving, compact the store with these bounds, and serve the same store again.
-    Compact {
-        files_max: usize,
-        inputs_max: usize,
-    },
-    Rows {
-        track: Vec<&'static str>,
-        lo: u64,
-        hi: u64,
-    },
-    Buckets {
-        track: Vec<&'static str>,
-        budget: u64,
-        lo: Option<u64>,
-    },
-    Aggregate {
-        track: Vec<&'static str>,
-        rank: Option<u8>,
-        lo: u64,
-        hi: u64,
-    },
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    let track = prop::sample::select(vec![
-        vec![],
-        vec!["run_7"],
-        vec!["run_70"],
-        vec!["run_7", "1"],
-    ]);
-    prop_oneof![
-        4 => (0u64..3, prop::collection::vec((0u8..3, 0u64..6, -20i32..20), 0..6))
-            .prop_map(|(step, rows)| Op::Publish { step, rows }),
-        3 => Just(Op::Seal),
-        1 => Just(Op::Reopen),
-        2 => (0usize..3, 2usize..5)
-            .prop_map(|(files_max, inputs_max)| Op::Compact { files_max, inputs_max }),
-        2 => (track.clone(), 0u64..30, 0u64..30).prop_map(|(track, a, b)| Op::Rows { track, lo: a.min(b), hi: a.max(b) }),
-        2 => (track.clone(), 0u64..200, prop::option::of(0u64..60)).prop_map(|(track, budget, lo)| Op::Buckets { track, budget, lo }),
-        2 => (track, prop::option::of(0u8..=100), 0u64..80, 0u64..80)
-            .prop_map(|(track, rank, a, b)| Op::Aggregate { track, rank, lo: a.min(b), hi: a.max(b) }),
-    ]
-}
+/// Seals are drawn often and compactions sometimes, so the policy runs under continuing barriers.
+const COMPACTING: Weights = Weights {
+    seal: 3,
+    compact: 2,
+};
 
 /// Served compacts after each barrier it closes (`compact_steps_per_tick`), here under bounds
 /// small enough that a few barriers start merging: the model test exercises the policy under
 /// continuing barriers, between its reads.
-fn serve(store: Store) -> Served {
-    Served::spawn(
-        store,
-        ServeConfig {
+fn compacting_setup() -> Setup {
+    Setup {
+        store: Config {
+            compact_inputs_min: 2,
+            ..config(3, 3)
+        },
+        serve: ServeConfig {
             seal_interval: None,
             compact_steps_per_tick: 2,
             ..ServeConfig::default()
         },
-    )
-}
-
-/// The bounds a served store compacts under in the model test.
-fn served_policy() -> Config {
-    Config {
-        compact_inputs_min: 2,
-        ..config(3, 3)
     }
 }
 
@@ -457,117 +408,12 @@ fn open_served(fs: &SimFs, streams: &[StreamDecl], config: Config) -> Store {
     Store::open_in(sim(fs), config, streams).expect("a store")
 }
 
-fn labels(track: &[&str]) -> Vec<String> {
-    track.iter().map(|s| (*s).to_owned()).collect()
-}
-
-async fn run_model(ops: Vec<Op>) -> usize {
-    let fs = SimFs::new();
-    let mut engine = serve(open_served(&fs, &[suite_stream()], served_policy()));
-    let mut model = MemorySeries::new(&[suite_stream()]);
-    let mut position = 1;
-    let mut axes = [0u64; 3];
-    let mut n_steps = 0;
-    for (i, op) in ops.into_iter().enumerate() {
-        match op {
-            Op::Publish { step, rows } => {
-                position += step;
-                let rows: Vec<Row> = rows
-                    .into_iter()
-                    .map(|(p, dt, v)| {
-                        axes[usize::from(p)] += dt;
-                        let (run, probe) =
-                            [("run_7", 1), ("run_70", 1), ("run_7", 2)][usize::from(p)];
-                        vec![
-                            Value::Str(run.into()),
-                            Value::U64(probe),
-                            Value::U64(axes[usize::from(p)]),
-                            Value::F64(f64::from(v)),
-                            Value::I64(i64::from(v) * 3),
-                        ]
-                    })
-                    .collect();
-                let a = engine.publish("capture", position, rows.clone()).await;
-                let b = model.publish("capture", position, rows).await;
-                assert_eq!(a.is_ok(), b.is_ok(), "op {i}: publish {a:?} vs {b:?}");
-            }
-            Op::Seal => {
-                let a = engine.seal("capture", &[]).await;
-                let b = model.seal("capture", &[]).await;
-                assert_eq!(a, b, "op {i}: seal");
-            }
-            Op::Reopen => {
-                engine.stop().await.unwrap();
-                engine = serve(open_served(&fs, &[], served_policy()));
-                model.seal("capture", &[]).await.unwrap();
-            }
-            Op::Compact {
-                files_max,
-                inputs_max,
-            } => {
-                // A clean stop seals; the store that compacts then serves the reads below,
-                // without a reopen in between.
-                engine.stop().await.unwrap();
-                model.seal("capture", &[]).await.unwrap();
-                let mut store = open_served(&fs, &[], config(files_max, inputs_max));
-                n_steps += store.compact().unwrap().len();
-                engine = serve(store);
-            }
-            Op::Rows { track, lo, hi } => {
-                let t = labels(&track);
-                let a = engine.rows("capture", &t, Included(lo), Included(hi)).await;
-                let b = model.rows("capture", &t, Included(lo), Included(hi)).await;
-                assert_eq!(a, b, "op {i}: rows {track:?} {lo}..={hi}");
-            }
-            Op::Buckets { track, budget, lo } => {
-                let t = labels(&track);
-                let start = lo.map_or(Unbounded, Included);
-                let a = engine
-                    .buckets("capture", &t, start, Unbounded, budget)
-                    .await;
-                let b = model.buckets("capture", &t, start, Unbounded, budget).await;
-                match (&a, &b) {
-                    (Err(BeneathWindow::Invalid(_)), Err(BeneathWindow::Invalid(_))) => {}
-                    _ => assert_eq!(
-                        a, b,
-                        "op {i}: buckets {track:?} budget {budget} from {lo:?}"
-                    ),
-                }
-            }
-            Op::Aggregate {
-                track,
-                rank,
-                lo,
-                hi,
-            } => {
-                let t = labels(&track);
-                let kinds = match rank {
-                    Some(r) => vec![Aggregate::p(r)],
-                    None => Aggregate::LEVEL_FOLDS.to_vec(),
-                };
-                for kind in kinds {
-                    let a = engine
-                        .aggregate("capture", &t, Included(lo), Included(hi), kind)
-                        .await;
-                    let b = model
-                        .aggregate("capture", &t, Included(lo), Included(hi), kind)
-                        .await;
-                    assert_eq!(a, b, "op {i}: {kind} over {lo}..={hi} of {track:?}");
-                }
-            }
-        }
-    }
-    engine.stop().await.unwrap();
-    n_steps
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn compacting_engine_and_the_model_answer_alike(ops in prop::collection::vec(op(), 1..60)) {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(run_model(ops));
+    fn compacting_engine_and_the_model_answer_alike(ops in prop::collection::vec(op(&COMPACTING), 1..60)) {
+        block_on_model(ops, &compacting_setup());
     }
 }
 
@@ -614,12 +460,7 @@ fn a_long_fixed_history_compacts_many_times_and_answers_like_the_model() {
             ops.push(Op::Reopen);
         }
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let n_steps = runtime.block_on(run_model(ops));
+    let n_steps = block_on_model(ops, &compacting_setup());
     assert!(n_steps >= 12, "{n_steps} compaction steps");
 }
 

@@ -19,6 +19,7 @@ mod kill;
 mod levels;
 mod limits;
 mod manifest_damage;
+mod model;
 mod open_segments;
 mod series;
 mod survey_cli;

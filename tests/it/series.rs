@@ -2,12 +2,14 @@
 //! reference, many tasks through one handle, a supervisor stopped mid-request, and a model test
 //! that drives both adapters with the same random operations.
 
-use std::ops::Bound::{Included, Unbounded};
+use std::ops::Bound::Unbounded;
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
 use strata::conformance::{SeriesFactory, conformance, suite_stream};
+
+use crate::model::{Setup, Weights, block_on_model, op};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
@@ -304,149 +306,24 @@ async fn a_supervisor_stopped_mid_request_answers_unserved_in_bounded_time() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Model test: the same random operations through both adapters give identical answers.
-
-#[derive(Clone, Debug)]
-enum Op {
-    Publish {
-        step: u64,
-        rows: Vec<(u8, u64, i32)>,
-    },
-    Seal,
-    Reopen,
-    Rows {
-        track: Vec<&'static str>,
-        lo: u64,
-        hi: u64,
-    },
-    Buckets {
-        track: Vec<&'static str>,
-        budget: u64,
-        lo: Option<u64>,
-    },
-    Aggregate {
-        rank: Option<u8>,
-        lo: u64,
-        hi: u64,
-    },
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    let track = prop::sample::select(vec![
-        vec![],
-        vec!["run_7"],
-        vec!["run_70"],
-        vec!["run_7", "1"],
-    ]);
-    prop_oneof![
-        4 => (0u64..3, prop::collection::vec((0u8..3, 0u64..6, -20i32..20), 0..6))
-            .prop_map(|(step, rows)| Op::Publish { step, rows }),
-        1 => Just(Op::Seal),
-        1 => Just(Op::Reopen),
-        2 => (track.clone(), 0u64..30, 0u64..30).prop_map(|(track, a, b)| Op::Rows { track, lo: a.min(b), hi: a.max(b) }),
-        2 => (track, 0u64..200, prop::option::of(0u64..60)).prop_map(|(track, budget, lo)| Op::Buckets { track, budget, lo }),
-        2 => (prop::option::of(0u8..=100), 0u64..80, 0u64..80)
-            .prop_map(|(rank, a, b)| Op::Aggregate { rank, lo: a.min(b), hi: a.max(b) }),
-    ]
-}
-
-fn labels(track: &[&str]) -> Vec<String> {
-    track.iter().map(|s| (*s).to_owned()).collect()
-}
-
-async fn run_model(ops: Vec<Op>) {
-    let fs = SimFs::new();
-    let mut engine = serve(&fs, &[suite_stream()]);
-    let mut model = MemorySeries::new(&[suite_stream()]);
-    let mut position = 1;
-    let mut axes = [0u64; 3];
-    for (i, op) in ops.into_iter().enumerate() {
-        match op {
-            Op::Publish { step, rows } => {
-                position += step;
-                let rows: Vec<Row> = rows
-                    .into_iter()
-                    .map(|(p, dt, v)| {
-                        axes[usize::from(p)] += dt;
-                        let (run, probe) =
-                            [("run_7", 1), ("run_70", 1), ("run_7", 2)][usize::from(p)];
-                        vec![
-                            Value::Str(run.into()),
-                            Value::U64(probe),
-                            Value::U64(axes[usize::from(p)]),
-                            Value::F64(f64::from(v)),
-                            Value::I64(i64::from(v) * 3),
-                        ]
-                    })
-                    .collect();
-                let a = engine
-                    .publish("capture", position, rows.clone())
-                    .await
-                    .map_err(|e| e.to_string());
-                let b = model
-                    .publish("capture", position, rows)
-                    .await
-                    .map_err(|e| e.to_string());
-                assert_eq!(a.is_ok(), b.is_ok(), "op {i}: publish {a:?} vs {b:?}");
-            }
-            Op::Seal => {
-                let a = engine.seal("capture", &[]).await;
-                let b = model.seal("capture", &[]).await;
-                assert_eq!(a, b, "op {i}: seal");
-            }
-            Op::Reopen => {
-                engine.stop().await.unwrap();
-                engine = serve(&fs, &[]);
-                model.seal("capture", &[]).await.unwrap();
-            }
-            Op::Rows { track, lo, hi } => {
-                let t = labels(&track);
-                let a = engine.rows("capture", &t, Included(lo), Included(hi)).await;
-                let b = model.rows("capture", &t, Included(lo), Included(hi)).await;
-                assert_eq!(a, b, "op {i}: rows {track:?} {lo}..={hi}");
-            }
-            Op::Buckets { track, budget, lo } => {
-                let t = labels(&track);
-                let start = lo.map_or(Unbounded, Included);
-                let a = engine
-                    .buckets("capture", &t, start, Unbounded, budget)
-                    .await;
-                let b = model.buckets("capture", &t, start, Unbounded, budget).await;
-                match (&a, &b) {
-                    (Err(BeneathWindow::Invalid(_)), Err(BeneathWindow::Invalid(_))) => {}
-                    _ => assert_eq!(
-                        a, b,
-                        "op {i}: buckets {track:?} budget {budget} from {lo:?}"
-                    ),
-                }
-            }
-            Op::Aggregate { rank, lo, hi } => {
-                let kinds = match rank {
-                    Some(r) => vec![Aggregate::p(r)],
-                    None => Aggregate::LEVEL_FOLDS.to_vec(),
-                };
-                for kind in kinds {
-                    let a = engine
-                        .aggregate("capture", &[], Included(lo), Included(hi), kind)
-                        .await;
-                    let b = model
-                        .aggregate("capture", &[], Included(lo), Included(hi), kind)
-                        .await;
-                    assert_eq!(a, b, "op {i}: {kind} over {lo}..={hi}");
-                }
-            }
-        }
-    }
-    engine.stop().await.unwrap();
-}
+// Model test (tests/it/model.rs): the same random operations through both adapters give
+// identical answers.
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
     #[test]
-    fn the_engine_and_the_model_answer_alike(ops in prop::collection::vec(op(), 1..40)) {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        runtime.block_on(run_model(ops));
+    fn the_engine_and_the_model_answer_alike(
+        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0 }), 1..40)
+    ) {
+        let setup = Setup {
+            store: Config::default(),
+            serve: ServeConfig {
+                seal_interval: None,
+                ..ServeConfig::default()
+            },
+        };
+        block_on_model(ops, &setup);
     }
 }
 
