@@ -302,3 +302,166 @@ fn column_value(column: Column<'_>, kind: FieldKind, row_idx: usize) -> Option<V
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashSet};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use strata_index::{FieldKind, StreamDecl, Tier, TrackKey};
+    use strata_segment::names::{NumberedName, SEG_DIR};
+
+    use super::{Run, read_row};
+    use crate::open_segments::OpenSegment;
+    use crate::{Config, Store, StoredRow, Stream, Value};
+
+    const TRACKS: [&str; 2] = ["r0", "r1"];
+    const N_BARRIERS: u64 = 40;
+    const ROWS_PER_TRACK: u64 = 5;
+
+    /// A store in `dir` holding `N_BARRIERS` barrier files, each with rows of both tracks, that
+    /// keeps at most 4 segment readers open; with its declaration and the rows published, by
+    /// track.
+    fn sealed(dir: &Path) -> (Store, StreamDecl, BTreeMap<&'static str, Vec<StoredRow>>) {
+        let decl = Stream::new("c")
+            .field("run", FieldKind::Str)
+            .field("t", FieldKind::U64)
+            .field("v", FieldKind::F64)
+            .field("n", FieldKind::I64)
+            .track(["run"])
+            .axis("t")
+            .build()
+            .unwrap();
+        let config = Config {
+            open_segments_max: 4,
+            ..Config::default()
+        };
+        let mut store = Store::open(dir, config, std::slice::from_ref(&decl)).unwrap();
+        let mut published: BTreeMap<&str, Vec<StoredRow>> = BTreeMap::new();
+        let mut t = 0u64;
+        for barrier in 0..N_BARRIERS {
+            let position = barrier + 1;
+            let mut rows = Vec::new();
+            for track in TRACKS {
+                for _ in 0..ROWS_PER_TRACK {
+                    t += 1;
+                    let values = vec![
+                        Value::Str(track.to_owned()),
+                        Value::U64(t),
+                        Value::F64(t as f64 / 10.0 + 1.0 / 3.0),
+                        Value::I64(500 - i64::try_from(t * 7919 % 1000).unwrap()),
+                    ];
+                    published.entry(track).or_default().push(StoredRow {
+                        position,
+                        values: values.clone(),
+                    });
+                    rows.push(values);
+                }
+            }
+            store.publish("c", position, &rows).unwrap();
+            store.seal().unwrap();
+        }
+        (store, decl, published)
+    }
+
+    /// A read holds the store's own segment readers across compaction steps that retire and
+    /// remove every file it holds, on the real file system, and reads exactly what was
+    /// published through them afterwards.
+    ///
+    /// The read is built as `Cursor` builds it — one `Run` per segment of each partition, each
+    /// holding the `Arc` of the reader `Store::partition_in` hands out (the cached one, or
+    /// mapped now) — and finished with the read's own `read_row`. A `Cursor` borrows the store,
+    /// so the public API cannot hold one across `&mut self` compaction; this is the same
+    /// `Arc<OpenSegment>` a cursor holds, and what it proves is what the cursor relies on: the
+    /// store lets go of a retired input's reader and unlinks the file, and a map still held
+    /// keeps answering, checksums and all, from the unlinked file's pages. With the cache
+    /// capped at 4, each held reader was evicted before the next partition's were opened, so
+    /// the read holds one map per run, and compaction maps most inputs anew: most held maps
+    /// of the second half are read (and their blocks verified) for the first time after their
+    /// file is gone.
+    ///
+    /// It fails if an input were truncated or rewritten in place instead of unlinked (checked
+    /// by hand: with `remove_retired` truncating each input to 0 bytes before removing it, this
+    /// test dies of SIGBUS reading the first row after compaction), and if the store kept a
+    /// retired reader cached or the file on disk.
+    #[test]
+    fn a_read_holding_inputs_reads_them_whole_after_compaction_removes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, decl, published) = sealed(dir.path());
+
+        // The read: every segment of every partition, held as a cursor holds them.
+        let mut runs: Vec<(TrackKey, u64, Run)> = Vec::new();
+        for view in store.catalog.partitions("c", &TrackKey::ROOT) {
+            for (name, _) in view.segments(Tier::Raw) {
+                let (reader, part_idx) = store.partition_in(name, "c", view.track()).unwrap();
+                let n_rows = reader.positions(part_idx).unwrap().len();
+                let run = Run {
+                    reader,
+                    part_idx,
+                    rows: 0..n_rows,
+                };
+                runs.push((view.track().clone(), name, run));
+            }
+        }
+        let held: HashSet<*const OpenSegment> = runs
+            .iter()
+            .map(|(_, _, run)| Arc::as_ptr(&run.reader))
+            .collect();
+        let held = held.len() as u64;
+        assert_eq!(held, N_BARRIERS * TRACKS.len() as u64, "a map per run");
+        // Part-way: the first half of each partition's barriers is read before compaction.
+        let mut read: BTreeMap<TrackKey, Vec<StoredRow>> = BTreeMap::new();
+        let mut read_runs = |runs: &[(TrackKey, u64, Run)], barriers: std::ops::Range<u64>| {
+            for (track, _, run) in runs {
+                let barrier = run.reader.positions(run.part_idx).unwrap()[0].get() - 1;
+                if barriers.contains(&barrier) {
+                    for row_idx in run.rows.clone() {
+                        let row = read_row(&decl, run, track, row_idx).unwrap();
+                        read.entry(track.clone()).or_default().push(row);
+                    }
+                }
+            }
+        };
+        read_runs(&runs, 0..N_BARRIERS / 2);
+
+        let steps = store.compact().unwrap();
+        let removed: Vec<u64> = steps.iter().flat_map(|s| s.removed.clone()).collect();
+        for (_, name, _) in &runs {
+            assert!(
+                removed.contains(name),
+                "input {name} was removed: {steps:?}"
+            );
+            let path = NumberedName::segment(*name).path_in(SEG_DIR);
+            assert!(!dir.path().join(&path).exists(), "{path} is gone from disk");
+            let cached = store
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(*name);
+            assert!(cached.is_none(), "the store let go of {path}'s reader");
+        }
+        // The rest of the read, through maps of files that no longer exist.
+        read_runs(&runs, N_BARRIERS / 2..N_BARRIERS);
+        for track in TRACKS {
+            let key = TrackKey::encode(&[track]).unwrap();
+            assert!(
+                read[&key] == published[track],
+                "the rows of {track} read through removed inputs differ from those published"
+            );
+        }
+        // And the compacted store answers the same, from its outputs.
+        for track in TRACKS {
+            assert!(store.query("c", &[track], ..).unwrap() == published[track]);
+        }
+        // Only the maps held here keep the removed inputs alive: the store's are its outputs.
+        let alive = store.live_maps.now();
+        assert!(alive > held, "{alive} maps alive, {held} held by the read");
+        drop(runs);
+        assert_eq!(
+            store.live_maps.now(),
+            alive - held,
+            "the maps of removed inputs lived only as long as the read held them"
+        );
+    }
+}
