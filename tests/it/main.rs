@@ -10,6 +10,7 @@
 mod cli;
 mod compact;
 mod compact_cli;
+mod compact_realfs;
 mod damaged_reads;
 mod engine;
 mod errors;
