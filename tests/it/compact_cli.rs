@@ -5,11 +5,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value as Json;
 
 use super::cli::{Run, Scratch, strata_in};
+use super::interrupt::{POLL, Running, WAIT_MAX};
 
 /// Rows ingested, and rows per seal: 100 barriers, as the acceptance check's 2×10^6 rows at 200
 /// a seal is 10,000.
@@ -234,55 +235,60 @@ fn compact_on_an_empty_store_does_nothing_and_says_so() {
     assert!(run.stdout.contains("0 (no live partition)"), "{run:?}");
 }
 
-/// The total length of the store's manifest files, which grows with every step.
-fn manifest_bytes(store: &Path) -> u64 {
-    std::fs::read_dir(store)
-        .unwrap()
-        .map(|entry| entry.unwrap())
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("manifest-"))
-        .map(|entry| entry.metadata().unwrap().len())
-        .sum()
+/// `strata compact` on `s`'s store, running, its stderr read as it comes.
+fn start_compact(s: &Scratch) -> Running {
+    Running::spawn(
+        Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["--store", "store", "compact"])
+            .current_dir(s.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped()),
+    )
+}
+
+/// Waits until `compact` is inside a compaction step: it maps a file of `store/seg/`. Opening a
+/// store maps no segment (boot reads the manifest and the folder listings, not the rows); a step
+/// maps each input as it reads it and lets go of the maps only once its record is durable and
+/// the inputs are removed. So from here on, a stop is honoured only after this step is durable.
+/// Linux's `/proc/PID/maps`, as `interrupt.rs` reads `/proc/PID/syscall`.
+fn wait_until_a_step_is_under_way(compact: &mut Running, store: &Path) {
+    let seg = format!("{}/", store.join("seg").canonicalize().unwrap().display());
+    let path = format!("/proc/{}/maps", compact.id());
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let maps = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {path} (Linux, same user): {e}"));
+        if maps.lines().any(|line| line.contains(&seg)) {
+            return;
+        }
+        assert!(
+            !compact.has_exited(),
+            "compact exited before a step was seen under way"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no compaction step under way within {WAIT_MAX:?}"
+        );
+        thread::sleep(POLL);
+    }
 }
 
 #[test]
 fn ctrl_c_stops_compact_between_steps_and_compact_again_carries_on() {
-    const WAIT_MAX: Duration = Duration::from_secs(120);
     let s = store_and_rows();
     s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
     let answers_before = answers(&s);
     let store = s.dir.path().join("store");
-    let manifest_before = manifest_bytes(&store);
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["--store", "store", "compact"])
-        .current_dir(s.dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the strata binary runs");
-    // A step is durable once its record is: the manifest grows. Compaction here takes dozens of
-    // steps, each rewriting files, so the signal lands long before the last.
-    let deadline = Instant::now() + WAIT_MAX;
-    while manifest_bytes(&store) <= manifest_before {
-        assert!(
-            Instant::now() < deadline,
-            "no compaction step within {WAIT_MAX:?}"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "compact exited before any step"
-        );
-        thread::sleep(Duration::from_millis(1));
-    }
-    let status = Command::new("kill")
-        .args(["-s", "INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(out.stdout.is_empty(), "the summary is for a finished run");
+    let mut child = start_compact(&s);
+    // The signal is sent once the first step is under way, so however late it lands, that step
+    // is finished and durable first; and compaction here takes dozens of steps, each rewriting
+    // files, so it lands long before the last.
+    wait_until_a_step_is_under_way(&mut child, &store);
+    child.signal("INT");
+    let (code, stderr, stdout) = child.wait_for_exit();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stdout.is_empty(), "the summary is for a finished run");
     assert!(
         stderr.contains("SIGINT: stopping after the compaction step under way"),
         "{stderr}"

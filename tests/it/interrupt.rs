@@ -7,7 +7,7 @@
 //! polls what the binary shows (its manifest, its syscall, its stderr); none sleeps a fixed time
 //! and hopes.
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
@@ -23,8 +23,8 @@ const SEAL_EVERY: u64 = 1_000;
 /// Rows written before the first signal: one seal's worth and half a batch.
 const N_ROWS_FIRST: u64 = SEAL_EVERY + BATCH / 2;
 /// How long any one wait may take before the test fails.
-const WAIT_MAX: Duration = Duration::from_secs(120);
-const POLL: Duration = Duration::from_millis(5);
+pub(crate) const WAIT_MAX: Duration = Duration::from_secs(120);
+pub(crate) const POLL: Duration = Duration::from_millis(5);
 
 /// The CSV line of row `t` (1-based): the axis and a value derived from it.
 fn line(t: u64) -> String {
@@ -48,12 +48,104 @@ fn store_and_file() -> Scratch {
     s
 }
 
-/// A running `strata ingest x -`: its process, the pipe to its stdin, and its stderr by line.
-struct Ingest {
+/// A running `strata` child whose stderr is read line by line as it comes, so a test can wait
+/// for what it says before it signals it again.
+pub(crate) struct Running {
     child: Child,
-    stdin: Option<ChildStdin>,
     stderr: Receiver<String>,
     said: Vec<String>,
+}
+
+impl Running {
+    /// Spawns `command` with stderr piped (stdin and stdout as `command` has them).
+    pub(crate) fn spawn(command: &mut Command) -> Running {
+        let mut child = command
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the strata binary runs");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (send, receive) = mpsc::channel();
+        thread::spawn(move || {
+            for line in stderr.lines() {
+                if send.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            stderr: receive,
+            said: Vec::new(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process has exited (it is reaped then).
+    pub(crate) fn has_exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
+    pub(crate) fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args(["-s", name, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -s {name} failed");
+    }
+
+    /// Waits for a stderr line containing `needle`, and returns it.
+    pub(crate) fn wait_for_stderr(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT_MAX;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => {
+                    self.said.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(error) => panic!("no {needle:?} on stderr ({error}); said {:?}", self.said),
+            }
+        }
+    }
+
+    /// Waits for the process to exit and returns its code, everything it said on stderr, and
+    /// its stdout if that was piped.
+    pub(crate) fn wait_for_exit(mut self) -> (i32, String, String) {
+        let deadline = Instant::now() + WAIT_MAX;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                self.child.kill().unwrap();
+                panic!("strata did not exit; said {:?}", self.said);
+            }
+            thread::sleep(POLL);
+        };
+        // The stderr thread ends when the pipe closes, once the process is gone.
+        while let Ok(line) = self.stderr.recv_timeout(WAIT_MAX) {
+            self.said.push(line);
+        }
+        let mut stdout = String::new();
+        if let Some(mut out) = self.child.stdout.take() {
+            out.read_to_string(&mut stdout).unwrap();
+        }
+        let code = status
+            .code()
+            .unwrap_or_else(|| panic!("killed: {status:?}"));
+        (code, self.said.join("\n"), stdout)
+    }
+}
+
+/// A running `strata ingest x -` and the pipe to its stdin.
+struct Ingest {
+    running: Running,
+    stdin: Option<ChildStdin>,
 }
 
 impl Ingest {
@@ -71,28 +163,16 @@ impl Ingest {
             "--seal-every",
             &seal_every,
         ];
-        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-            .args(args)
-            .current_dir(s.dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the strata binary runs");
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (send, receive) = mpsc::channel();
-        thread::spawn(move || {
-            for line in stderr.lines() {
-                if send.send(line.unwrap()).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut running = Running::spawn(
+            Command::new(env!("CARGO_BIN_EXE_strata"))
+                .args(args)
+                .current_dir(s.dir.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null()),
+        );
         let mut ingest = Ingest {
-            stdin: child.stdin.take(),
-            child,
-            stderr: receive,
-            said: Vec::new(),
+            stdin: running.child.stdin.take(),
+            running,
         };
         let mut first = String::from("t,v\n");
         for t in 1..=N_ROWS_FIRST {
@@ -126,7 +206,7 @@ impl Ingest {
         } else {
             "63" // the generic syscall table: aarch64, riscv64
         };
-        let path = format!("/proc/{}/syscall", self.child.id());
+        let path = format!("/proc/{}/syscall", self.running.id());
         let deadline = Instant::now() + WAIT_MAX;
         loop {
             let syscall = std::fs::read_to_string(&path)
@@ -144,51 +224,20 @@ impl Ingest {
     }
 
     fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args(["-s", name, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -s {name} failed");
+        self.running.signal(name);
     }
 
-    /// Waits for a stderr line containing `needle`, and returns it.
     fn wait_for_stderr(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + WAIT_MAX;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => {
-                    self.said.push(line.clone());
-                    if line.contains(needle) {
-                        return line;
-                    }
-                }
-                Err(error) => panic!("no {needle:?} on stderr ({error}); said {:?}", self.said),
-            }
-        }
+        self.running.wait_for_stderr(needle)
     }
 
-    /// Waits for the process to exit and returns its code and everything it said on stderr.
-    fn wait_for_exit(mut self) -> (i32, String) {
-        let deadline = Instant::now() + WAIT_MAX;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                self.child.kill().unwrap();
-                panic!("ingest did not exit; said {:?}", self.said);
-            }
-            thread::sleep(POLL);
-        };
-        // The stderr thread ends when the pipe closes, once the process is gone.
-        while let Ok(line) = self.stderr.recv_timeout(WAIT_MAX) {
-            self.said.push(line);
-        }
-        let code = status
-            .code()
-            .unwrap_or_else(|| panic!("killed: {status:?}"));
-        (code, self.said.join("\n"))
+    /// Waits for the process to exit, its input still open, and returns its code and
+    /// everything it said on stderr.
+    fn wait_for_exit(self) -> (i32, String) {
+        let Ingest { running, stdin } = self;
+        let (code, stderr, _) = running.wait_for_exit();
+        drop(stdin);
+        (code, stderr)
     }
 }
 
