@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use serde_json::Value as Json;
 
+use strata::{Config, FieldKind, Store, StoredRow, Stream, Value};
+
 use super::cli::{Run, Scratch, strata_in};
 use super::interrupt::{POLL, Running, WAIT_MAX};
 
@@ -319,4 +321,155 @@ fn ctrl_c_stops_compact_between_steps_and_compact_again_carries_on() {
             .all(|&n| n <= FILES_PER_PARTITION_MAX)
     );
     assert_eq!(answers(&s), answers_before);
+}
+
+/// Barriers in `one_long_step`'s store, and rows in each.
+const LONG_STEP_BARRIERS: u64 = 16;
+const LONG_STEP_ROWS: u64 = 40_000;
+
+/// A store (made through the library) whose compaction is one long step: `LONG_STEP_BARRIERS`
+/// equal barrier files of one partition, which the size-tiered policy merges all at once (as
+/// many as `compact_inputs_max`, 16), each row with three measured fields whose level cells
+/// are merged too. Answers the rows as published.
+fn one_long_step(s: &Scratch) -> Vec<StoredRow> {
+    let decl = Stream::new("c")
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .field("w", FieldKind::F64)
+        .field("n", FieldKind::I64)
+        .axis("t")
+        .ladder(4, 2)
+        .build()
+        .unwrap();
+    let dir = s.dir.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let mut store = Store::open(&dir, Config::default(), &[decl]).unwrap();
+    let mut published = Vec::new();
+    for barrier in 0..LONG_STEP_BARRIERS {
+        let position = barrier + 1;
+        let rows: Vec<Vec<Value>> = (0..LONG_STEP_ROWS)
+            .map(|i| {
+                let t = barrier * LONG_STEP_ROWS + i;
+                vec![
+                    Value::U64(t),
+                    Value::F64(t as f64 / 10.0 + 1.0 / 3.0),
+                    Value::F64((t as f64 / 37.0).sin()),
+                    Value::I64(500 - i64::try_from(t * 7919 % 1000).unwrap()),
+                ]
+            })
+            .collect();
+        store.publish("c", position, &rows).unwrap();
+        store.seal().unwrap();
+        published.extend(
+            rows.into_iter()
+                .map(|values| StoredRow { position, values }),
+        );
+    }
+    published
+}
+
+/// `strata fsck --json`, whatever it finds (exit 0 clean, 1 findings).
+fn fsck_report(s: &Scratch) -> Json {
+    let run = s.run(&["fsck", "--json"]);
+    let report: Json = serde_json::from_str(&run.stdout).unwrap();
+    let status = if run.code == 0 { "clean" } else { "findings" };
+    assert_eq!(report["status"], status, "{run:?}");
+    report
+}
+
+/// The kinds of `report`'s findings.
+fn finding_kinds(report: &Json) -> Vec<&str> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect()
+}
+
+/// Every row of the store's stream `c`, from a fresh open (which heals what a crash left).
+fn rows_after_reopen(s: &Scratch) -> Vec<StoredRow> {
+    let config = Config {
+        create_if_missing: false,
+        ..Config::default()
+    };
+    let store = Store::open(s.dir.path().join("store"), config, &[]).unwrap();
+    store.query("c", &[], ..).unwrap()
+}
+
+/// A second SIGINT while the first is being honoured (the step under way still running) ends
+/// `strata compact` at once, as it ends `strata ingest` (`interrupt.rs`): exit 130, one line
+/// saying what exiting at once may leave. The store is left whole: fsck finds at most what a
+/// step cut short leaves (an unfinished output in `tmp/`, an output renamed but never recorded,
+/// or recorded inputs not yet removed), the next open heals that, quarantining any output as
+/// evidence, and serves every row published; `strata compact` again finishes the work.
+#[test]
+fn a_second_ctrl_c_during_a_step_ends_compact_at_once_and_loses_nothing() {
+    let s = Scratch::new();
+    let published = one_long_step(&s);
+    let store = s.dir.path().join("store");
+    assert_eq!(fsck_report(&s)["files"]["live_files"], LONG_STEP_BARRIERS);
+
+    let mut child = start_compact(&s);
+    wait_until_a_step_is_under_way(&mut child, &store);
+    child.signal("INT");
+    child.wait_for_stderr("SIGINT: stopping after the compaction step under way");
+    // The step merges every barrier of the store: it takes far longer than one line and one
+    // signal, so the second lands while the first is being honoured.
+    child.signal("INT");
+    let (code, stderr, stdout) = child.wait_for_exit();
+    assert_eq!(
+        code, 130,
+        "128 + SIGINT (exit 3 would mean the step finished before the second signal): {stderr}"
+    );
+    assert!(stdout.is_empty(), "the summary is for a finished run");
+    assert!(!stderr.contains("stopped by SIGINT"), "{stderr}");
+    let again = stderr
+        .lines()
+        .find(|l| l.starts_with("strata: SIGINT again: exiting at once; "))
+        .unwrap_or_else(|| panic!("no line for the second signal: {stderr}"));
+    assert!(
+        again.contains("the step under way is recorded whole or not at all"),
+        "{again}"
+    );
+    assert!(
+        again.contains("`strata compact` again"),
+        "it says how to continue: {again}"
+    );
+
+    // Recorded whole or not at all: the one step's record is there or not, and what fsck
+    // finds is only what a step cut short leaves, each healed without losing a row.
+    let cut_short = fsck_report(&s);
+    let merged = cut_short["files"]["merge_files"].as_u64().unwrap();
+    assert!(merged <= 1, "{cut_short}");
+    let allowed: &[&str] = if merged == 0 {
+        &["orphan_temp", "unrecorded_segment"]
+    } else {
+        &["retired_file"]
+    };
+    let kinds = finding_kinds(&cut_short);
+    assert!(
+        kinds.iter().all(|kind| allowed.contains(kind)),
+        "{cut_short}"
+    );
+    assert!(rows_after_reopen(&s) == published, "a row was lost");
+    // Healed: nothing left to find, and at most the cut-short output kept as evidence.
+    let healed = fsck_report(&s);
+    assert!(finding_kinds(&healed).is_empty(), "{healed}");
+    let quarantined = healed["quarantine"].as_array().unwrap().len();
+    let to_quarantine = cut_short["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["action"] == "quarantine")
+        .count();
+    assert_eq!(quarantined, to_quarantine, "{cut_short}\n{healed}");
+
+    let rest = compact(&s);
+    assert_eq!(number_after(&rest.stdout, "steps:"), 1 - merged, "{rest:?}");
+    let done = fsck_report(&s);
+    assert!(finding_kinds(&done).is_empty(), "{done}");
+    assert_eq!(done["files"]["live_files"], 1, "{done}");
+    assert_eq!(done["files"]["merge_files"], 1, "{done}");
+    assert!(rows_after_reopen(&s) == published, "a row was lost");
 }
