@@ -132,8 +132,9 @@ impl Vfs for RealFs {
         #[allow(unsafe_code)]
         // SAFETY: the map is read-only and shared, and `Mmap::map` is sound only while nothing
         // shrinks or rewrites the mapped range for as long as the view lives. strata upholds
-        // that for itself: segments are written in `tmp/`, synced, renamed into place and never
-        // written again; the manifest is only appended to while a view of it lives (appends lie
+        // that for itself: segments are written in `tmp/`, synced, renamed into place, never
+        // written again, and removed only by unlinking (which leaves a live view's pages as they
+        // were); the manifest is only appended to while a view of it lives (appends lie
         // beyond the view); the store's LOCK keeps other strata processes out. Shrinking a
         // mapped file is a caller bug (see `Vfs::map`). A foreign program writing into a store
         // is outside this guarantee; the digest checked on every read is what catches it.
