@@ -97,9 +97,14 @@ struct Built {
     store: Option<Store>,
     barriers: u64,
     build_time: Duration,
-    /// Compaction steps taken between barriers, and live segment files just before the final
-    /// `compact()`.
+    /// For the compacted store: what compaction did while it was built.
+    compaction: Option<Compaction>,
+}
+
+struct Compaction {
+    /// Steps taken between barriers.
     steps_between_barriers: u64,
+    /// Live segment files just before the final `compact()`.
     live_before_final: usize,
     /// Steps the final `compact()` took.
     final_steps: usize,
@@ -141,9 +146,11 @@ fn build_many(n: u64) -> Built {
         store: Some(store),
         barriers,
         build_time: start.elapsed(),
-        steps_between_barriers,
-        live_before_final,
-        final_steps,
+        compaction: Some(Compaction {
+            steps_between_barriers,
+            live_before_final,
+            final_steps,
+        }),
     }
 }
 
@@ -159,16 +166,13 @@ fn build_one(n: u64) -> Built {
             .expect("publish");
     }
     store.seal().expect("seal");
-    let live_before_final = store.catalog().live_files().count();
     Built {
         name: "one",
         dir,
         store: Some(store),
         barriers: 1,
         build_time: start.elapsed(),
-        steps_between_barriers: 0,
-        live_before_final,
-        final_steps: 0,
+        compaction: None,
     }
 }
 
@@ -276,15 +280,18 @@ fn describe(built: &Built) {
         .map(|view| view.live_segments().len())
         .collect();
     println!(
-        "{}: {} barriers, built in {:.1} s; {} compaction steps between barriers, {} live \
-         files before the final compact(), which took {} steps",
+        "{}: {} barriers, built in {:.1} s",
         built.name,
         built.barriers,
         built.build_time.as_secs_f64(),
-        built.steps_between_barriers,
-        built.live_before_final,
-        built.final_steps,
     );
+    if let Some(c) = &built.compaction {
+        println!(
+            "  {} compaction steps between barriers; {} live files before the final \
+             compact(), which took {} steps",
+            c.steps_between_barriers, c.live_before_final, c.final_steps,
+        );
+    }
     println!(
         "  live segment files: {} ({live_bytes} bytes; per partition {per_partition:?}; {} .seg \
          files in seg/)",
@@ -384,6 +391,21 @@ fn main() {
             show(m[i]),
             show(o[i]),
             m[i].as_secs_f64() / o[i].as_secs_f64()
+        );
+    }
+    // What a reopen reads: boot replays the manifest's every frame into the catalog.
+    for built in [&many, &one] {
+        let report = built.store().boot_report();
+        let catalog = built.store().catalog();
+        println!(
+            "{}: reopen replays {} manifest frames ({} bytes, generation {}); the catalog \
+             lists {} live and {} retired files",
+            built.name,
+            report.n_frames,
+            report.trusted_len,
+            report.generation,
+            catalog.live_files().count(),
+            catalog.retired_files().count(),
         );
     }
 }
