@@ -101,6 +101,7 @@ impl Store {
     pub fn compact_step(&mut self) -> Result<Option<CompactStep>, EngineError> {
         self.check_poison()?;
         let Some(pick) = self.pick() else {
+            self.tidy_manifest()?;
             return Ok(None);
         };
         let merged = self.merge_rows(&pick)?;
@@ -136,6 +137,7 @@ impl Store {
         self.metrics.compaction_bytes_read += pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
         self.metrics.compaction_bytes_written += written.bytes.len() as u64;
         let removed = self.remove_retired(&inputs)?;
+        self.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
             stream: pick.stream,

@@ -69,6 +69,9 @@ pub struct Store {
     /// when the manifest is past its threshold): the next rewrite waits until the manifest is
     /// twice that, so rewriting costs O(1) per byte appended.
     manifest_base_len: u64,
+    /// Whether files were wholly retired since `manifest_base_len` was measured, so that the
+    /// snapshot may now be much shorter: measured again once compaction is quiet.
+    pub(crate) retired_since_measure: bool,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
@@ -206,6 +209,7 @@ impl Store {
             vfs,
             catalog,
             manifest_base_len,
+            retired_since_measure: false,
             manifest,
             next_name,
             unreadable,
@@ -433,14 +437,47 @@ impl Store {
         if len <= self.config.manifest_rewrite_bytes || len <= self.manifest_base_len * 2 {
             return Ok(());
         }
+        self.rewrite_manifest()
+    }
+
+    /// Once compaction is quiet: if it retired files since the snapshot's length was last
+    /// measured, measures it again (one encoding of the live state, at most once per quiet
+    /// spell) and rewrites the manifest if it is now more than twice that. What lets a store
+    /// whose history compaction just retired boot from its live state without waiting for the
+    /// manifest to double again.
+    pub(crate) fn tidy_manifest(&mut self) -> Result<(), EngineError> {
+        if !self.retired_since_measure || self.manifest.len() <= self.config.manifest_rewrite_bytes
+        {
+            return Ok(());
+        }
+        self.retired_since_measure = false;
+        self.manifest_base_len = snapshot_len(&self.catalog);
+        self.maybe_rewrite_manifest()
+    }
+
+    /// Writes a new manifest generation holding the snapshot of the live state, and swaps the
+    /// catalog for the one the snapshot rebuilds, so that the catalog in memory follows the
+    /// live state too (it no longer lists files wholly retired, which were removed from the
+    /// disk by the step that retired them, before any rewrite).
+    fn rewrite_manifest(&mut self) -> Result<(), EngineError> {
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
         // half the frame bound. The generation is written whole, two-phase, so a crash leaves
         // either the old manifest or all of the new one.
         let snapshot = split_record(self.catalog.snapshot(), FRAME_BODY_MAX / 2);
+        // Rebuilt before it is written, as boot would rebuild it: a snapshot that would not
+        // apply (our bug) never reaches the disk.
+        let mut rebuilt = Catalog::new();
+        for record in &snapshot {
+            rebuilt.apply(record).map_err(|e| EngineError::Internal {
+                reason: format!("the manifest's snapshot does not apply: {e}"),
+            })?;
+        }
         match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &snapshot) {
             Ok(manifest) => {
                 self.manifest_base_len = manifest.len();
+                self.retired_since_measure = false;
                 self.manifest = manifest;
+                self.catalog = rebuilt;
                 Ok(())
             }
             Err(error) => {

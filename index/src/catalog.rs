@@ -5,8 +5,11 @@
 //! atomic: the whole record is validated against the catalog plus the effects of its own earlier
 //! entries (a small overlay, never a clone of the catalog), and only then applied.
 //!
-//! Every file ever added stays listed, retired or not: the ordinal, position and name rules are
-//! derived from all of them, and [`Catalog::snapshot`] must be able to rebuild them.
+//! A catalog lists every file added since it was built, retired or not (boot removes the
+//! retired ones it finds). Its snapshot lists only the live files, with a summary of the rest
+//! (per stream the ordinals and positions ever assigned, and the files and bytes ever added), so
+//! a new manifest generation, and the catalog boot rebuilds from it, follow the live state and
+//! not the history.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -14,7 +17,8 @@ use std::fmt;
 use crate::key::TrackKey;
 use crate::label::validate_label;
 use crate::record::{
-    DeclError, Entry, FileEntry, FileName, PartitionEntry, Record, Retirement, StreamDecl, Tier,
+    DeclError, Entry, FileEntry, FileName, History, PartitionEntry, Record, Retirement, StreamDecl,
+    Tier,
 };
 
 mod written;
@@ -257,6 +261,29 @@ pub enum ApplyReason {
         /// The live segment's file.
         live: FileName,
     },
+    /// A claimed file holds an ordinal or a position beyond what the stream was ever assigned
+    /// (`None`: nothing was): a claim restates a file, it never assigns anything.
+    ClaimBeyondAssigned {
+        /// The claimed file.
+        file: FileName,
+        /// The partition.
+        partition_idx: usize,
+        /// `"ordinal"` or `"position"`.
+        what: &'static str,
+        /// The highest the partition holds.
+        got: u64,
+        /// The highest the stream was assigned.
+        assigned: Option<u64>,
+    },
+    /// A live segment of the partition holds ordinals inside the claimed partition's range.
+    ClaimOverlapsLive {
+        /// The claimed file.
+        file: FileName,
+        /// The partition.
+        partition_idx: usize,
+        /// The live segment's file.
+        live: FileName,
+    },
     /// A watermark below the stream's current one.
     WatermarkBackwards {
         /// The stream.
@@ -456,6 +483,30 @@ impl fmt::Display for ApplyReason {
                 f,
                 "merge into file {file}: output partition {partition_idx} overlaps the ordinals of live file {live}, which it does not replace"
             ),
+            Self::ClaimBeyondAssigned {
+                file,
+                partition_idx,
+                what,
+                got,
+                assigned,
+            } => match assigned {
+                Some(assigned) => write!(
+                    f,
+                    "claim of file {file}: partition {partition_idx} holds {what} {got}, beyond the highest its stream was assigned ({assigned})"
+                ),
+                None => write!(
+                    f,
+                    "claim of file {file}: partition {partition_idx} holds {what} {got}, but its stream was never assigned one"
+                ),
+            },
+            Self::ClaimOverlapsLive {
+                file,
+                partition_idx,
+                live,
+            } => write!(
+                f,
+                "claim of file {file}: partition {partition_idx} overlaps the ordinals of live file {live}"
+            ),
             Self::WatermarkBackwards {
                 stream,
                 current,
@@ -541,11 +592,17 @@ struct FileState {
     entry: FileEntry,
     /// Tiers of this file not yet retired; 0 exactly when the file is in `retired_files`.
     live_tiers: u64,
-    /// The files it replaced, if a merge added it; empty if an `AddFile` did.
-    inputs: Vec<FileName>,
-    /// Partitions (by index) that a merge replaced, with the merge's output: their tiers were
-    /// retired by that merge, so a snapshot leaves it to the merge to retire them.
-    merged_into: BTreeMap<usize, FileName>,
+}
+
+/// What added a file, for the counts a snapshot keeps of every file ever added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A barrier's `AddFile`.
+    Barrier,
+    /// A compaction's `Merge`.
+    Merge,
+    /// A snapshot's `Claim`: counted already, by the snapshot's `History`.
+    Claim,
 }
 
 /// The state derived from manifest records: declarations, files, retirements, watermarks and
@@ -553,12 +610,17 @@ struct FileState {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Catalog {
     streams: BTreeMap<String, StreamState>,
-    /// Every file ever added, live or wholly retired.
+    /// Every file added since this catalog was built (from empty, or from a snapshot that
+    /// listed only the live files), live or wholly retired.
     files: BTreeMap<FileName, FileState>,
     retired_files: BTreeSet<FileName>,
     name_high: FileName,
     /// Per stream id (declared or not), the position at or below which no row is assigned again.
     fences: BTreeMap<String, u64>,
+    /// Every file ever added, counted by what added it (`max_added` unused: see below).
+    history: History,
+    /// The highest file name ever added; no file is added at or below it again.
+    max_added: Option<FileName>,
 }
 
 impl Catalog {
@@ -626,8 +688,29 @@ impl Catalog {
                     "validated: re-declarations are identical"
                 );
             }
-            Entry::AddFile(file) => self.commit_add(file, Vec::new()),
+            Entry::AddFile(file) => self.commit_add(file, Origin::Barrier),
             Entry::Merge { file, inputs } => self.commit_merge(file, inputs),
+            Entry::Claim(file) => self.commit_add(file, Origin::Claim),
+            Entry::Assigned {
+                stream,
+                next_ordinal,
+                last_position,
+            } => {
+                let state = self
+                    .streams
+                    .get_mut(stream)
+                    .expect("validated: stream declared");
+                state.next_ordinal = state.next_ordinal.max(*next_ordinal);
+                state.last_position = state.last_position.max(Some(*last_position));
+            }
+            Entry::History(history) => {
+                let h = &mut self.history;
+                h.barrier_files = h.barrier_files.saturating_add(history.barrier_files);
+                h.barrier_bytes = h.barrier_bytes.saturating_add(history.barrier_bytes);
+                h.merge_files = h.merge_files.saturating_add(history.merge_files);
+                h.merge_bytes = h.merge_bytes.saturating_add(history.merge_bytes);
+                self.max_added = self.max_added.max(Some(history.max_added));
+            }
             Entry::Retire(retirement) => self.commit_retire(retirement),
             Entry::Watermark { stream, position } => {
                 let state = self
@@ -648,7 +731,7 @@ impl Catalog {
         }
     }
 
-    fn commit_add(&mut self, file: &FileEntry, inputs: Vec<FileName>) {
+    fn commit_add(&mut self, file: &FileEntry, origin: Origin) {
         let mut live_tiers = 0;
         for (idx, part) in file.partitions.iter().enumerate() {
             let stream = self
@@ -681,13 +764,24 @@ impl Catalog {
             live_tiers += 1 + u64::from(part.n_levels);
         }
         self.name_high = self.name_high.max(file.name);
+        self.max_added = self.max_added.max(Some(file.name));
+        let h = &mut self.history;
+        match origin {
+            Origin::Barrier => {
+                h.barrier_files += 1;
+                h.barrier_bytes = h.barrier_bytes.saturating_add(file.len);
+            }
+            Origin::Merge => {
+                h.merge_files += 1;
+                h.merge_bytes = h.merge_bytes.saturating_add(file.len);
+            }
+            Origin::Claim => {}
+        }
         let previous = self.files.insert(
             file.name,
             FileState {
                 entry: file.clone(),
                 live_tiers,
-                inputs,
-                merged_into: BTreeMap::new(),
             },
         );
         assert!(previous.is_none(), "validated: file names increase");
@@ -705,9 +799,8 @@ impl Catalog {
                     .and_then(|t| t.segments.get(&input))
                     .expect("validated: every input holds the partition live")
                     .idx;
-                let input_state = self.files.get_mut(&input).expect("validated: input added");
+                let input_state = self.files.get(&input).expect("validated: input added");
                 let n_levels = input_state.entry.partitions[idx].n_levels;
-                input_state.merged_into.insert(idx, file.name);
                 for tier in tiers(n_levels) {
                     self.commit_retire(&Retirement {
                         file: input,
@@ -718,7 +811,7 @@ impl Catalog {
                 }
             }
         }
-        self.commit_add(file, inputs.to_vec());
+        self.commit_add(file, Origin::Merge);
     }
 
     fn commit_retire(&mut self, r: &Retirement) {
@@ -840,7 +933,8 @@ impl Catalog {
         })
     }
 
-    /// The entry of file `name`, live or wholly retired.
+    /// The entry of file `name`, live, or wholly retired since this catalog was built (a
+    /// snapshot does not list the files it found wholly retired).
     pub fn file(&self, name: FileName) -> Option<&FileEntry> {
         self.files.get(&name).map(|f| &f.entry)
     }
@@ -853,12 +947,14 @@ impl Catalog {
             .map(|f| &f.entry)
     }
 
-    /// Whether file `name` was added and every tier of it is now retired.
+    /// Whether file `name` was added and every tier of it is now retired (since this catalog
+    /// was built: see [`Catalog::file`]).
     pub fn is_retired(&self, name: FileName) -> bool {
         self.retired_files.contains(&name)
     }
 
-    /// The files whose every tier is retired, by name: boot may delete them.
+    /// The files whose every tier was retired since this catalog was built, by name: boot may
+    /// delete them.
     pub fn retired_files(&self) -> impl Iterator<Item = FileName> {
         self.retired_files.iter().copied()
     }
@@ -874,27 +970,32 @@ impl Catalog {
         self.name_high + 1
     }
 
-    /// A record that, applied to an empty catalog, rebuilds one equal to this.
+    /// A record that, applied to an empty catalog, rebuilds this one's live state: everything
+    /// a read, a barrier, a compaction or boot asks of it, without the files wholly retired.
     ///
-    /// Declarations first, then every file ever added in name order, each followed by the
-    /// retirements of its tiers, then watermarks, then the highest name.
+    /// Declarations first; then per stream what was ever assigned (`Assigned`); then every file
+    /// with a live tier, in name order, each as a `Claim` followed by the retirements of its
+    /// tiers that are not live; then the counts of every file ever added (`History`), the
+    /// watermarks, the fences and the highest name. Applied to an empty catalog it rebuilds one
+    /// whose snapshot is this one, so rewriting a manifest twice changes nothing.
+    ///
+    /// A file wholly retired is not listed, so boot no longer knows it was retired: the caller
+    /// writes a snapshot only once every such file is removed from the disk, or else boot
+    /// quarantines what is left of it as unclaimed (kept, never deleted).
     pub fn snapshot(&self) -> Record {
         let mut entries: Vec<Entry> = self.streams().cloned().map(Entry::Declare).collect();
-        for (&name, file) in &self.files {
-            if file.inputs.is_empty() {
-                entries.push(Entry::AddFile(file.entry.clone()));
-            } else {
-                // Every input is named below the output, so it is already listed; the merge
-                // retires the partitions it replaced, which were left live for it below.
-                entries.push(Entry::Merge {
-                    file: file.entry.clone(),
-                    inputs: file.inputs.clone(),
+        for state in self.streams.values() {
+            if let Some(last_position) = state.last_position {
+                entries.push(Entry::Assigned {
+                    stream: state.decl.id.clone(),
+                    next_ordinal: state.next_ordinal,
+                    last_position,
                 });
             }
-            for (idx, part) in file.entry.partitions.iter().enumerate() {
-                if file.merged_into.contains_key(&idx) {
-                    continue;
-                }
+        }
+        for (&name, file) in self.files.iter().filter(|(_, f)| f.live_tiers > 0) {
+            entries.push(Entry::Claim(file.entry.clone()));
+            for part in &file.entry.partitions {
                 for tier in tiers(part.n_levels) {
                     if !self.is_live(name, part, tier) {
                         entries.push(Entry::Retire(Retirement {
@@ -906,6 +1007,12 @@ impl Catalog {
                     }
                 }
             }
+        }
+        if let Some(max_added) = self.max_added {
+            entries.push(Entry::History(History {
+                max_added,
+                ..self.history
+            }));
         }
         for state in self.streams.values() {
             if let Some(position) = state.watermark {
@@ -1038,6 +1145,8 @@ struct Pending<'a> {
     declared: BTreeMap<&'a str, &'a StreamDecl>,
     max_added: Option<FileName>,
     next_ordinal: BTreeMap<&'a str, u64>,
+    /// Per stream, the last position as raised by this record's `Assigned` entries.
+    last_position: BTreeMap<&'a str, u64>,
     /// Files added by this record, with their partitions by (stream, track).
     added: BTreeMap<FileName, AddedFile<'a>>,
     /// Tiers retired by this record: (file, partition index, tier).
@@ -1065,8 +1174,9 @@ impl<'a> Pending<'a> {
         Self {
             catalog,
             declared: BTreeMap::new(),
-            max_added: catalog.files.last_key_value().map(|(&name, _)| name),
+            max_added: catalog.max_added,
             next_ordinal: BTreeMap::new(),
+            last_position: BTreeMap::new(),
             added: BTreeMap::new(),
             retired: BTreeSet::new(),
             watermarks: BTreeMap::new(),
@@ -1085,6 +1195,16 @@ impl<'a> Pending<'a> {
             Entry::Declare(decl) => self.check_declare(decl),
             Entry::AddFile(file) => self.check_add(file),
             Entry::Merge { file, inputs } => self.check_merge(file, inputs),
+            Entry::Claim(file) => self.check_claim(file),
+            Entry::Assigned {
+                stream,
+                next_ordinal,
+                last_position,
+            } => self.check_assigned(stream, *next_ordinal, *last_position),
+            Entry::History(history) => {
+                self.max_added = self.max_added.max(Some(history.max_added));
+                Ok(())
+            }
             Entry::Retire(retirement) => self.check_retire(retirement),
             Entry::Watermark { stream, position } => self.check_watermark(stream, *position),
             Entry::NameHigh(name) => {
@@ -1222,7 +1342,12 @@ impl<'a> Pending<'a> {
                 replaced.push((input, idx, source.n_levels));
             }
             check_cover(file.name, partition_idx, part, &mut sources)?;
-            self.check_no_overlap(file.name, partition_idx, part, inputs)?;
+            self.live_overlap(part, inputs)
+                .map_err(|live| ApplyReason::MergeOverlapsLive {
+                    file: file.name,
+                    partition_idx,
+                    live,
+                })?;
         }
         for (input, idx, n_levels) in replaced {
             for tier in tiers(n_levels) {
@@ -1294,21 +1419,10 @@ impl<'a> Pending<'a> {
         Ok((idx, source))
     }
 
-    /// No live segment of the partition that the merge does not replace (in the catalog, or
-    /// added earlier in this record) holds ordinals inside the output's range.
-    fn check_no_overlap(
-        &self,
-        file: FileName,
-        partition_idx: usize,
-        part: &PartitionEntry,
-        inputs: &[FileName],
-    ) -> Result<(), ApplyReason> {
+    /// No live segment of the partition except those in `replaced` (in the catalog, or added
+    /// earlier in this record) holds ordinals inside `part`'s range; `Err` names one that does.
+    fn live_overlap(&self, part: &PartitionEntry, replaced: &[FileName]) -> Result<(), FileName> {
         let [lo, hi] = part.ordinals;
-        let overlap = |live| ApplyReason::MergeOverlapsLive {
-            file,
-            partition_idx,
-            live,
-        };
         if let Some(track) = self.catalog.track_state(&part.stream, &part.track) {
             for tier_map in std::iter::once(&track.raw).chain(&track.levels) {
                 // Live segments are disjoint, so walking down from the last one starting at
@@ -1327,8 +1441,8 @@ impl<'a> Pending<'a> {
                         track.live(name, tier).is_some()
                             && !self.retired.contains(&(name, segment.idx, tier))
                     });
-                    if !inputs.contains(&name) && still_live {
-                        return Err(overlap(name));
+                    if !replaced.contains(&name) && still_live {
+                        return Err(name);
                     }
                 }
             }
@@ -1341,11 +1455,77 @@ impl<'a> Pending<'a> {
             let disjoint = entry.ordinals[1] < lo || entry.ordinals[0] > hi;
             let still_live =
                 tiers(entry.n_levels).any(|tier| !self.retired.contains(&(name, idx, tier)));
-            if !disjoint && !inputs.contains(&name) && still_live {
-                return Err(overlap(name));
+            if !disjoint && !replaced.contains(&name) && still_live {
+                return Err(name);
             }
         }
         Ok(())
+    }
+
+    fn check_assigned(
+        &mut self,
+        stream: &'a str,
+        next_ordinal: u64,
+        last_position: u64,
+    ) -> Result<(), ApplyReason> {
+        if self.decl(stream).is_none() {
+            return Err(ApplyReason::UnknownStream {
+                stream: stream.to_owned(),
+                partition_idx: None,
+            });
+        }
+        let next = self.next_ordinal(stream).max(next_ordinal);
+        self.next_ordinal.insert(stream, next);
+        let last = self.last_position(stream).max(Some(last_position));
+        self.last_position
+            .insert(stream, last.unwrap_or(last_position));
+        Ok(())
+    }
+
+    /// A `Claim`: the `AddFile` rules on its name and each partition alone; each partition's
+    /// ordinals and positions were assigned before (by an `Assigned` or by files added); and no
+    /// live segment overlaps its ordinals.
+    fn check_claim(&mut self, file: &'a FileEntry) -> Result<(), ApplyReason> {
+        let by_track = self.check_file(file)?;
+        for (partition_idx, part) in file.partitions.iter().enumerate() {
+            let beyond = |what, got, assigned| ApplyReason::ClaimBeyondAssigned {
+                file: file.name,
+                partition_idx,
+                what,
+                got,
+                assigned,
+            };
+            let next = self.next_ordinal(&part.stream);
+            if part.ordinals[1] >= next {
+                return Err(beyond("ordinal", part.ordinals[1], next.checked_sub(1)));
+            }
+            let last = self.last_position(&part.stream);
+            if last.is_none_or(|last| part.positions[1] > last) {
+                return Err(beyond("position", part.positions[1], last));
+            }
+            self.live_overlap(part, &[])
+                .map_err(|live| ApplyReason::ClaimOverlapsLive {
+                    file: file.name,
+                    partition_idx,
+                    live,
+                })?;
+        }
+        self.max_added = Some(file.name);
+        self.added.insert(
+            file.name,
+            AddedFile {
+                entry: file,
+                by_track,
+            },
+        );
+        Ok(())
+    }
+
+    fn last_position(&self, stream: &str) -> Option<u64> {
+        self.last_position
+            .get(stream)
+            .copied()
+            .or_else(|| self.catalog.last_position(stream))
     }
 
     fn next_ordinal(&self, stream: &str) -> u64 {

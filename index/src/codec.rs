@@ -16,8 +16,8 @@ use std::fmt;
 
 use crate::key::TrackKey;
 use crate::record::{
-    Entry, FieldDecl, FieldKind, FileEntry, LadderSpec, PartitionEntry, Record, Retirement,
-    StreamDecl, Tier,
+    Entry, FieldDecl, FieldKind, FileEntry, History, LadderSpec, PartitionEntry, Record,
+    Retirement, StreamDecl, Tier,
 };
 
 /// The manifest file's magic bytes.
@@ -41,6 +41,9 @@ const TAG_WATERMARK: u8 = 4;
 const TAG_NAME_HIGH: u8 = 5;
 const TAG_FENCE: u8 = 6;
 const TAG_MERGE: u8 = 7;
+const TAG_ASSIGNED: u8 = 8;
+const TAG_CLAIM: u8 = 9;
+const TAG_HISTORY: u8 = 10;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -537,6 +540,28 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
                 put_u64(buf, input);
             }
         }
+        Entry::Assigned {
+            stream,
+            next_ordinal,
+            last_position,
+        } => {
+            buf.push(TAG_ASSIGNED);
+            put_str(buf, stream);
+            put_u64(buf, *next_ordinal);
+            put_u64(buf, *last_position);
+        }
+        Entry::Claim(file) => {
+            buf.push(TAG_CLAIM);
+            put_file(buf, file);
+        }
+        Entry::History(history) => {
+            buf.push(TAG_HISTORY);
+            put_u64(buf, history.barrier_files);
+            put_u64(buf, history.barrier_bytes);
+            put_u64(buf, history.merge_files);
+            put_u64(buf, history.merge_bytes);
+            put_u64(buf, history.max_added);
+        }
     }
 }
 
@@ -756,6 +781,26 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             }
             Ok(Entry::Merge { file, inputs })
         }
+        TAG_ASSIGNED => {
+            let stream = r.string("assigned stream")?;
+            let next_ordinal = r.u64("assigned next ordinal")?;
+            let last_position = r.u64("assigned last position")?;
+            Ok(Entry::Assigned {
+                stream,
+                next_ordinal,
+                last_position,
+            })
+        }
+        TAG_CLAIM => get_file(r)
+            .map_err(|m| m.within(format_args!("claimed file")))
+            .map(Entry::Claim),
+        TAG_HISTORY => Ok(Entry::History(History {
+            barrier_files: r.u64("history barrier files")?,
+            barrier_bytes: r.u64("history barrier bytes")?,
+            merge_files: r.u64("history merge files")?,
+            merge_bytes: r.u64("history merge bytes")?,
+            max_added: r.u64("history highest name added")?,
+        })),
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
     }
 }

@@ -27,6 +27,6 @@ pub use codec::{
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
 pub use label::{LABEL_BYTES_MAX, LabelError, validate_label};
 pub use record::{
-    DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, LadderSpec,
+    DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, History, LadderSpec,
     PartitionEntry, Record, Retirement, StreamDecl, Tier,
 };

@@ -479,6 +479,42 @@ pub enum Entry {
         /// The input files, in strictly increasing name order.
         inputs: Vec<FileName>,
     },
+    /// A snapshot's summary of a stream's history: every ordinal below `next_ordinal` and every
+    /// position up to `last_position` was assigned, whether the files that held them are still
+    /// live or long retired. What lets a snapshot list only live files (see [`Entry::Claim`]).
+    Assigned {
+        /// The stream id.
+        stream: String,
+        /// One above the highest ordinal ever added (at least 1: only emitted once one was).
+        next_ordinal: u64,
+        /// The highest position ever added.
+        last_position: u64,
+    },
+    /// A snapshot's restatement of a live file: claimed by an earlier record (a barrier's
+    /// `AddFile` or a compaction's `Merge`), listed again so that a new manifest generation
+    /// need not replay the files that are wholly retired. Unlike `AddFile`, its ordinals are
+    /// old ones (below the stream's next ordinal, recorded by an earlier `Assigned`) and need
+    /// not follow on from anything; they must not overlap a live segment.
+    Claim(FileEntry),
+    /// A snapshot's summary of every file ever added, live or retired (see [`History`]).
+    History(History),
+}
+
+/// What a snapshot keeps of the files it no longer lists: how many were added and by what, and
+/// the highest name added. Applied, the counts add to the catalog's and the name raises its
+/// highest added name (below which no file is added again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct History {
+    /// Files added by barriers (`AddFile`), live or retired.
+    pub barrier_files: u64,
+    /// Their bytes.
+    pub barrier_bytes: u64,
+    /// Files added by compaction (`Merge`), live or retired.
+    pub merge_files: u64,
+    /// Their bytes.
+    pub merge_bytes: u64,
+    /// The highest file name ever added (0 if none).
+    pub max_added: FileName,
 }
 
 /// One manifest frame: one barrier, applied whole or not at all.

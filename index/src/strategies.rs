@@ -4,8 +4,8 @@ use proptest::prelude::*;
 
 use crate::key::TrackKey;
 use crate::record::{
-    Entry, FieldDecl, FieldKind, FileEntry, LadderSpec, PartitionEntry, Record, Retirement,
-    StreamDecl, Tier,
+    Entry, FieldDecl, FieldKind, FileEntry, History, LadderSpec, PartitionEntry, Record,
+    Retirement, StreamDecl, Tier,
 };
 
 /// Labels that share prefixes, cross the separator's neighbourhood, and use multi-byte scripts,
@@ -155,6 +155,34 @@ pub fn any_entry() -> impl Strategy<Value = Entry> {
                 },
                 inputs,
             }),
+        (any_text(), any::<u64>(), any::<u64>()).prop_map(
+            |(stream, next_ordinal, last_position)| Entry::Assigned {
+                stream,
+                next_ordinal,
+                last_position,
+            }
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+            proptest::collection::vec(any_partition(), 0..4)
+        )
+            .prop_map(|(name, len, digest, partitions)| {
+                Entry::Claim(FileEntry {
+                    name,
+                    len,
+                    digest,
+                    partitions,
+                })
+            }),
+        any::<[u64; 5]>().prop_map(|[a, b, c, d, e]| Entry::History(History {
+            barrier_files: a,
+            barrier_bytes: b,
+            merge_files: c,
+            merge_bytes: d,
+            max_added: e,
+        })),
     ]
 }
 

@@ -413,8 +413,9 @@ fn stream_summary(catalog: &Catalog, history: &History<'_>, id: &str) -> StreamS
     }
 }
 
-/// Every file that ever held each (stream, track), live or wholly retired, in name order: the
-/// retirement records' side of the floors. Built once, so the report costs one pass over the
+/// Every file that held each (stream, track), live or wholly retired since the catalog was built
+/// (a snapshot does not list the files it found wholly retired), in name order: the retirement
+/// records' side of the floors. Built once, so the report costs one pass over the
 /// catalog's files however many streams there are.
 type History<'a> = BTreeMap<(&'a str, &'a TrackKey), Vec<(FileName, &'a PartitionEntry)>>;
 
@@ -449,11 +450,22 @@ fn partition_summary(
             *live_levels.entry(name).or_default() += 1;
         }
     }
+    let live = view.live_segments();
+    // A retired partition whose ordinals a live segment holds was merged into it, not lost:
+    // it is no floor.
+    let merged = |name: FileName, part: &PartitionEntry| {
+        live.iter().any(|&(live_name, live_part, _)| {
+            live_name != name
+                && live_part.ordinals[0] <= part.ordinals[0]
+                && part.ordinals[1] <= live_part.ordinals[1]
+        })
+    };
     let segments: Vec<SegmentTiers> = history
         .get(&(id, view.track()))
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
+        .filter(|&&(name, part)| !merged(name, part))
         .map(|&(name, part)| {
             let n_live_levels = live_levels.get(&name).copied().unwrap_or(0);
             SegmentTiers {
@@ -466,7 +478,6 @@ fn partition_summary(
         })
         .collect();
     let (raw_floor, levels_floor) = floors(&segments);
-    let live = view.live_segments();
     let live_bytes = live
         .iter()
         .fold(0, |sum: u64, (_, part, _)| sum.saturating_add(part.len));

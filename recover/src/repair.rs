@@ -4,7 +4,8 @@
 //! It never removes a byte. It writes a new manifest generation (two-phase, so it appears whole
 //! or not at all) holding the trusted prefix's state plus one repair record, then boots the store
 //! as usual, which moves the damaged generation and every file it no longer claims into
-//! `quarantine/`. The repair record fences each stream at the highest position any evidence ever
+//! `quarantine/` (among them any file the prefix had wholly retired and a crash left behind: the
+//! new generation's snapshot lists only live files, and nothing here removes one). The repair record fences each stream at the highest position any evidence ever
 //! recorded — the frames after the damage, and every segment file in `seg/`, `tmp/` or
 //! `quarantine/` that the prefix does not claim — so a position that was ever acknowledged is
 //! never assigned to different rows. It also raises the watermark of each stream still declared

@@ -800,14 +800,32 @@ fn retirement_removes_segments_from_their_tier_only() {
     );
 }
 
+/// What a snapshot keeps of `cat`: everything but the files wholly retired. A catalog rebuilt
+/// from `cat`'s snapshot equals this, field for field.
+fn without_retired(cat: &Catalog) -> Catalog {
+    let mut kept = cat.clone();
+    kept.files.retain(|_, f| f.live_tiers > 0);
+    kept.retired_files.clear();
+    kept
+}
+
+/// Applies `records` to an empty catalog.
+fn rebuild(records: &[Record]) -> Catalog {
+    let mut rebuilt = Catalog::new();
+    for record in records {
+        rebuilt.apply(record).unwrap();
+    }
+    rebuilt
+}
+
 #[test]
 fn snapshot_of_the_base_catalog_rebuilds_it() {
     let mut cat = base();
     cat.apply(&rec(vec![retire(1, "s", &["a", "x"], Tier::Level(0))]))
         .unwrap();
     let snapshot = cat.snapshot();
-    let mut rebuilt = Catalog::new();
-    rebuilt.apply(&snapshot).unwrap();
+    let rebuilt = rebuild(std::slice::from_ref(&snapshot));
+    // Nothing is wholly retired here, so the rebuilt catalog is equal, whole.
     assert_eq!(rebuilt, cat);
     assert!(matches!(snapshot.entries.last(), Some(Entry::NameHigh(3))));
 }
@@ -924,14 +942,30 @@ fn a_merge_replaces_exactly_its_inputs_and_keeps_publish_order() {
         vec![(key(&["a", "x"]), vec![9])]
     );
     assert_eq!(cat.retired_files().collect::<Vec<_>>(), vec![1, 4, 5, 6]);
-    // The snapshot replays the merges, each in one entry, even split one entry to a frame.
+    // The snapshot lists only what is live (files 7, 8 and 9), even split one entry to a
+    // frame, and forgets the four retired files but not what they assigned or weighed.
     let snapshot = cat.snapshot();
-    let mut rebuilt = Catalog::new();
-    for part in crate::codec::split_record(snapshot, 1) {
-        assert_eq!(part.entries.len(), 1);
-        rebuilt.apply(&part).unwrap();
-    }
-    assert_eq!(rebuilt, cat);
+    let claimed: Vec<FileName> = snapshot
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Claim(file) => Some(file.name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claimed, vec![7, 8, 9]);
+    let parts = crate::codec::split_record(snapshot, 1);
+    assert!(parts.iter().all(|p| p.entries.len() == 1));
+    let rebuilt = rebuild(&parts);
+    assert_eq!(rebuilt, without_retired(&cat));
+    assert_eq!(rebuilt.retired_files().count(), 0);
+    assert_eq!(rebuilt.file(1), None);
+    assert_eq!(
+        (rebuilt.next_ordinal("s"), rebuilt.last_position("s")),
+        (cat.next_ordinal("s"), cat.last_position("s"))
+    );
+    assert_eq!(rebuilt.written(), cat.written());
+    assert_eq!(rebuilt.snapshot(), cat.snapshot());
 }
 
 #[test]
@@ -1457,15 +1491,13 @@ proptest! {
         let (records, _) = build(&streams, &barriers);
         let cat = replay(&records);
         let snapshot = cat.snapshot();
-        let mut rebuilt = Catalog::new();
-        rebuilt.apply(&snapshot).unwrap();
-        prop_assert_eq!(&rebuilt, &cat);
+        let rebuilt = rebuild(std::slice::from_ref(&snapshot));
+        prop_assert_eq!(&rebuilt, &without_retired(&cat));
         // Through the codec too: what a manifest rewrite would write and boot would read.
         let frame = encode_frame(&snapshot);
         let (decoded, _) = decode_frame(&frame).unwrap();
-        let mut booted = Catalog::new();
-        booted.apply(&decoded).unwrap();
-        prop_assert_eq!(&booted, &cat);
+        let booted = rebuild(&[decoded]);
+        prop_assert_eq!(&booted, &without_retired(&cat));
         prop_assert_eq!(booted.snapshot(), snapshot);
     }
 
@@ -1486,11 +1518,7 @@ proptest! {
         }
         let entries: Vec<_> = parts.iter().flat_map(|p| p.entries.clone()).collect();
         prop_assert_eq!(&entries, &snapshot.entries);
-        let mut rebuilt = Catalog::new();
-        for part in &parts {
-            rebuilt.apply(part).unwrap();
-        }
-        prop_assert_eq!(&rebuilt, &cat);
+        prop_assert_eq!(&rebuild(&parts), &without_retired(&cat));
     }
 
     #[test]
@@ -1595,8 +1623,7 @@ fn a_fence_holds_for_declared_and_undeclared_streams_and_survives_a_snapshot() {
     assert_eq!(cat.fence("cap"), Some(40));
     assert_eq!(cat.fence("gone"), Some(7));
     assert_eq!(cat.fence("other"), None);
-    let mut rebuilt = Catalog::new();
-    rebuilt.apply(&cat.snapshot()).unwrap();
+    let rebuilt = rebuild(&[cat.snapshot()]);
     assert_eq!(rebuilt, cat);
     assert_eq!(rebuilt.fence("gone"), Some(7));
     // A fence names a legal stream id, declared or not.
@@ -1616,7 +1643,6 @@ fn written_tells_merge_outputs_from_barrier_files_and_survives_a_snapshot() {
     };
     assert_eq!(cat.written(), barriers);
     assert_eq!(cat.written().write_amplification(), Some(0.0));
-    assert_eq!(cat.merge_inputs(4), None);
     cat.apply(&rec(vec![ax_of_1_and_4(6)])).unwrap();
     cat.apply(&rec(vec![merge(
         7,
@@ -1633,12 +1659,170 @@ fn written_tells_merge_outputs_from_barrier_files_and_survives_a_snapshot() {
     };
     assert_eq!(cat.written(), merged);
     assert_eq!(cat.written().write_amplification(), Some(16.0 / 48.0));
-    assert_eq!(cat.merge_inputs(6), Some(&[1, 4][..]));
-    assert_eq!(cat.merge_inputs(7), Some(&[5, 6][..]));
-    assert_eq!((cat.merge_inputs(1), cat.merge_inputs(99)), (None, None));
-    let mut rebuilt = Catalog::new();
-    rebuilt.apply(&cat.snapshot()).unwrap();
+    // The snapshot no longer lists file 6 (nor 5), yet the counts survive it, and a second
+    // rewrite (claims count nothing) keeps them the same.
+    let rebuilt = rebuild(&[cat.snapshot()]);
+    assert!(rebuilt.file(6).is_none());
     assert_eq!(rebuilt.written(), merged);
-    assert_eq!(rebuilt.merge_inputs(7), Some(&[5, 6][..]));
+    let twice = rebuild(&[rebuilt.snapshot()]);
+    assert_eq!(twice.written(), merged);
     assert_eq!(Catalog::new().written().write_amplification(), None);
+}
+
+// ---- the snapshot's summary entries: Assigned, Claim, History ----
+
+fn claim(name: FileName, partitions: Vec<PartitionEntry>) -> Entry {
+    Entry::Claim(file(name, partitions))
+}
+
+fn assigned(stream: &str, next_ordinal: u64, last_position: u64) -> Entry {
+    Entry::Assigned {
+        stream: stream.to_owned(),
+        next_ordinal,
+        last_position,
+    }
+}
+
+#[test]
+fn a_claim_restates_only_what_was_assigned_and_is_not_live() {
+    // base(): s assigned ordinals 0..=2 and positions up to 2; file 1 live; names up to 1 added.
+    let beyond = refuse_reason(vec![claim(4, vec![part("s", &["c", "z"], [3, 3], 1, 0)])]);
+    assert!(
+        matches!(
+            beyond,
+            ApplyReason::ClaimBeyondAssigned {
+                file: 4,
+                what: "ordinal",
+                got: 3,
+                assigned: Some(2),
+                ..
+            }
+        ),
+        "{beyond}"
+    );
+    let mut high_position = part("s", &["c", "z"], [2, 2], 1, 0);
+    high_position.positions = [2, 9];
+    let beyond = refuse_reason(vec![claim(4, vec![high_position])]);
+    assert!(
+        matches!(
+            beyond,
+            ApplyReason::ClaimBeyondAssigned {
+                what: "position",
+                got: 9,
+                ..
+            }
+        ),
+        "{beyond}"
+    );
+    // Ordinal 2 of s/[a,x] is live in file 1.
+    let overlap = refuse_reason(vec![claim(4, vec![part("s", &["a", "x"], [2, 2], 1, 0)])]);
+    assert!(
+        matches!(overlap, ApplyReason::ClaimOverlapsLive { live: 1, .. }),
+        "{overlap}"
+    );
+    // Names increase over claims as over any file, and over a History's highest name.
+    let reused = refuse_reason(vec![claim(1, vec![part("p", &[], [0, 0], 1, 0)])]);
+    assert!(
+        matches!(reused, ApplyReason::NameNotIncreasing { .. }),
+        "{reused}"
+    );
+    let history = Entry::History(History {
+        max_added: 7,
+        ..History::default()
+    });
+    let below = refuse_reason(vec![
+        history.clone(),
+        Entry::AddFile(file(6, vec![part("p", &[], [1, 1], 1, 0)])),
+    ]);
+    assert!(
+        matches!(
+            below,
+            ApplyReason::NameNotIncreasing {
+                name: 6,
+                max_added: 7
+            }
+        ),
+        "{below}"
+    );
+    // An Assigned names a declared stream; a lower one changes nothing.
+    let unknown = refuse_reason(vec![assigned("nope", 5, 5)]);
+    assert!(
+        matches!(unknown, ApplyReason::UnknownStream { .. }),
+        "{unknown}"
+    );
+    let mut cat = base();
+    cat.apply(&rec(vec![assigned("s", 1, 1)])).unwrap();
+    assert_eq!(
+        (cat.next_ordinal("s"), cat.last_position("s")),
+        (3, Some(2))
+    );
+    // Raised, it lets a claim of old ordinals through, and the next AddFile follows on.
+    cat.apply(&rec(vec![
+        assigned("s", 10, 20),
+        claim(4, vec![part("s", &["c", "z"], [5, 6], 2, 0)]),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (cat.next_ordinal("s"), cat.last_position("s")),
+        (10, Some(20))
+    );
+    let gap = refuse(
+        &mut cat,
+        vec![Entry::AddFile(file(
+            5,
+            vec![part("s", &["c", "z"], [7, 7], 1, 0)],
+        ))],
+    );
+    assert!(
+        matches!(gap.reason, ApplyReason::OrdinalStart { expected: 10, .. }),
+        "{gap}"
+    );
+}
+
+#[test]
+fn a_snapshot_follows_the_live_state_not_the_history() {
+    // 2,000 barriers of one row each into s/[a,x], each followed by a merge of the partition's
+    // two segments into one: 4,000 files added, all but the last output wholly retired.
+    let mut cat = base();
+    let mut live: FileName = 1;
+    let mut next_name = 4;
+    for ordinal in 3..2003 {
+        let added = next_name;
+        cat.apply(&rec(vec![Entry::AddFile(file(
+            added,
+            vec![part("s", &["a", "x"], [ordinal, ordinal], 1, 0)],
+        ))]))
+        .unwrap();
+        let output = added + 1;
+        // File 1 holds two rows of it (ordinals 0 and 2); every later ordinal is one row.
+        let rows = ordinal;
+        cat.apply(&rec(vec![merge(
+            output,
+            vec![part("s", &["a", "x"], [0, ordinal], rows, 0)],
+            &[live, added],
+        )]))
+        .unwrap();
+        live = output;
+        next_name += 2;
+    }
+    assert_eq!(cat.retired_files().count(), 3999);
+    let snapshot = cat.snapshot();
+    // Two declarations, two Assigned, two claims (file 1 for s/[b,y] and p, the last output),
+    // the retirements of file 1's merged s/[a,x] tiers (raw and two levels), History,
+    // the watermark, NameHigh.
+    assert_eq!(
+        snapshot.entries.len(),
+        2 + 2 + 2 + 3 + 1 + 1 + 1,
+        "{snapshot:?}"
+    );
+    let rebuilt = rebuild(&[snapshot]);
+    assert_eq!(rebuilt, without_retired(&cat));
+    assert_eq!(rebuilt.next_name(), cat.next_name());
+    // The rebuilt catalog takes the next barrier where the history left off.
+    let mut next = rebuilt.clone();
+    next.apply(&rec(vec![Entry::AddFile(file(
+        cat.next_name(),
+        vec![part("s", &["a", "x"], [2003, 2003], 1, 0)],
+    ))]))
+    .unwrap();
 }

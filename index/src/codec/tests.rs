@@ -404,10 +404,10 @@ fn trailing_bytes_inside_a_body_are_malformed() {
 
 #[test]
 fn unknown_tags_are_malformed_at_the_tag() {
-    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 9]));
+    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 11]));
     assert_eq!(
         malformed(&frame),
-        (14, "entry 1: unknown entry tag 9".to_owned())
+        (14, "entry 1: unknown entry tag 11".to_owned())
     );
     let frame = frame_from_body(&body(
         1,
