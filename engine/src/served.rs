@@ -5,7 +5,9 @@
 //! for staging cross a feed lane; reads, seals and the stop cross a command lane; each waits on a
 //! single-use reply. Delivery has priority: every ready feed is staged before a command is
 //! answered. A ticker closes one barrier per `seal_interval` for every stream, and a clean stop
-//! (or the last handle dropped) closes a last barrier. If the supervisor is gone, a failed send
+//! (or the last handle dropped) closes a last barrier. Each barrier grants a bounded number of
+//! compaction steps, which alternate with requests so that traffic cannot starve them
+//! (`supervise`). If the supervisor is gone, a failed send
 //! or a dropped reply answers `Unserved` to a read or a seal and `EngineError::Stopped` to a
 //! publish or a stop — never a hang, and never `Poisoned`: the store was closed, not damaged.
 
@@ -29,10 +31,11 @@ pub struct ServeConfig {
     pub seal_interval: Option<Duration>,
     /// Requests each lane holds before senders wait (`feed_lane_max` and `command_lane_max`).
     pub lane_max: usize,
-    /// Compaction steps (`Store::compact_step`) the supervisor may take after each barrier it
-    /// closes, one at a time and only while no feed or command is waiting; 0: never. A step is
-    /// bounded by `Config::compact_inputs_max`, so a request that arrives during one waits for
-    /// at most that one step, and a barrier is delayed by at most one step (docs/embedding.md).
+    /// Compaction steps (`Store::compact_step`) the supervisor takes after each barrier it
+    /// closes; 0: never. They run while nothing is waiting, and otherwise alternate with the
+    /// requests, one step after each, so traffic cannot starve them and a request or a barrier
+    /// waits for at most one step beyond the requests ahead of it. A step is bounded by
+    /// `Config::compact_inputs_max` (docs/embedding.md).
     pub compact_steps_per_tick: usize,
 }
 
@@ -207,14 +210,26 @@ impl Series for Served {
 }
 
 /// The supervisor's loop: stage feeds first, answer commands, seal on the ticker, and compact
-/// with what is left.
+/// in a bounded slice of each barrier.
 ///
 /// Each barrier the supervisor closes (a tick or a `seal`) grants `compact_steps_per_tick`
-/// compaction steps, which run one per turn of the loop at the lowest priority: a step starts
-/// only when no feed, command or tick is ready, so a barrier never waits behind more than the
-/// one step in progress, and a publish or a read neither. Grants do not accumulate past one
-/// barrier's worth: a supervisor kept busy compacts less, and catches up when it is idle, since
-/// a tick grants steps even when it has nothing to seal.
+/// compaction steps. A granted step runs at the lowest priority when nothing is ready, and
+/// otherwise **alternates** with the requests: after any turn that was not a step (a feed, a
+/// command or a barrier) the next turn is a step if one is still granted, ahead of whatever is
+/// waiting. So:
+///
+/// - compaction cannot be starved: under traffic with no idle moment, a barrier's grant is used
+///   within the next `compact_steps_per_tick` requests, and the first step runs right after the
+///   barrier itself — a barrier is never followed by a request before a step, whatever waits;
+/// - it stays bounded: at most one step runs between two requests (or a request and a tick),
+///   so a request or a tick waits for at most one step beyond the requests ahead of it, and the
+///   steps between two barriers are at most one grant;
+/// - idle moments are still preferred: with nothing waiting the grant runs back to back, and a
+///   request that arrives meanwhile waits for the one step in progress.
+///
+/// Grants do not accumulate past one barrier's worth, and a tick grants steps even when it has
+/// nothing to seal, so a store left alone catches up. (A step whose policy finds nothing, or
+/// that fails, ends the grant: a failure poisons the store and the next request hears it.)
 async fn supervise(
     mut store: Store,
     mut feed: mpsc::Receiver<Feed>,
@@ -222,14 +237,23 @@ async fn supervise(
     config: &ServeConfig,
 ) {
     let mut steps_granted = 0;
+    // Whether the last turn of the loop was a compaction step: if not, a granted step goes
+    // first on this turn, ahead of anything waiting (the interleaving above).
+    let mut stepped = false;
     let mut ticker = config.seal_interval.map(|period| {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker
     });
     loop {
+        let step_owed = steps_granted > 0 && !stepped;
+        stepped = false;
         tokio::select! {
             biased;
+            () = std::future::ready(()), if step_owed => {
+                steps_granted = compact_one(&mut store, steps_granted);
+                stepped = true;
+            }
             Some(item) = feed.recv() => stage(&mut store, item),
             Some(command) = commands.recv() => {
                 // Delivery has priority: a read is answered only after every ready feed.
@@ -253,12 +277,9 @@ async fn supervise(
                 steps_granted = config.compact_steps_per_tick;
             }
             () = std::future::ready(()), if steps_granted > 0 => {
-                // Nothing left to merge, or a failure (which poisons the store, and the next
-                // request hears about it): no more steps until the next barrier.
-                steps_granted = match store.compact_step() {
-                    Ok(Some(_)) => steps_granted - 1,
-                    Ok(None) | Err(_) => 0,
-                };
+                // Idle: nothing is waiting, so the grant runs on.
+                steps_granted = compact_one(&mut store, steps_granted);
+                stepped = true;
             }
             else => {
                 // Every handle is gone: a clean stop closes a last barrier.
@@ -266,6 +287,16 @@ async fn supervise(
                 return;
             }
         }
+    }
+}
+
+/// Takes one granted compaction step and answers the steps still granted. Nothing left to
+/// merge, or a failure (which poisons the store, and the next request hears about it): no more
+/// steps until the next barrier.
+fn compact_one(store: &mut Store, steps_granted: usize) -> usize {
+    match store.compact_step() {
+        Ok(Some(_)) => steps_granted - 1,
+        Ok(None) | Err(_) => 0,
     }
 }
 

@@ -698,6 +698,116 @@ fn a_served_store_compacts_between_barriers_and_answers_like_the_model() {
     });
 }
 
+/// Compaction in a served store cannot be starved by traffic. Readers keep the command lane
+/// full (each sends its next survey or fold as soon as it hears back, several at once, so one
+/// is always waiting) while a publisher publishes and seals back to back: the supervisor never
+/// has an idle moment. The partition's live files must still stay within `FILES_MAX + 2`, seen
+/// at every barrier, and every answer must be the model's.
+///
+/// The bound, by barriers and not by time: each barrier is followed by a step before any other
+/// request (`supervise`), and with one partition one step brings it from at most
+/// `FILES_MAX + 1` files (the barrier's new one) back to `FILES_MAX`; so a listing of `seg/`
+/// sees at most `FILES_MAX + 1`, plus the output of a step in progress, written before the
+/// inputs it retires are removed. Ticks every 2 ms close barriers too, and the same holds for
+/// them. Before the steps alternated with requests they ran only when nothing was waiting, and
+/// here the files grew with every barrier.
+#[test]
+fn a_served_store_compacts_under_traffic_that_never_pauses() {
+    const FILES_MAX: usize = 4;
+    const N_READERS: usize = 3;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let fs = SimFs::new();
+        let policy = Config {
+            compact_inputs_min: 2,
+            ..config(FILES_MAX, 4)
+        };
+        let store = open_served(&fs, &[suite_stream()], policy);
+        let engine = Served::spawn(
+            store,
+            ServeConfig {
+                seal_interval: Some(std::time::Duration::from_millis(2)),
+                compact_steps_per_tick: 2,
+                ..ServeConfig::default()
+            },
+        );
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let track = labels(&["run_7", "1"]);
+        let readers: Vec<_> = (0..N_READERS)
+            .map(|k| {
+                let (mut engine, done, track) = (engine.clone(), done.clone(), track.clone());
+                tokio::spawn(async move {
+                    let mut n_reads = 0u64;
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        if k % 2 == 0 {
+                            engine
+                                .buckets("capture", &track, Unbounded, Unbounded, 60)
+                                .await
+                                .unwrap();
+                        } else {
+                            let all = (Included(0), Included(u64::MAX));
+                            engine
+                                .aggregate("capture", &[], all.0, all.1, Aggregate::Mean)
+                                .await
+                                .unwrap();
+                        }
+                        n_reads += 1;
+                    }
+                    n_reads
+                })
+            })
+            .collect();
+        let mut engine = engine;
+        let mut model = MemorySeries::new(&[suite_stream()]);
+        let n_barriers = 200u64;
+        let mut peak = 0;
+        for position in 1..=n_barriers {
+            let rows: Vec<Row> = (0..3u64)
+                .map(|k| {
+                    let v = i32::try_from((position * 5 + k) % 19).unwrap() - 9;
+                    suite_row(position * 4 + k, v)
+                })
+                .collect();
+            engine
+                .publish("capture", position, rows.clone())
+                .await
+                .unwrap();
+            model.publish("capture", position, rows).await.unwrap();
+            let sealed = engine.seal("capture", &[]).await;
+            assert_eq!(sealed, model.seal("capture", &[]).await);
+            peak = peak.max(segments(&fs));
+            assert!(
+                segments(&fs) <= FILES_MAX + 2,
+                "barrier {position}: {} live files under traffic, bound {FILES_MAX}",
+                segments(&fs)
+            );
+            if position % 25 == 0 {
+                // No pause here: the readers keep the lane full while these compare.
+                compare_reads(&mut engine, &mut model, &track, position).await;
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut n_reads = 0;
+        for reader in readers {
+            n_reads += reader.await.unwrap();
+        }
+        eprintln!(
+            "served compaction under traffic: {n_barriers} barriers, {n_reads} reads alongside, \
+             at most {peak} live files seen after a seal (bound {FILES_MAX} + 2)"
+        );
+        let all = (Included(0), Included(u64::MAX));
+        assert_eq!(
+            engine.rows("capture", &[], all.0, all.1).await,
+            model.rows("capture", &[], all.0, all.1).await
+        );
+        engine.stop().await.unwrap();
+    });
+}
+
 /// Waits until a served store's live segment files are at most `files_max`. Each seal asked
 /// for, as each tick, grants compaction steps even when it has nothing to write, so a store
 /// left alone catches up.
