@@ -4,7 +4,8 @@
 //! A step picks one partition for which [`plan_merge`] finds a run, and merges that run — the
 //! partition's newest whole segments, consecutive in ordinal order, at least
 //! [`Config::compact_inputs_min`](crate::Config) of similar size, or as many as bring it back
-//! under `compact_files_max`, never more than `compact_inputs_max` — into one new segment
+//! under `compact_files_max`, never more than `compact_inputs_max` segments nor
+//! `compact_step_bytes_max` bytes read — into one new segment
 //! holding only that partition: its raw columns concatenated in ordinal order, and for every
 //! level up to the output's own top the inputs' cells merged by the merge law. A cell that
 //! straddled two barriers (a partial cell in each file) becomes one whole cell, equal to what a
@@ -80,8 +81,9 @@ struct Merged {
 
 impl Store {
     /// Runs compaction steps until the policy finds nothing to merge — so no partition has more
-    /// than `compact_files_max` live raw segments, unless a segment that cannot be merged is in
-    /// the way — and answers what each step did. Each step is bounded by `compact_inputs_max`
+    /// than `compact_files_max` live raw segments, besides those `compact_step_bytes_max`
+    /// leaves alone and unless a segment that cannot be merged is in the way — and answers what
+    /// each step did. Each step is bounded by `compact_inputs_max` and `compact_step_bytes_max`
     /// and is one manifest record; see [`Store::compact_step`].
     pub fn compact(&mut self) -> Result<Vec<CompactStep>, EngineError> {
         let mut steps = Vec::new();
@@ -357,6 +359,7 @@ struct PolicyBounds {
     files_max: usize,
     inputs_min: usize,
     inputs_max: usize,
+    step_bytes_max: u64,
 }
 
 impl PolicyBounds {
@@ -366,6 +369,7 @@ impl PolicyBounds {
             files_max: config.compact_files_max,
             inputs_min: config.compact_inputs_min.clamp(2, inputs_max),
             inputs_max,
+            step_bytes_max: config.compact_step_bytes_max,
         }
     }
 }
@@ -374,21 +378,50 @@ impl PolicyBounds {
 /// (bytes of the partition) of its mergeable tail, oldest first, and how many live raw segments
 /// it has in all. 0: nothing to merge; otherwise at least 2.
 ///
-/// Size-tiered, newest first (as RocksDB's universal compaction): walking back from the newest
-/// segment, an older one joins the run while it is no bigger than everything gathered so far.
-/// A run of at least `inputs_min` merges. Segments so merged at least double each time they are
-/// rewritten, so a row is rewritten O(log rows) times and a partition holds O(log rows) tiers of
-/// fewer than `inputs_min` similar sizes. Then a count rule: a partition with more than
-/// `files_max` live segments merges its newest (smallest) ones, as many as bring it to the
-/// bound. Every run is a suffix, which a read's right fold leaves the same bit for bit, and at
-/// most `inputs_max` long, which bounds a step.
+/// Everything is decided within the **window**: the newest segments whose bytes together are
+/// at most `step_bytes_max`, so a step never reads more than that. Older segments are left
+/// alone: a run is a suffix, and the suffix that reaches them only grows with the barriers.
+///
+/// 1. Size-tiered, newest first (as RocksDB's universal compaction): walking back from the
+///    newest segment, an older one joins the run while it is no bigger than everything
+///    gathered so far. A run of at least `inputs_min` merges. Segments so merged at least
+///    double each time they are rewritten, so a row is rewritten O(log rows) times and a
+///    partition holds O(log rows) tiers of fewer than `inputs_min` similar sizes.
+/// 2. Fill: once the window holds at least half the cap, and its oldest segment is no bigger
+///    than the rest of it, the window merges whole (the newest `inputs_max` of it, if longer).
+///    So a segment the window leaves behind is big: it left because a barrier of `b` bytes
+///    took the window over the cap, and had it been under `(cap - b) / 2` it would have been
+///    no bigger than the rest of a window of at least half the cap, and filled. A partition
+///    thus leaves about `2 × its bytes / step_bytes_max` segments behind at most. A fill at
+///    least doubles its oldest segment, so it rewrites a row at most a few times, and an
+///    output smaller than its inputs is not filled again until as many bytes follow it.
+/// 3. Count: a partition with more than `files_max` live segments, not counting those the cap
+///    leaves behind, merges its newest (smallest) ones, as many as bring it to the bound.
+///    Counting those would make every barrier rewrite the newest segment as it grows to the
+///    cap, a write amplification of about `step_bytes_max / barrier bytes`.
+///
+/// Every run is a suffix, which a read's right fold leaves the same bit for bit, at most
+/// `inputs_max` long and at most `step_bytes_max` bytes, which bound a step.
 fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
     debug_assert!(
         sizes.len() <= n_live,
         "the tail is part of the live segments"
     );
-    let n_max = sizes.len().min(bounds.inputs_max);
-    let Some((&newest, older)) = sizes.split_last() else {
+    let mut window_bytes = 0u64;
+    let mut n_window = 0;
+    for &size in sizes.iter().rev() {
+        match window_bytes.checked_add(size) {
+            Some(bytes) if bytes <= bounds.step_bytes_max => {
+                window_bytes = bytes;
+                n_window += 1;
+            }
+            _ => break,
+        }
+    }
+    let n_left = sizes.len() - n_window;
+    let window = &sizes[n_left..];
+    let n_max = n_window.min(bounds.inputs_max);
+    let (Some((&newest, older)), true) = (window.split_last(), n_max >= 2) else {
         return 0;
     };
     let mut gathered = newest;
@@ -397,14 +430,17 @@ fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
         if n_run == n_max || size > gathered {
             break;
         }
-        gathered = gathered.saturating_add(size);
+        gathered += size; // within the window: no overflow
         n_run += 1;
     }
     if n_run >= bounds.inputs_min {
         return n_run;
     }
-    let n_over = n_live.saturating_sub(bounds.files_max);
-    if n_over > 0 && n_max >= 2 {
+    if window_bytes >= bounds.step_bytes_max / 2 && window[0] <= window_bytes - window[0] {
+        return n_max;
+    }
+    let n_over = n_live.saturating_sub(bounds.files_max.saturating_add(n_left));
+    if n_over > 0 {
         return (n_over + 1).min(n_max);
     }
     0
@@ -457,6 +493,7 @@ mod tests {
         files_max: 16,
         inputs_min: 4,
         inputs_max: 16,
+        step_bytes_max: u64::MAX,
     };
 
     #[test]
@@ -524,6 +561,120 @@ mod tests {
             // log2(20,000) is 14.3.
             assert!(peak <= 16.min(bounds.files_max), "{bounds:?}: {peak} files");
             assert!(written <= 15 * n_barriers, "{bounds:?}: wrote {written}");
+        }
+    }
+
+    #[test]
+    fn a_step_reads_at_most_the_cap_and_leaves_older_segments_alone() {
+        let capped = |step_bytes_max| PolicyBounds {
+            step_bytes_max,
+            ..BOUNDS
+        };
+        // Similar segments merge only as many as fit the cap.
+        assert_eq!(plan_merge(&[1; 10], 10, capped(5)), 5);
+        assert_eq!(plan_merge(&[1; 10], 10, capped(3)), 3);
+        // A segment bigger than the cap is never an input, nor anything older than it.
+        assert_eq!(plan_merge(&[1, 1, 1, 100, 1], 5, capped(50)), 0);
+        assert_eq!(plan_merge(&[100, 1, 1, 1, 1], 5, capped(50)), 4);
+        // Older tiers over the cap are left alone and do not count against the file bound, so
+        // the newest small segments are not rewritten into the biggest one barrier by barrier.
+        let mut sizes = vec![40; 20];
+        sizes.extend([1, 1]);
+        assert_eq!(plan_merge(&sizes, 22, capped(50)), 0);
+        // Within the window the count rule still holds the bound: sizes that double going
+        // back form no tiered run, and the oldest of the window (16) is bigger than the rest.
+        let mut sizes = vec![40; 20];
+        sizes.extend([16, 8, 4, 2, 1]);
+        let narrow = PolicyBounds {
+            files_max: 2,
+            ..capped(50)
+        };
+        assert_eq!(plan_merge(&sizes, 25, narrow), 4);
+        assert_eq!(plan_merge(&sizes, 25, capped(50)), 0);
+        // Fill: a window of at least half the cap whose oldest is no bigger than the rest
+        // merges whole; one whose oldest is bigger waits (it is left behind big).
+        assert_eq!(plan_merge(&[9, 10, 8, 7], 4, capped(40)), 4);
+        assert_eq!(plan_merge(&[30, 10, 8], 3, capped(60)), 0);
+        // A cap of one byte merges nothing.
+        assert_eq!(plan_merge(&[1; 10], 10, capped(1)), 0);
+    }
+
+    /// Under a byte cap, over long runs of barriers (equal, and of varying sizes, with one
+    /// step or four after each): no step reads more than the cap, the files stay within
+    /// `files_max` plus two per cap's worth of the partition's bytes (plus one), a quiet
+    /// partition ends there too, and the bytes written stay a small multiple of those sealed.
+    #[test]
+    fn under_a_byte_cap_steps_stay_under_it_and_files_within_two_per_cap() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for (cap, files_max, inputs_max, steps, varying) in [
+            (64, 16, 16, 4, false),
+            (100, 16, 16, 4, false),
+            (1000, 16, 16, 4, false),
+            (50, 3, 4, 1, true),
+            (300, 8, 8, 2, true),
+            (5000, 16, 16, 1, true),
+        ] {
+            let bounds = PolicyBounds {
+                files_max,
+                inputs_min: 4.min(inputs_max),
+                inputs_max,
+                step_bytes_max: cap,
+            };
+            let mut sizes: Vec<u64> = Vec::new();
+            let (mut sealed, mut written, mut step_max) = (0u64, 0u64, 0u64);
+            let files_bound =
+                |sealed: u64| files_max + usize::try_from(2 * sealed / cap).unwrap() + 1;
+            let step = |sizes: &mut Vec<u64>| {
+                let n = plan_merge(sizes, sizes.len(), bounds);
+                if n < 2 {
+                    return None;
+                }
+                assert!(n <= bounds.inputs_max, "{n}");
+                let merged: u64 = sizes.drain(sizes.len() - n..).sum();
+                sizes.push(merged);
+                Some(merged)
+            };
+            for _ in 0..8_000 {
+                let barrier = if varying { 1 + next() % 20 } else { 1 };
+                sizes.push(barrier);
+                sealed += barrier;
+                for _ in 0..steps {
+                    let Some(read) = step(&mut sizes) else {
+                        break;
+                    };
+                    written += read;
+                    step_max = step_max.max(read);
+                }
+                assert!(
+                    sizes.len() <= files_bound(sealed),
+                    "cap {cap}: {} files for {sealed} bytes",
+                    sizes.len()
+                );
+            }
+            while let Some(read) = step(&mut sizes) {
+                written += read;
+                step_max = step_max.max(read);
+            }
+            assert!(step_max <= cap, "cap {cap}: a step read {step_max}");
+            assert!(
+                step_max > cap / 2,
+                "cap {cap}: the cap was never approached"
+            );
+            assert!(
+                sizes.len() <= files_bound(sealed),
+                "cap {cap}: {} quiet",
+                sizes.len()
+            );
+            assert!(
+                written <= 8 * sealed,
+                "cap {cap}: wrote {written} for {sealed}"
+            );
         }
     }
 }

@@ -34,6 +34,15 @@ pub struct Config {
     /// The most segments one compaction step merges (at least 2): what bounds a step's reads,
     /// its output and the time it holds the store.
     pub compact_inputs_max: usize,
+    /// The most input bytes one compaction step reads: the sum, over the segments it merges, of
+    /// the merged partition's bytes in each. With `compact_inputs_max` it bounds how long a step
+    /// holds the store, which is what a served request or tick may wait behind. A segment that
+    /// cannot join a run under the cap is left alone for good (the count of live files then
+    /// exceeds `compact_files_max` by at most about two per cap's worth of the partition's
+    /// bytes), and a segment bigger than the cap is never merged. The default, 32 MiB, is a
+    /// step of about 0.2 s of CPU, under `Served`'s default seal interval (docs/compaction.md).
+    /// 0 is refused at open (`EngineError::Config`).
+    pub compact_step_bytes_max: u64,
     /// The most segment files the store keeps open (mapped) between reads. At the cap, opening
     /// another evicts the least recently used; a read that comes back to an evicted file maps
     /// it again (and verifies its blocks again), so a store with more files than the cap still
@@ -55,6 +64,7 @@ impl Default for Config {
             compact_files_max: 16,
             compact_inputs_min: 4,
             compact_inputs_max: 16,
+            compact_step_bytes_max: 32 << 20,
             open_segments_max: 1024,
         }
     }
@@ -71,6 +81,13 @@ impl Config {
                      is one memory map, and a read needs at least one)",
                     self.open_segments_max
                 ),
+            });
+        }
+        if self.compact_step_bytes_max == 0 {
+            return Err(EngineError::Config {
+                setting: "compact_step_bytes_max",
+                reason: "is 0; a compaction step must be allowed to read at least one byte"
+                    .to_owned(),
             });
         }
         Ok(())

@@ -202,6 +202,94 @@ fn compaction_bounds_live_files_and_changes_no_answer() {
     assert_eq!(answers(&store), before);
 }
 
+/// `compact_step_bytes_max` bounds what a step reads. The same barriers go into two stores,
+/// one step after each: uncapped, some step reads more than a third of what the biggest step
+/// read; capped there, no step reads more (each step's bytes read, from the metrics), the cap
+/// is approached, a quiet store keeps the files the policy documents (`compact_files_max` plus
+/// two per cap's worth of bytes, plus one), and both answer exactly as before compaction.
+#[test]
+fn a_byte_cap_bounds_every_step_and_changes_no_answer() {
+    let run = |step_bytes_max: u64| {
+        let fs = SimFs::new();
+        let policy = Config {
+            compact_step_bytes_max: step_bytes_max,
+            ..config(4, 8)
+        };
+        let mut store = Store::open_in(sim(&fs), policy, &[capture()]).unwrap();
+        let mut steps_read = Vec::new();
+        for barrier in 0..150 {
+            fill_one(&mut store, 1, 1 + barrier);
+            let read_before = store.metrics().compaction_bytes_read;
+            if store.compact_step().unwrap().is_some() {
+                steps_read.push(store.metrics().compaction_bytes_read - read_before);
+            }
+        }
+        let unmerged = {
+            let plain = SimFs::new();
+            let mut plain_store = Store::open_in(sim(&plain), config(4, 8), &[capture()]).unwrap();
+            fill_one(&mut plain_store, 150, 1);
+            answers(&plain_store)
+        };
+        assert_eq!(answers(&store), unmerged, "cap {step_bytes_max}");
+        loop {
+            let read_before = store.metrics().compaction_bytes_read;
+            if store.compact_step().unwrap().is_none() {
+                break;
+            }
+            steps_read.push(store.metrics().compaction_bytes_read - read_before);
+        }
+        assert_eq!(answers(&store), unmerged, "cap {step_bytes_max}, quiet");
+        (steps_read, store.metrics().bytes_sealed, segments(&fs))
+    };
+    let (uncapped, _, _) = run(u64::MAX);
+    let uncapped_max = *uncapped.iter().max().unwrap();
+    let cap = uncapped_max / 3;
+    assert!(uncapped.iter().filter(|&&read| read > cap).count() > 1);
+    let (capped, sealed, files) = run(cap);
+    assert!(
+        capped.iter().all(|&read| read <= cap),
+        "cap {cap}: {capped:?}"
+    );
+    assert!(
+        capped.iter().any(|&read| read > cap / 2),
+        "cap {cap}: {capped:?}"
+    );
+    let files_bound = 4 + usize::try_from(2 * sealed / cap).unwrap() + 1;
+    assert!(files <= files_bound, "{files} files, bound {files_bound}");
+    eprintln!(
+        "byte cap: uncapped, the biggest step read {uncapped_max} bytes; capped at {cap}, \
+         {} steps read at most {}, {files} files quiet (bound {files_bound})",
+        capped.len(),
+        capped.iter().max().unwrap()
+    );
+}
+
+#[test]
+fn a_byte_cap_of_zero_is_refused_at_open() {
+    let fs = SimFs::new();
+    let policy = Config {
+        compact_step_bytes_max: 0,
+        ..Config::default()
+    };
+    let error = Store::open_in(sim(&fs), policy, &[capture()]).unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            EngineError::Config {
+                setting: "compact_step_bytes_max",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(fs.list("").unwrap().is_empty(), "nothing is created");
+    drop(Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap());
+    assert!(
+        !fs.list("").unwrap().is_empty(),
+        "a store is created where one is allowed"
+    );
+}
+
 /// Values whose sums round (tenths, thirds): a merge that regrouped a read's fold of partial
 /// cells would change a sum's last bits. The policy merges the newest segments, and reads fold
 /// a partition's segments from the right, so every answer stays the same bit for bit, after
