@@ -7,9 +7,9 @@
 //! answered. A ticker closes one barrier per `seal_interval` for every stream, and a clean stop
 //! (or the last handle dropped) closes a last barrier. Each barrier grants a bounded number of
 //! compaction steps, which alternate with requests so that traffic cannot starve them
-//! (`supervise`). If the supervisor is gone, a failed send
-//! or a dropped reply answers `Unserved` to a read or a seal and `EngineError::Stopped` to a
-//! publish or a stop — never a hang, and never `Poisoned`: the store was closed, not damaged.
+//! (`supervise`). If the supervisor is gone, a failed send or a dropped reply answers
+//! `Unserved` to a read or a seal and `EngineError::Stopped` to a publish or a stop — never a
+//! hang, and never `Poisoned`: the store was closed, not damaged.
 
 use std::ops::Bound;
 use std::time::Duration;
@@ -33,9 +33,9 @@ pub struct ServeConfig {
     pub lane_max: usize,
     /// Compaction steps (`Store::compact_step`) the supervisor takes after each barrier it
     /// closes; 0: never. They run while nothing is waiting, and otherwise alternate with the
-    /// requests, one step after each, so traffic cannot starve them and a request or a barrier
-    /// waits for at most one step beyond the requests ahead of it. A step is bounded by
-    /// `Config::compact_inputs_max` (docs/embedding.md).
+    /// requests, one step after each, so traffic cannot starve them and each request or barrier
+    /// is preceded by at most one step. A step is bounded by `Config::compact_inputs_max` and
+    /// `Config::compact_step_bytes_max` (docs/embedding.md).
     pub compact_steps_per_tick: usize,
 }
 
@@ -222,8 +222,9 @@ impl Series for Served {
 ///   within the next `compact_steps_per_tick` requests, and the first step runs right after the
 ///   barrier itself — a barrier is never followed by a request before a step, whatever waits;
 /// - it stays bounded: at most one step runs between two requests (or a request and a tick),
-///   so a request or a tick waits for at most one step beyond the requests ahead of it, and the
-///   steps between two barriers are at most one grant;
+///   so each request or tick is preceded by at most one step (one waiting behind others waits
+///   for theirs too, at most one grant in all), and the steps between two barriers are at most
+///   one grant;
 /// - idle moments are still preferred: with nothing waiting the grant runs back to back, and a
 ///   request that arrives meanwhile waits for the one step in progress.
 ///
