@@ -677,4 +677,31 @@ mod tests {
             );
         }
     }
+
+    /// The cap's limit, stated: a backlog (many small segments sealed while nothing compacted)
+    /// is merged under the cap only as far back as the newest cap's worth; everything older is
+    /// left as it is, since a run that reached it would read every newer segment. Uncapped,
+    /// the same backlog ends within `files_max`: why `strata compact`, which runs offline,
+    /// lifts the cap.
+    #[test]
+    fn a_backlog_is_merged_under_the_cap_only_as_far_back_as_the_cap() {
+        let quiet = |bounds: PolicyBounds| {
+            let mut sizes = vec![1u64; 400];
+            loop {
+                let n = plan_merge(&sizes, sizes.len(), bounds);
+                if n < 2 {
+                    return sizes;
+                }
+                let merged: u64 = sizes.drain(sizes.len() - n..).sum();
+                sizes.push(merged);
+            }
+        };
+        let capped = quiet(PolicyBounds {
+            step_bytes_max: 40,
+            ..BOUNDS
+        });
+        assert_eq!(capped.iter().filter(|&&size| size == 1).count(), 360);
+        assert!(capped.len() > 360, "{}", capped.len());
+        assert!(quiet(BOUNDS).len() <= 16);
+    }
 }

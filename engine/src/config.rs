@@ -37,9 +37,12 @@ pub struct Config {
     /// The most input bytes one compaction step reads: the sum, over the segments it merges, of
     /// the merged partition's bytes in each. With `compact_inputs_max` it bounds how long a step
     /// holds the store, which is what a served request or tick may wait behind. A segment that
-    /// cannot join a run under the cap is left alone for good (the count of live files then
-    /// exceeds `compact_files_max` by at most about two per cap's worth of the partition's
-    /// bytes), and a segment bigger than the cap is never merged. The default, 32 MiB, is a
+    /// cannot join a run under the cap is left alone for good: while compaction keeps up with
+    /// the barriers the count of live files then exceeds `compact_files_max` by at most about
+    /// two per cap's worth of the partition's bytes, but of a backlog (many small segments
+    /// sealed while nothing compacted) all but the newest cap's worth stays as it is, so
+    /// compact a backlog with a larger cap (`strata compact` lifts it). A segment bigger than
+    /// the cap is never merged. The default, 32 MiB, is a
     /// step of about 0.1 s of CPU, well inside `Served`'s default seal interval of 250 ms
     /// (measured in docs/compaction.md).
     /// 0 is refused at open (`EngineError::Config`).

@@ -10,6 +10,12 @@
 //!
 //! The loop is `Store::compact`'s own (steps until there is nothing to do), written out here so
 //! that a signal can be heard between steps.
+//!
+//! It lifts `Config::compact_step_bytes_max`: the cap bounds what a served store's requests and
+//! ticks wait behind, and nothing waits here, while a backlog (the many small files `strata
+//! ingest` leaves) can only be merged by steps that read everything newer than its oldest file
+//! (a run is always a partition's newest segments). Under the cap, all but the newest cap's
+//! worth of a backlog would be left as it is (docs/compaction.md).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -17,10 +23,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use strata::index::{Catalog, TrackKey};
-use strata::{CompactStep, Store};
+use strata::{CompactStep, Config, Store};
 
 use super::interrupt::{EXIT_INTERRUPTED, Interrupt, Says};
-use super::{Failure, duration, grouped, open_existing, print, progress};
+use super::{Failure, duration, grouped, open_existing_with, print, progress};
 
 /// What `strata compact` says about a signal.
 const COMPACT: Says = Says {
@@ -99,7 +105,11 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
         COMPACT,
         "nothing compacted in this run: `strata compact` again starts over".to_owned(),
     )?;
-    let mut store = open_existing(dir)?;
+    let uncapped = Config {
+        compact_step_bytes_max: u64::MAX,
+        ..Config::default()
+    };
+    let mut store = open_existing_with(dir, uncapped)?;
     let before = LiveFiles::of(store.catalog());
     let bar = progress::spinner();
     let start = Instant::now();

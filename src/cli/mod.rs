@@ -118,9 +118,14 @@ fn axis_bounds(range: &AxisRangeArgs) -> (Bound<u64>, Bound<u64>) {
 /// Opens the store in `dir` with the streams it recorded; a missing store is an error, never
 /// created here (only `declare` creates a store).
 fn open_existing(dir: &Path) -> Result<Store, Failure> {
+    open_existing_with(dir, Config::default())
+}
+
+/// `open_existing`, with `config` but for `create_if_missing`.
+fn open_existing_with(dir: &Path, config: Config) -> Result<Store, Failure> {
     let config = Config {
         create_if_missing: false,
-        ..Config::default()
+        ..config
     };
     let store = Store::open(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
     warn_healed(dir, store.boot_report());
