@@ -82,14 +82,16 @@ struct Merged {
 impl Store {
     /// Runs compaction steps until the policy finds nothing to merge — so no partition has more
     /// than `compact_files_max` live raw segments, besides those `compact_step_bytes_max`
-    /// leaves alone and unless a segment that cannot be merged is in the way — and answers what
-    /// each step did. Each step is bounded by `compact_inputs_max` and `compact_step_bytes_max`
-    /// and is one manifest record; see [`Store::compact_step`].
+    /// leaves alone and unless a segment that cannot be merged is in the way — then
+    /// [`Store::checkpoint`]s the manifest, and answers what each step did. Each step is
+    /// bounded by `compact_inputs_max` and `compact_step_bytes_max` and is one manifest record;
+    /// see [`Store::compact_step`].
     pub fn compact(&mut self) -> Result<Vec<CompactStep>, EngineError> {
         let mut steps = Vec::new();
         while let Some(step) = self.compact_step()? {
             steps.push(step);
         }
+        self.checkpoint()?;
         Ok(steps)
     }
 

@@ -137,6 +137,13 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
             ));
         }
     }
+    // The boot after this reads the live state, not the records of every step just taken.
+    store.checkpoint().map_err(|error| {
+        Failure::new(format!(
+            "rewriting the manifest after compaction failed: {error}; {}",
+            so_far(&done, &before, &LiveFiles::of(store.catalog()))
+        ))
+    })?;
     let elapsed = start.elapsed();
     bar.finish_and_clear();
     let after = LiveFiles::of(store.catalog());

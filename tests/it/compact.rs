@@ -420,6 +420,48 @@ fn a_compacted_store_boots_from_its_live_state_not_its_history() {
     assert!(rows.windows(2).all(|w| w[0].position <= w[1].position));
 }
 
+/// Below `manifest_rewrite_bytes` (1 MiB by default) a manifest is only rewritten when asked:
+/// `compact()` ends with a checkpoint, so the boot after it reads a snapshot of the live state
+/// and not the records of every barrier and step; a checkpoint with nothing to gain writes
+/// nothing.
+#[test]
+fn compact_checkpoints_the_manifest_whatever_its_threshold() {
+    let fs = SimFs::new();
+    let config = config(4, 8);
+    assert!(config.manifest_rewrite_bytes >= 1 << 20);
+    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    fill(&mut store, 300, 1);
+    // Every file is live: a snapshot is about as long as the records, nothing to gain.
+    assert!(!store.checkpoint().unwrap());
+    let manifest = |fs: &SimFs| -> (String, u64) {
+        let name = fs
+            .list("")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .find(|n| n.starts_with("manifest-"))
+            .unwrap();
+        let len = fs.len(&name).unwrap();
+        (name, len)
+    };
+    let (first, history_len) = manifest(&fs);
+    store.compact().unwrap();
+    let (name, len) = manifest(&fs);
+    assert_ne!(name, first, "compact() rewrote the manifest");
+    assert!(
+        len * 10 < history_len,
+        "{len} bytes after compaction, {history_len} before"
+    );
+    // Already a snapshot: nothing to gain, nothing written.
+    assert!(!store.checkpoint().unwrap());
+    assert_eq!(manifest(&fs), (name, len));
+    let before = answers(&store);
+    drop(store);
+    let store = Store::open_in(sim(&fs.crash()), config, &[]).unwrap();
+    assert_eq!(store.catalog().retired_files().count(), 0);
+    assert_eq!(answers(&store), before);
+}
+
 #[test]
 fn a_failed_write_of_a_compaction_poisons_the_store_and_a_reopen_answers_as_before() {
     for op in 0..4 {
