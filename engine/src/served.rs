@@ -255,8 +255,16 @@ async fn supervise(
                 steps_granted = compact_one(&mut store, steps_granted);
                 stepped = true;
             }
-            Some(item) = feed.recv() => stage(&mut store, item),
-            Some(command) = commands.recv() => {
+            item = feed.recv() => match item {
+                Some(item) => stage(&mut store, item),
+                // Both lanes' senders live in every handle: one lane closed means every
+                // handle is gone.
+                None => return last_barrier(store),
+            },
+            command = commands.recv() => {
+                let Some(command) = command else {
+                    return last_barrier(store);
+                };
                 // Delivery has priority: a read is answered only after every ready feed.
                 while let Ok(item) = feed.try_recv() {
                     stage(&mut store, item);
@@ -282,13 +290,18 @@ async fn supervise(
                 steps_granted = compact_one(&mut store, steps_granted);
                 stepped = true;
             }
-            else => {
-                // Every handle is gone: a clean stop closes a last barrier.
-                let _ = store.seal();
-                return;
-            }
         }
     }
+}
+
+/// Every handle is gone: a clean stop closes a last barrier, then the store (and its lock).
+///
+/// Not a `select!` `else`: that runs only once every branch is disabled, and the ticker's
+/// branch never is (with no ticker it is pending, not disabled), so a supervisor whose handles
+/// were all dropped without a `stop` went on forever, holding the store's lock.
+fn last_barrier(store: Store) {
+    let mut store = store;
+    let _ = store.seal();
 }
 
 /// Takes one granted compaction step and answers the steps still granted. Nothing left to
@@ -362,6 +375,57 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
+
+    /// Dropping every handle without a `stop` closes a last barrier and the store, with a
+    /// ticker or without: the rows fed are durable, and the store opens again. Before, the
+    /// supervisor never noticed (it waited in `select!` for an `else` that the ticker's branch
+    /// kept from ever running) and held the lock for the life of the process.
+    #[test]
+    fn dropping_every_handle_seals_and_closes_the_store() {
+        for seal_interval in [None, Some(Duration::from_millis(5))] {
+            let fs = SimFs::new();
+            let decl = crate::Stream::new("s")
+                .field("t", strata_index::FieldKind::U64)
+                .field("v", strata_index::FieldKind::F64)
+                .axis("t")
+                .build()
+                .unwrap();
+            let store = Store::open_in(Arc::new(fs.clone()), Config::default(), &[decl]).unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut served = Served::spawn(
+                    store,
+                    ServeConfig {
+                        seal_interval,
+                        ..ServeConfig::default()
+                    },
+                );
+                let row = vec![crate::Value::U64(3), crate::Value::F64(0.5)];
+                served.publish("s", 1, vec![row]).await.unwrap();
+                let other = served.clone();
+                drop(served);
+                drop(other);
+            });
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let store = loop {
+                match Store::open_in(Arc::new(fs.clone()), Config::default(), &[]) {
+                    Ok(store) => break store,
+                    Err(error) if error.is_locked() && std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(error) => panic!("{seal_interval:?}: {error}"),
+                }
+            };
+            assert_eq!(
+                store.watermark("s", &[]).unwrap(),
+                Some(1),
+                "{seal_interval:?}"
+            );
+        }
+    }
 
     /// Requests queued behind a stop are dropped with the supervisor: their callers hear
     /// `Unserved` (a dropped reply, or a failed send once the lane is closed), never a hang.
