@@ -1314,14 +1314,7 @@ impl<'a> Pending<'a> {
             };
             self.next_ordinal.insert(stream, next);
         }
-        self.max_added = Some(file.name);
-        self.added.insert(
-            file.name,
-            AddedFile {
-                entry: file,
-                by_track,
-            },
-        );
+        self.note_added(file, by_track);
         Ok(())
     }
 
@@ -1355,14 +1348,7 @@ impl<'a> Pending<'a> {
                 assert!(fresh, "whole_input checked the tier was live");
             }
         }
-        self.max_added = Some(file.name);
-        self.added.insert(
-            file.name,
-            AddedFile {
-                entry: file,
-                by_track,
-            },
-        );
+        self.note_added(file, by_track);
         Ok(())
     }
 
@@ -1510,6 +1496,12 @@ impl<'a> Pending<'a> {
                     live,
                 })?;
         }
+        self.note_added(file, by_track);
+        Ok(())
+    }
+
+    /// A file this record adds (`AddFile`, `Merge` or `Claim`), once its rules hold.
+    fn note_added(&mut self, file: &'a FileEntry, by_track: ByTrack<'a>) {
         self.max_added = Some(file.name);
         self.added.insert(
             file.name,
@@ -1518,7 +1510,6 @@ impl<'a> Pending<'a> {
                 by_track,
             },
         );
-        Ok(())
     }
 
     fn last_position(&self, stream: &str) -> Option<u64> {

@@ -759,19 +759,7 @@ fn a_served_store_compacts_between_barriers_and_answers_like_the_model() {
         let n_barriers = 300u64;
         let mut peak = 0;
         for position in 1..=n_barriers {
-            let rows: Vec<Row> = (0..2u64)
-                .map(|k| {
-                    let v = i32::try_from((position * 7 + k) % 23).unwrap() - 11;
-                    suite_row(position * 3 + k, v)
-                })
-                .collect();
-            engine
-                .publish("capture", position, rows.clone())
-                .await
-                .unwrap();
-            model.publish("capture", position, rows).await.unwrap();
-            let sealed = engine.seal("capture", &[]).await;
-            assert_eq!(sealed, model.seal("capture", &[]).await);
+            publish_and_seal_both(&mut engine, &mut model, position, 2, [7, 23, 11, 3]).await;
             peak = peak.max(segments(&fs));
             if position % 25 == 0 {
                 // How far compaction lags depends on how busy the supervisor is kept (on a
@@ -896,19 +884,7 @@ fn a_served_store_compacts_under_traffic_that_never_pauses() {
         let n_barriers = 200u64;
         let mut peak = 0;
         for position in 1..=n_barriers {
-            let rows: Vec<Row> = (0..3u64)
-                .map(|k| {
-                    let v = i32::try_from((position * 5 + k) % 19).unwrap() - 9;
-                    suite_row(position * 4 + k, v)
-                })
-                .collect();
-            engine
-                .publish("capture", position, rows.clone())
-                .await
-                .unwrap();
-            model.publish("capture", position, rows).await.unwrap();
-            let sealed = engine.seal("capture", &[]).await;
-            assert_eq!(sealed, model.seal("capture", &[]).await);
+            publish_and_seal_both(&mut engine, &mut model, position, 3, [5, 19, 9, 4]).await;
             peak = peak.max(segments(&fs));
             assert!(
                 segments(&fs) <= FILES_MAX + 2,
@@ -952,6 +928,33 @@ async fn settle(engine: &mut Served, fs: &SimFs, files_max: usize) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
+}
+
+/// Publishes `n_rows` rows of run_7/1 at `position` to the served store and to the model, and
+/// seals both, checking they report the same watermark. Row `k`'s axis is
+/// `position * axis_step + k` and its value `(position * mul + k) % modulus - offset`, from
+/// `[mul, modulus, offset, axis_step]`.
+async fn publish_and_seal_both(
+    engine: &mut Served,
+    model: &mut MemorySeries,
+    position: u64,
+    n_rows: u64,
+    [mul, modulus, offset, axis_step]: [u64; 4],
+) {
+    let rows: Vec<Row> = (0..n_rows)
+        .map(|k| {
+            let v = i64::try_from((position * mul + k) % modulus).unwrap()
+                - i64::try_from(offset).unwrap();
+            suite_row(position * axis_step + k, i32::try_from(v).unwrap())
+        })
+        .collect();
+    engine
+        .publish("capture", position, rows.clone())
+        .await
+        .unwrap();
+    model.publish("capture", position, rows).await.unwrap();
+    let sealed = engine.seal("capture", &[]).await;
+    assert_eq!(sealed, model.seal("capture", &[]).await);
 }
 
 /// A row of partition run_7/1 of the suite's stream.
