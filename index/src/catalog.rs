@@ -17,8 +17,8 @@ use std::fmt;
 use crate::key::TrackKey;
 use crate::label::validate_label;
 use crate::record::{
-    DeclError, Entry, FileEntry, FileName, History, PartitionEntry, Record, Retirement, StreamDecl,
-    Tier,
+    DeclError, Entry, FileEntry, FileName, Floor, History, PartitionEntry, Record, Retirement,
+    StreamDecl, Tier,
 };
 
 mod written;
@@ -284,6 +284,17 @@ pub enum ApplyReason {
         /// The live segment's file.
         live: FileName,
     },
+    /// A floor that does not fit its stream: a track of the wrong depth, a raw floor without a
+    /// position or a level floor with one, an axis where the stream has none (or none where it
+    /// has one), or a raw floor above every position the stream was assigned.
+    InvalidFloor {
+        /// The stream.
+        stream: String,
+        /// The partition.
+        track: TrackKey,
+        /// What is wrong.
+        what: String,
+    },
     /// A watermark below the stream's current one.
     WatermarkBackwards {
         /// The stream.
@@ -507,6 +518,11 @@ impl fmt::Display for ApplyReason {
                 f,
                 "claim of file {file}: partition {partition_idx} overlaps the ordinals of live file {live}"
             ),
+            Self::InvalidFloor {
+                stream,
+                track,
+                what,
+            } => write!(f, "floor of {stream:?} {track:?}: {what}"),
             Self::WatermarkBackwards {
                 stream,
                 current,
@@ -594,6 +610,24 @@ struct FileState {
     live_tiers: u64,
 }
 
+/// A partition's floors, from `Floor` records alone: what it no longer holds, per tier.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TrackFloors {
+    /// The raw tier's: the lowest position (and axis value, for an axial stream) still held.
+    pub raw: Option<RawFloor>,
+    /// Per level, the lowest axis value its cells still hold.
+    pub levels: BTreeMap<u8, u64>,
+}
+
+/// The raw tier's floor in one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFloor {
+    /// Rows at positions below it are retired.
+    pub position: u64,
+    /// Rows at axis values below it are retired; `None` for a stream without an axis.
+    pub axis: Option<u64>,
+}
+
 /// What added a file, for the counts a snapshot keeps of every file ever added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
@@ -621,6 +655,9 @@ pub struct Catalog {
     history: History,
     /// The highest file name ever added; no file is added at or below it again.
     max_added: Option<FileName>,
+    /// Per stream, per track, the floors `Floor` records raised. Kept apart from the live
+    /// tracks: a track retired whole has nothing live, and its floor still answers.
+    floors: BTreeMap<String, BTreeMap<TrackKey, TrackFloors>>,
 }
 
 impl Catalog {
@@ -703,6 +740,7 @@ impl Catalog {
                 state.next_ordinal = state.next_ordinal.max(*next_ordinal);
                 state.last_position = state.last_position.max(Some(*last_position));
             }
+            Entry::Floor(floor) => self.commit_floor(floor),
             Entry::History(history) => {
                 let h = &mut self.history;
                 h.barrier_files = h.barrier_files.saturating_add(history.barrier_files);
@@ -814,6 +852,33 @@ impl Catalog {
         self.commit_add(file, Origin::Merge);
     }
 
+    fn commit_floor(&mut self, floor: &Floor) {
+        let floors = self
+            .floors
+            .entry(floor.stream.clone())
+            .or_default()
+            .entry(floor.track.clone())
+            .or_default();
+        match floor.tier {
+            Tier::Raw => {
+                let position = floor
+                    .position
+                    .expect("validated: a raw floor has a position");
+                let raw = floors.raw.get_or_insert(RawFloor {
+                    position,
+                    axis: floor.axis,
+                });
+                raw.position = raw.position.max(position);
+                raw.axis = raw.axis.max(floor.axis);
+            }
+            Tier::Level(k) => {
+                let axis = floor.axis.expect("validated: a level floor has an axis");
+                let level = floors.levels.entry(k).or_insert(axis);
+                *level = (*level).max(axis);
+            }
+        }
+    }
+
     fn commit_retire(&mut self, r: &Retirement) {
         let stream = self
             .streams
@@ -891,6 +956,25 @@ impl Catalog {
     /// `None` unless an operator's repair cut acknowledged records.
     pub fn fence(&self, id: &str) -> Option<u64> {
         self.fences.get(id).copied()
+    }
+
+    /// The floors of partition `track` of stream `id`, if any `Floor` record raised one.
+    pub fn floors_of(&self, id: &str, track: &TrackKey) -> Option<&TrackFloors> {
+        self.floors.get(id)?.get(track)
+    }
+
+    /// Every partition of stream `id` beneath `prefix` with a recorded floor, retired whole or
+    /// not, in track-key order: what an unnarrowed read takes the highest of. A range scan.
+    pub fn floors<'a>(
+        &'a self,
+        id: &str,
+        prefix: &TrackKey,
+    ) -> impl DoubleEndedIterator<Item = (&'a TrackKey, &'a TrackFloors)> + use<'a> {
+        let bounds = prefix.range();
+        self.floors
+            .get(id)
+            .into_iter()
+            .flat_map(move |tracks| tracks.range(bounds.clone()))
     }
 
     /// The axis range covered by the live partitions of stream `id` beneath `prefix`: those with
@@ -991,6 +1075,25 @@ impl Catalog {
                     next_ordinal: state.next_ordinal,
                     last_position,
                 });
+            }
+        }
+        for (stream, tracks) in &self.floors {
+            for (track, floors) in tracks {
+                let floor = |tier, position, axis| {
+                    Entry::Floor(Floor {
+                        stream: stream.clone(),
+                        track: track.clone(),
+                        tier,
+                        position,
+                        axis,
+                    })
+                };
+                if let Some(raw) = floors.raw {
+                    entries.push(floor(Tier::Raw, Some(raw.position), raw.axis));
+                }
+                for (&k, &axis) in &floors.levels {
+                    entries.push(floor(Tier::Level(k), None, Some(axis)));
+                }
             }
         }
         for (&name, file) in self.files.iter().filter(|(_, f)| f.live_tiers > 0) {
@@ -1205,6 +1308,7 @@ impl<'a> Pending<'a> {
                 self.max_added = self.max_added.max(Some(history.max_added));
                 Ok(())
             }
+            Entry::Floor(floor) => self.check_floor(floor),
             Entry::Retire(retirement) => self.check_retire(retirement),
             Entry::Watermark { stream, position } => self.check_watermark(stream, *position),
             Entry::NameHigh(name) => {
@@ -1446,6 +1550,55 @@ impl<'a> Pending<'a> {
             }
         }
         Ok(())
+    }
+
+    fn check_floor(&self, floor: &Floor) -> Result<(), ApplyReason> {
+        let Some(decl) = self.decl(&floor.stream) else {
+            return Err(ApplyReason::UnknownStream {
+                stream: floor.stream.clone(),
+                partition_idx: None,
+            });
+        };
+        let invalid = |what: String| ApplyReason::InvalidFloor {
+            stream: floor.stream.clone(),
+            track: floor.track.clone(),
+            what,
+        };
+        let depth = floor.track.depth();
+        if depth != decl.track.len() {
+            return Err(invalid(format!(
+                "the track has {depth} components, the stream declares {}",
+                decl.track.len()
+            )));
+        }
+        if floor.axis.is_some() != decl.axis.is_some() {
+            return Err(invalid(if floor.axis.is_some() {
+                "an axis value, but the stream declares no axis".to_owned()
+            } else {
+                "no axis value, but the stream declares an axis".to_owned()
+            }));
+        }
+        match (floor.tier, floor.position) {
+            (Tier::Raw, None) => Err(invalid("a raw floor without a position".to_owned())),
+            (Tier::Level(k), Some(_)) => Err(invalid(format!(
+                "a floor of level {k} with a position (levels have none)"
+            ))),
+            (Tier::Raw, Some(position)) => {
+                // The lowest position still held may be one past everything assigned (all
+                // retired), never beyond: that would retire rows not yet published.
+                let bound = self
+                    .last_position(&floor.stream)
+                    .map_or(0, |last| last.saturating_add(1));
+                if position > bound {
+                    return Err(invalid(format!(
+                        "position {position} is beyond every position the stream was assigned \
+                         (the highest a floor may be is {bound})"
+                    )));
+                }
+                Ok(())
+            }
+            (Tier::Level(_), None) => Ok(()),
+        }
     }
 
     fn check_assigned(

@@ -16,7 +16,7 @@ use std::fmt;
 
 use crate::key::TrackKey;
 use crate::record::{
-    Entry, FieldDecl, FieldKind, FileEntry, History, LadderSpec, PartitionEntry, Record,
+    Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
     Retirement, StreamDecl, Tier,
 };
 
@@ -44,6 +44,7 @@ const TAG_MERGE: u8 = 7;
 const TAG_ASSIGNED: u8 = 8;
 const TAG_CLAIM: u8 = 9;
 const TAG_HISTORY: u8 = 10;
+const TAG_FLOOR: u8 = 11;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -513,10 +514,7 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
             put_u64(buf, retirement.file);
             put_str(buf, &retirement.stream);
             put_key(buf, &retirement.track);
-            match retirement.tier {
-                Tier::Raw => buf.push(TIER_RAW),
-                Tier::Level(k) => buf.extend_from_slice(&[TIER_LEVEL, k]),
-            }
+            put_tier(buf, retirement.tier);
         }
         Entry::Watermark { stream, position } => {
             buf.push(TAG_WATERMARK);
@@ -561,6 +559,32 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
             put_u64(buf, history.merge_files);
             put_u64(buf, history.merge_bytes);
             put_u64(buf, history.max_added);
+        }
+        Entry::Floor(floor) => {
+            buf.push(TAG_FLOOR);
+            put_str(buf, &floor.stream);
+            put_key(buf, &floor.track);
+            put_tier(buf, floor.tier);
+            put_option(buf, floor.position);
+            put_option(buf, floor.axis);
+        }
+    }
+}
+
+fn put_tier(buf: &mut Vec<u8>, tier: Tier) {
+    match tier {
+        Tier::Raw => buf.push(TIER_RAW),
+        Tier::Level(k) => buf.extend_from_slice(&[TIER_LEVEL, k]),
+    }
+}
+
+/// An optional `u64`: a presence byte (0 or 1), then the value if present.
+fn put_option(buf: &mut Vec<u8>, value: Option<u64>) {
+    match value {
+        None => buf.push(0),
+        Some(v) => {
+            buf.push(1);
+            put_u64(buf, v);
         }
     }
 }
@@ -743,17 +767,7 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             let file = r.u64("retired file name")?;
             let stream = r.string("retired stream")?;
             let track = r.key("retired track")?;
-            let tier_at = r.pos;
-            let tier = match r.u8("tier kind")? {
-                TIER_RAW => Tier::Raw,
-                TIER_LEVEL => Tier::Level(r.u8("tier level")?),
-                other => {
-                    return Err(Malformed::new(
-                        tier_at,
-                        format!("unknown tier kind {other}"),
-                    ));
-                }
-            };
+            let tier = get_tier(r)?;
             Ok(Entry::Retire(Retirement {
                 file,
                 stream,
@@ -801,7 +815,35 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             merge_bytes: r.u64("history merge bytes")?,
             max_added: r.u64("history highest name added")?,
         })),
+        TAG_FLOOR => Ok(Entry::Floor(Floor {
+            stream: r.string("floor stream")?,
+            track: r.key("floor track")?,
+            tier: get_tier(r)?,
+            position: get_option(r, "floor position")?,
+            axis: get_option(r, "floor axis")?,
+        })),
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
+    }
+}
+
+fn get_tier(r: &mut Reader<'_>) -> Result<Tier, Malformed> {
+    let at = r.pos;
+    match r.u8("tier kind")? {
+        TIER_RAW => Ok(Tier::Raw),
+        TIER_LEVEL => Ok(Tier::Level(r.u8("tier level")?)),
+        other => Err(Malformed::new(at, format!("unknown tier kind {other}"))),
+    }
+}
+
+fn get_option(r: &mut Reader<'_>, what: &str) -> Result<Option<u64>, Malformed> {
+    let at = r.pos;
+    match r.u8(what)? {
+        0 => Ok(None),
+        1 => r.u64(what).map(Some),
+        other => Err(Malformed::new(
+            at,
+            format!("{what}: presence byte {other}, not 0 or 1"),
+        )),
     }
 }
 

@@ -18,7 +18,9 @@ pub mod record;
 #[cfg(test)]
 mod strategies;
 
-pub use catalog::{ApplyError, ApplyReason, Catalog, PartitionView, Written};
+pub use catalog::{
+    ApplyError, ApplyReason, Catalog, PartitionView, RawFloor, TrackFloors, Written,
+};
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
     LOG_MAGIC, LOG_VERSION, ParsedLog, StrayFrame, decode_frame, encode_frame, log_header,
@@ -27,6 +29,6 @@ pub use codec::{
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
 pub use label::{LABEL_BYTES_MAX, LabelError, validate_label};
 pub use record::{
-    DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, History, LadderSpec,
-    PartitionEntry, Record, Retirement, StreamDecl, Tier,
+    DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, Floor, History,
+    LadderSpec, PartitionEntry, Record, Retirement, StreamDecl, Tier,
 };

@@ -498,6 +498,31 @@ pub enum Entry {
     Claim(FileEntry),
     /// A snapshot's summary of every file ever added, live or retired (see [`History`]).
     History(History),
+    /// A partition's floor for one tier: nothing of that tier beneath it is retained any more.
+    /// Written with the retirements that move it; floors are derived from these records and
+    /// from nothing else (never from the files present).
+    Floor(Floor),
+}
+
+/// One tier's floor in one partition: the lowest position and axis value it still holds.
+///
+/// For the raw tier, rows at positions below `position` are retired, and (for a stream with an
+/// axis) so are rows at axis values below `axis`. For a level tier, the level's cells covering
+/// axis values below `axis` are retired; levels have no positions. A floor only rises: a lower
+/// one than recorded is accepted and ignored, component by component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Floor {
+    /// The stream id.
+    pub stream: String,
+    /// The partition's track.
+    pub track: TrackKey,
+    /// Which tier the floor bounds.
+    pub tier: Tier,
+    /// The lowest position still held: `Some` for the raw tier, `None` for a level.
+    pub position: Option<u64>,
+    /// The lowest axis value still held: `Some` iff the stream declares an axis (a level floor
+    /// always has one: only an axial stream has levels).
+    pub axis: Option<u64>,
 }
 
 /// What a snapshot keeps of the files it no longer lists: how many were added and by what, and

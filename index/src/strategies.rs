@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use crate::key::TrackKey;
 use crate::record::{
-    Entry, FieldDecl, FieldKind, FileEntry, History, LadderSpec, PartitionEntry, Record,
+    Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
     Retirement, StreamDecl, Tier,
 };
 
@@ -183,6 +183,22 @@ pub fn any_entry() -> impl Strategy<Value = Entry> {
             merge_bytes: d,
             max_added: e,
         })),
+        (
+            any_text(),
+            track_key(),
+            tier(),
+            any::<Option<u64>>(),
+            any::<Option<u64>>()
+        )
+            .prop_map(|(stream, track, tier, position, axis)| {
+                Entry::Floor(Floor {
+                    stream,
+                    track,
+                    tier,
+                    position,
+                    axis,
+                })
+            }),
     ]
 }
 

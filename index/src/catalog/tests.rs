@@ -1826,3 +1826,123 @@ fn a_snapshot_follows_the_live_state_not_the_history() {
     ))]))
     .unwrap();
 }
+
+// ---- floors ----
+
+fn floor(track: &[&str], tier: Tier, position: Option<u64>, axis: Option<u64>) -> Entry {
+    Entry::Floor(Floor {
+        stream: "s".to_owned(),
+        track: key(track),
+        tier,
+        position,
+        axis,
+    })
+}
+
+#[test]
+fn a_floor_must_fit_its_stream() {
+    // base(): s has a depth-2 track and an axis; positions up to 2 assigned.
+    let cases: Vec<(Entry, &str)> = vec![
+        (floor(&["a"], Tier::Raw, Some(1), Some(1)), "1 components"),
+        (
+            floor(&["a", "x"], Tier::Raw, None, Some(1)),
+            "without a position",
+        ),
+        (
+            floor(&["a", "x"], Tier::Level(0), Some(1), Some(1)),
+            "with a position",
+        ),
+        (
+            floor(&["a", "x"], Tier::Raw, Some(1), None),
+            "no axis value",
+        ),
+        (
+            floor(&["a", "x"], Tier::Level(1), None, None),
+            "no axis value",
+        ),
+        (
+            floor(&["a", "x"], Tier::Raw, Some(4), Some(1)),
+            "beyond every position",
+        ),
+    ];
+    for (entry, what) in cases {
+        let reason = refuse_reason(vec![entry.clone()]);
+        assert!(
+            matches!(reason, ApplyReason::InvalidFloor { .. }),
+            "{entry:?}: {reason}"
+        );
+        assert!(reason.to_string().contains(what), "{entry:?}: {reason}");
+    }
+    let unknown = refuse_reason(vec![Entry::Floor(Floor {
+        stream: "nope".to_owned(),
+        track: key(&[]),
+        tier: Tier::Raw,
+        position: Some(0),
+        axis: None,
+    })]);
+    assert!(
+        matches!(unknown, ApplyReason::UnknownStream { .. }),
+        "{unknown}"
+    );
+    // Stream p has no axis and a root track: a raw floor with no axis fits it.
+    let mut cat = base();
+    cat.apply(&rec(vec![Entry::Floor(Floor {
+        stream: "p".to_owned(),
+        track: key(&[]),
+        tier: Tier::Raw,
+        position: Some(1),
+        axis: None,
+    })]))
+    .unwrap();
+    assert_eq!(
+        cat.floors_of("p", &key(&[])).and_then(|f| f.raw),
+        Some(RawFloor {
+            position: 1,
+            axis: None
+        })
+    );
+}
+
+#[test]
+fn floors_only_rise_outlive_their_track_and_survive_a_snapshot() {
+    let mut cat = base();
+    // One past everything assigned is the highest a raw floor may be: all of it retired.
+    cat.apply(&rec(vec![
+        floor(&["a", "x"], Tier::Raw, Some(2), Some(5)),
+        floor(&["a", "x"], Tier::Level(1), None, Some(40)),
+        floor(&["b", "y"], Tier::Raw, Some(3), Some(2)),
+    ]))
+    .unwrap();
+    // Lower values are accepted and ignored, component by component.
+    cat.apply(&rec(vec![
+        floor(&["a", "x"], Tier::Raw, Some(1), Some(9)),
+        floor(&["a", "x"], Tier::Level(1), None, Some(8)),
+        floor(&["a", "x"], Tier::Level(0), None, Some(8)),
+    ]))
+    .unwrap();
+    let ax = cat.floors_of("s", &key(&["a", "x"])).unwrap().clone();
+    assert_eq!(
+        ax.raw,
+        Some(RawFloor {
+            position: 2,
+            axis: Some(9)
+        })
+    );
+    assert_eq!(ax.levels, BTreeMap::from([(0, 8), (1, 40)]));
+    // s/[b,y] retired whole: nothing of it is live, and its floor still answers.
+    cat.apply(&rec(vec![retire(1, "s", &["b", "y"], Tier::Raw)]))
+        .unwrap();
+    assert!(cat.partitions("s", &key(&["b"])).next().is_none());
+    let by = cat.floors_of("s", &key(&["b", "y"])).unwrap().raw.unwrap();
+    assert_eq!(by.position, 3);
+    // A prefix scan finds every floor beneath it, in track order.
+    let tracks: Vec<&TrackKey> = cat.floors("s", &TrackKey::ROOT).map(|(t, _)| t).collect();
+    assert_eq!(tracks, vec![&key(&["a", "x"]), &key(&["b", "y"])]);
+    assert_eq!(cat.floors("s", &key(&["b"])).count(), 1);
+    assert_eq!(cat.floors("p", &TrackKey::ROOT).count(), 0);
+    // The snapshot keeps them, split one entry to a frame too.
+    let parts = crate::codec::split_record(cat.snapshot(), 1);
+    let rebuilt = rebuild(&parts);
+    assert_eq!(rebuilt, without_retired(&cat));
+    assert_eq!(rebuilt.floors_of("s", &key(&["a", "x"])), Some(&ax));
+}

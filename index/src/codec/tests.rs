@@ -404,10 +404,10 @@ fn trailing_bytes_inside_a_body_are_malformed() {
 
 #[test]
 fn unknown_tags_are_malformed_at_the_tag() {
-    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 11]));
+    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 12]));
     assert_eq!(
         malformed(&frame),
-        (14, "entry 1: unknown entry tag 11".to_owned())
+        (14, "entry 1: unknown entry tag 12".to_owned())
     );
     let frame = frame_from_body(&body(
         1,
@@ -655,4 +655,30 @@ fn a_merge_is_tag_7_then_a_file_then_its_inputs() {
     for cut in body.len() - 17..body.len() {
         assert!(decode_frame(&frame_from_body(&body[..cut])).is_err());
     }
+}
+
+#[test]
+fn a_floors_presence_bytes_are_0_or_1() {
+    let record = Record {
+        entries: vec![Entry::Floor(Floor {
+            stream: "s".to_owned(),
+            track: TrackKey::ROOT,
+            tier: Tier::Raw,
+            position: Some(5),
+            axis: Some(7),
+        })],
+    };
+    let frame = encode_frame(&record);
+    assert_eq!(decode_frame(&frame).unwrap().0, record);
+    // The body ends: presence 1, position (8 bytes), presence 1, axis (8 bytes).
+    let mut body = frame[FRAME_HEADER_LEN..].to_vec();
+    let at = body.len() - 18;
+    assert_eq!((body[at], body[at + 9]), (1, 1));
+    body[at] = 2;
+    let (offset, detail) = malformed(&frame_from_body(&body));
+    assert_eq!(offset, at);
+    assert!(
+        detail.contains("floor position: presence byte 2"),
+        "{detail}"
+    );
 }
