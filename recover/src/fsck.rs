@@ -220,12 +220,14 @@ pub struct PartitionSummary {
     pub raw_files: Vec<String>,
     /// The files holding any of its live level tiers, as 12-digit names, ascending.
     pub level_files: Vec<String>,
-    /// From retirement records only: `None` when no raw tier was ever retired, else the lowest
-    /// live position, or one past the highest retired one when no raw tier is live.
+    /// The raw floor recorded (`Floor` records only, never the files present): the lowest
+    /// position still held; `None` until one is recorded.
     pub raw_floor: Option<u64>,
-    /// From retirement records only: `None` when no level tier was ever retired (or there is
-    /// no axis), else the lowest axis held by a live level, or one past the highest retired.
-    pub levels_floor: Option<u64>,
+    /// The raw floor's axis value: the lowest still held (`None` without an axis, or until
+    /// one is recorded).
+    pub raw_floor_axis: Option<u64>,
+    /// Per level with a recorded floor, the lowest axis value its cells still hold.
+    pub level_floors: BTreeMap<u8, u64>,
 }
 
 /// The outcome of verifying one recorded file.
@@ -275,7 +277,6 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
     let plan = inspect(vfs)?;
     let quarantine = quarantine_entries(vfs)?;
     let mut findings = plan.report.findings;
-    let history = history(&plan.catalog);
     let verified = verify.then(|| verify_files(vfs, &plan.catalog, &mut findings));
     let status = if findings.is_empty() && quarantine.is_empty() {
         Status::Clean
@@ -298,7 +299,7 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
         streams: plan
             .catalog
             .streams()
-            .map(|d| stream_summary(&plan.catalog, &history, &d.id))
+            .map(|d| stream_summary(&plan.catalog, &d.id))
             .collect(),
         files: Some(FilesSummary::of(&plan.catalog)),
         verified,
@@ -384,7 +385,7 @@ fn quarantine_entries(vfs: &dyn Vfs) -> Result<Vec<QuarantineEntry>, RecoverErro
 
 // ---- streams, partitions and floors ----
 
-fn stream_summary(catalog: &Catalog, history: &History<'_>, id: &str) -> StreamSummary {
+fn stream_summary(catalog: &Catalog, id: &str) -> StreamSummary {
     let decl = catalog.stream(id);
     let field_name = |idx: u16| {
         decl.and_then(|d| d.fields.get(usize::from(idx)))
@@ -408,39 +409,12 @@ fn stream_summary(catalog: &Catalog, history: &History<'_>, id: &str) -> StreamS
         watermark: catalog.watermark(id),
         partitions: catalog
             .partitions(id, &TrackKey::ROOT)
-            .map(|view| partition_summary(catalog, id, view, history))
+            .map(|view| partition_summary(catalog, id, view))
             .collect(),
     }
 }
 
-/// Every file that held each (stream, track), live or wholly retired since the catalog was built
-/// (a snapshot does not list the files it found wholly retired), in name order: the retirement
-/// records' side of the floors. Built once, so the report costs one pass over the
-/// catalog's files however many streams there are.
-type History<'a> = BTreeMap<(&'a str, &'a TrackKey), Vec<(FileName, &'a PartitionEntry)>>;
-
-fn history(catalog: &Catalog) -> History<'_> {
-    let retired = catalog
-        .retired_files()
-        .filter_map(|name| catalog.file(name));
-    let mut files: Vec<&FileEntry> = catalog.live_files().chain(retired).collect();
-    files.sort_by_key(|f| f.name);
-    let mut history = History::new();
-    for file in files {
-        for part in &file.partitions {
-            let key = (part.stream.as_str(), &part.track);
-            history.entry(key).or_default().push((file.name, part));
-        }
-    }
-    history
-}
-
-fn partition_summary(
-    catalog: &Catalog,
-    id: &str,
-    view: PartitionView<'_>,
-    history: &History<'_>,
-) -> PartitionSummary {
+fn partition_summary(catalog: &Catalog, id: &str, view: PartitionView<'_>) -> PartitionSummary {
     let raw: BTreeMap<FileName, &PartitionEntry> = view.segments(Tier::Raw).collect();
     // Levels retire coarsest-last, so a partition's live levels need not start at 0: look at
     // every level a file can store rather than stopping at the first empty one.
@@ -451,33 +425,8 @@ fn partition_summary(
         }
     }
     let live = view.live_segments();
-    // A retired partition whose ordinals a live segment holds was merged into it, not lost:
-    // it is no floor.
-    let merged = |name: FileName, part: &PartitionEntry| {
-        live.iter().any(|&(live_name, live_part, _)| {
-            live_name != name
-                && live_part.ordinals[0] <= part.ordinals[0]
-                && part.ordinals[1] <= live_part.ordinals[1]
-        })
-    };
-    let segments: Vec<SegmentTiers> = history
-        .get(&(id, view.track()))
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|&&(name, part)| !merged(name, part))
-        .map(|&(name, part)| {
-            let n_live_levels = live_levels.get(&name).copied().unwrap_or(0);
-            SegmentTiers {
-                positions: part.positions,
-                axis: part.axis,
-                raw_live: raw.contains_key(&name),
-                levels_live: n_live_levels > 0,
-                levels_retired: n_live_levels < u16::from(part.n_levels),
-            }
-        })
-        .collect();
-    let (raw_floor, levels_floor) = floors(&segments);
+    let floors = catalog.floors_of(id, view.track());
+    let raw_floor = floors.and_then(|f| f.raw);
     let live_bytes = live
         .iter()
         .fold(0, |sum: u64, (_, part, _)| sum.saturating_add(part.len));
@@ -496,70 +445,14 @@ fn partition_summary(
         axis: catalog.axis_range(id, view.track()),
         raw_files: raw.keys().map(|&n| file_number(n)).collect(),
         level_files: live_levels.keys().map(|&n| file_number(n)).collect(),
-        raw_floor,
-        levels_floor,
+        raw_floor: raw_floor.map(|f| f.position),
+        raw_floor_axis: raw_floor.and_then(|f| f.axis),
+        level_floors: floors.map(|f| f.levels.clone()).unwrap_or_default(),
     }
 }
 
 fn file_number(name: FileName) -> String {
     format!("{name:012}")
-}
-
-/// What the records say of one partition's tiers in one file (live or wholly retired).
-#[derive(Clone, Copy, Debug)]
-struct SegmentTiers {
-    positions: [u64; 2],
-    axis: Option<[u64; 2]>,
-    /// Its raw tier is live (every file stores one; not live means retired).
-    raw_live: bool,
-    /// At least one of its level tiers is live.
-    levels_live: bool,
-    /// At least one of the level tiers it stores is retired.
-    levels_retired: bool,
-}
-
-/// A partition's `(raw_floor, levels_floor)`, derived from retirement records only (never from
-/// what is on disk), over every file that ever held the partition.
-///
-/// Each kind of tier answers its own floor. The raw floor is `None` when no raw tier of this
-/// partition was ever retired; otherwise it is the lowest position still held by a live raw
-/// tier, or one past the highest retired position when no raw tier is live. The levels floor is
-/// `None` when no level tier was ever retired (or the stream has no axis); otherwise the lowest
-/// axis value still held by a file with a live level tier, or one past the highest axis value of
-/// the retired ones when no level tier is live.
-fn floors(segments: &[SegmentTiers]) -> (Option<u64>, Option<u64>) {
-    let raw_floor = if segments.iter().all(|s| s.raw_live) {
-        None
-    } else {
-        let live = segments
-            .iter()
-            .filter(|s| s.raw_live)
-            .map(|s| s.positions[0])
-            .min();
-        live.or_else(|| {
-            segments
-                .iter()
-                .map(|s| s.positions[1].saturating_add(1))
-                .max()
-        })
-    };
-    let levels_floor = if segments.iter().any(|s| s.levels_retired) {
-        let live = segments
-            .iter()
-            .filter(|s| s.levels_live)
-            .filter_map(|s| s.axis)
-            .map(|a| a[0]);
-        live.min().or_else(|| {
-            let retired = segments
-                .iter()
-                .filter(|s| s.levels_retired)
-                .filter_map(|s| s.axis);
-            retired.map(|a| a[1].saturating_add(1)).max()
-        })
-    } else {
-        None
-    };
-    (raw_floor, levels_floor)
 }
 
 // ---- verify ----
@@ -916,7 +809,11 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
                 range(part.positions),
                 range(part.axis),
                 format!("{}/{}", part.raw_files.len(), part.level_files.len()),
-                format!("{}/{}", opt(part.raw_floor), opt(part.levels_floor)),
+                format!(
+                    "{}/{}",
+                    opt(part.raw_floor),
+                    level_floors(&part.level_floors)
+                ),
             ]);
         }
         table(out, "    ", &rows)?;
@@ -1037,6 +934,18 @@ fn opt(value: Option<u64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
+/// Level floors as `k:axis` pairs, `-` when none is recorded.
+fn level_floors(floors: &BTreeMap<u8, u64>) -> String {
+    if floors.is_empty() {
+        return "-".to_owned();
+    }
+    floors
+        .iter()
+        .map(|(k, axis)| format!("L{k}:{axis}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn range(value: Option<[u64; 2]>) -> String {
     value.map_or_else(|| "-".to_owned(), |[lo, hi]| format!("{lo}..={hi}"))
 }
@@ -1078,73 +987,6 @@ fn clean(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn seg(positions: [u64; 2], raw_live: bool) -> SegmentTiers {
-        SegmentTiers {
-            positions,
-            axis: None,
-            raw_live,
-            levels_live: false,
-            levels_retired: false,
-        }
-    }
-
-    fn leveled(axis: [u64; 2], levels_live: bool, levels_retired: bool) -> SegmentTiers {
-        SegmentTiers {
-            positions: axis,
-            axis: Some(axis),
-            raw_live: true,
-            levels_live,
-            levels_retired,
-        }
-    }
-
-    #[test]
-    fn floors_are_none_until_something_retires() {
-        assert_eq!(floors(&[]), (None, None));
-        assert_eq!(
-            floors(&[seg([0, 9], true), seg([10, 19], true)]),
-            (None, None)
-        );
-        let all_levels = [leveled([0, 9], true, false), leveled([10, 19], true, false)];
-        assert_eq!(floors(&all_levels), (None, None));
-    }
-
-    #[test]
-    fn raw_floor_is_the_lowest_live_position() {
-        let segments = [seg([0, 9], false), seg([10, 19], true), seg([20, 29], true)];
-        assert_eq!(floors(&segments), (Some(10), None));
-        // Retirement with a gap: the floor is still the lowest position held live.
-        let gap = [seg([0, 9], true), seg([10, 19], false)];
-        assert_eq!(floors(&gap), (Some(0), None));
-    }
-
-    #[test]
-    fn raw_floor_is_one_past_the_retired_when_nothing_is_live() {
-        let segments = [seg([0, 9], false), seg([10, 19], false)];
-        assert_eq!(floors(&segments), (Some(20), None));
-        assert_eq!(floors(&[seg([5, u64::MAX], false)]), (Some(u64::MAX), None));
-    }
-
-    #[test]
-    fn levels_floor_answers_for_levels_alone() {
-        // Level 0 of the first file retired, a coarser level still live: the axis is held.
-        let held = [
-            leveled([0, 99], true, true),
-            leveled([100, 199], true, false),
-        ];
-        assert_eq!(floors(&held), (None, Some(0)));
-        let first_gone = [
-            leveled([0, 99], false, true),
-            leveled([100, 199], true, false),
-        ];
-        assert_eq!(floors(&first_gone), (None, Some(100)));
-        let all_gone = [
-            leveled([0, 99], false, true),
-            leveled([100, 199], false, true),
-        ];
-        assert_eq!(floors(&all_gone), (None, Some(200)));
-    }
 
     #[test]
     fn exit_codes_follow_the_status() {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use strata_index::{Entry, Record, Retirement, Tier, TrackKey};
+use strata_index::{Entry, Floor, Record, Retirement, Tier, TrackKey};
 use strata_recover::boot;
 use strata_segment::vfs::{RealFs, SimFs};
 use tempfile::TempDir;
@@ -201,7 +201,8 @@ fn a_clean_store_exits_0_and_reports_every_stream_and_partition() {
     );
     assert_eq!(run_7["level_files"], serde_json::json!([]));
     assert_eq!(run_7["raw_floor"], Value::Null);
-    assert_eq!(run_7["levels_floor"], Value::Null);
+    assert_eq!(run_7["raw_floor_axis"], Value::Null);
+    assert_eq!(run_7["level_floors"], serde_json::json!({}));
     assert_eq!(partitions[1]["positions"], serde_json::json!([1, 19]));
 }
 
@@ -233,12 +234,13 @@ fn json_has_every_documented_field() {
         [
             "axis",
             "level_files",
-            "levels_floor",
+            "level_floors",
             "live_bytes",
             "live_files",
             "positions",
             "raw_files",
             "raw_floor",
+            "raw_floor_axis",
             "rows",
             "track"
         ]
@@ -460,19 +462,31 @@ fn a_missing_or_short_file_is_one_finding_each_even_with_verify() {
     );
 }
 
+/// Floors are what `Floor` records say, never what is on disk: retiring run_7's rows in file 1
+/// (its positions 0 to 8) records its floor at 10, the lowest position it still holds; retiring
+/// run_70's too retires file 1 whole, and boot removes it, and the floors stay as recorded.
 #[test]
 fn floors_come_from_retirement_records() {
     let (fs, mut booted) = sealed_store();
-    let retire = |run: &str| {
-        Entry::Retire(Retirement {
-            file: 1,
-            stream: STREAM.into(),
-            track: TrackKey::encode(&[run]).unwrap(),
-            tier: Tier::Raw,
-        })
+    let retire = |run: &str, position: u64| {
+        vec![
+            Entry::Retire(Retirement {
+                file: 1,
+                stream: STREAM.into(),
+                track: TrackKey::encode(&[run]).unwrap(),
+                tier: Tier::Raw,
+            }),
+            Entry::Floor(Floor {
+                stream: STREAM.into(),
+                track: TrackKey::encode(&[run]).unwrap(),
+                tier: Tier::Raw,
+                position: Some(position),
+                axis: None,
+            }),
+        ]
     };
     let record = Record {
-        entries: vec![retire("run_7")],
+        entries: retire("run_7", 10),
     };
     booted.catalog.apply(&record).unwrap();
     booted.manifest.append(&record).unwrap();
@@ -481,10 +495,7 @@ fn floors_come_from_retirement_records() {
     let run = fsck(dir.path(), &["--json"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     let partitions = run.json()["streams"][0]["partitions"].clone();
-    assert_eq!(
-        partitions[0]["raw_floor"], 10,
-        "run_7's lowest live position is in file 2"
-    );
+    assert_eq!(partitions[0]["raw_floor"], 10);
     assert_eq!(
         partitions[0]["raw_files"],
         serde_json::json!(["000000000002"])
@@ -495,10 +506,11 @@ fn floors_come_from_retirement_records() {
         Value::Null,
         "nothing of run_70 was retired"
     );
+    let table = fsck(dir.path(), &[]);
+    assert!(table.stdout.contains("10/-"), "{}", table.stdout);
 
-    // Retiring run_70 too retires file 1 whole: boot would remove it, and the floors stay.
     let record = Record {
-        entries: vec![retire("run_70")],
+        entries: retire("run_70", 11),
     };
     booted.catalog.apply(&record).unwrap();
     booted.manifest.append(&record).unwrap();
