@@ -23,9 +23,16 @@ pub struct Cli {
 pub enum Command {
     /// Declare a stream (creating the store if missing); the store records the declaration.
     Declare(DeclareArgs),
-    /// Publish rows from CSV (a header naming the fields), sealing every N rows and at the end.
+    /// Publish rows from CSV (a header naming the fields), sealing every N rows and at the end,
+    /// and compacting a little after each seal.
     ///
-    /// SIGINT or SIGTERM (Ctrl-C) stops at the next batch boundary: what is staged is sealed,
+    /// After each barrier a few compaction steps (as many as a served store takes after each of
+    /// its barriers) merge partitions' newest segments, so a long load leaves a few live files
+    /// per partition rather than one per barrier; --no-compact leaves them all for a later
+    /// `strata compact`.
+    ///
+    /// SIGINT or SIGTERM (Ctrl-C) stops at the next batch boundary, or after the compaction step
+    /// under way: what is staged is sealed,
     /// stderr says the rows sealed, the watermark and the --skip-lines N that resumes the same
     /// input, and the exit code is 3. A second signal exits at once (130 for SIGINT, 143 for
     /// SIGTERM); rows staged since the last seal are then not stored.
@@ -88,6 +95,11 @@ pub struct IngestArgs {
     /// how an ingest stopped by Ctrl-C resumes; it prints the N to give.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip_lines: u64,
+    /// Take no compaction steps: every barrier's file stays live until `strata compact` (the
+    /// fastest load; compacting a large backlog afterwards rewrites far more than compacting
+    /// as it seals).
+    #[arg(long)]
+    pub no_compact: bool,
 }
 
 /// `query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`.

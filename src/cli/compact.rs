@@ -37,8 +37,8 @@ const COMPACT: Says = Says {
 
 /// Live segment files: store-wide, and in the partition with the most.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct LiveFiles {
-    n_files: usize,
+pub(super) struct LiveFiles {
+    pub(super) n_files: usize,
     n_bytes: u64,
     /// The partition with the most live files (the first such, by stream id then track), and
     /// how many; `None` in a store with no live partition.
@@ -46,7 +46,7 @@ struct LiveFiles {
 }
 
 impl LiveFiles {
-    fn of(catalog: &Catalog) -> LiveFiles {
+    pub(super) fn of(catalog: &Catalog) -> LiveFiles {
         let (n_files, n_bytes) = catalog
             .live_files()
             .fold((0, 0), |(n, bytes): (usize, u64), f| {
@@ -68,7 +68,7 @@ impl LiveFiles {
         }
     }
 
-    fn most_in_one(&self) -> usize {
+    pub(super) fn most_in_one(&self) -> usize {
         self.worst.as_ref().map_or(0, |(_, n)| *n)
     }
 }
@@ -85,14 +85,14 @@ fn partition_name(stream: &str, track: &TrackKey) -> String {
 
 /// What the steps of this run did.
 #[derive(Debug, Default)]
-struct Done {
-    n_steps: u64,
-    bytes_written: u64,
+pub(super) struct Done {
+    pub(super) n_steps: u64,
+    pub(super) bytes_written: u64,
     n_rows_rewritten: u64,
 }
 
 impl Done {
-    fn add(&mut self, step: &CompactStep) {
+    pub(super) fn add(&mut self, step: &CompactStep) {
         self.n_steps += 1;
         self.bytes_written = self.bytes_written.saturating_add(step.bytes_written);
         self.n_rows_rewritten = self.n_rows_rewritten.saturating_add(step.n_rows);

@@ -8,24 +8,32 @@
 //! never touched a file), reopened, and the batches before the bad one since the last seal are
 //! published again and sealed. Seals only ever fall between batches.
 //!
-//! SIGINT or SIGTERM stops an ingest at the next batch boundary: what is staged is sealed, and
-//! stderr says the rows sealed, the watermark, and the first CSV line not stored, as the
-//! `--skip-lines N` that resumes the same input where it stopped (exit 3; a second signal exits
-//! at once, see `interrupt.rs`). `--skip-lines N` skips every record that begins within the N
-//! lines after the header, so a resumed run never publishes a row twice.
+//! After each barrier it closes, an ingest takes up to `ServeConfig::compact_steps_per_tick`
+//! (by default) compaction steps, as a served store does between barriers, stopping early when
+//! the policy finds nothing to merge; so a long load leaves a few files per partition rather than
+//! one per barrier, and each row is rewritten a few times (docs/compaction.md, "Where compaction
+//! runs"). `--no-compact` leaves every barrier's file for a later `strata compact`.
+//!
+//! SIGINT or SIGTERM stops an ingest at the next batch boundary, or after the compaction step
+//! under way (each step is one durable record): what is staged is sealed, and stderr says the
+//! rows sealed, the watermark, and the first CSV line not stored, as the `--skip-lines N` that
+//! resumes the same input where it stopped (exit 3; a second signal exits at once, see
+//! `interrupt.rs`). `--skip-lines N` skips every record that begins within the N lines after the
+//! header, so a resumed run never publishes a row twice.
 
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use csv::{Position, StringRecord};
 use indicatif::ProgressBar;
-use strata::{Config, EngineError, Row, Store};
+use strata::{Config, EngineError, Row, ServeConfig, Store};
 
 use super::args::IngestArgs;
+use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::Layout;
 use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
@@ -80,6 +88,11 @@ struct Ingest {
     next_line: u64,
     /// The first CSV line not yet sealed: where a resumed ingest starts.
     sealed_line: u64,
+    /// Compaction steps to take after each barrier; 0 with `--no-compact`.
+    compact_steps_per_barrier: usize,
+    /// What the compaction steps of this run did, and the time they took.
+    compacted: Done,
+    compact_elapsed: Duration,
     interrupt: Interrupt,
 }
 
@@ -145,6 +158,15 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         n_rows_skipped: 0,
         next_line: skip_before_line,
         sealed_line: skip_before_line,
+        compact_steps_per_barrier: if args.no_compact {
+            0
+        } else {
+            // What a served store takes after each barrier, for the same reasons: a bounded
+            // delay per barrier, and a backlog that never builds up.
+            ServeConfig::default().compact_steps_per_tick
+        },
+        compacted: Done::default(),
+        compact_elapsed: Duration::ZERO,
         interrupt,
     };
     ingest.run(&mut reader, input.len_bytes)
@@ -200,8 +222,11 @@ impl Ingest {
             self.n_rows_pending += batch.rows.len() as u64;
             self.next_line = batch.next_line;
             self.pending.push(batch);
-            if self.n_rows_pending >= self.seal_every_rows || self.staging_is_crowded() {
-                self.seal()?;
+            if (self.n_rows_pending >= self.seal_every_rows || self.staging_is_crowded())
+                && self.seal()?
+            {
+                // A signal heard between steps is answered at the top of the loop.
+                self.compact()?;
             }
             show(
                 &bar,
@@ -209,18 +234,28 @@ impl Ingest {
                 self.n_rows_sealed + self.n_rows_pending,
             );
         }
-        self.seal()?;
+        if self.seal()? && self.compact()? {
+            bar.finish_and_clear();
+            if let Some(signal) = self.interrupt.requested() {
+                return self.stop(signal);
+            }
+        }
         bar.finish_and_clear();
         let elapsed = start.elapsed();
         let n_rows = self.n_rows_sealed;
         let barriers = self.store.metrics().barriers;
         let watermark = self.store.watermark(&self.stream, &[])?;
+        let live = LiveFiles::of(self.store.catalog());
         let mut summary = format!(
-            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; watermark {}",
+            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; {}; live segment \
+             files: {}, most in one partition {}; watermark {}",
             grouped(n_rows),
             self.stream,
             duration(elapsed),
             grouped_f64(per_second(n_rows, elapsed)),
+            self.compaction(),
+            grouped(live.n_files as u64),
+            grouped(live.most_in_one() as u64),
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
         );
         if self.skip_before_line > self.data_line {
@@ -239,8 +274,53 @@ impl Ingest {
     /// and where to resume, on stderr (stdout carries answers only).
     fn stop(mut self, signal: &str) -> Result<ExitCode, Failure> {
         self.seal()?;
-        eprintln!("strata: stopped by {signal}; {}", self.durable());
+        eprintln!(
+            "strata: stopped by {signal}; {}; {}",
+            self.durable(),
+            self.compaction()
+        );
         Ok(ExitCode::from(EXIT_INTERRUPTED))
+    }
+
+    /// What compaction did in this run, in one clause.
+    fn compaction(&self) -> String {
+        if self.compact_steps_per_barrier == 0 {
+            return "compaction: off (--no-compact)".to_owned();
+        }
+        format!(
+            "compaction steps: {} ({} bytes written, {})",
+            grouped(self.compacted.n_steps),
+            grouped(self.compacted.bytes_written),
+            duration(self.compact_elapsed),
+        )
+    }
+
+    /// Up to `compact_steps_per_barrier` compaction steps after a barrier, as a served store
+    /// takes them: stops early when the policy finds nothing to merge, and before a step once a
+    /// stop was asked for (each step is one durable record, so between two is a durable
+    /// boundary). Answers whether a stop cut the steps short.
+    fn compact(&mut self) -> Result<bool, Failure> {
+        let start = Instant::now();
+        let mut cut_short = false;
+        for _ in 0..self.compact_steps_per_barrier {
+            if self.interrupt.requested().is_some() {
+                cut_short = true;
+                break;
+            }
+            let step = self.store.compact_step().map_err(|error| {
+                Failure::new(format!(
+                    "compaction step {} failed: {error}; {}",
+                    self.compacted.n_steps + 1,
+                    self.durable()
+                ))
+            })?;
+            let Some(step) = step else {
+                break;
+            };
+            self.compacted.add(&step);
+        }
+        self.compact_elapsed += start.elapsed();
+        Ok(cut_short)
     }
 
     /// What is sealed and where the input resumes, in words.
@@ -311,7 +391,8 @@ impl Ingest {
         self.store.staged_bytes() > Config::default().staged_bytes_max / STAGED_SHARE_BEFORE_SEAL
     }
 
-    fn seal(&mut self) -> Result<(), Failure> {
+    /// Seals what is staged; answers whether that closed a barrier (nothing staged: no barrier).
+    fn seal(&mut self) -> Result<bool, Failure> {
         let last_position = self.pending.iter().flat_map(|b| &b.positions).max();
         if let Some(last_position) = last_position {
             // A second signal can end the process inside the seal, which then may or may not
@@ -323,19 +404,20 @@ impl Ingest {
                 self.durable()
             ));
         }
+        let barriers_before = self.store.metrics().barriers;
         self.store.seal()?;
         self.n_rows_sealed += self.n_rows_pending;
         self.n_rows_pending = 0;
         self.pending.clear();
         self.sealed_line = self.next_line;
         self.interrupt.durable(self.durable());
-        Ok(())
+        Ok(self.store.metrics().barriers > barriers_before)
     }
 
     /// A bad row found before its batch was published: seal the batches before it, and fail.
     fn refuse_unstaged(mut self, bad: &BadRow) -> Failure {
         match self.seal() {
-            Ok(()) => self.refusal(bad),
+            Ok(_) => self.refusal(bad),
             Err(failure) => failure,
         }
     }

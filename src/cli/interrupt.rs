@@ -1,6 +1,7 @@
 //! SIGINT and SIGTERM during a long command (`strata ingest`, `strata compact`). The first asks
 //! the command to stop at its next durable boundary (ingest: the next batch, after sealing what
-//! is staged; compact: after the step under way, each step being one record): it says what is
+//! is staged, or the end of the compaction step under way; compact: after the step under way,
+//! each step being one record): it says what is
 //! durable and how to continue, and exits [`EXIT_INTERRUPTED`]. A second ends the process at once
 //! with `128 + signal` (130 for SIGINT, 143 for SIGTERM), the shell's code for a process a signal
 //! ended, after one line saying what is durable and what exiting at once loses: a segment it was
@@ -37,8 +38,10 @@ pub struct Says {
 
 /// `strata ingest`.
 pub const INGEST: Says = Says {
-    stopping: "stopping at the next batch boundary and sealing what is staged",
-    lost: "rows staged since the last seal are not stored",
+    stopping: "stopping at the next batch boundary and sealing what is staged (or after the \
+               compaction step under way)",
+    lost: "rows staged since the last seal are not stored, and a compaction step under way is \
+           recorded whole or not at all (the next open quarantines an output it never recorded)",
 };
 
 /// Whether a stop was asked for, and what to say if a second signal ends the process at once.

@@ -3,8 +3,8 @@
 //!
 //! Every failure is one line on stderr and exit code 1; clap's usage errors exit 2; `fsck` exits
 //! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable); an `ingest` that SIGINT or
-//! SIGTERM stopped at a batch boundary exits 3 after sealing, a `compact` they stopped between
-//! steps exits 3, and a second signal ends either at once with 128 + the signal (130, 143).
+//! SIGTERM stopped at a batch boundary (or between the compaction steps it takes after a seal)
+//! exits 3 after sealing, a `compact` they stopped between steps exits 3, and a second signal ends either at once with 128 + the signal (130, 143).
 
 pub mod args;
 mod compact;
