@@ -50,12 +50,30 @@ fn store_and_rows() -> Scratch {
     );
     let mut csv = String::from("run,probe,t,v,n\n");
     for i in 0..N_ROWS {
-        let v = (i as f64 / 37.0).sin() * 100.0 + (i % 11) as f64 / 8.0;
-        let n = i64::try_from(i * 7919 % 1000).unwrap() - 500;
-        writeln!(csv, "r{},p{},{i},{v},{n}", i % 2, i % 3).unwrap();
+        let (run, probe, t, v, n) = row(i);
+        writeln!(csv, "{run},{probe},{t},{v},{n}").unwrap();
     }
     s.write("rows.csv", &csv);
     s
+}
+
+/// Row `i` of `rows.csv`: run, probe, t, v and n.
+fn row(i: u64) -> (String, String, u64, f64, i64) {
+    let v = (i as f64 / 37.0).sin() * 100.0 + (i % 11) as f64 / 8.0;
+    let n = i64::try_from(i * 7919 % 1000).unwrap() - 500;
+    (format!("r{}", i % 2), format!("p{}", i % 3), i, v, n)
+}
+
+/// `ingest c rows.csv --seal-every 200 --no-compact`: a file per barrier, left for `compact`.
+fn ingest_without_compaction() -> [&'static str; 6] {
+    [
+        "ingest",
+        "c",
+        "rows.csv",
+        "--seal-every",
+        SEAL_EVERY,
+        "--no-compact",
+    ]
 }
 
 /// Every answer the command line gives about `c`, each output kept whole: rows of every
@@ -144,7 +162,7 @@ fn compact(s: &Scratch) -> Run {
 #[test]
 fn compact_leaves_few_files_per_partition_and_every_answer_the_same() {
     let s = store_and_rows();
-    s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
+    s.ok(&ingest_without_compaction(), "");
     let before = fsck_json(&s);
     let n_barriers = N_ROWS / 200;
     assert_eq!(before["files"]["barrier_files"], n_barriers);
@@ -209,6 +227,201 @@ fn compact_leaves_few_files_per_partition_and_every_answer_the_same() {
         "{again:?}"
     );
     assert_eq!(fsck_json(&s)["files"], after["files"]);
+}
+
+/// The number after `word` in the part of `text` that follows `after`.
+fn number_after_in(text: &str, after: &str, word: &str) -> u64 {
+    let at = text
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in {text}"));
+    number_after(&text[at..], word)
+}
+
+/// `strata ingest` compacts as it seals, a few steps after each barrier as a served store
+/// takes them: 100 barriers leave at most `compact_files_max` (16) live files per partition,
+/// every row reads back exactly as written, and every answer is the same as the same rows
+/// ingested with `--no-compact`, which leaves a file per barrier: rows, counts, percentiles and
+/// extremes byte for byte, sums but for their last bits.
+#[test]
+fn ingest_compacts_as_it_seals_and_answers_like_an_ingest_without() {
+    let n_barriers = N_ROWS / 200;
+    let s = store_and_rows();
+    let run = s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
+    let out = &run.stdout;
+    let report = fsck_json(&s);
+    assert_eq!(report["status"], "clean", "{report}");
+    assert_eq!(report["files"]["barrier_files"], n_barriers, "{report}");
+    let files = live_files_per_partition(&report);
+    assert_eq!(files.len(), 6, "{report}");
+    assert!(
+        files.iter().all(|&n| n <= FILES_PER_PARTITION_MAX),
+        "live files per partition after a compacting ingest: {files:?}\n{out}"
+    );
+    // What the summary says is what the catalog records.
+    let steps = number_after(out, "compaction steps:");
+    assert!(steps > 0, "{out}");
+    assert_eq!(report["files"]["merge_files"], steps, "{out}");
+    assert_eq!(
+        report["files"]["merge_bytes"],
+        number_after_in(out, "compaction steps:", "("),
+        "{out}"
+    );
+    assert_eq!(
+        report["files"]["live_files"],
+        number_after(out, "live segment files:"),
+        "{out}"
+    );
+    assert_eq!(
+        *files.iter().max().unwrap(),
+        number_after(out, "most in one partition"),
+        "{out}"
+    );
+    // Rewritten a few times, not once a step (plan_merge's model bounds it by 15).
+    let wa = report["files"]["write_amplification"].as_f64().unwrap();
+    assert!(wa > 0.0 && wa < 15.0, "{report}");
+
+    assert_rows_as_written(&s);
+
+    // The same rows with --no-compact: a file per barrier, no step, and the same answers.
+    let plain = store_and_rows();
+    let run = plain.ok(&ingest_without_compaction(), "");
+    let out = &run.stdout;
+    assert!(out.contains("; compaction: off (--no-compact); "), "{out}");
+    assert_eq!(
+        number_after(out, "live segment files:"),
+        n_barriers,
+        "{out}"
+    );
+    assert_eq!(
+        number_after(out, "most in one partition"),
+        n_barriers,
+        "{out}"
+    );
+    let plain_report = fsck_json(&plain);
+    assert_eq!(
+        live_files_per_partition(&plain_report),
+        vec![n_barriers; 6],
+        "{plain_report}"
+    );
+    assert_eq!(plain_report["files"]["merge_files"], 0, "{plain_report}");
+    assert_answers_agree(&s, &plain);
+}
+
+/// Every row of `c` in `s`, whole, in publish order, as `rows.csv` has it.
+fn assert_rows_as_written(s: &Scratch) {
+    let rows = s.ok(&["query", "c"], "").stdout;
+    let mut lines = rows.lines();
+    assert_eq!(lines.next(), Some("position,run,probe,t,v,n"));
+    let mut n_rows = 0;
+    for (i, line) in (0..).zip(lines) {
+        let (run, probe, t, v, n) = row(i);
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), 6, "{line}");
+        assert_eq!(cells[0].parse::<u64>().unwrap(), i + 1, "{line}");
+        assert_eq!(
+            (cells[1], cells[2]),
+            (run.as_str(), probe.as_str()),
+            "{line}"
+        );
+        assert_eq!(cells[3].parse::<u64>().unwrap(), t, "{line}");
+        let stored = cells[4].parse::<f64>().unwrap();
+        assert_eq!(stored.to_bits(), v.to_bits(), "{line}: v is {v:?}");
+        assert_eq!(cells[5].parse::<i64>().unwrap(), n, "{line}");
+        n_rows += 1;
+    }
+    assert_eq!(n_rows, N_ROWS);
+}
+
+/// `compacted` and `plain` (the same rows, with and without compaction) answer alike: see
+/// `agree_but_rounding`.
+fn assert_answers_agree(compacted: &Scratch, plain: &Scratch) {
+    for (read, with, without) in answers_json(compacted)
+        .iter()
+        .zip(answers_json(plain))
+        .map(|((read, with), (_, without))| (read, with, without))
+    {
+        // A survey's sums, or a fold's value when it is a sum or a mean.
+        let sums: &[&str] = if read.contains("survey") {
+            &["sum", "sum_sq"]
+        } else if read.contains("--agg sum") || read.contains("--agg mean") {
+            &["value"]
+        } else {
+            &[]
+        };
+        if sums.is_empty() {
+            assert!(
+                *with == without,
+                "`strata {read}` answers differently after an ingest that compacted"
+            );
+        } else {
+            let with: Json = serde_json::from_str(with).unwrap();
+            let without: Json = serde_json::from_str(&without).unwrap();
+            assert!(
+                agree_but_rounding(&with, &without, sums),
+                "`strata {read}` answers differently after an ingest that compacted (beyond \
+                 the rounding of a sum):\n{with}\n{without}"
+            );
+        }
+    }
+}
+
+/// Rows, surveys and statistics of `c` as JSON (rows also as CSV), each output kept whole.
+fn answers_json(s: &Scratch) -> Vec<(String, String)> {
+    let mut reads: Vec<Vec<&str>> = Vec::new();
+    for track in [&[][..], &["--track", "r0"], &["--track", "r1,p2"]] {
+        let read = |words: &[&'static str]| [words, track].concat();
+        reads.push(read(&["query", "c"]));
+        reads.push(read(&["query", "c", "--format", "json"]));
+        for budget in ["8", "64", "2000"] {
+            reads.push(read(&[
+                "survey", "c", "--format", "json", "--budget", budget,
+            ]));
+            reads.push(read(&[
+                "survey", "c", "--format", "json", "--budget", budget, "--from", "1000", "--to",
+                "9999",
+            ]));
+        }
+        for agg in [
+            "min", "max", "mean", "sum", "count", "p0", "p1", "p50", "p99", "p100",
+        ] {
+            reads.push(read(&["fold", "c", "--format", "json", "--agg", agg]));
+            reads.push(read(&[
+                "fold", "c", "--format", "json", "--agg", agg, "--from", "123", "--to", "4567",
+            ]));
+        }
+    }
+    reads
+        .into_iter()
+        .map(|args| (args.join(" "), s.ok(&args, "").stdout))
+        .collect()
+}
+
+/// Whether two answers agree exactly but for the last bits of the f64 sums under the keys
+/// `sums` (a survey's `sum` and `sum_sq`, a fold's `value` when it is a sum or a mean): a level
+/// cell that straddles barriers is stored as partials in several files, and compacting while
+/// barriers continue groups those partials differently from a store that was never compacted
+/// (docs/compaction.md, "Where compaction runs"). Everything else (rows, counts, extremes and
+/// where they lie) must be equal.
+fn agree_but_rounding(with: &Json, without: &Json, sums: &[&str]) -> bool {
+    match (with, without) {
+        (Json::Object(a), Json::Object(b)) => {
+            a.len() == b.len()
+                && a.iter().all(|(key, x)| {
+                    b.get(key).is_some_and(|y| {
+                        if sums.contains(&key.as_str()) && x.is_f64() && y.is_f64() {
+                            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                            (x - y).abs() <= 1e-9 * (1.0 + x.abs().max(y.abs()))
+                        } else {
+                            agree_but_rounding(x, y, sums)
+                        }
+                    })
+                })
+        }
+        (Json::Array(a), Json::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| agree_but_rounding(x, y, sums))
+        }
+        _ => with == without,
+    }
 }
 
 #[test]
@@ -278,7 +491,7 @@ fn wait_until_a_step_is_under_way(compact: &mut Running, store: &Path) {
 #[test]
 fn ctrl_c_stops_compact_between_steps_and_compact_again_carries_on() {
     let s = store_and_rows();
-    s.ok(&["ingest", "c", "rows.csv", "--seal-every", SEAL_EVERY], "");
+    s.ok(&ingest_without_compaction(), "");
     let answers_before = answers(&s);
     let store = s.dir.path().join("store");
 
@@ -472,4 +685,157 @@ fn a_second_ctrl_c_during_a_step_ends_compact_at_once_and_loses_nothing() {
     assert_eq!(done["files"]["live_files"], 1, "{done}");
     assert_eq!(done["files"]["merge_files"], 1, "{done}");
     assert!(rows_after_reopen(&s) == published, "a row was lost");
+}
+
+/// Barriers `two_long_steps` makes through the library, rows of each partition in each, and
+/// rows of each partition in the barrier the ingest then closes (more than in the others).
+const TWO_STEPS_BARRIERS: u64 = 15;
+const TWO_STEPS_ROWS: u64 = 40_000;
+const TWO_STEPS_INGESTED: u64 = 50_000;
+
+/// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`.
+fn two_steps_row(i: u64) -> Vec<Value> {
+    vec![
+        Value::Str(if i % 2 == 0 { "a" } else { "b" }.to_owned()),
+        Value::U64(i),
+        Value::F64(i as f64 / 10.0 + 1.0 / 3.0),
+        Value::F64((i as f64 / 37.0).sin()),
+        Value::I64(500 - i64::try_from(i * 7919 % 1000).unwrap()),
+    ]
+}
+
+/// A store (made through the library) of stream `c` with two partitions (track `p`, `a` and
+/// `b`) and `TWO_STEPS_BARRIERS` equal barriers of `TWO_STEPS_ROWS` rows of each, not compacted;
+/// and `rows.csv`, `TWO_STEPS_INGESTED` more rows of each and a batch beyond. An ingest of it
+/// with `--seal-every 2 × TWO_STEPS_INGESTED` closes one barrier and then, before reading on,
+/// takes its steps: the policy merges all 16 files of `a` (the newest is the biggest, so every
+/// older one joins), then all 16 of `b`, two long steps. Answers the rows the store holds
+/// after that barrier.
+fn two_long_steps(s: &Scratch) -> Vec<StoredRow> {
+    let decl = Stream::new("c")
+        .field("p", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .field("w", FieldKind::F64)
+        .field("n", FieldKind::I64)
+        .track(["p"])
+        .axis("t")
+        .ladder(4, 2)
+        .build()
+        .unwrap();
+    let dir = s.dir.path().join("store");
+    std::fs::create_dir(&dir).unwrap();
+    let mut store = Store::open(&dir, Config::default(), &[decl]).unwrap();
+    let mut published = Vec::new();
+    let per_barrier = 2 * TWO_STEPS_ROWS;
+    for barrier in 0..TWO_STEPS_BARRIERS {
+        let position = barrier + 1;
+        let rows: Vec<Vec<Value>> = (barrier * per_barrier..(barrier + 1) * per_barrier)
+            .map(two_steps_row)
+            .collect();
+        store.publish("c", position, &rows).unwrap();
+        store.seal().unwrap();
+        published.extend(
+            rows.into_iter()
+                .map(|values| StoredRow { position, values }),
+        );
+    }
+    let first = TWO_STEPS_BARRIERS * per_barrier;
+    let n_sealed = 2 * TWO_STEPS_INGESTED;
+    let mut csv = String::from("p,t,v,w,n\n");
+    for (i, position) in (first..first + n_sealed + 1000).zip(TWO_STEPS_BARRIERS + 1..) {
+        let values = two_steps_row(i);
+        let text: Vec<String> = values
+            .iter()
+            .map(|value| match value {
+                Value::Str(s) => s.clone(),
+                Value::U64(x) => x.to_string(),
+                Value::I64(x) => x.to_string(),
+                Value::F64(x) => format!("{x:?}"),
+                Value::Bytes(_) => unreachable!(),
+            })
+            .collect();
+        writeln!(csv, "{}", text.join(",")).unwrap();
+        if i < first + n_sealed {
+            published.push(StoredRow { position, values });
+        }
+    }
+    s.write("rows.csv", &csv);
+    published
+}
+
+/// A signal that arrives while `strata ingest` takes its compaction steps after a barrier
+/// stops it after the step under way (each step is one durable record), not after the steps it
+/// would have taken: one step, of two the policy had, is recorded; the rest of the input is not
+/// read; exit 3, saying what is sealed and where to resume. `strata compact` takes the other
+/// step, and no row is lost or changed.
+#[test]
+fn ctrl_c_while_ingest_compacts_stops_after_the_step_under_way() {
+    let s = Scratch::new();
+    let published = two_long_steps(&s);
+    let store = s.dir.path().join("store");
+    let before = fsck_report(&s);
+    assert_eq!(
+        before["files"]["live_files"], TWO_STEPS_BARRIERS,
+        "{before}"
+    );
+
+    let seal_every = (2 * TWO_STEPS_INGESTED).to_string();
+    let mut child = Running::spawn(
+        Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["--store", "store", "ingest", "c", "rows.csv"])
+            .args(["--seal-every", &seal_every])
+            .current_dir(s.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped()),
+    );
+    // Publishing and sealing map no segment; the first step maps its inputs.
+    wait_until_a_step_is_under_way(&mut child, &store);
+    child.signal("INT");
+    let (code, stderr, stdout) = child.wait_for_exit();
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stdout.is_empty(),
+        "the summary is for a finished run: {stdout}"
+    );
+    assert!(
+        stderr.contains("SIGINT: stopping at the next batch boundary"),
+        "{stderr}"
+    );
+    let stopped = stderr
+        .lines()
+        .find(|l| l.starts_with("strata: stopped by SIGINT; "))
+        .unwrap_or_else(|| panic!("no stop line: {stderr}"));
+    let n_sealed = 2 * TWO_STEPS_INGESTED;
+    assert_eq!(number_after(stopped, "sealed "), n_sealed, "{stopped}");
+    assert_eq!(
+        number_after(stopped, "--skip-lines "),
+        n_sealed,
+        "{stopped}"
+    );
+    assert_eq!(number_after(stopped, "compaction steps:"), 1, "{stopped}");
+
+    // One step recorded, whole: one partition merged to a file, the other still at 16.
+    let report = fsck_report(&s);
+    assert_eq!(report["status"], "clean", "{report}");
+    assert_eq!(report["files"]["merge_files"], 1, "{stopped}\n{report}");
+    let mut files = live_files_per_partition(&report);
+    files.sort_unstable();
+    assert_eq!(files, vec![1, TWO_STEPS_BARRIERS + 1], "{report}");
+    assert!(
+        rows_after_reopen(&s) == published,
+        "a row was lost or changed"
+    );
+
+    let rest = compact(&s);
+    assert_eq!(number_after(&rest.stdout, "steps:"), 1, "{rest:?}");
+    assert_eq!(
+        live_files_per_partition(&fsck_report(&s)),
+        vec![1, 1],
+        "{rest:?}"
+    );
+    assert!(
+        rows_after_reopen(&s) == published,
+        "a row was lost or changed"
+    );
 }
