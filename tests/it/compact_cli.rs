@@ -461,8 +461,9 @@ fn start_compact(s: &Scratch) -> Running {
     )
 }
 
-/// Waits until `compact` is inside a compaction step: it maps a file of `store/seg/`. Opening a
-/// store maps no segment (boot reads the manifest and the folder listings, not the rows); a step
+/// Waits until `compact` (or `ingest`) is inside a compaction step: it maps a file of
+/// `store/seg/`. Opening a store maps no segment (boot reads the manifest and the folder
+/// listings, not the rows), nor does publishing or sealing (a barrier writes its file); a step
 /// maps each input as it reads it and lets go of the maps only once its record is durable and
 /// the inputs are removed. So from here on, a stop is honoured only after this step is durable.
 /// Linux's `/proc/PID/maps`, as `interrupt.rs` reads `/proc/PID/syscall`.
@@ -478,7 +479,7 @@ fn wait_until_a_step_is_under_way(compact: &mut Running, store: &Path) {
         }
         assert!(
             !compact.has_exited(),
-            "compact exited before a step was seen under way"
+            "strata exited before a step was seen under way"
         );
         assert!(
             Instant::now() < deadline,
@@ -690,8 +691,8 @@ fn a_second_ctrl_c_during_a_step_ends_compact_at_once_and_loses_nothing() {
 /// Barriers `two_long_steps` makes through the library, rows of each partition in each, and
 /// rows of each partition in the barrier the ingest then closes (more than in the others).
 const TWO_STEPS_BARRIERS: u64 = 15;
-const TWO_STEPS_ROWS: u64 = 40_000;
-const TWO_STEPS_INGESTED: u64 = 50_000;
+const TWO_STEPS_ROWS: u64 = 20_000;
+const TWO_STEPS_INGESTED: u64 = 25_000;
 
 /// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`.
 fn two_steps_row(i: u64) -> Vec<Value> {
