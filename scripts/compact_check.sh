@@ -53,6 +53,8 @@ files() {
   "$STRATA" --store "$1" fsck --json > "fsck-$1.json" || true
   jq -r '.streams[].partitions[] | "    \(.track | join("/")): \(.live_files) files, \(.live_bytes) bytes, \(.rows) rows"' "fsck-$1.json"
   jq -r '.files | "    store: \(.live_files) live files; barrier files \(.barrier_files) (\(.barrier_bytes) bytes), merge outputs \(.merge_files) (\(.merge_bytes) bytes); write amplification \(.write_amplification)"' "fsck-$1.json"
+  # What every command's boot replays: the frames since the last snapshot.
+  jq -r '.manifest | "    manifest: \(.length) bytes, \(.frames) frames (generation \(.generation))"' "fsck-$1.json"
 }
 
 declare_c many
