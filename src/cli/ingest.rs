@@ -240,6 +240,14 @@ impl Ingest {
                 return self.stop(signal);
             }
         }
+        // The boot after this (every command's) reads the live state, not the records of every
+        // barrier and step since the last rewrite, as after `strata compact`.
+        self.store.checkpoint().map_err(|error| {
+            Failure::new(format!(
+                "rewriting the manifest after the ingest failed: {error}; {}",
+                self.durable()
+            ))
+        })?;
         bar.finish_and_clear();
         let elapsed = start.elapsed();
         let n_rows = self.n_rows_sealed;
