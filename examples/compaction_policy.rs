@@ -5,7 +5,8 @@
 //! compaction), write amplification (bytes compaction wrote over bytes the barriers sealed),
 //! and the largest step (inputs, bytes read, bytes written, the time of the step that read the
 //! most, and the longest time of any step): the most a served request or tick waits behind
-//! compaction.
+//! compaction. Last, the store is checkpointed (`Store::checkpoint`, what `compact()` ends with),
+//! closed and opened again: the manifest bytes a reopen reads and how long it takes.
 //!
 //! `TMPDIR=/dev/shm cargo run --release --example compaction_policy` (10^4 and 10^5 barriers of
 //! 10 rows, in a temporary folder: on tmpfs a sync costs nothing, so the figures are bytes, files
@@ -38,6 +39,10 @@ struct Figures {
     step_read_max_time: Duration,
     step_bytes_max: u64,
     step_time_max: Duration,
+    /// The manifest's bytes once the store is quiet and checkpointed: what a reopen reads.
+    manifest_bytes: u64,
+    /// Time to open the store again (boot: the manifest replayed, folders listed).
+    reopen: Duration,
 }
 
 fn measure(
@@ -73,6 +78,8 @@ fn measure(
         step_read_max_time: Duration::ZERO,
         step_bytes_max: 0,
         step_time_max: Duration::ZERO,
+        manifest_bytes: 0,
+        reopen: Duration::ZERO,
     };
     let mut t = 0;
     for barrier in 0..n_barriers {
@@ -116,6 +123,18 @@ fn measure(
     figures.n_steps = metrics.compaction_steps;
     figures.bytes_sealed = metrics.bytes_sealed;
     figures.bytes_written = metrics.compaction_bytes_written;
+    // What `compact()` ends with: the manifest rewritten as the live snapshot if it pays.
+    store.checkpoint()?;
+    drop(store);
+    figures.manifest_bytes = std::fs::read_dir(dir.path().join("store"))?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("manifest-"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum();
+    let start = Instant::now();
+    let store = Store::open(dir.path().join("store"), Config::default(), &[])?;
+    figures.reopen = start.elapsed();
+    drop(store);
     Ok(figures)
 }
 
@@ -167,7 +186,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "{:>8} {:>10} | {:>7} {:>12} {:>12} {:>6} | {:>10} {:>11} {:>11} | {:>10} {:>11} {:>11} \
-         {:>9} {:>9}",
+         {:>9} {:>9} | {:>10} {:>9}",
         "barriers",
         "inputs_min",
         "steps",
@@ -181,14 +200,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "step read B",
         "step B max",
         "its ms",
-        "step ms"
+        "step ms",
+        "manifest B",
+        "reopen ms"
     );
     for n_barriers in shapes {
         for &inputs_min in &widths {
             let f = measure(n_barriers, rows_per_barrier, inputs_min, cap)?;
             println!(
                 "{:>8} {:>10} | {:>7} {:>12} {:>12} {:>6.2} | {:>10} {:>11} {:>11} | {:>10} {:>11} \
-                 {:>11} {:>9.2} {:>9.2}",
+                 {:>11} {:>9.2} {:>9.2} | {:>10} {:>9.3}",
                 f.n_barriers,
                 f.inputs_min,
                 f.n_steps,
@@ -203,6 +224,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 f.step_bytes_max,
                 f.step_read_max_time.as_secs_f64() * 1e3,
                 f.step_time_max.as_secs_f64() * 1e3,
+                f.manifest_bytes,
+                f.reopen.as_secs_f64() * 1e3,
             );
         }
     }
