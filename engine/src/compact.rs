@@ -319,10 +319,13 @@ impl Store {
         result.map_err(|error| self.poison(EngineError::write(error)))
     }
 
-    /// Removes the inputs the durable record left wholly retired, then syncs `seg/` so that a
+    /// Removes the inputs (of a merge, or segments a trim retired) the durable record left wholly retired, then syncs `seg/` so that a
     /// crash does not bring them back (boot would remove them again, but report them). A
     /// failure poisons the store, and nothing is retried: boot removes what is left.
-    fn remove_retired(&mut self, inputs: &[FileName]) -> Result<Vec<FileName>, EngineError> {
+    pub(crate) fn remove_retired(
+        &mut self,
+        inputs: &[FileName],
+    ) -> Result<Vec<FileName>, EngineError> {
         let mut removed = Vec::new();
         for &input in inputs {
             if !self.catalog.is_retired(input) {

@@ -47,6 +47,27 @@ pub enum EngineError {
         /// What is wrong.
         reason: String,
     },
+    /// A read reaches beneath a floor: rows there were retired (`Store::trim_to`), so the range
+    /// cannot be answered whole, and is not answered short. Narrow it to start at `floor`.
+    Floor {
+        /// The stream read.
+        stream: String,
+        /// The lowest position (for a read by position) or axis value (for a percentile, read
+        /// by axis) still held in every partition the read covers: the highest raw floor of
+        /// them.
+        floor: u64,
+        /// What `floor` is: `"position"` or `"axis value"`.
+        unit: &'static str,
+    },
+    /// `Store::trim_to` was refused: nothing was recorded.
+    Trim {
+        /// The stream.
+        stream: String,
+        /// The horizon asked for.
+        horizon: u64,
+        /// Why it cannot be trimmed there.
+        reason: String,
+    },
     /// The store holds the data but cannot read it: a file fails its checksum, is malformed, or
     /// differs from the manifest's record. The segment error (its `source`) names the file and,
     /// for bad bytes, the offset.
@@ -117,6 +138,24 @@ impl fmt::Display for EngineError {
                 write!(f, "stream {stream:?}: {reason}")
             }
             EngineError::BadRead { reason } => write!(f, "cannot read: {reason}"),
+            EngineError::Floor {
+                stream,
+                floor,
+                unit,
+            } => write!(
+                f,
+                "the range reaches beneath the floor of stream {stream:?}: nothing is retained \
+                 beneath {unit} {floor} (rows there were trimmed); narrow the range to start at \
+                 {floor}"
+            ),
+            EngineError::Trim {
+                stream,
+                horizon,
+                reason,
+            } => write!(
+                f,
+                "cannot trim stream {stream:?} to {horizon}: {reason} (nothing was recorded)"
+            ),
             EngineError::Unreadable { source } => write!(f, "unreadable: {source}"),
             EngineError::Exhausted {
                 resource,
@@ -226,6 +265,24 @@ impl EngineError {
                 reason: reason.clone(),
             },
             EngineError::BadRead { reason } => EngineError::BadRead {
+                reason: reason.clone(),
+            },
+            EngineError::Floor {
+                stream,
+                floor,
+                unit,
+            } => EngineError::Floor {
+                stream: stream.clone(),
+                floor: *floor,
+                unit,
+            },
+            EngineError::Trim {
+                stream,
+                horizon,
+                reason,
+            } => EngineError::Trim {
+                stream: stream.clone(),
+                horizon: *horizon,
                 reason: reason.clone(),
             },
             EngineError::Unreadable { source } => EngineError::Unreadable {

@@ -19,6 +19,7 @@ mod served;
 mod stage;
 mod store;
 mod survey;
+mod trim;
 mod typed;
 mod value;
 
@@ -35,4 +36,5 @@ pub use strata_index::{FieldKind, StreamDecl};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point};
 pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};
+pub use trim::Trimmed;
 pub use value::{Row, Value};

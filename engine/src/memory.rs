@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use strata_index::{StreamDecl, TrackKey, validate_label};
+use strata_index::{RawFloor, StreamDecl, TrackKey, validate_label};
 use strata_levels::{Aggregate, Bucket, LEVELS_MAX, Ladder, Num, plan};
 
 use crate::error::EngineError;
@@ -24,6 +24,25 @@ struct MemStream {
     staged: Vec<(u64, Row)>,
     sealed: Vec<(u64, Row)>,
     watermark: Option<u64>,
+    /// Per partition (its track labels), the raw floor trims raised: every row is kept (a
+    /// trim only moves the floor), and reads refuse what reaches beneath it.
+    floors: BTreeMap<Vec<String>, RawFloor>,
+}
+
+impl MemStream {
+    /// The highest raw floor of the partitions a selection covers: by position, or by axis.
+    fn floor(&self, track: &[String], by_axis: bool) -> Option<u64> {
+        self.floors
+            .iter()
+            .filter(|(labels, _)| labels.starts_with(track))
+            .filter_map(|(_, f)| if by_axis { f.axis } else { Some(f.position) })
+            .max()
+    }
+
+    /// One past the highest horizon trimmed: no row is published beneath it.
+    fn stream_floor(&self) -> u64 {
+        self.floors.values().map(|f| f.position).max().unwrap_or(0)
+    }
 }
 
 /// An in-memory series. Clones share one store, so a "reopen" is a clone after a seal.
@@ -54,6 +73,81 @@ impl MemorySeries {
 
     fn with<T>(&self, f: impl FnOnce(&mut BTreeMap<String, MemStream>) -> T) -> T {
         f(&mut self.streams.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl MemorySeries {
+    /// Retires every sealed row of `stream` at or below `horizon`, as `Store::trim_to` does,
+    /// computed from the rows: each partition with a row at or below the horizon gets a raw
+    /// floor one past it (for an axial stream, with the least axis value from which every row
+    /// is kept: above every row trimmed, and not below the first row kept). Answers every raw
+    /// floor of the stream after, in track-key order. Refused above the watermark or with
+    /// rows staged; a horizon at or below an earlier one changes nothing.
+    pub fn trim_to(
+        &self,
+        stream: &str,
+        horizon: u64,
+    ) -> Result<Vec<(TrackKey, RawFloor)>, EngineError> {
+        self.with(|streams| {
+            let m = streams
+                .get_mut(stream)
+                .ok_or_else(|| EngineError::UnknownStream {
+                    stream: stream.to_owned(),
+                })?;
+            let decl = m.decl.clone().ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+            let refuse = |reason: &str| EngineError::Trim {
+                stream: stream.to_owned(),
+                horizon,
+                reason: reason.to_owned(),
+            };
+            if m.watermark.is_none_or(|w| horizon > w) {
+                return Err(refuse("the horizon is above the watermark"));
+            }
+            let position = horizon.saturating_add(1);
+            if position > m.stream_floor() {
+                if !m.staged.is_empty() {
+                    return Err(refuse("rows are staged"));
+                }
+                let mut partitions: BTreeMap<Vec<String>, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+                for (p, row) in &m.sealed {
+                    let (trimmed, kept) = partitions.entry(labels(&decl, row)).or_default();
+                    if *p <= horizon {
+                        trimmed.push(axis(&decl, row));
+                    } else {
+                        kept.push(axis(&decl, row));
+                    }
+                }
+                for (track, (trimmed, kept)) in partitions {
+                    if trimmed.is_empty() {
+                        continue;
+                    }
+                    let existing = m.floors.get(&track).copied();
+                    let axis = decl.axis.map(|_| {
+                        let above = trimmed.iter().max().map(|a| a.saturating_add(1));
+                        let first = kept.iter().min().copied();
+                        [above, first, existing.and_then(|f| f.axis)]
+                            .into_iter()
+                            .flatten()
+                            .max()
+                            .unwrap_or(0)
+                    });
+                    let floor = RawFloor {
+                        position: existing.map_or(position, |f| f.position.max(position)),
+                        axis,
+                    };
+                    m.floors.insert(track, floor);
+                }
+            }
+            let mut floors: Vec<(TrackKey, RawFloor)> = m
+                .floors
+                .iter()
+                .filter_map(|(labels, f)| Some((TrackKey::encode(labels).ok()?, *f)))
+                .collect();
+            floors.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok(floors)
+        })
     }
 }
 
@@ -108,6 +202,13 @@ fn check(
             format!("position {position} is below the stream's last position"),
         ));
     }
+    let floor = stream.stream_floor();
+    if position < floor {
+        return Err(refuse(
+            0,
+            format!("position {position} is beneath the stream's floor {floor}"),
+        ));
+    }
     let mut last_axis: HashMap<Vec<String>, u64> = HashMap::new();
     for (_, row) in stream.sealed.iter().chain(&stream.staged) {
         last_axis.insert(labels(decl, row), axis(decl, row));
@@ -139,6 +240,13 @@ fn check(
         }
         if decl.axis.is_some() {
             let a = axis(decl, row);
+            let floor = stream.floors.get(&key).and_then(|f| f.axis);
+            if floor.is_some_and(|floor| a < floor) {
+                return Err(refuse(
+                    row_idx,
+                    "axis is beneath its partition's floor".into(),
+                ));
+            }
             if last_axis.get(&key).is_some_and(|&prev| a < prev) {
                 return Err(refuse(
                     row_idx,
@@ -273,6 +381,10 @@ impl Series for MemorySeries {
             return Err(invalid("the selection is deeper than the track"));
         }
         let (lo, hi) = inclusive((start, end));
+        let floor = self.with(|s| s[stream].floor(track, false));
+        if let Some(floor) = floor.filter(|&f| lo < f && lo <= hi) {
+            return Err(BeneathWindow::Floor { floor });
+        }
         Ok(self.with(|s| {
             s[stream]
                 .sealed
@@ -343,6 +455,12 @@ impl Series for MemorySeries {
             return Err(invalid(format!(
                 "stream {stream:?} has no measured field to fold"
             )));
+        }
+        if let (Some([lo, _]), false) = (span, kind.folds_levels()) {
+            let floor = self.with(|s| s[stream].floor(track, true));
+            if let Some(floor) = floor.filter(|&f| lo < f) {
+                return Err(BeneathWindow::Floor { floor });
+            }
         }
         let base = u128::from(decl.ladder.base);
         Ok(decl

@@ -43,6 +43,17 @@ impl Store {
     ) -> Result<Vec<StoredRow>, EngineError> {
         let prefix = self.selection_key(stream, selection)?;
         let (lo, hi) = inclusive(positions);
+        // Never a short answer: a range reaching beneath the raw floor of any partition it
+        // covers is refused whole, with the highest such floor.
+        if let Some(floor) = self.raw_floor(stream, &prefix, false) {
+            if lo < floor && lo <= hi {
+                return Err(EngineError::Floor {
+                    stream: stream.to_owned(),
+                    floor,
+                    unit: "position",
+                });
+            }
+        }
         let decl = &self.streams[stream].decl;
         // Each partition's files are in file order, which is ordinal order within it. They are
         // opened as the merge reaches them, never all at once: a read over more files than

@@ -57,6 +57,7 @@ impl From<EngineError> for BeneathWindow {
     fn from(error: EngineError) -> Self {
         match error {
             EngineError::Stopped => BeneathWindow::Unserved,
+            EngineError::Floor { floor, .. } => BeneathWindow::Floor { floor },
             EngineError::Exhausted { .. } => BeneathWindow::Exhausted(error.to_string()),
             EngineError::Unreadable { source } => BeneathWindow::Unreadable(source.to_string()),
             // A poisoned store cannot answer until reopened; what poisoned it decides what the

@@ -104,6 +104,10 @@ pub(crate) struct StreamState {
     pub fence: Option<u64>,
     /// Each partition's highest axis value published so far (filled on first touch).
     pub last_axis: HashMap<TrackKey, u64>,
+    /// The lowest position a row may be published at: one past the highest horizon
+    /// `Store::trim_to` recorded (the highest raw floor of the stream's partitions), 0 before
+    /// any. A row beneath it would land beneath the floor, where no read can reach it.
+    pub floor: u64,
 }
 
 /// The bytes one row adds to staging (what `staged_bytes_max` bounds).
@@ -125,6 +129,7 @@ impl StreamState {
         next_ordinal: u64,
         last_position: Option<u64>,
         fence: Option<u64>,
+        floor: u64,
     ) -> StreamState {
         let coordinate = |i: u16| decl.axis == Some(i) || decl.track.contains(&i);
         let stored = (0..decl.fields.len())
@@ -140,17 +145,13 @@ impl StreamState {
             staged_position: None,
             fence,
             last_axis: HashMap::new(),
+            floor,
         }
     }
 
-    /// Checks a whole batch; answers each row's track key and the batch's staged bytes.
-    /// `durable_axis` gives a partition's highest recorded axis value.
-    pub fn validate(
-        &mut self,
-        position: u64,
-        rows: &[Row],
-        durable_axis: impl Fn(&TrackKey) -> Option<u64>,
-    ) -> Result<(Vec<TrackKey>, usize), EngineError> {
+    /// Refuses a batch at `position` below the last one, at or below the fence, or beneath
+    /// the floor.
+    fn check_position(&self, position: u64) -> Result<(), EngineError> {
         let id = self.decl.id.clone();
         if let Some(last) = self.last_position {
             if position < last {
@@ -171,6 +172,33 @@ impl StreamState {
                 ),
             ));
         }
+        if position < self.floor {
+            return Err(EngineError::refused(
+                &id,
+                0,
+                format!(
+                    "position {position} is beneath the stream's floor {}: rows at or below {} \
+                     were trimmed, so a row there could never be read",
+                    self.floor,
+                    self.floor - 1
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a whole batch; answers each row's track key and the batch's staged bytes.
+    /// `durable_axis` gives a partition's highest recorded axis value, `floor_axis` its raw
+    /// floor's axis value (rows beneath it were trimmed: a new row may not land there).
+    pub fn validate(
+        &mut self,
+        position: u64,
+        rows: &[Row],
+        durable_axis: impl Fn(&TrackKey) -> Option<u64>,
+        floor_axis: impl Fn(&TrackKey) -> Option<u64>,
+    ) -> Result<(Vec<TrackKey>, usize), EngineError> {
+        self.check_position(position)?;
+        let id = self.decl.id.clone();
         let mut keys = Vec::with_capacity(rows.len());
         let mut bytes = 0;
         // Axis values this batch would leave per partition, so rows within it are checked too.
@@ -220,6 +248,13 @@ impl StreamState {
                         .copied()
                         .or_else(|| durable_axis(&key)),
                 };
+                if let Some(floor) = floor_axis(&key).filter(|&floor| axis < floor) {
+                    let name = &self.decl.fields[usize::from(axis_idx)].name;
+                    return Err(refuse(format!(
+                        "axis {name:?} {axis} is beneath its partition's floor {floor}: rows \
+                         there were trimmed, so a row there could never be read by axis"
+                    )));
+                }
                 if let Some(previous) = previous {
                     if axis < previous {
                         let name = &self.decl.fields[usize::from(axis_idx)].name;

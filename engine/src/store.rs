@@ -191,6 +191,7 @@ impl Store {
                     catalog.next_ordinal(&decl.id),
                     catalog.last_position(&decl.id),
                     catalog.fence(&decl.id),
+                    stream_floor(&catalog, &decl.id),
                 );
                 (decl.id.clone(), state)
             })
@@ -297,9 +298,17 @@ impl Store {
             .ok_or_else(|| EngineError::UnknownStream {
                 stream: stream.to_owned(),
             })?;
-        let (keys, batch_bytes) = state.validate(position, rows, |key| {
-            catalog.axis_range(stream, key).map(|[_, hi]| hi)
-        })?;
+        let (keys, batch_bytes) = state.validate(
+            position,
+            rows,
+            |key| catalog.axis_range(stream, key).map(|[_, hi]| hi),
+            |key| {
+                catalog
+                    .floors_of(stream, key)
+                    .and_then(|f| f.raw)
+                    .and_then(|raw| raw.axis)
+            },
+        )?;
         if self.staged_bytes + batch_bytes > self.config.staged_bytes_max {
             return Err(EngineError::StagingFull {
                 staged_bytes: self.staged_bytes,
@@ -589,11 +598,22 @@ impl Store {
     }
 }
 
+/// The lowest position a row of stream `id` may be published at: the highest raw floor of its
+/// partitions (one past the highest horizon trimmed), 0 before any.
+pub(crate) fn stream_floor(catalog: &Catalog, id: &str) -> u64 {
+    catalog
+        .floors(id, &TrackKey::ROOT)
+        .filter_map(|(_, floors)| floors.raw)
+        .map(|raw| raw.position)
+        .max()
+        .unwrap_or(0)
+}
+
 /// After a failed append of a frame of `frame_bytes` at `manifest_len`: whether the frame never
 /// reached the file whole, so that it can claim nothing on any disk. Its partial bytes, if any,
 /// are cut off (best effort), so the next open finds no torn tail to quarantine: the process saw
 /// the write fail and knows they are not a crash's evidence.
-fn cut_partial_frame(
+pub(crate) fn cut_partial_frame(
     vfs: &dyn Vfs,
     manifest: &ManifestWriter,
     manifest_len: u64,

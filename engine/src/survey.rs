@@ -128,6 +128,18 @@ impl Store {
         }
         let ladder = ladder_of(decl);
         let clamped = self.clamp(stream, &prefix, axis);
+        // A percentile reads raw rows: a range reaching beneath the raw floor's axis value of
+        // any partition it covers is refused whole. Level folds read levels, which trim_to
+        // keeps, so they answer beneath it.
+        if let (Some([lo, _]), false) = (clamped, aggregate.folds_levels()) {
+            if let Some(floor) = self.raw_floor(stream, &prefix, true).filter(|&f| lo < f) {
+                return Err(EngineError::Floor {
+                    stream: stream.to_owned(),
+                    floor,
+                    unit: "axis value",
+                });
+            }
+        }
         decl.measured()
             .into_iter()
             .map(|field| {

@@ -651,6 +651,7 @@ fn a_compaction_and_its_manifest_rewrite_crashed_at_every_operation_answer_as_be
 const COMPACTING: Weights = Weights {
     seal: 3,
     compact: 2,
+    trim: 1,
 };
 
 /// Served compacts after each barrier it closes (`compact_steps_per_tick`), here under bounds
@@ -726,8 +727,72 @@ fn a_long_fixed_history_compacts_many_times_and_answers_like_the_model() {
             ops.push(Op::Reopen);
         }
     }
-    let n_steps = block_on_model(ops, &compacting_setup());
+    let n_steps = block_on_model(ops, &compacting_setup()).steps;
     assert!(n_steps >= 12, "{n_steps} compaction steps");
+}
+
+/// The model test's operations, fixed: barriers, trims and compactions interleaved, with reads
+/// beneath the floor (refused alike), across it, and above it (answered alike), and reopens.
+/// Trims did record floors, reads were refused by them, and compaction ran around them.
+#[test]
+fn a_fixed_history_of_trims_and_compactions_answers_like_the_model() {
+    let mut ops = Vec::new();
+    let mut position = 1;
+    for round in 0..10u64 {
+        for k in 0..4u8 {
+            let rows = (0..3u8)
+                .map(|p| (p, u64::from(k + p) % 3, i32::from(k) - i32::from(p) * 4))
+                .collect();
+            ops.push(Op::Publish { step: 1, rows });
+            position += 1;
+            ops.push(Op::Seal);
+        }
+        ops.push(Op::TrimTo { back: round % 4 });
+        let horizon = position - round % 4;
+        if round % 3 == 1 {
+            ops.push(Op::Compact {
+                files_max: 1,
+                inputs_max: 3,
+            });
+        }
+        for (lo, hi) in [
+            (0, 1000),
+            (horizon, 1000),
+            (horizon + 1, 1000),
+            (horizon + 2, horizon + 3),
+        ] {
+            for track in [vec![], vec!["run_7"], vec!["run_70"], vec!["run_7", "1"]] {
+                ops.push(Op::Rows { track, lo, hi });
+            }
+        }
+        for (lo, hi) in [(0, 1000), (2 * horizon, 1000), (5 * horizon, 1000)] {
+            ops.push(Op::Aggregate {
+                track: vec![],
+                rank: Some(50),
+                lo,
+                hi,
+            });
+            ops.push(Op::Aggregate {
+                track: vec!["run_70"],
+                rank: None,
+                lo,
+                hi,
+            });
+        }
+        ops.push(Op::Buckets {
+            track: vec![],
+            budget: 64,
+            lo: None,
+        });
+        if round % 4 == 3 {
+            ops.push(Op::Reopen);
+        }
+    }
+    let ran = block_on_model(ops, &compacting_setup());
+    eprintln!("{ran:?}");
+    assert!(ran.trims >= 5, "{ran:?}");
+    assert!(ran.floors_refused >= 20, "{ran:?}");
+    assert!(ran.steps >= 3, "{ran:?}");
 }
 
 /// A served store compacts on its own between barriers: under continuing publishes and seals

@@ -1,6 +1,6 @@
 //! The model test both the served engine and compaction run: random publish / seal / reopen
-//! (and compact) sequences through the served store and through `MemorySeries`, every answer
-//! compared whole.
+//! (and compact, and trim) sequences through the served store and through `MemorySeries`, every
+//! answer compared whole, `Floor` refusals included.
 
 use std::ops::Bound::{Included, Unbounded};
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use proptest::strategy::{BoxedStrategy, Union};
 use strata::conformance::suite_stream;
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
-    Aggregate, BeneathWindow, Config, MemorySeries, Row, Series, ServeConfig, Served, Store, Value,
+    Aggregate, BeneathWindow, Config, EngineError, MemorySeries, Row, Series, ServeConfig, Served,
+    Store, Value,
 };
 
 #[derive(Clone, Debug)]
@@ -25,6 +26,11 @@ pub(crate) enum Op {
     Compact {
         files_max: usize,
         inputs_max: usize,
+    },
+    /// Stop serving, trim the store to `back` positions below the last one published, and
+    /// serve the same store again. (`Served` has no trim command yet.)
+    TrimTo {
+        back: u64,
     },
     Rows {
         track: Vec<&'static str>,
@@ -48,6 +54,7 @@ pub(crate) enum Op {
 pub(crate) struct Weights {
     pub(crate) seal: u32,
     pub(crate) compact: u32,
+    pub(crate) trim: u32,
 }
 
 pub(crate) fn op(weights: &Weights) -> BoxedStrategy<Op> {
@@ -106,6 +113,10 @@ pub(crate) fn op(weights: &Weights) -> BoxedStrategy<Op> {
         });
         arms.push((weights.compact, compact.boxed()));
     }
+    if weights.trim > 0 {
+        let trim = (0u64..8).prop_map(|back| Op::TrimTo { back });
+        arms.push((weights.trim, trim.boxed()));
+    }
     Union::new_weighted(arms).boxed()
 }
 
@@ -144,15 +155,25 @@ pub(crate) fn labels(track: &[&str]) -> Vec<String> {
     track.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// Runs `ops` through both adapters and compares every answer whole; answers the compaction
-/// steps the `Compact` ops ran.
-pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> usize {
+/// What a model run did besides agreeing: what its ops exercised.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Ran {
+    /// Compaction steps the `Compact` ops ran.
+    pub(crate) steps: usize,
+    /// `TrimTo` ops that left the stream with a floor.
+    pub(crate) trims: usize,
+    /// Reads both adapters refused with the same `Floor`.
+    pub(crate) floors_refused: usize,
+}
+
+/// Runs `ops` through both adapters and compares every answer whole; answers what it exercised.
+pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
     let fs = SimFs::new();
     let mut engine = open(&fs, setup, setup.store.clone());
     let mut model = MemorySeries::new(&[suite_stream()]);
     let mut position = 1;
     let mut axes = [0u64; 3];
-    let mut n_steps = 0;
+    let mut ran = Ran::default();
     for (i, op) in ops.into_iter().enumerate() {
         match op {
             Op::Publish { step, rows } => {
@@ -187,14 +208,22 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> usize {
                     ..setup.store.clone()
                 };
                 let mut store = Store::open_in(vfs, bounds, &[]).expect("a store");
-                n_steps += store.compact().unwrap().len();
+                ran.steps += store.compact().unwrap().len();
                 engine = Served::spawn(store, setup.serve.clone());
+            }
+            Op::TrimTo { back } => {
+                engine.stop().await.unwrap();
+                let horizon = position.saturating_sub(back);
+                let (served, trimmed) = trim_both(&fs, setup, &model, horizon, i).await;
+                engine = served;
+                ran.trims += usize::from(trimmed);
             }
             Op::Rows { track, lo, hi } => {
                 let t = labels(&track);
                 let a = engine.rows("capture", &t, Included(lo), Included(hi)).await;
                 let b = model.rows("capture", &t, Included(lo), Included(hi)).await;
                 assert_eq!(a, b, "op {i}: rows {track:?} {lo}..={hi}");
+                ran.floors_refused += usize::from(matches!(a, Err(BeneathWindow::Floor { .. })));
             }
             Op::Buckets { track, budget, lo } => {
                 let t = labels(&track);
@@ -230,16 +259,42 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> usize {
                         .aggregate("capture", &t, Included(lo), Included(hi), kind)
                         .await;
                     assert_eq!(a, b, "op {i}: {kind} over {lo}..={hi} of {track:?}");
+                    ran.floors_refused +=
+                        usize::from(matches!(a, Err(BeneathWindow::Floor { .. })));
                 }
             }
         }
     }
     engine.stop().await.unwrap();
-    n_steps
+    ran
+}
+
+/// Trims the stopped store in `fs` and the model to `horizon`: both refuse it, or both answer
+/// the same floors. Answers the store served again, and whether the stream has a floor.
+async fn trim_both(
+    fs: &SimFs,
+    setup: &Setup,
+    model: &MemorySeries,
+    horizon: u64,
+    i: usize,
+) -> (Served, bool) {
+    let mut reference = model.clone();
+    reference.seal("capture", &[]).await.unwrap();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let mut store = Store::open_in(vfs, setup.store.clone(), &[]).expect("a store");
+    let a = store.trim_to("capture", horizon).map(|t| t.floors);
+    let b = model.trim_to("capture", horizon);
+    match (&a, &b) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "op {i}: trim to {horizon}"),
+        (Err(EngineError::Trim { .. }), Err(EngineError::Trim { .. })) => {}
+        _ => panic!("op {i}: trim to {horizon}: {a:?} vs {b:?}"),
+    }
+    let trimmed = a.is_ok_and(|floors| !floors.is_empty());
+    (Served::spawn(store, setup.serve.clone()), trimmed)
 }
 
 /// Runs one model sequence on a two-worker runtime.
-pub(crate) fn block_on_model(ops: Vec<Op>, setup: &Setup) -> usize {
+pub(crate) fn block_on_model(ops: Vec<Op>, setup: &Setup) -> Ran {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

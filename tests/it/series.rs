@@ -314,7 +314,7 @@ proptest! {
 
     #[test]
     fn the_engine_and_the_model_answer_alike(
-        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0 }), 1..40)
+        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0, trim: 1 }), 1..40)
     ) {
         let setup = Setup {
             store: Config::default(),
