@@ -792,7 +792,8 @@ fn a_fixed_history_of_trims_and_compactions_answers_like_the_model() {
     eprintln!("{ran:?}");
     assert!(ran.trims >= 5, "{ran:?}");
     assert!(ran.floors_refused >= 20, "{ran:?}");
-    assert!(ran.steps >= 3, "{ran:?}");
+    // Served also compacts between barriers, so how many steps the `Compact` ops find varies.
+    assert!(ran.steps >= 1, "{ran:?}");
 }
 
 /// A served store compacts on its own between barriers: under continuing publishes and seals
