@@ -24,3 +24,4 @@ mod model;
 mod open_segments;
 mod series;
 mod survey_cli;
+mod trim;
