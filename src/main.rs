@@ -12,7 +12,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(failure) => {
             eprintln!("strata: {failure}");
-            ExitCode::FAILURE
+            ExitCode::from(failure.code())
         }
     }
 }

@@ -52,10 +52,24 @@ pub enum Command {
     /// SIGINT or SIGTERM (Ctrl-C) stops after the step under way: stderr says what was done and
     /// the exit code is 3; `compact` again carries on. A second signal exits at once (130, 143).
     Compact,
+    /// Retire every row of a stream at or below a position (one durable record), and print the
+    /// raw floors it recorded. A query or percentile reaching beneath a floor then exits 4.
+    Trim(TrimArgs),
     /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
     Demo(DemoArgs),
+}
+
+/// `trim STREAM --to POSITION`.
+#[derive(Debug, Args)]
+pub struct TrimArgs {
+    /// The stream to trim.
+    pub stream: String,
+    /// The horizon: rows at or below this position are retired (at most the stream's
+    /// watermark).
+    #[arg(long, value_name = "POSITION")]
+    pub to: u64,
 }
 
 /// `declare STREAM --field NAME:KIND ... [--track F1,F2] [--axis F] [--ladder BASE:FANOUT]`.

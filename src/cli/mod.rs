@@ -4,7 +4,9 @@
 //! Every failure is one line on stderr and exit code 1; clap's usage errors exit 2; `fsck` exits
 //! with `engine-fsck`'s codes (0 clean, 1 findings, 2 unusable); an `ingest` that SIGINT or
 //! SIGTERM stopped at a batch boundary (or between the compaction steps it takes after a seal)
-//! exits 3 after sealing, a `compact` they stopped between steps exits 3, and a second signal ends either at once with 128 + the signal (130, 143).
+//! exits 3 after sealing, a `compact` they stopped between steps exits 3, and a second signal ends
+//! either at once with 128 + the signal (130, 143). A read refused because its range reaches
+//! beneath a floor (`strata trim`) exits 4, its message carrying the floor.
 
 pub mod args;
 mod compact;
@@ -21,6 +23,7 @@ mod query;
 mod seal;
 mod survey;
 mod svg;
+mod trim;
 
 use std::fmt;
 use std::io::{self, Write as _};
@@ -34,14 +37,23 @@ use strata::{Config, EngineError, Num, Store};
 
 use args::{AxisRangeArgs, Cli, Command};
 
-/// Why a command failed, in one line for stderr. The process exits 1.
+/// The exit code of a read refused because its range reaches beneath a floor.
+pub const EXIT_FLOOR: u8 = 4;
+
+/// Why a command failed, in one line for stderr. The process exits 1, or `EXIT_FLOOR` for a
+/// read refused by a floor.
 #[derive(Debug)]
-pub struct Failure(String);
+pub struct Failure(String, u8);
 
 impl Failure {
     /// A failure saying `message`.
     pub fn new(message: impl Into<String>) -> Failure {
-        Failure(message.into())
+        Failure(message.into(), 1)
+    }
+
+    /// The exit code the process ends with.
+    pub fn code(&self) -> u8 {
+        self.1
     }
 }
 
@@ -53,7 +65,11 @@ impl fmt::Display for Failure {
 
 impl From<EngineError> for Failure {
     fn from(error: EngineError) -> Failure {
-        Failure(error.to_string())
+        let code = match error {
+            EngineError::Floor { .. } => EXIT_FLOOR,
+            _ => 1,
+        };
+        Failure(error.to_string(), code)
     }
 }
 
@@ -68,6 +84,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Fold(args) => fold::run(&store_dir(store, "fold"), &args),
         Command::Seal => seal::run(&store_dir(store, "seal")),
         Command::Compact => compact::run(&store_dir(store, "compact")),
+        Command::Trim(args) => trim::run(&store_dir(store, "trim"), &args),
         Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
         Command::Demo(args) => {
             if store.is_some() {
@@ -159,7 +176,7 @@ fn warn_healed(dir: &Path, report: &strata::recover::Report) {
 }
 
 fn open_failure(dir: &Path, error: &EngineError) -> Failure {
-    Failure(format!("cannot open the store {}: {error}", dir.display()))
+    Failure::new(format!("cannot open the store {}: {error}", dir.display()))
 }
 
 /// Writes `text` to stdout. A reader that went away (`strata query ... | head`) is not a
@@ -177,7 +194,7 @@ fn print(text: &str) -> Result<(), Failure> {
 fn quiet_pipe(written: io::Result<()>) -> Result<(), Failure> {
     match written {
         Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
-            Err(Failure(format!("cannot write to stdout: {error}")))
+            Err(Failure::new(format!("cannot write to stdout: {error}")))
         }
         _ => Ok(()),
     }
