@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use strata::index::{RawFloor, TrackKey};
+use strata::index::{RawFloor, Tier, TrackKey};
 use strata::segment::vfs::{RenameMode, SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value,
@@ -163,6 +163,19 @@ fn answers(store: &Store) -> String {
             .map(|(track, floors)| (track.clone(), floors.clone()))
             .collect();
         writeln!(out, "floors {stream} {floors:?}").unwrap();
+    }
+    out
+}
+
+/// `answers`, and each partition's live raw segments: what a trim retires, which a crash must
+/// not leave half-recorded.
+fn state(store: &Store) -> String {
+    let mut out = answers(store);
+    for stream in ["capture", "notes"] {
+        for view in store.catalog().partitions(stream, &TrackKey::ROOT) {
+            let raw: Vec<u64> = view.segments(Tier::Raw).map(|(name, _)| name).collect();
+            writeln!(out, "raw {stream} {:?} {raw:?}", view.track()).unwrap();
+        }
     }
     out
 }
@@ -411,8 +424,9 @@ fn files_a_trim_wholly_retires_are_removed_after_its_record() {
 }
 
 /// A trim crashed at every operation, under every crash image: the reopened store answers
-/// exactly as before the trim or exactly as after it (floors, refusals and rows), never a
-/// mix, and never reads a file removed too early (that answer would be Unreadable).
+/// exactly as before the trim or exactly as after it (floors, refusals, rows and the live raw
+/// segments), never a mix, and never reads a file removed too early (that answer would be
+/// Unreadable).
 #[test]
 fn a_trim_crashed_at_every_operation_leaves_the_floor_before_or_after() {
     let mut points = 0;
@@ -423,11 +437,11 @@ fn a_trim_crashed_at_every_operation_leaves_the_floor_before_or_after() {
             let probe = SimFs::with_rename_mode(mode);
             let mut store = open(&probe, Config::default());
             fill(&mut store, 1, 8);
-            let before = answers(&store);
+            let before = state(&store);
             let start = probe.ops();
             let trimmed = store.trim_to(stream, horizon).unwrap();
             let n_ops = probe.ops() - start;
-            let after = answers(&store);
+            let after = state(&store);
             drop(store);
             assert_ne!(after, before);
             if stream == "notes" {
@@ -454,7 +468,7 @@ fn a_trim_crashed_at_every_operation_leaves_the_floor_before_or_after() {
                          image {image}"
                     );
                     let mut store = open(&fs, Config::default());
-                    let answered = answers(&store);
+                    let answered = state(&store);
                     if answered == after {
                         for name in &trimmed.removed {
                             let present = fs
@@ -472,7 +486,7 @@ fn a_trim_crashed_at_every_operation_leaves_the_floor_before_or_after() {
                     // Whatever survived, the store goes on: the trim again, and a barrier.
                     let again = store.trim_to(stream, horizon).unwrap();
                     assert_eq!(again.floors, trimmed.floors, "{context}");
-                    assert_eq!(answers(&store), after, "{context}");
+                    assert_eq!(state(&store), after, "{context}");
                     fill(&mut store, 9, 1);
                     points += 1;
                 }
