@@ -22,6 +22,7 @@ use crate::read::StoredRow;
 use crate::series::{BeneathWindow, Series};
 use crate::store::Store;
 use crate::survey::{FieldBuckets, FieldStat};
+use crate::trim::Trimmed;
 use crate::value::Row;
 
 /// How a served store runs.
@@ -70,6 +71,7 @@ enum Command {
     Buckets(Span, u64, Reply<Vec<FieldBuckets>>),
     Aggregate(Span, Aggregate, Reply<Vec<FieldStat>>),
     Seal(String, Vec<String>, Reply<Option<u64>>),
+    Trim(String, u64, oneshot::Sender<Result<Trimmed, EngineError>>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
 }
 
@@ -126,6 +128,19 @@ impl Served {
             .await
             .map_err(|_| unserved())?;
         answer.await.map_err(|_| unserved())?
+    }
+
+    /// `Store::trim_to` on the served store: closes a barrier for everything staged first (as
+    /// `seal` does, so that no staged row is left beneath the floor), then retires every row of
+    /// `stream` at or below `horizon` (at most the watermark that barrier leaves) in one record.
+    /// Reads beneath the floor then answer `BeneathWindow::Floor` (docs/retention.md).
+    pub async fn trim_to(&self, stream: &str, horizon: u64) -> Result<Trimmed, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Trim(stream.to_owned(), horizon, reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)?
     }
 
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, BeneathWindow> {
@@ -361,6 +376,10 @@ fn answer(store: &mut Store, command: Command) {
                 .seal()
                 .and_then(|_| store.watermark(&stream, &track))
                 .map_err(Into::into);
+            let _ = reply.send(answer);
+        }
+        Command::Trim(stream, horizon, reply) => {
+            let answer = store.seal().and_then(|_| store.trim_to(&stream, horizon));
             let _ = reply.send(answer);
         }
         Command::Stop(_) => unreachable!("handled by the loop"),

@@ -27,8 +27,8 @@ pub(crate) enum Op {
         files_max: usize,
         inputs_max: usize,
     },
-    /// Stop serving, trim the store to `back` positions below the last one published, and
-    /// serve the same store again. (`Served` has no trim command yet.)
+    /// Trim the served store (`Served::trim_to`, which seals first) and the model (sealed
+    /// first) to `back` positions below the last one published.
     TrimTo {
         back: u64,
     },
@@ -212,11 +212,8 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
                 engine = Served::spawn(store, setup.serve.clone());
             }
             Op::TrimTo { back } => {
-                engine.stop().await.unwrap();
                 let horizon = position.saturating_sub(back);
-                let (served, trimmed) = trim_both(&fs, setup, &model, horizon, i).await;
-                engine = served;
-                ran.trims += usize::from(trimmed);
+                ran.trims += usize::from(trim_both(&engine, &model, horizon, i).await);
             }
             Op::Rows { track, lo, hi } => {
                 let t = labels(&track);
@@ -269,28 +266,19 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
     ran
 }
 
-/// Trims the stopped store in `fs` and the model to `horizon`: both refuse it, or both answer
-/// the same floors. Answers the store served again, and whether the stream has a floor.
-async fn trim_both(
-    fs: &SimFs,
-    setup: &Setup,
-    model: &MemorySeries,
-    horizon: u64,
-    i: usize,
-) -> (Served, bool) {
+/// Trims the served store and the model to `horizon` (each seals first): both refuse it, or
+/// both answer the same floors. Answers whether the stream has a floor.
+async fn trim_both(engine: &Served, model: &MemorySeries, horizon: u64, i: usize) -> bool {
+    let a = engine.trim_to("capture", horizon).await.map(|t| t.floors);
     let mut reference = model.clone();
     reference.seal("capture", &[]).await.unwrap();
-    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store = Store::open_in(vfs, setup.store.clone(), &[]).expect("a store");
-    let a = store.trim_to("capture", horizon).map(|t| t.floors);
     let b = model.trim_to("capture", horizon);
     match (&a, &b) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "op {i}: trim to {horizon}"),
         (Err(EngineError::Trim { .. }), Err(EngineError::Trim { .. })) => {}
         _ => panic!("op {i}: trim to {horizon}: {a:?} vs {b:?}"),
     }
-    let trimmed = a.is_ok_and(|floors| !floors.is_empty());
-    (Served::spawn(store, setup.serve.clone()), trimmed)
+    a.is_ok_and(|floors| !floors.is_empty())
 }
 
 /// Runs one model sequence on a two-worker runtime.
