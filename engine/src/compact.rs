@@ -108,6 +108,9 @@ impl Store {
             self.tidy_manifest()?;
             return Ok(None);
         };
+        // Moved before the merge is tried, so a partition whose inputs fail to read does not
+        // take every later step too.
+        self.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
         let merged = self.merge_rows(&pick)?;
         let name = self.next_name;
         let written = {
@@ -157,38 +160,57 @@ impl Store {
     /// The first partition (streams by id, tracks in key order) for which [`plan_merge`] finds
     /// a run to merge: its newest whole, readable segments, as many as the plan says.
     fn pick(&self) -> Option<Pick> {
-        let bounds = PolicyBounds::of(&self.config);
-        for id in self.streams.keys() {
-            for view in self.catalog.partitions(id, &TrackKey::ROOT) {
-                let n_live = view.segments(strata_index::Tier::Raw).count();
-                if n_live < 2 {
-                    continue;
-                }
-                // The mergeable tail: the newest segments back to the first that is not whole
-                // (a merge may not reach across it) or that boot could not read (it stays as
-                // it is, for fsck and the operator).
-                let live = view.live_segments();
-                let n_tail = live
-                    .iter()
-                    .rev()
-                    .take_while(|(name, _, whole)| *whole && !self.unreadable.contains_key(name))
-                    .count();
-                let tail = &live[live.len() - n_tail..];
-                let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
-                let n_inputs = plan_merge(&sizes, n_live, bounds);
-                if n_inputs >= 2 {
-                    return Some(Pick {
-                        stream: id.clone(),
-                        track: view.track().clone(),
-                        inputs: tail[n_tail - n_inputs..]
-                            .iter()
-                            .map(|&(name, entry, _)| (name, entry.clone()))
-                            .collect(),
-                    });
+        // Round-robin over the partitions with work, starting after the one the last step
+        // merged: taking the first in order would give every step to the first dozen
+        // partitions of a barrier that touches more than a grant's worth, and none ever to
+        // the rest (seen: one partition of 32 at 1,000 files after a compacting ingest).
+        let after = |id: &str, track: &TrackKey| {
+            self.compact_cursor
+                .as_ref()
+                .is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
+        };
+        for later in [true, false] {
+            for id in self.streams.keys() {
+                for view in self.catalog.partitions(id, &TrackKey::ROOT) {
+                    if after(id, view.track()) != later {
+                        continue;
+                    }
+                    if let Some(pick) = self.pick_in(id, &view) {
+                        return Some(pick);
+                    }
                 }
             }
         }
         None
+    }
+
+    /// The run the policy merges in one partition, if any.
+    fn pick_in(&self, id: &str, view: &strata_index::PartitionView<'_>) -> Option<Pick> {
+        let bounds = PolicyBounds::of(&self.config);
+        let n_live = view.segments(strata_index::Tier::Raw).count();
+        if n_live < 2 {
+            return None;
+        }
+        // The mergeable tail: the newest segments back to the first that is not whole (a merge
+        // may not reach across it) or that boot could not read (it stays as it is, for fsck and
+        // the operator).
+        let live = view.live_segments();
+        let n_tail = live
+            .iter()
+            .rev()
+            .take_while(|(name, _, whole)| *whole && !self.unreadable.contains_key(name))
+            .count();
+        let tail = &live[live.len() - n_tail..];
+        let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
+        let n_inputs = plan_merge(&sizes, n_live, bounds);
+        (n_inputs >= 2).then(|| Pick {
+            stream: id.to_owned(),
+            track: view.track().clone(),
+            inputs: tail[n_tail - n_inputs..]
+                .iter()
+                .map(|&(name, entry, _)| (name, entry.clone()))
+                .collect(),
+        })
     }
 
     /// Reads the picked segments and merges them: raw columns concatenated oldest first, and

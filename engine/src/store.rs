@@ -72,6 +72,9 @@ pub struct Store {
     /// Whether files were wholly retired since `manifest_base_len` was measured, so that the
     /// snapshot may now be much shorter: measured again once compaction is quiet.
     pub(crate) retired_since_measure: bool,
+    /// The partition the last compaction step merged: the next step looks for work after it
+    /// first, so every partition with work gets a step in turn (`compact.rs`, `pick`).
+    pub(crate) compact_cursor: Option<(String, TrackKey)>,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
@@ -211,6 +214,7 @@ impl Store {
             catalog,
             manifest_base_len,
             retired_since_measure: false,
+            compact_cursor: None,
             manifest,
             next_name,
             unreadable,

@@ -462,6 +462,69 @@ fn compact_checkpoints_the_manifest_whatever_its_threshold() {
     assert_eq!(answers(&store), before);
 }
 
+/// Steps go round the partitions with work. 12 partitions a barrier and 2 steps after each is
+/// a grant short of what all 12 need, so every partition lags; but they lag alike: each gets
+/// its share of the steps, and none grows a file a barrier. A picker that took the first
+/// partition with work gave every step to the first few and none to some others (200 files
+/// after 200 barriers, 0 steps).
+#[test]
+fn compaction_steps_go_round_every_partition_with_work() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), config(4, 8), &[capture()]).unwrap();
+    let n_partitions = 12u64;
+    let mut steps_of = vec![0u64; 12];
+    let mut published = Vec::new();
+    for position in 1..=200u64 {
+        let rows: Vec<Row> = (0..n_partitions)
+            .map(|p| {
+                row(
+                    "r",
+                    p,
+                    position * 2,
+                    i32::try_from(position + p).unwrap() % 9,
+                )
+            })
+            .collect();
+        store.publish("capture", position, &rows).unwrap();
+        store.seal().unwrap();
+        published.extend(rows);
+        for _ in 0..2 {
+            let Some(step) = store.compact_step().unwrap() else {
+                break;
+            };
+            let probe: usize = step.track.labels().nth(1).unwrap().parse().unwrap();
+            steps_of[probe] += 1;
+        }
+    }
+    let files_of: Vec<usize> = (0..n_partitions)
+        .map(|p| {
+            let track = strata::index::TrackKey::encode(&["r", &p.to_string()]).unwrap();
+            let view = store
+                .catalog()
+                .partitions("capture", &track)
+                .next()
+                .unwrap();
+            view.live_segments().len()
+        })
+        .collect();
+    let fair_share = steps_of.iter().sum::<u64>() / n_partitions;
+    assert!(
+        steps_of.iter().all(|&n| n * 2 >= fair_share),
+        "steps per partition {steps_of:?} (a fair share is {fair_share}); files {files_of:?}"
+    );
+    assert!(
+        files_of.iter().all(|&n| n <= 50),
+        "live files per partition {files_of:?} after 200 barriers; steps {steps_of:?}"
+    );
+    let back: Vec<Row> = store
+        .query("capture", &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect();
+    assert_eq!(back, published);
+}
+
 #[test]
 fn a_failed_write_of_a_compaction_poisons_the_store_and_a_reopen_answers_as_before() {
     for op in 0..4 {
