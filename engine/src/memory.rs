@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_index::{RawFloor, StreamDecl, TrackKey, validate_label};
 use strata_levels::{Aggregate, Bucket, LEVELS_MAX, Ladder, Num, plan};
 
 use crate::error::EngineError;
-use crate::read::{StoredRow, inclusive};
+use crate::read::StoredRow;
 use crate::series::{BeneathWindow, Series};
 use crate::survey::{FieldBuckets, FieldStat};
 use crate::value::{Row, Value};
@@ -326,12 +327,12 @@ impl MemorySeries {
             let lo = if start == Bound::Unbounded {
                 min
             } else {
-                inclusive((start, Bound::Unbounded)).0
+                least_in(start)?
             };
             let hi = if end == Bound::Unbounded {
                 max
             } else {
-                inclusive((Bound::Unbounded, end)).1
+                greatest_in(end)?
             };
             (lo <= hi).then_some([lo, hi])
         });
@@ -380,16 +381,20 @@ impl Series for MemorySeries {
         if track.len() > decl.track.len() {
             return Err(invalid("the selection is deeper than the track"));
         }
-        let (lo, hi) = inclusive((start, end));
         let floor = self.with(|s| s[stream].floor(track, false));
-        if let Some(floor) = floor.filter(|&f| lo < f && lo <= hi) {
+        // Beneath the floor: some position below it lies in the range.
+        let beneath = floor
+            .filter(|&f| least_in(start).is_some_and(|lo| lo < f && (start, end).contains(&lo)));
+        if let Some(floor) = beneath {
             return Err(BeneathWindow::Floor { floor });
         }
         Ok(self.with(|s| {
             s[stream]
                 .sealed
                 .iter()
-                .filter(|(p, row)| (lo..=hi).contains(p) && labels(&decl, row).starts_with(track))
+                .filter(|(p, row)| {
+                    (start, end).contains(p) && labels(&decl, row).starts_with(track)
+                })
                 .map(|(position, values)| StoredRow {
                     position: *position,
                     values: values.clone(),
@@ -513,5 +518,24 @@ impl Series for MemorySeries {
             }
             streams[stream].watermark
         }))
+    }
+}
+
+/// The least value a start bound admits (the model's own reading of a bound, apart from the
+/// engine's); `None` when it admits none.
+fn least_in(start: Bound<u64>) -> Option<u64> {
+    match start {
+        Bound::Included(v) => Some(v),
+        Bound::Excluded(v) => v.checked_add(1),
+        Bound::Unbounded => Some(0),
+    }
+}
+
+/// The greatest value an end bound admits; `None` when it admits none.
+fn greatest_in(end: Bound<u64>) -> Option<u64> {
+    match end {
+        Bound::Included(v) => Some(v),
+        Bound::Excluded(v) => v.checked_sub(1),
+        Bound::Unbounded => Some(u64::MAX),
     }
 }

@@ -42,11 +42,14 @@ impl Store {
         positions: impl RangeBounds<u64>,
     ) -> Result<Vec<StoredRow>, EngineError> {
         let prefix = self.selection_key(stream, selection)?;
-        let (lo, hi) = inclusive(positions);
+        // A range that holds no position holds no row (not the row at its saturated end).
+        let Some((lo, hi)) = inclusive(positions) else {
+            return Ok(Vec::new());
+        };
         // Never a short answer: a range reaching beneath the raw floor of any partition it
         // covers is refused whole, with the highest such floor.
         if let Some(floor) = self.raw_floor(stream, &prefix, false) {
-            if lo < floor && lo <= hi {
+            if lo < floor {
                 return Err(EngineError::Floor {
                     stream: stream.to_owned(),
                     floor,
@@ -152,18 +155,30 @@ fn mismatch(path: &str, what: impl Into<String>) -> EngineError {
     }
 }
 
-pub(crate) fn inclusive(range: impl RangeBounds<u64>) -> (u64, u64) {
-    let lo = match range.start_bound() {
-        Bound::Included(&v) => v,
-        Bound::Excluded(&v) => v.saturating_add(1),
-        Bound::Unbounded => 0,
-    };
-    let hi = match range.end_bound() {
-        Bound::Included(&v) => v,
-        Bound::Excluded(&v) => v.saturating_sub(1),
-        Bound::Unbounded => u64::MAX,
-    };
-    (lo, hi)
+/// The range as inclusive ends; `None` if it holds no value (`..0`, `5..5`, `(Excluded(MAX),
+/// Unbounded)`, `9..=3`). Exclusive ends are never saturated into a value the range excludes.
+pub(crate) fn inclusive(range: impl RangeBounds<u64>) -> Option<(u64, u64)> {
+    let lo = lowest(range.start_bound())?;
+    let hi = highest(range.end_bound())?;
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// The lowest value a start bound admits; `None` if it admits none (excluded `u64::MAX`).
+pub(crate) fn lowest(start: Bound<&u64>) -> Option<u64> {
+    match start {
+        Bound::Included(&v) => Some(v),
+        Bound::Excluded(&v) => v.checked_add(1),
+        Bound::Unbounded => Some(0),
+    }
+}
+
+/// The highest value an end bound admits; `None` if it admits none (excluded 0).
+pub(crate) fn highest(end: Bound<&u64>) -> Option<u64> {
+    match end {
+        Bound::Included(&v) => Some(v),
+        Bound::Excluded(&v) => v.checked_sub(1),
+        Bound::Unbounded => Some(u64::MAX),
+    }
 }
 
 /// A partition's rows one at a time, across its files, opening each as it is reached.

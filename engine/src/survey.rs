@@ -17,7 +17,7 @@ use strata_segment::{Column, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
-use crate::read::{inclusive, unreadable};
+use crate::read::{highest, inclusive, lowest, unreadable};
 use crate::store::Store;
 
 /// One measured field's buckets, ascending by `first.axis`.
@@ -180,7 +180,9 @@ impl Store {
                 reason: format!("{field:?} is not a measured field of {stream:?}"),
             })?;
         let ladder = ladder_of(decl);
-        let (lo, hi) = inclusive(axis);
+        let Some((lo, hi)) = inclusive(axis) else {
+            return Ok(Vec::new());
+        };
         let cells = [ladder.cell(lo, level), ladder.cell(hi, level)];
         let merged = self.selection_cells(stream, &prefix, &ladder, field_idx, level, cells)?;
         Ok(merged
@@ -217,11 +219,11 @@ impl Store {
         let [rec_lo, rec_hi] = self.catalog.axis_range(stream, prefix)?;
         let lo = match axis.start_bound() {
             std::ops::Bound::Unbounded => rec_lo,
-            _ => inclusive((axis.start_bound().cloned(), std::ops::Bound::Unbounded)).0,
+            start => lowest(start)?,
         };
         let hi = match axis.end_bound() {
             std::ops::Bound::Unbounded => rec_hi,
-            _ => inclusive((std::ops::Bound::Unbounded, axis.end_bound().cloned())).1,
+            end => highest(end)?,
         };
         (lo <= hi).then_some([lo, hi])
     }

@@ -790,3 +790,66 @@ fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_th
         assert_eq!(store.watermark("capture", &[]).unwrap(), Some(5));
     }
 }
+
+/// A range that holds no value answers nothing: `..0` once answered the rows at position 0 (and
+/// axis 0), and `(Excluded(u64::MAX), ..)` the rows at `u64::MAX`, because the exclusive end was
+/// saturated into a value it excludes. The store and the reference model agree.
+#[test]
+fn ranges_that_hold_no_value_answer_nothing() {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut model = strata::MemorySeries::new(&[capture()]);
+    let rows = [row("run_7", 1, 0, 1.5), row("run_7", 1, u64::MAX, 2.5)];
+    store.publish("capture", 0, &rows[..1]).unwrap();
+    store.publish("capture", u64::MAX, &rows[1..]).unwrap();
+    store.seal().unwrap();
+    let empty: [(std::ops::Bound<u64>, std::ops::Bound<u64>); 4] = [
+        (Unbounded, Excluded(0)),
+        (Excluded(u64::MAX), Unbounded),
+        (Included(5), Excluded(5)),
+        (Included(9), Included(3)),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        use strata::Series;
+        model
+            .publish("capture", 0, rows[..1].to_vec())
+            .await
+            .unwrap();
+        model
+            .publish("capture", u64::MAX, rows[1..].to_vec())
+            .await
+            .unwrap();
+        model.seal("capture", &[]).await.unwrap();
+        for range in empty {
+            assert_eq!(store.query("capture", &[], range).unwrap(), [], "{range:?}");
+            assert_eq!(
+                model.rows("capture", &[], range.0, range.1).await.unwrap(),
+                [],
+                "model {range:?}"
+            );
+            let count = store
+                .fold("capture", &[], range, strata::Aggregate::Count)
+                .unwrap();
+            assert!(
+                count
+                    .iter()
+                    .all(|s| s.value == strata::Aggregate::Count.of_no_rows()),
+                "{range:?}: {count:?}"
+            );
+            assert_eq!(
+                model
+                    .aggregate("capture", &[], range.0, range.1, strata::Aggregate::Count)
+                    .await
+                    .unwrap(),
+                count,
+                "model {range:?}"
+            );
+        }
+    });
+    // The whole range still answers both rows.
+    assert_eq!(store.query("capture", &[], ..).unwrap().len(), 2);
+}
