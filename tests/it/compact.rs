@@ -572,19 +572,14 @@ fn a_compaction_step_crashed_at_every_operation_leaves_the_state_before_or_after
         // Create, write, sync, rename, two folder syncs; append and sync; removals.
         assert!(n_ops >= 8, "{n_ops}");
         for crash_op in 0..n_ops {
-            for image in 0..4 {
+            for image in 0..SimFs::CRASH_IMAGES {
                 let fs = SimFs::with_rename_mode(mode);
                 let mut store = open(&fs);
                 fill(&mut store, 4, 1);
                 fs.crash_at(fs.ops() + crash_op);
                 store.compact_step().unwrap_err();
                 drop(store);
-                let fs = match image {
-                    0 => fs.crash(),
-                    1 => fs.crash_tearing(usize::MAX),
-                    2 => fs.crash_tearing(9),
-                    _ => fs.crash_keeping_dir_ops(usize::MAX),
-                };
+                let fs = fs.crash_image(image);
                 let context =
                     format!("{setup}, {mode:?}: crash at op {crash_op} of {n_ops}, image {image}");
                 let store = open(&fs);
@@ -671,19 +666,14 @@ fn a_compaction_and_its_manifest_rewrite_crashed_at_every_operation_answer_as_be
         assert_eq!(answers(&store), before);
         drop(store);
         for crash_op in 0..n_ops {
-            for image in 0..4 {
+            for image in 0..SimFs::CRASH_IMAGES {
                 let fs = SimFs::with_rename_mode(mode);
                 let mut store = open(&fs);
                 fill_one(&mut store, 4, 1);
                 fs.crash_at(fs.ops() + crash_op);
                 store.compact().unwrap_err();
                 drop(store);
-                let fs = match image {
-                    0 => fs.crash(),
-                    1 => fs.crash_tearing(usize::MAX),
-                    2 => fs.crash_tearing(9),
-                    _ => fs.crash_keeping_dir_ops(usize::MAX),
-                };
+                let fs = fs.crash_image(image);
                 let context = format!("{mode:?}: crash at op {crash_op} of {n_ops}, image {image}");
                 let mut store = open(&fs);
                 assert_eq!(answers(&store), before, "{context}");

@@ -621,7 +621,7 @@ fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
         assert!(n_ops >= 8);
 
         for crash_op in 0..n_ops {
-            for image in 0..4 {
+            for image in 0..SimFs::CRASH_IMAGES {
                 let fs = SimFs::with_rename_mode(mode);
                 let mut store = open(&fs);
                 store.publish("capture", 1, &first).unwrap();
@@ -630,12 +630,7 @@ fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
                 fs.crash_at(fs.ops() + crash_op);
                 store.seal().unwrap_err();
                 drop(store);
-                let fs = match image {
-                    0 => fs.crash(),
-                    1 => fs.crash_tearing(usize::MAX),
-                    2 => fs.crash_tearing(9),
-                    _ => fs.crash_keeping_dir_ops(usize::MAX),
-                };
+                let fs = fs.crash_image(image);
                 let store = open(&fs);
                 // Whatever the crash left is healed: no temp survives boot, and no second
                 // name of the barrier's segment is kept as a spurious copy beside it.

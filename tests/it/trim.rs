@@ -450,19 +450,14 @@ fn a_trim_crashed_at_every_operation_leaves_the_floor_before_or_after() {
             // Append and sync; removals and the folder sync.
             assert!(n_ops >= 2, "{n_ops}");
             for crash_op in 0..n_ops {
-                for image in 0..4 {
+                for image in 0..SimFs::CRASH_IMAGES {
                     let fs = SimFs::with_rename_mode(mode);
                     let mut store = open(&fs, Config::default());
                     fill(&mut store, 1, 8);
                     fs.crash_at(fs.ops() + crash_op);
                     store.trim_to(stream, horizon).unwrap_err();
                     drop(store);
-                    let fs = match image {
-                        0 => fs.crash(),
-                        1 => fs.crash_tearing(usize::MAX),
-                        2 => fs.crash_tearing(9),
-                        _ => fs.crash_keeping_dir_ops(usize::MAX),
-                    };
+                    let fs = fs.crash_image(image);
                     let context = format!(
                         "{stream} to {horizon}, {mode:?}: crash at op {crash_op} of {n_ops}, \
                          image {image}"

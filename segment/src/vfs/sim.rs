@@ -194,6 +194,25 @@ impl SimFs {
         Self::from_state(state.durable_image(torn.as_ref()))
     }
 
+    /// How many crash images [`crash_image`](Self::crash_image) knows.
+    pub const CRASH_IMAGES: usize = 4;
+
+    /// Crash image `image` (below [`CRASH_IMAGES`](Self::CRASH_IMAGES)) of this file system:
+    /// 0 a plain [`crash`](Self::crash); 1 the last write torn after all its bytes and 2 after
+    /// 9 of them ([`crash_tearing`](Self::crash_tearing)); 3 every directory operation since the
+    /// last sync kept ([`crash_keeping_dir_ops`](Self::crash_keeping_dir_ops)). The images a
+    /// crash test runs every crash point under, in one place. Anything past the last is the
+    /// last.
+    #[must_use]
+    pub fn crash_image(&self, image: usize) -> SimFs {
+        match image {
+            0 => self.crash(),
+            1 => self.crash_tearing(usize::MAX),
+            2 => self.crash_tearing(9),
+            _ => self.crash_keeping_dir_ops(usize::MAX),
+        }
+    }
+
     /// As [`crash`](Self::crash), but the first `n` directory operations (create, create_dir,
     /// rename, remove) issued since the last `sync_dir` reached the disk too, in the order they
     /// were issued — as a journaling file system may commit metadata before anyone asks. This is
