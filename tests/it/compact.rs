@@ -9,20 +9,14 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata::conformance::suite_stream;
-
-use crate::model::{Op, Setup, Weights, block_on_model, labels, op};
-use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
+use strata::segment::vfs::{Fault, SimFs, Vfs};
 use strata::{
     Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
     Store, Stream, StreamDecl, Value,
 };
 
-/// Both ways a file system can rename without replacing: the crash test runs on each.
-const MODES: [RenameMode; 2] = [RenameMode::Noreplace, RenameMode::LinkUnlink];
-
-fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
-    Arc::new(fs.clone())
-}
+use crate::model::{Op, Setup, Weights, block_on_model, labels, op};
+use crate::support::{MODES, sim};
 
 /// A small ladder (base 4, fanout 2) so that a few rows span several levels, and cells
 /// straddle barriers.

@@ -7,12 +7,7 @@ use proptest::prelude::*;
 use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
 use strata::{Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
 
-/// Both ways a file system can rename without replacing: the crash tests run on each.
-const MODES: [RenameMode; 2] = [RenameMode::Noreplace, RenameMode::LinkUnlink];
-
-fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
-    Arc::new(fs.clone())
-}
+use crate::support::{MODES, sim};
 
 fn capture() -> StreamDecl {
     Stream::new("capture")

@@ -5,7 +5,6 @@
 
 use std::error::Error as _;
 use std::ops::Bound;
-use std::sync::Arc;
 
 use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
 use strata::segment::{Resource, SegmentError};
@@ -14,9 +13,7 @@ use strata::{
     Stream, StreamDecl, Value,
 };
 
-fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
-    Arc::new(fs.clone())
-}
+use crate::support::sim;
 
 fn capture() -> StreamDecl {
     Stream::new("capture")

@@ -7,15 +7,11 @@
     reason = "values are small integers, exactly representable, so sums and means are exact"
 )]
 
-use std::sync::Arc;
-
 use proptest::prelude::*;
-use strata::segment::vfs::{SimFs, Vfs};
+use strata::segment::vfs::SimFs;
 use strata::{Aggregate, Bucket, Config, FieldKind, Num, Row, Store, Stream, StreamDecl, Value};
 
-fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
-    Arc::new(fs.clone())
-}
+use crate::support::sim;
 
 /// A stream with a track, an axis, and three measured fields of the three numeric kinds.
 fn decl(base: u64, fanout: u64) -> StreamDecl {

@@ -23,5 +23,6 @@ mod manifest_damage;
 mod model;
 mod open_segments;
 mod series;
+mod support;
 mod survey_cli;
 mod trim;

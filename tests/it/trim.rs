@@ -4,19 +4,14 @@
 //! at every operation leaving the floor before or after, never partial, with nothing live lost.
 
 use std::fmt::Write;
-use std::sync::Arc;
 
 use strata::index::{RawFloor, Tier, TrackKey};
-use strata::segment::vfs::{RenameMode, SimFs, Vfs};
+use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value,
 };
 
-const MODES: [RenameMode; 2] = [RenameMode::Noreplace, RenameMode::LinkUnlink];
-
-fn sim(fs: &SimFs) -> Arc<dyn Vfs> {
-    Arc::new(fs.clone())
-}
+use crate::support::{MODES, sim};
 
 /// An axial stream with levels (base 4, fanout 2).
 fn capture() -> StreamDecl {
