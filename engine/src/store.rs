@@ -454,18 +454,15 @@ impl Store {
     }
 
     /// Once compaction is quiet: if it retired files since the snapshot's length was last
-    /// measured, measures it again (one encoding of the live state, at most once per quiet
-    /// spell) and rewrites the manifest if it is now more than twice that. What lets a store
-    /// whose history compaction just retired boot from its live state without waiting for the
-    /// manifest to double again.
+    /// measured, and the manifest is past `manifest_rewrite_bytes`, a [`Store::checkpoint`]
+    /// (one encoding of the live state, at most once per quiet spell). What lets a store whose
+    /// history compaction just retired boot from its live state without waiting for the
+    /// manifest to double past a snapshot measured before the retirements.
     pub(crate) fn tidy_manifest(&mut self) -> Result<(), EngineError> {
-        if !self.retired_since_measure || self.manifest.len() <= self.config.manifest_rewrite_bytes
-        {
-            return Ok(());
+        if self.retired_since_measure && self.manifest.len() > self.config.manifest_rewrite_bytes {
+            self.checkpoint()?;
         }
-        self.retired_since_measure = false;
-        self.manifest_base_len = snapshot_len(&self.catalog);
-        self.maybe_rewrite_manifest()
+        Ok(())
     }
 
     /// Rewrites the manifest now as a snapshot of the live state if it holds more than twice
