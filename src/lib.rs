@@ -26,9 +26,10 @@
 
 pub use strata_engine::{
     Aggregate, BeneathWindow, Bucket, Cell, CompactStep, Config, DEFAULT_LADDER, EngineError,
-    FailedBarrier, FieldBuckets, FieldKind, FieldStat, MemorySeries, Metrics, Num,
-    OPEN_SEGMENTS_LIMIT, Point, Resource, Row, SegmentError, Series, ServeConfig, Served, Store,
-    StoredRow, Stream, StreamDecl, StreamIntact, Survey, Trimmed, Value, conformance,
+    FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries, Metrics, Num,
+    OPEN_SEGMENTS_LIMIT, Point, Resource, Retention, Row, SegmentError, Series, ServeConfig,
+    Served, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey, Swept, Trimmed, Value,
+    conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

@@ -87,6 +87,7 @@ impl Store {
     /// bounded by `compact_inputs_max` and `compact_step_bytes_max` and is one manifest record;
     /// see [`Store::compact_step`].
     pub fn compact(&mut self) -> Result<Vec<CompactStep>, EngineError> {
+        self.sweep()?;
         let mut steps = Vec::new();
         while let Some(step) = self.compact_step()? {
             steps.push(step);
@@ -104,6 +105,10 @@ impl Store {
     /// a failed write, sync or removal poisons the store.
     pub fn compact_step(&mut self) -> Result<Option<CompactStep>, EngineError> {
         self.check_poison()?;
+        // Retention first: what it retires is neither merged nor rewritten.
+        if self.sweep_due && !self.config.retention.is_empty() {
+            self.sweep()?;
+        }
         let Some(pick) = self.pick() else {
             self.tidy_manifest()?;
             return Ok(None);

@@ -1,6 +1,9 @@
 //! Store configuration: every bound has a name, units last.
 
+use std::collections::BTreeMap;
+
 use crate::error::EngineError;
+use crate::retention::Retention;
 
 /// The most segment readers `Config::open_segments_max` may ask to keep open. Each is one
 /// memory map, and Linux allows a process 65,530 maps by default (`vm.max_map_count`), shared
@@ -57,6 +60,12 @@ pub struct Config {
     /// partitions open at compaction's default `compact_files_max` of 16. Must be between 1 and
     /// `OPEN_SEGMENTS_LIMIT`; anything else is refused at open (`EngineError::Config`).
     pub open_segments_max: usize,
+    /// How long each stream keeps its raw rows and levels, by stream id; a stream not named
+    /// keeps everything forever (the default). Sweeps apply it with compaction
+    /// (`Store::compact`, `compact_step`, `Served`'s tick) and `Store::sweep`
+    /// (docs/retention.md). A stream named here must be declared, and its retention must fit
+    /// its declaration; anything else is refused at open (`EngineError::Config`).
+    pub retention: BTreeMap<String, Retention>,
 }
 
 impl Default for Config {
@@ -70,6 +79,7 @@ impl Default for Config {
             compact_inputs_max: 16,
             compact_step_bytes_max: 32 << 20,
             open_segments_max: 1024,
+            retention: BTreeMap::new(),
         }
     }
 }

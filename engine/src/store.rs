@@ -58,6 +58,9 @@ pub struct Metrics {
     /// Segment bytes those steps wrote. Over `bytes_sealed`, the write amplification
     /// compaction adds to the barriers' own writes.
     pub compaction_bytes_written: u64,
+    /// Tiers (raw or one level, of one partition of one segment) retired by sweeps, `retire`
+    /// and `trim_to`.
+    pub tiers_retired: u64,
 }
 
 /// An open store. One per folder: opening takes an exclusive lock.
@@ -75,6 +78,9 @@ pub struct Store {
     /// The partition the last compaction step merged: the next step looks for work after it
     /// first, so every partition with work gets a step in turn (`compact.rs`, `pick`).
     pub(crate) compact_cursor: Option<(String, TrackKey)>,
+    /// Whether a barrier landed since the last sweep: only a barrier moves what has outlived
+    /// its retention, so compaction steps sweep only then.
+    pub(crate) sweep_due: bool,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
@@ -171,6 +177,16 @@ impl Store {
                 None => declare.push(Entry::Declare(decl.clone())),
             }
         }
+        for (id, retention) in &config.retention {
+            let decl = catalog
+                .stream(id)
+                .or_else(|| streams.iter().find(|d| &d.id == id))
+                .ok_or_else(|| EngineError::Config {
+                    setting: "retention",
+                    reason: format!("names stream {id:?}, which is not declared"),
+                })?;
+            retention.validate(decl)?;
+        }
         if !declare.is_empty() {
             let record = Record { entries: declare };
             catalog
@@ -215,6 +231,7 @@ impl Store {
             manifest_base_len,
             retired_since_measure: false,
             compact_cursor: None,
+            sweep_due: true,
             manifest,
             next_name,
             unreadable,
@@ -392,6 +409,7 @@ impl Store {
         self.write_barrier(name, &written.bytes, &record, intact)?;
 
         self.next_name = name + 1;
+        self.sweep_due = true;
         for state in self.streams.values_mut() {
             state.staged.clear();
             state.staged_position = None;

@@ -83,8 +83,34 @@ impl Store {
                 fields,
             });
         };
-        let plan =
+        let mut plan =
             plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len()).map_err(budget_error)?;
+        if self.has_level_floors(stream, &prefix) {
+            // The finest level at or above the plan's whose cells are whole from `lo` (fewer,
+            // coarser cells fit the budget too): a survey is never refused on a floor a level
+            // that outlives the finer ones still holds.
+            let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
+                .map(|level| (level, self.level_floor(stream, &prefix, &ladder, level)))
+                .collect();
+            match floors
+                .iter()
+                .find(|(_, floor)| floor.is_none_or(|f| lo >= f))
+            {
+                Some(&(level, _)) if level != plan.level => {
+                    plan.level = level;
+                    plan.group = 1;
+                }
+                Some(_) => {}
+                None => {
+                    let floor = floors.iter().filter_map(|&(_, f)| f).min();
+                    return Err(EngineError::Floor {
+                        stream: stream.to_owned(),
+                        floor: floor.unwrap_or(u64::MAX),
+                        unit: "axis value",
+                    });
+                }
+            }
+        }
         let cells = [ladder.cell(lo, plan.level), ladder.cell(hi, plan.level)];
         let mut fields = Vec::with_capacity(measured.len());
         for &field in &measured {
@@ -140,6 +166,31 @@ impl Store {
                 });
             }
         }
+        // A level fold reads whole cells of several levels (coarse inside, fine at the edges):
+        // each must start at or above its level's folded floor.
+        if let (Some([lo, hi]), true) = (clamped, aggregate.folds_levels())
+            && self.has_level_floors(stream, &prefix)
+        {
+            let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
+            let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
+            let beneath = runs.iter().any(|&(level, [first, _])| {
+                let start = ladder.span(level, first).map_or(u64::MAX, |[s, _]| s);
+                self.level_floor(stream, &prefix, &ladder, level)
+                    .is_some_and(|floor| start < floor)
+            });
+            if beneath {
+                // Narrowed to at or above this, every run of the fold is whole.
+                let floor = (0..=top)
+                    .filter_map(|level| self.level_floor(stream, &prefix, &ladder, level))
+                    .max()
+                    .unwrap_or(0);
+                return Err(EngineError::Floor {
+                    stream: stream.to_owned(),
+                    floor,
+                    unit: "axis value",
+                });
+            }
+        }
         decl.measured()
             .into_iter()
             .map(|field| {
@@ -183,6 +234,16 @@ impl Store {
         let Some((lo, hi)) = inclusive(axis) else {
             return Ok(Vec::new());
         };
+        if let Some(floor) = self
+            .level_floor(stream, &prefix, &ladder, level)
+            .filter(|&floor| lo < floor)
+        {
+            return Err(EngineError::Floor {
+                stream: stream.to_owned(),
+                floor,
+                unit: "axis value",
+            });
+        }
         let cells = [ladder.cell(lo, level), ladder.cell(hi, level)];
         let merged = self.selection_cells(stream, &prefix, &ladder, field_idx, level, cells)?;
         Ok(merged
@@ -216,7 +277,15 @@ impl Store {
         prefix: &TrackKey,
         axis: impl RangeBounds<u64>,
     ) -> Option<[u64; 2]> {
-        let [rec_lo, rec_hi] = self.catalog.axis_range(stream, prefix)?;
+        // Nothing live, but something retired (a track retired whole, say): the range as
+        // asked, so that a read of it answers the floor rather than an empty answer.
+        let retired = || {
+            self.catalog
+                .floors(stream, prefix)
+                .next()
+                .map(|_| [0, u64::MAX])
+        };
+        let [rec_lo, rec_hi] = self.catalog.axis_range(stream, prefix).or_else(retired)?;
         let lo = match axis.start_bound() {
             std::ops::Bound::Unbounded => rec_lo,
             start => lowest(start)?,
@@ -253,11 +322,17 @@ impl Store {
         ];
         for view in self.catalog.partitions(stream, prefix) {
             let mut partition: BTreeMap<u64, Bucket> = BTreeMap::new();
-            for (name, entry) in view.segments(Tier::Level(0)).rev() {
+            for (name, entry, _) in view.live_segments().into_iter().rev() {
                 let Some([axis_lo, axis_hi]) = entry.axis else {
                     continue;
                 };
                 if entry.n_levels == 0 || axis_hi < span[0] || axis_lo > span[1] {
+                    continue;
+                }
+                // The tier that answers `level` here: the level itself, or the segment's top
+                // (whose single cell a read lifts) above it. Retired: beneath the level's
+                // floor, which the read was checked against.
+                if !view.is_live(name, Tier::Level(level.min(entry.n_levels - 1))) {
                     continue;
                 }
                 let found =

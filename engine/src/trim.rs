@@ -15,13 +15,11 @@
 
 use std::collections::BTreeSet;
 
-use strata_index::{
-    Entry, FileName, Floor, PartitionEntry, RawFloor, Record, Retirement, Tier, TrackKey,
-};
+use strata_index::{FileName, Floor, PartitionEntry, RawFloor, Retirement, Tier, TrackKey};
 
 use crate::error::EngineError;
 use crate::read::unreadable;
-use crate::store::{Store, cut_partial_frame, stream_floor};
+use crate::store::Store;
 
 /// What `trim_to` did, and the floors it leaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,35 +107,7 @@ impl Store {
             .collect();
         let mut removed = Vec::new();
         if !floors.is_empty() || !retires.is_empty() {
-            let entries: Vec<Entry> = floors
-                .into_iter()
-                .map(Entry::Floor)
-                .chain(retires.into_iter().map(Entry::Retire))
-                .collect();
-            let record = Record { entries };
-            // As at a barrier: applied first, so a record the catalog refuses (our bug) never
-            // reaches the disk; if the append below fails the store is poisoned, and a poisoned
-            // store answers nothing from this catalog.
-            self.catalog
-                .apply(&record)
-                .map_err(|e| EngineError::Internal {
-                    reason: format!("a trim's own record was refused: {e}"),
-                })?;
-            let manifest_len = self.manifest.len();
-            if let Err(error) = self.manifest.append(&record) {
-                let frame_bytes = strata_index::encode_frame(&record).len() as u64;
-                cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
-                let error = EngineError::write(error);
-                self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
-                return Err(error);
-            }
-            let floor = stream_floor(&self.catalog, stream);
-            if let Some(state) = self.streams.get_mut(stream) {
-                state.floor = floor;
-            }
-            removed = self.remove_retired(&retired)?;
-            self.retired_since_measure |= !removed.is_empty();
-            self.maybe_rewrite_manifest()?;
+            removed = self.commit_retirement(stream, floors, retires)?.removed;
         }
         let floors = self
             .catalog

@@ -1199,6 +1199,11 @@ impl<'a> PartitionView<'a> {
         })
     }
 
+    /// Whether `tier` of this partition's segment in file `name` is live.
+    pub fn is_live(&self, name: FileName, tier: Tier) -> bool {
+        self.state.live(name, tier).is_some()
+    }
+
     /// Every segment with any live tier of this partition, oldest rows first (by lowest
     /// ordinal), each with whether it is whole: every tier it stores still live. Only whole
     /// segments can be merged, and a merge may not reach across one that is not.

@@ -22,6 +22,7 @@ mod limits;
 mod manifest_damage;
 mod model;
 mod open_segments;
+mod retention;
 mod series;
 mod support;
 mod survey_cli;

@@ -1,0 +1,593 @@
+//! Retention: the lifetimes a store is assembled with, the sweeps that apply them, `retire` of
+//! whole tracks, and the folded floors level reads answer to (docs/retention.md).
+//!
+//! A sweep reads the catalog alone (no file): per partition, every tier of every live segment
+//! but the newest whose lifetime has run out is retired, and the floors those retirements move
+//! are recorded in the same record. A tier's lifetime runs out when the segment's newest row is
+//! more than the lifetime behind the stream's newest (axis value, or position). The top level a
+//! segment stores also answers every coarser level (a read lifts its single top cell), so it
+//! lives as long as the coarsest level does.
+//!
+//! Floors come from these records and nothing else. A level's floor is the start of the first
+//! cell of that level no retired tier contributed to, so every cell at or above it is whole: a
+//! read whose first cell starts beneath it is refused, and one at or above it answers exactly
+//! what it answered before the retirement.
+
+use std::collections::BTreeMap;
+
+use strata_index::{Entry, FileName, Floor, Record, Retirement, StreamDecl, Tier, TrackKey};
+use strata_levels::{LEVELS_MAX, Ladder};
+
+use crate::error::EngineError;
+use crate::ladder::ladder_of;
+use crate::store::{Store, cut_partial_frame, stream_floor};
+
+/// How long one tier of a stream is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lifetime {
+    /// Never retired by a sweep (the default).
+    #[default]
+    Forever,
+    /// Kept while the newest axis value it holds is no more than this far behind the stream's
+    /// newest axis value: a segment whose rows all lie below `newest - span` is retired. Only
+    /// for a stream with an axis.
+    AxisSpan(u64),
+    /// Kept while within this many positions of the stream's last position: a segment whose
+    /// rows all lie at or below `last - count` is retired.
+    Positions(u64),
+}
+
+impl Lifetime {
+    /// Whether a segment whose newest row is at `axis_hi` / `position_hi` has outlived this,
+    /// in a stream whose newest axis value is `newest_axis` and last position `last_position`.
+    fn expired(
+        self,
+        axis_hi: Option<u64>,
+        position_hi: u64,
+        newest_axis: Option<u64>,
+        last_position: u64,
+    ) -> bool {
+        match self {
+            Lifetime::Forever => false,
+            Lifetime::AxisSpan(span) => match (axis_hi, newest_axis) {
+                (Some(hi), Some(newest)) => newest.checked_sub(span).is_some_and(|cut| hi < cut),
+                _ => false,
+            },
+            Lifetime::Positions(count) => last_position
+                .checked_sub(count)
+                .is_some_and(|cut| position_hi <= cut),
+        }
+    }
+
+    /// The lifetime's length for ordering lifetimes of one kind; `Forever` is the longest.
+    fn length(self) -> u128 {
+        match self {
+            Lifetime::Forever => u128::MAX,
+            Lifetime::AxisSpan(n) | Lifetime::Positions(n) => u128::from(n),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Lifetime::Forever => "forever".to_owned(),
+            Lifetime::AxisSpan(span) => format!("an axis span of {span}"),
+            Lifetime::Positions(count) => format!("{count} positions"),
+        }
+    }
+}
+
+/// How long a stream keeps its raw rows and each level. Declared where the store is assembled
+/// (`Config::retention`), not in the stream's definition: two stores of one stream may keep it
+/// differently.
+///
+/// ```
+/// use strata_engine::{Lifetime, Retention};
+/// // Raw rows for an axis span of 86_400 (a day of seconds), levels 0 and 1 as long, level 2
+/// // and up for a year.
+/// let retention = Retention::raw(Lifetime::AxisSpan(86_400))
+///     .levels_from(0, Lifetime::AxisSpan(86_400))
+///     .levels_from(2, Lifetime::AxisSpan(365 * 86_400));
+/// assert_eq!(retention.level(1), Lifetime::AxisSpan(86_400));
+/// assert_eq!(retention.level(9), Lifetime::AxisSpan(365 * 86_400));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// The raw rows' lifetime.
+    pub raw: Lifetime,
+    /// Level lifetimes as `(from, lifetime)`, ascending by `from`: level `k` lives by the entry
+    /// with the highest `from <= k`. Levels beneath every entry live forever.
+    pub levels: Vec<(u8, Lifetime)>,
+}
+
+impl Retention {
+    /// Raw rows kept for `lifetime`, levels forever.
+    pub fn raw(lifetime: Lifetime) -> Retention {
+        Retention {
+            raw: lifetime,
+            levels: Vec::new(),
+        }
+    }
+
+    /// Levels `from` and up (to the next entry) kept for `lifetime`.
+    #[must_use]
+    pub fn levels_from(mut self, from: u8, lifetime: Lifetime) -> Retention {
+        self.levels.retain(|&(k, _)| k != from);
+        self.levels.push((from, lifetime));
+        self.levels.sort_by_key(|&(k, _)| k);
+        self
+    }
+
+    /// The lifetime of level `level`.
+    pub fn level(&self, level: u8) -> Lifetime {
+        self.levels
+            .iter()
+            .rev()
+            .find(|&&(from, _)| from <= level)
+            .map_or(Lifetime::Forever, |&(_, lifetime)| lifetime)
+    }
+
+    /// Whether nothing of the stream is ever retired by a sweep.
+    pub fn is_forever(&self) -> bool {
+        self.raw == Lifetime::Forever && self.levels.iter().all(|(_, l)| *l == Lifetime::Forever)
+    }
+
+    /// The lifetime of `tier` of a segment storing `n_levels` levels: its top level answers
+    /// every coarser level too, so it lives as long as the coarsest does.
+    fn of_tier(&self, tier: Tier, n_levels: u8) -> Lifetime {
+        match tier {
+            Tier::Raw => self.raw,
+            Tier::Level(k) if k + 1 == n_levels => self.level(LEVELS_MAX),
+            Tier::Level(k) => self.level(k),
+        }
+    }
+
+    /// Refuses a retention no sweep can honour for `decl`: an axis span on a stream without
+    /// an axis, a lifetime of 0, levels out of order or beyond the ladder, lifetimes of two
+    /// kinds, or a level that would retire before the tier beneath it (a coarser level is
+    /// folded from the finer one, and the raw rows beneath them all).
+    pub(crate) fn validate(&self, decl: &StreamDecl) -> Result<(), EngineError> {
+        let refuse = |reason: String| EngineError::Config {
+            setting: "retention",
+            reason: format!("for stream {:?}: {reason}", decl.id),
+        };
+        if self.levels.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(refuse(
+                "level entries must ascend by level, each level once".to_owned(),
+            ));
+        }
+        if let Some(&(k, _)) = self.levels.iter().find(|&&(k, _)| k > LEVELS_MAX) {
+            return Err(refuse(format!(
+                "level {k} is beyond the deepest ladder ({LEVELS_MAX} levels)"
+            )));
+        }
+        // The tiers from the finest up: raw, then every level.
+        let chain: Vec<(String, Lifetime)> = std::iter::once(("raw rows".to_owned(), self.raw))
+            .chain((0..=LEVELS_MAX).map(|k| (format!("level {k}"), self.level(k))))
+            .collect();
+        let mut kind: Option<(&str, Lifetime)> = None;
+        for (tier, lifetime) in &chain {
+            match lifetime {
+                Lifetime::AxisSpan(0) | Lifetime::Positions(0) => {
+                    return Err(refuse(format!(
+                        "{tier}: a lifetime of 0 keeps nothing; use `trim_to` or `retire`"
+                    )));
+                }
+                Lifetime::AxisSpan(_) if decl.axis.is_none() => {
+                    return Err(refuse(format!(
+                        "{tier}: an axis span, but the stream declares no axis"
+                    )));
+                }
+                _ => {}
+            }
+            if *lifetime != Lifetime::Forever {
+                match kind {
+                    Some((first, seen))
+                        if std::mem::discriminant(&seen) != std::mem::discriminant(lifetime) =>
+                    {
+                        return Err(refuse(format!(
+                            "{first} is kept for {} and {tier} for {}: one stream's lifetimes \
+                             are all axis spans or all positions",
+                            seen.describe(),
+                            lifetime.describe()
+                        )));
+                    }
+                    None => kind = Some((tier, *lifetime)),
+                    Some(_) => {}
+                }
+            }
+        }
+        for pair in chain.windows(2) {
+            let [(finer, short), (coarser, long)] = pair else {
+                unreachable!("windows of 2")
+            };
+            if long.length() < short.length() {
+                return Err(refuse(format!(
+                    "{coarser} ({}) would retire before {finer} ({}), which it is folded \
+                     from; a coarser tier may only outlive a finer one",
+                    long.describe(),
+                    short.describe()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one sweep or `retire` recorded for one stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Swept {
+    /// The stream.
+    pub stream: String,
+    /// The floors the record raised, raw and level, per partition.
+    pub floors: Vec<Floor>,
+    /// The tiers it retired.
+    pub retired: Vec<Retirement>,
+    /// Files the record left wholly retired, and so removed.
+    pub removed: Vec<FileName>,
+}
+
+impl Store {
+    /// Applies the configured retention (`Config::retention`) once: for each stream with
+    /// something past its lifetime, one record retiring those tiers and raising the floors
+    /// they leave; files left wholly retired are removed once it is durable. A partition's
+    /// newest live segment is never retired by a sweep (its watermark is derived from what is
+    /// stored). Compaction (`compact`, `compact_step`, `Served`'s tick) sweeps before it
+    /// merges; this is the sweep alone. Refused while the store is poisoned; a failed write
+    /// poisons it.
+    pub fn sweep(&mut self) -> Result<Vec<Swept>, EngineError> {
+        self.check_poison()?;
+        let mut swept = Vec::new();
+        let streams: Vec<String> = self.config.retention.keys().cloned().collect();
+        for stream in streams {
+            if !self.streams.contains_key(&stream) {
+                continue;
+            }
+            let (floors, retired) = self.plan_sweep(&stream);
+            if retired.is_empty() {
+                continue;
+            }
+            swept.push(self.commit_retirement(&stream, floors, retired)?);
+        }
+        self.sweep_due = false;
+        Ok(swept)
+    }
+
+    /// Retires every partition of `stream` under `selection` (a track prefix; empty for all)
+    /// outright: every tier of every live segment, its newest too — the exception to the
+    /// sweep's rule, on purpose: a retired track has ended. Its floors rise past everything it
+    /// held: the raw floor to one past the stream's last position and past the partition's
+    /// newest axis value, each level's past the cell holding it. Reads reaching beneath them
+    /// answer `Floor`; an unnarrowed read of the stream takes the highest floor of any track.
+    ///
+    /// A later publish to a retired track is accepted above its floor (a higher axis value, a
+    /// position above the stream's last): the track starts again, and its retired history
+    /// stays retired. Refused (nothing recorded) while rows of the stream are staged (seal
+    /// first). A selection with nothing live answers an empty `Swept`.
+    pub fn retire(&mut self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
+        self.check_poison()?;
+        let prefix = self.selection_key(stream, selection)?;
+        if !self.streams[stream].staged.is_empty() {
+            return Err(EngineError::BadRead {
+                reason: format!(
+                    "cannot retire tracks of stream {stream:?}: rows of it are staged and not \
+                     yet sealed; seal first (nothing was recorded)"
+                ),
+            });
+        }
+        let decl = &self.streams[stream].decl;
+        let ladder = decl.axis.is_some().then(|| ladder_of(decl));
+        let position = self
+            .catalog
+            .last_position(stream)
+            .map_or(0, |last| last.saturating_add(1));
+        let mut floors = Vec::new();
+        let mut retired = Vec::new();
+        for view in self.catalog.partitions(stream, &prefix) {
+            let live = view.live_segments();
+            let mut axis_hi: Option<u64> = None;
+            let mut top = 0;
+            for (name, entry, _) in &live {
+                axis_hi = axis_hi.max(entry.axis.map(|[_, hi]| hi));
+                top = top.max(entry.n_levels.saturating_sub(1));
+                for tier in std::iter::once(Tier::Raw).chain((0..entry.n_levels).map(Tier::Level)) {
+                    if view.is_live(*name, tier) {
+                        retired.push(Retirement {
+                            file: *name,
+                            stream: stream.to_owned(),
+                            track: view.track().clone(),
+                            tier,
+                        });
+                    }
+                }
+            }
+            let existing = self.catalog.floors_of(stream, view.track());
+            let raw = existing.and_then(|f| f.raw);
+            floors.push(Floor {
+                stream: stream.to_owned(),
+                track: view.track().clone(),
+                tier: Tier::Raw,
+                position: Some(raw.map_or(position, |f| f.position.max(position))),
+                axis: ladder.as_ref().map(|_| {
+                    let past = axis_hi.map_or(0, |hi| hi.saturating_add(1));
+                    raw.and_then(|f| f.axis).map_or(past, |a| a.max(past))
+                }),
+            });
+            if let (Some(ladder), Some(hi)) = (&ladder, axis_hi)
+                && live.iter().any(|(_, e, _)| e.n_levels > 0)
+            {
+                let served = |_: u8| Some(hi);
+                floors.extend(level_floors(
+                    stream,
+                    view.track(),
+                    ladder,
+                    existing,
+                    top,
+                    served,
+                ));
+            }
+        }
+        if retired.is_empty() {
+            return Ok(Swept {
+                stream: stream.to_owned(),
+                floors: Vec::new(),
+                retired,
+                removed: Vec::new(),
+            });
+        }
+        self.commit_retirement(stream, floors, retired)
+    }
+
+    /// What a sweep of `stream` retires, and the floors it raises: from the catalog alone.
+    fn plan_sweep(&self, stream: &str) -> (Vec<Floor>, Vec<Retirement>) {
+        let Some(retention) = self.config.retention.get(stream) else {
+            return (Vec::new(), Vec::new());
+        };
+        let Some(last_position) = self.catalog.last_position(stream) else {
+            return (Vec::new(), Vec::new());
+        };
+        let decl = &self.streams[stream].decl;
+        let ladder = decl.axis.is_some().then(|| ladder_of(decl));
+        let newest_axis = self
+            .catalog
+            .axis_range(stream, &TrackKey::ROOT)
+            .map(|[_, hi]| hi);
+        let mut floors = Vec::new();
+        let mut retired = Vec::new();
+        for view in self.catalog.partitions(stream, &TrackKey::ROOT) {
+            let live = view.live_segments();
+            // The newest live segment is never swept: the partition's watermark and its
+            // position are derived from what is stored.
+            let Some((_, older)) = live.split_last() else {
+                continue;
+            };
+            let top = live
+                .iter()
+                .map(|(_, e, _)| e.n_levels.saturating_sub(1))
+                .max()
+                .unwrap_or(0);
+            // Per level, the newest axis value of a retired tier that answered it.
+            let mut served: BTreeMap<u8, u64> = BTreeMap::new();
+            let mut raw: Option<(u64, Option<u64>)> = None;
+            let mut retired_here = 0;
+            for (name, entry, _) in older {
+                let axis_hi = entry.axis.map(|[_, hi]| hi);
+                for tier in std::iter::once(Tier::Raw).chain((0..entry.n_levels).map(Tier::Level)) {
+                    if !view.is_live(*name, tier) {
+                        continue;
+                    }
+                    let lifetime = retention.of_tier(tier, entry.n_levels);
+                    if !lifetime.expired(axis_hi, entry.positions[1], newest_axis, last_position) {
+                        continue;
+                    }
+                    retired.push(Retirement {
+                        file: *name,
+                        stream: stream.to_owned(),
+                        track: view.track().clone(),
+                        tier,
+                    });
+                    retired_here += 1;
+                    match tier {
+                        Tier::Raw => {
+                            let position = entry.positions[1].saturating_add(1);
+                            let axis = axis_hi.map(|hi| hi.saturating_add(1));
+                            raw =
+                                Some(raw.map_or((position, axis), |(p, a)| {
+                                    (p.max(position), a.max(axis))
+                                }));
+                        }
+                        Tier::Level(k) => {
+                            let Some(hi) = axis_hi else { continue };
+                            // The top level answers every level above it too.
+                            let up_to = if k + 1 == entry.n_levels {
+                                LEVELS_MAX
+                            } else {
+                                k
+                            };
+                            for level in k..=up_to {
+                                let at = served.entry(level).or_insert(hi);
+                                *at = (*at).max(hi);
+                            }
+                        }
+                    }
+                }
+            }
+            if retired_here == 0 {
+                continue;
+            }
+            let existing = self.catalog.floors_of(stream, view.track());
+            if let Some((position, axis)) = raw {
+                let before = existing.and_then(|f| f.raw);
+                floors.push(Floor {
+                    stream: stream.to_owned(),
+                    track: view.track().clone(),
+                    tier: Tier::Raw,
+                    position: Some(before.map_or(position, |f| f.position.max(position))),
+                    axis: axis.map(|a| before.and_then(|f| f.axis).map_or(a, |b| b.max(a))),
+                });
+            }
+            if let Some(ladder) = &ladder
+                && !served.is_empty()
+            {
+                let served_at = |level: u8| served.get(&level).copied();
+                floors.extend(level_floors(
+                    stream,
+                    view.track(),
+                    ladder,
+                    existing,
+                    top,
+                    served_at,
+                ));
+            }
+        }
+        (floors, retired)
+    }
+
+    /// Records `floors` and `retired` for `stream` as one manifest record (applied to the
+    /// catalog first, as a barrier's is), then removes the files it left wholly retired and
+    /// rewrites the manifest if it is due. A failed append poisons the store.
+    pub(crate) fn commit_retirement(
+        &mut self,
+        stream: &str,
+        floors: Vec<Floor>,
+        retired: Vec<Retirement>,
+    ) -> Result<Swept, EngineError> {
+        let entries: Vec<Entry> = floors
+            .iter()
+            .cloned()
+            .map(Entry::Floor)
+            .chain(retired.iter().cloned().map(Entry::Retire))
+            .collect();
+        let mut files: Vec<FileName> = retired.iter().map(|r| r.file).collect();
+        files.sort_unstable();
+        files.dedup();
+        if entries.is_empty() {
+            return Ok(Swept {
+                stream: stream.to_owned(),
+                floors,
+                retired,
+                removed: Vec::new(),
+            });
+        }
+        let record = Record { entries };
+        // Applied first, so a record the catalog refuses (our bug) never reaches the disk; if
+        // the append below fails the store is poisoned, and a poisoned store answers nothing
+        // from this catalog.
+        self.catalog
+            .apply(&record)
+            .map_err(|e| EngineError::Internal {
+                reason: format!("a retirement's own record was refused: {e}"),
+            })?;
+        let manifest_len = self.manifest.len();
+        if let Err(error) = self.manifest.append(&record) {
+            let frame_bytes = strata_index::encode_frame(&record).len() as u64;
+            cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
+            let error = EngineError::write(error);
+            self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
+            return Err(error);
+        }
+        let floor = stream_floor(&self.catalog, stream);
+        if let Some(state) = self.streams.get_mut(stream) {
+            state.floor = floor;
+        }
+        self.metrics.tiers_retired += retired.len() as u64;
+        let removed = self.remove_retired(&files)?;
+        self.retired_since_measure |= !removed.is_empty();
+        self.maybe_rewrite_manifest()?;
+        Ok(Swept {
+            stream: stream.to_owned(),
+            floors,
+            retired,
+            removed,
+        })
+    }
+
+    /// The folded floor level-`level` reads of `stream` under `prefix` answer to: the highest
+    /// of its partitions' (`None`: nothing of that level was ever retired there).
+    pub(crate) fn level_floor(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        ladder: &Ladder,
+        level: u8,
+    ) -> Option<u64> {
+        self.catalog
+            .floors(stream, prefix)
+            .filter_map(|(_, floors)| effective_level_floor(&floors.levels, ladder, level))
+            .max()
+    }
+
+    /// Whether any partition of `stream` under `prefix` has a level floor.
+    pub(crate) fn has_level_floors(&self, stream: &str, prefix: &TrackKey) -> bool {
+        self.catalog
+            .floors(stream, prefix)
+            .any(|(_, floors)| !floors.levels.is_empty())
+    }
+}
+
+/// A partition's floor at `level` from the level floors its records hold. Records restate every
+/// level from 0 up to the highest any segment of the partition stored, so above the highest
+/// recorded level the floor is that level's, moved up to the start of a cell of `level` (a
+/// read there lifts the top cells of segments that stop beneath it).
+pub(crate) fn effective_level_floor(
+    levels: &BTreeMap<u8, u64>,
+    ladder: &Ladder,
+    level: u8,
+) -> Option<u64> {
+    if let Some(&floor) = levels.get(&level) {
+        return Some(floor);
+    }
+    let (_, &floor) = levels.range(..level).next_back()?;
+    Some(round_up(ladder, level, floor))
+}
+
+/// The start of the first cell of `level` that begins at or above `axis` (`u64::MAX` past
+/// the last cell).
+fn round_up(ladder: &Ladder, level: u8, axis: u64) -> u64 {
+    let cell = ladder.cell(axis, level);
+    match ladder.span(level, cell) {
+        Some([start, _]) if start == axis => axis,
+        _ => past_cell(ladder, level, axis),
+    }
+}
+
+/// The start of the cell of `level` after the one holding `axis` (`u64::MAX` if none follows).
+fn past_cell(ladder: &Ladder, level: u8, axis: u64) -> u64 {
+    ladder
+        .span(level, ladder.cell(axis, level))
+        .map_or(u64::MAX, |[_, end]| end.saturating_add(1))
+}
+
+/// The level floors of one partition after retiring tiers that answered level `k` up to the
+/// axis value `served(k)`: every level from 0 to the higher of `top` (the highest any segment
+/// of the partition stores) and the highest already recorded, each the higher of its floor
+/// before and the start of the cell past `served(k)`. Restating every level keeps the recorded
+/// levels a run from 0, which `effective_level_floor` relies on above it.
+fn level_floors(
+    stream: &str,
+    track: &TrackKey,
+    ladder: &Ladder,
+    existing: Option<&strata_index::TrackFloors>,
+    top: u8,
+    served: impl Fn(u8) -> Option<u64>,
+) -> Vec<Floor> {
+    let before = existing.map(|f| &f.levels);
+    let recorded_top = before.and_then(|l| l.keys().next_back().copied());
+    let up_to = recorded_top.map_or(top, |r| r.max(top));
+    // The floor of the highest level served at or beneath each level: a top tier answers
+    // the levels above its own.
+    let mut out = Vec::new();
+    for level in 0..=up_to {
+        let old = before.and_then(|l| effective_level_floor(l, ladder, level));
+        let new = served(level).map(|hi| past_cell(ladder, level, hi));
+        let floor = old.max(new).unwrap_or(0);
+        out.push(Floor {
+            stream: stream.to_owned(),
+            track: track.clone(),
+            tier: Tier::Level(level),
+            position: None,
+            axis: Some(floor),
+        });
+    }
+    out
+}

@@ -1,0 +1,156 @@
+//! Retention: sweeps retire tiers past their lifetimes and raise the floors each read answers
+//! to; `retire` ends whole tracks; space comes back.
+
+use std::collections::BTreeMap;
+
+use strata::index::{Tier, TrackKey};
+use strata::segment::vfs::SimFs;
+use strata::{
+    Aggregate, Config, EngineError, FieldKind, Lifetime, Retention, Row, Store, Stream, StreamDecl,
+    Value,
+};
+
+use crate::support::sim;
+
+/// An axial stream with levels (base 4, fanout 2), tracked by run.
+fn series() -> StreamDecl {
+    Stream::new("series")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .track(["run"])
+        .axis("t")
+        .ladder(4, 2)
+        .build()
+        .unwrap()
+}
+
+fn row(run: &str, t: u64) -> Row {
+    vec![
+        Value::Str(run.into()),
+        Value::U64(t),
+        Value::F64((t % 17) as f64 - 8.0),
+    ]
+}
+
+fn config(retention: Retention) -> Config {
+    Config {
+        retention: BTreeMap::from([("series".to_owned(), retention)]),
+        ..Config::default()
+    }
+}
+
+/// Barriers at positions `first..first + n`, 10 rows of run `a` each, axis 10p..10p+9.
+fn fill(store: &mut Store, first: u64, n: u64) {
+    for position in first..first + n {
+        let rows: Vec<Row> = (0..10).map(|i| row("a", position * 10 + i)).collect();
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+    }
+}
+
+#[test]
+fn a_sweep_retires_raw_segments_past_their_axis_span_and_raises_the_raw_floor() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(
+        sim(&fs),
+        config(Retention::raw(Lifetime::AxisSpan(100))),
+        &[series()],
+    )
+    .unwrap();
+    fill(&mut store, 0, 30);
+    let swept = store.sweep().unwrap();
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    // Newest axis 299: rows below 199 are past; segments wholly below are those of positions
+    // 0..=18 (axis up to 189), the segment of 19 holds 190..=199.
+    let key = TrackKey::encode(&["a"]).unwrap();
+    let floors = store.catalog().floors_of("series", &key).unwrap();
+    let raw = floors.raw.unwrap();
+    assert_eq!(raw.position, 19);
+    assert_eq!(raw.axis, Some(190));
+    assert!(floors.levels.is_empty(), "levels live forever: {floors:?}");
+    // Query beneath the floor refused, at it answered.
+    match store.query("series", &[], 18..=20) {
+        Err(EngineError::Floor { floor, .. }) => assert_eq!(floor, 19),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.query("series", &[], 19..=20).unwrap().len(), 20);
+    // Survey and level folds are still answered beneath it, from the levels.
+    let sum = store
+        .fold("series", &[], 0..=299, Aggregate::Count)
+        .unwrap();
+    assert_eq!(sum[0].value, Some(strata::Num::U64(300)));
+    assert!(matches!(
+        store.fold("series", &[], 0..=299, Aggregate::p(50)),
+        Err(EngineError::Floor { floor: 190, .. })
+    ));
+    // A second sweep with nothing newer changes nothing.
+    assert!(store.sweep().unwrap().is_empty());
+    // Space: barrier files of one partition whose levels live on stay on disk.
+    let live = store.catalog().live_files().count();
+    assert_eq!(live, 30);
+    let _ = Tier::Raw;
+}
+
+#[test]
+fn levels_retire_on_their_own_lifetimes_and_surveys_answer_from_the_ones_that_outlive() {
+    let fs = SimFs::new();
+    let retention = Retention::raw(Lifetime::AxisSpan(100))
+        .levels_from(0, Lifetime::AxisSpan(100))
+        .levels_from(3, Lifetime::AxisSpan(250));
+    let mut store = Store::open_in(sim(&fs), config(retention), &[series()]).unwrap();
+    fill(&mut store, 0, 30);
+    store.sweep().unwrap();
+    let key = TrackKey::encode(&["a"]).unwrap();
+    let floors = store.catalog().floors_of("series", &key).unwrap().clone();
+    assert!(!floors.levels.is_empty(), "{floors:?}");
+    // Level 0 (cells of 4) is past from 190 up... its floor is a cell start at or above 190.
+    let f0 = floors.levels[&0];
+    assert!(f0 >= 190 && f0 % 4 == 0, "{floors:?}");
+    match store.level_cells("series", &[], "value", 0, 0..=299) {
+        Err(EngineError::Floor { floor, .. }) => assert_eq!(floor, f0),
+        other => panic!("{other:?}"),
+    }
+    // A fold from the floor up answers; beneath it is refused.
+    assert!(
+        store
+            .fold("series", &[], f0..=299, Aggregate::Count)
+            .is_ok()
+    );
+    assert!(matches!(
+        store.fold("series", &[], 0..=299, Aggregate::Count),
+        Err(EngineError::Floor { .. })
+    ));
+}
+
+#[test]
+fn retire_ends_a_track_whole_and_an_unnarrowed_read_takes_its_floor() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    for position in 0..5 {
+        let rows: Vec<Row> = (0..4)
+            .flat_map(|i| [row("a", position * 10 + i), row("b", position * 10 + i)])
+            .collect();
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+    }
+    let swept = store.retire("series", &["a"]).unwrap();
+    assert!(!swept.retired.is_empty());
+    assert_eq!(store.query("series", &["b"], ..).unwrap().len(), 20);
+    assert!(matches!(
+        store.query("series", &["a"], ..),
+        Err(EngineError::Floor { floor: 5, .. })
+    ));
+    assert!(matches!(
+        store.query("series", &[], 0..),
+        Err(EngineError::Floor { floor: 5, .. })
+    ));
+    // Reopened: the same.
+    drop(store);
+    let store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    assert!(matches!(
+        store.survey("series", &["a"], 0..=49, 400),
+        Err(EngineError::Floor { .. })
+    ));
+    assert!(store.survey("series", &["b"], 0..=49, 400).is_ok());
+}
