@@ -33,7 +33,7 @@
 
 use std::collections::BTreeMap;
 
-use strata_index::{Entry, FileName, PartitionEntry, Record, TrackKey};
+use strata_index::{Entry, FileName, PartitionEntry, Record, Tier, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
@@ -42,6 +42,7 @@ use strata_segment::{Column, SegmentError, SegmentWriter, write_two_phase};
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
 use crate::read::unreadable;
+use crate::retention::Lifetime;
 use crate::stage::{ColumnBuf, Staged};
 use crate::store::Store;
 use crate::survey::prepend;
@@ -174,6 +175,9 @@ impl Store {
                 .as_ref()
                 .is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
         };
+        if let Some(pick) = self.pick_rewrite() {
+            return Some(pick);
+        }
         for later in [true, false] {
             for id in self.streams.keys() {
                 for view in self.catalog.partitions(id, &TrackKey::ROOT) {
@@ -206,6 +210,13 @@ impl Store {
             .take_while(|(name, _, whole)| *whole && !self.unreadable.contains_key(name))
             .count();
         let tail = &live[live.len() - n_tail..];
+        // Under retention, a merge never spans more than an eighth of the shortest lifetime,
+        // so that the segment straddling a floor holds at most that much already retired
+        // (or soon to be): segments further back are left as they are, as the byte cap
+        // leaves them.
+        let reach = self.retention_reach(id, tail);
+        let (tail, n_live) = (&tail[tail.len() - reach..], n_live - (tail.len() - reach));
+        let n_tail = tail.len();
         let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
         let n_inputs = plan_merge(&sizes, n_live, bounds);
         (n_inputs >= 2).then(|| Pick {
@@ -216,6 +227,89 @@ impl Store {
                 .map(|&(name, entry, _)| (name, entry.clone()))
                 .collect(),
         })
+    }
+
+    /// How many of `tail`'s newest segments one merge may reach back over under `id`'s
+    /// retention: those whose span, with the newest, is at most an eighth of its shortest
+    /// lifetime (all of them without retention).
+    fn retention_reach(&self, id: &str, tail: &[(FileName, &PartitionEntry, bool)]) -> usize {
+        let Some(lifetime) = self
+            .config
+            .retention
+            .get(id)
+            .and_then(crate::retention::Retention::shortest)
+        else {
+            return tail.len();
+        };
+        let Some(&(_, newest, _)) = tail.last() else {
+            return 0;
+        };
+        let reach = |hi: u64, span: u64, lo: fn(&PartitionEntry) -> u64| {
+            let cap = (span / 8).max(1);
+            tail.iter()
+                .rev()
+                .take_while(|(_, entry, _)| hi.saturating_sub(lo(entry)) <= cap)
+                .count()
+        };
+        match lifetime {
+            Lifetime::AxisSpan(span) => {
+                let hi = newest.axis.map_or(0, |[_, hi]| hi);
+                reach(hi, span, |e| e.axis.map_or(0, |[lo, _]| lo))
+            }
+            Lifetime::Positions(count) => reach(newest.positions[1], count, |e| e.positions[0]),
+            Lifetime::Forever => tail.len(),
+        }
+    }
+
+    /// A whole segment of one partition in a file at least half of whose bytes belong to
+    /// partitions retired by retention (a sweep, `retire` or `trim_to`), and whose every other
+    /// partition is either retired outright or whole: rewritten alone into its own file, each
+    /// whole one lets the file go once the last is out. One input, so the output holds the same
+    /// rows and cells bit for bit, wherever it lies among the partition's segments.
+    fn pick_rewrite(&self) -> Option<Pick> {
+        for name in self.catalog.partly_retired_files() {
+            if self.unreadable.contains_key(&name) {
+                continue;
+            }
+            let file = self.catalog.file(name)?;
+            let mut retired_bytes = 0u64;
+            let mut first_whole = None;
+            let mut stuck = false;
+            for part in &file.partitions {
+                let view = self
+                    .catalog
+                    .partitions(&part.stream, &part.track)
+                    .find(|view| view.track() == &part.track);
+                let tiers = std::iter::once(Tier::Raw).chain((0..part.n_levels).map(Tier::Level));
+                let live = tiers
+                    .filter(|&tier| view.is_some_and(|v| v.is_live(name, tier)))
+                    .count();
+                if live == 0 {
+                    // Retired by retention (the track has floors), not merged elsewhere: a
+                    // barrier file whose partitions merged away goes once they all do, and
+                    // rewriting its last ones alone would only add writes.
+                    if self.catalog.floors_of(&part.stream, &part.track).is_some() {
+                        retired_bytes = retired_bytes.saturating_add(part.len);
+                    }
+                } else if live == 1 + usize::from(part.n_levels) {
+                    first_whole.get_or_insert(part);
+                } else {
+                    stuck = true;
+                }
+            }
+            let Some(part) = first_whole.filter(|_| !stuck) else {
+                continue;
+            };
+            if retired_bytes.saturating_mul(2) < file.len {
+                continue;
+            }
+            return Some(Pick {
+                stream: part.stream.clone(),
+                track: part.track.clone(),
+                inputs: vec![(name, part.clone())],
+            });
+        }
+        None
     }
 
     /// Reads the picked segments and merges them: raw columns concatenated oldest first, and

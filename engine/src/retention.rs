@@ -131,6 +131,14 @@ impl Retention {
         self.raw == Lifetime::Forever && self.levels.iter().all(|(_, l)| *l == Lifetime::Forever)
     }
 
+    /// The shortest lifetime of any tier, if any is finite: raw rows' unless they live forever
+    /// (a coarser tier never retires before a finer one).
+    pub(crate) fn shortest(&self) -> Option<Lifetime> {
+        std::iter::once(self.raw)
+            .chain((0..=LEVELS_MAX).map(|k| self.level(k)))
+            .find(|l| *l != Lifetime::Forever)
+    }
+
     /// The lifetime of `tier` of a segment storing `n_levels` levels: its top level answers
     /// every coarser level too, so it lives as long as the coarsest does.
     fn of_tier(&self, tier: Tier, n_levels: u8) -> Lifetime {

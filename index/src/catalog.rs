@@ -1037,6 +1037,19 @@ impl Catalog {
         self.retired_files.contains(&name)
     }
 
+    /// Live files some tier of which is retired, by name.
+    pub fn partly_retired_files(&self) -> impl Iterator<Item = FileName> {
+        self.files.iter().filter_map(|(&name, file)| {
+            let tiers: u64 = file
+                .entry
+                .partitions
+                .iter()
+                .map(|p| 1 + u64::from(p.n_levels))
+                .sum();
+            (file.live_tiers != 0 && file.live_tiers != tiers).then_some(name)
+        })
+    }
+
     /// The files whose every tier was retired since this catalog was built, by name: boot may
     /// delete them.
     pub fn retired_files(&self) -> impl Iterator<Item = FileName> {

@@ -1,0 +1,171 @@
+//! Space comes back under retention: compaction rewrites the live partitions of a barrier file
+//! mostly retired, so the file goes; merges stay within an eighth of the shortest lifetime, so a
+//! segment straddling a floor holds little that is retired; and bytes on disk stay near the
+//! retained rows' under continuous ingest.
+
+use std::collections::BTreeMap;
+
+use strata::index::TrackKey;
+use strata::segment::vfs::SimFs;
+use strata::{
+    Aggregate, Config, FieldKind, Lifetime, Retention, Row, Store, Stream, StreamDecl, Value,
+};
+
+use crate::support::sim;
+
+fn series() -> StreamDecl {
+    Stream::new("series")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .track(["run"])
+        .axis("t")
+        .ladder(4, 2)
+        .build()
+        .unwrap()
+}
+
+fn row(run: &str, t: u64) -> Row {
+    vec![
+        Value::Str(run.into()),
+        Value::U64(t),
+        Value::F64(((t * 7919) % 101) as f64 / 8.0 - 6.0),
+    ]
+}
+
+/// Every read of track `run` the test compares before and after compaction.
+fn answers(store: &Store, run: &str) -> String {
+    let rows = store.query("series", &[run], ..).unwrap();
+    let survey = store.survey("series", &[run], .., 40).unwrap();
+    let folds: Vec<_> = Aggregate::all()
+        .map(|a| store.fold("series", &[run], 3..=170, a).unwrap())
+        .collect();
+    format!("{rows:?}\n{survey:?}\n{folds:?}")
+}
+
+#[test]
+fn a_barrier_file_mostly_retired_is_rewritten_without_the_retired_tracks_and_goes() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(
+        sim(&fs),
+        Config {
+            // No merges of similar sizes: only the rewrite moves anything.
+            compact_inputs_min: 16,
+            ..Config::default()
+        },
+        &[series()],
+    )
+    .unwrap();
+    // Five barriers, each a file holding a big track `a` and a small track `b`.
+    for position in 0..5 {
+        let mut rows: Vec<Row> = (0..40).map(|i| row("a", position * 40 + i)).collect();
+        rows.push(row("b", position * 40));
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+    }
+    let before = answers(&store, "b");
+    let files: Vec<_> = store.catalog().live_files().map(|f| f.name).collect();
+    assert_eq!(files.len(), 5);
+    store.retire("series", &["a"]).unwrap();
+    assert_eq!(
+        store.catalog().live_files().count(),
+        5,
+        "b still holds them"
+    );
+    let steps = store.compact().unwrap();
+    // Each of b's segments rewritten alone, and each barrier file removed after it.
+    assert_eq!(steps.len(), 5, "{steps:?}");
+    for step in &steps {
+        assert_eq!(step.inputs.len(), 1);
+        assert_eq!(step.removed, step.inputs);
+    }
+    for name in &files {
+        assert!(
+            store
+                .catalog()
+                .file(*name)
+                .is_none_or(|_| store.catalog().is_retired(*name))
+        );
+    }
+    assert_eq!(
+        answers(&store, "b"),
+        before,
+        "the rewrite changes no answer of b"
+    );
+    // Reopened: the same, and nothing more to do.
+    drop(store);
+    let config = Config {
+        compact_inputs_min: 16,
+        ..Config::default()
+    };
+    let mut store = Store::open_in(sim(&fs), config, &[series()]).unwrap();
+    assert_eq!(answers(&store, "b"), before);
+    assert!(store.compact().unwrap().is_empty());
+}
+
+#[test]
+fn a_file_whose_retired_tracks_keep_levels_is_not_rewritten() {
+    // Rows of `a` trimmed away keep their levels, so the files cannot go: a rewrite of `b`
+    // would free nothing.
+    let fs = SimFs::new();
+    let mut store = Store::open_in(
+        sim(&fs),
+        Config {
+            compact_inputs_min: 16,
+            ..Config::default()
+        },
+        &[series()],
+    )
+    .unwrap();
+    for position in 0..3 {
+        let mut rows: Vec<Row> = (0..40).map(|i| row("a", position * 40 + i)).collect();
+        rows.push(row("b", position * 40));
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+    }
+    store.trim_to("series", 1).unwrap();
+    assert!(store.compact().unwrap().is_empty());
+}
+
+#[test]
+fn under_retention_merges_span_at_most_an_eighth_of_the_lifetime_and_files_stay_bounded() {
+    let fs = SimFs::new();
+    let lifetime = 800;
+    let retention =
+        Retention::raw(Lifetime::AxisSpan(lifetime)).levels_from(0, Lifetime::AxisSpan(lifetime));
+    let mut store = Store::open_in(
+        sim(&fs),
+        Config {
+            retention: BTreeMap::from([("series".to_owned(), retention)]),
+            compact_inputs_min: 2,
+            ..Config::default()
+        },
+        &[series()],
+    )
+    .unwrap();
+    let key = TrackKey::encode(&["a"]).unwrap();
+    let mut files_peak = 0;
+    for position in 0..400u64 {
+        let rows: Vec<Row> = (0..10).map(|i| row("a", position * 10 + i)).collect();
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+        for _ in 0..4 {
+            if store.compact_step().unwrap().is_none() {
+                break;
+            }
+        }
+        files_peak = files_peak.max(store.catalog().live_files().count());
+        for file in store.catalog().live_files() {
+            let [lo, hi] = file.partitions[0].axis.unwrap();
+            // A barrier's own span is 9; a merge never reaches past an eighth of the lifetime.
+            assert!(hi - lo <= lifetime / 8 + 9, "{file:?} spans {lo}..={hi}");
+        }
+    }
+    // The lifetime holds 800 / 10 = 80 barriers' rows; an eighth of it per merged segment.
+    assert!(files_peak <= 24, "{files_peak} files");
+    let floors = store.catalog().floors_of("series", &key).unwrap();
+    let newest = 3999;
+    let raw = floors.raw.unwrap().axis.unwrap();
+    // Everything wholly older than the lifetime is gone; at most a segment's span straddles.
+    assert!(raw <= newest - lifetime && raw + lifetime / 8 + 10 >= newest - lifetime);
+}
