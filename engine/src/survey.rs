@@ -322,7 +322,22 @@ impl Store {
         ];
         for view in self.catalog.partitions(stream, prefix) {
             let mut partition: BTreeMap<u64, Bucket> = BTreeMap::new();
-            for (name, entry, _) in view.live_segments().into_iter().rev() {
+            // Without a level floor nothing retired a level tier here (a merge retires whole
+            // segments, `trim_to` raw tiers only): the segments with a live level 0 are the
+            // ones with every level live, already in order.
+            let retired_levels = self
+                .catalog
+                .floors_of(stream, view.track())
+                .is_some_and(|f| !f.levels.is_empty());
+            let segments: Vec<(FileName, &PartitionEntry)> = if retired_levels {
+                view.live_segments()
+                    .into_iter()
+                    .map(|(name, entry, _)| (name, entry))
+                    .collect()
+            } else {
+                view.segments(Tier::Level(0)).collect()
+            };
+            for (name, entry) in segments.into_iter().rev() {
                 let Some([axis_lo, axis_hi]) = entry.axis else {
                     continue;
                 };
