@@ -23,6 +23,7 @@ use strata_segment::vfs::{RenameMode, Vfs};
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
+use crate::retention_file::{RETENTION_FILE, RetentionFile, StreamRetention, read_retention};
 use crate::{Action, Corruption, Finding, FindingKind, RecoverError, Report};
 
 /// The verdict on a store, with the process exit code each maps to.
@@ -76,7 +77,10 @@ pub struct FsckReport {
     pub findings: Vec<Finding>,
     /// The evidence already in `quarantine/`, by name.
     pub quarantine: Vec<QuarantineEntry>,
-    /// Per declared stream, in id order: its declaration, watermark and live partitions.
+    /// The store's `retention.json` (the retention the command line applies); `None` when
+    /// unusable.
+    pub retention: Option<RetentionSummary>,
+    /// Per declared stream, in id order: its declaration, watermark, retention and partitions.
     pub streams: Vec<StreamSummary>,
     /// The store's segment files: live now, and ever added by barriers and by compaction;
     /// `None` when unusable.
@@ -96,6 +100,7 @@ impl FsckReport {
             rename: RenameMode::Unprobed.name(),
             findings: Vec::new(),
             quarantine: Vec::new(),
+            retention: None,
             streams: Vec::new(),
             files: None,
             verified: None,
@@ -174,6 +179,19 @@ pub struct QuarantineEntry {
     pub reason: String,
 }
 
+/// The store's `retention.json`: whether it is there, and whether it parses. The engine never
+/// reads it (an embedder sets retention in code); `strata compact` and `strata ingest` apply it,
+/// and refuse to run while it is malformed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RetentionSummary {
+    /// The file's name in the store's root: `retention.json`.
+    pub file: &'static str,
+    /// Whether the file exists.
+    pub present: bool,
+    /// What is wrong with it, when it cannot be read or parsed; `None` otherwise.
+    pub error: Option<String>,
+}
+
 /// One field of a stream's declaration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FieldSummary {
@@ -196,7 +214,11 @@ pub struct StreamSummary {
     pub axis: Option<String>,
     /// The position through which it is durable; `None` before its first seal.
     pub watermark: Option<u64>,
-    /// Its partitions with any live tier, in track-key order.
+    /// Its entry in `retention.json`; `None` when the file does not name it, is absent, or is
+    /// malformed (see [`FsckReport::retention`]). Retention set in code is not seen here.
+    pub retention: Option<StreamRetention>,
+    /// Its partitions with any live tier or a recorded floor, in track-key order: a track
+    /// retired whole (`strata retire`) is listed with no live file and its floors.
     pub partitions: Vec<PartitionSummary>,
 }
 
@@ -226,7 +248,9 @@ pub struct PartitionSummary {
     /// The raw floor's axis value: the lowest still held (`None` without an axis, or until
     /// one is recorded).
     pub raw_floor_axis: Option<u64>,
-    /// Per level with a recorded floor, the lowest axis value its cells still hold.
+    /// Per level with a recorded floor, the lowest axis value its cells still hold (a record
+    /// that raises any level floor restates every level from 0 up, so most are 0 until that
+    /// level loses a cell).
     pub level_floors: BTreeMap<u8, u64>,
 }
 
@@ -276,6 +300,7 @@ fn damaged(vfs: &dyn Vfs, corruption: &Corruption) -> FsckReport {
 fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
     let plan = inspect(vfs)?;
     let quarantine = quarantine_entries(vfs)?;
+    let (retention, retention_file) = retention_summary(vfs);
     let mut findings = plan.report.findings;
     let verified = verify.then(|| verify_files(vfs, &plan.catalog, &mut findings));
     let status = if findings.is_empty() && quarantine.is_empty() {
@@ -296,10 +321,11 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
         rename: vfs.rename_mode().name(),
         findings,
         quarantine,
+        retention: Some(retention),
         streams: plan
             .catalog
             .streams()
-            .map(|d| stream_summary(&plan.catalog, &d.id))
+            .map(|d| stream_summary(&plan.catalog, &d.id, retention_file.as_ref()))
             .collect(),
         files: Some(FilesSummary::of(&plan.catalog)),
         verified,
@@ -383,9 +409,26 @@ fn quarantine_entries(vfs: &dyn Vfs) -> Result<Vec<QuarantineEntry>, RecoverErro
     Ok(entries)
 }
 
-// ---- streams, partitions and floors ----
+// ---- retention, streams, partitions and floors ----
 
-fn stream_summary(catalog: &Catalog, id: &str) -> StreamSummary {
+/// Whether `retention.json` is there and parses, and what it says.
+fn retention_summary(vfs: &dyn Vfs) -> (RetentionSummary, Option<RetentionFile>) {
+    let present = vfs.exists(RETENTION_FILE).unwrap_or(true);
+    let (error, file) = match read_retention(vfs) {
+        Ok(file) => (None, file),
+        Err(error) => (Some(error), None),
+    };
+    (
+        RetentionSummary {
+            file: RETENTION_FILE,
+            present,
+            error,
+        },
+        file,
+    )
+}
+
+fn stream_summary(catalog: &Catalog, id: &str, retention: Option<&RetentionFile>) -> StreamSummary {
     let decl = catalog.stream(id);
     let field_name = |idx: u16| {
         decl.and_then(|d| d.fields.get(usize::from(idx)))
@@ -407,11 +450,34 @@ fn stream_summary(catalog: &Catalog, id: &str) -> StreamSummary {
         }),
         axis: decl.and_then(|d| d.axis).map(field_name),
         watermark: catalog.watermark(id),
-        partitions: catalog
-            .partitions(id, &TrackKey::ROOT)
-            .map(|view| partition_summary(catalog, id, view))
-            .collect(),
+        retention: retention.and_then(|file| file.get(id)).cloned(),
+        partitions: partitions(catalog, id),
     }
+}
+
+/// The stream's partitions with a live tier, and those retired whole that kept floors, in
+/// track-key order.
+fn partitions(catalog: &Catalog, id: &str) -> Vec<PartitionSummary> {
+    let mut by_track: BTreeMap<&TrackKey, PartitionSummary> = catalog
+        .partitions(id, &TrackKey::ROOT)
+        .map(|view| (view.track(), partition_summary(catalog, id, view)))
+        .collect();
+    for (track, floors) in catalog.floors(id, &TrackKey::ROOT) {
+        by_track.entry(track).or_insert_with(|| PartitionSummary {
+            track: track.labels().map(str::to_owned).collect(),
+            rows: 0,
+            live_files: 0,
+            live_bytes: 0,
+            positions: None,
+            axis: None,
+            raw_files: Vec::new(),
+            level_files: Vec::new(),
+            raw_floor: floors.raw.map(|f| f.position),
+            raw_floor_axis: floors.raw.and_then(|f| f.axis),
+            level_floors: floors.levels.clone(),
+        });
+    }
+    by_track.into_values().collect()
 }
 
 fn partition_summary(catalog: &Catalog, id: &str, view: PartitionView<'_>) -> PartitionSummary {
@@ -648,7 +714,8 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
     writeln!(out, "rename: {}", report.rename)?;
     write_findings(out, &report.findings)?;
     write_quarantine(out, &report.quarantine)?;
-    write_streams(out, &report.streams)?;
+    write_retention_error(out, report.retention.as_ref())?;
+    write_streams(out, report.retention.as_ref(), &report.streams)?;
     if let Some(files) = &report.files {
         write_files(out, files)?;
     }
@@ -756,7 +823,35 @@ fn quarantine_table(out: &mut String, entries: &[QuarantineEntry]) -> fmt::Resul
     table(out, "  ", &rows)
 }
 
-fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
+/// A `retention.json` that cannot be read or parsed, said once before the streams.
+fn write_retention_error(out: &mut String, retention: Option<&RetentionSummary>) -> fmt::Result {
+    let Some(error) = retention.and_then(|r| r.error.as_deref()) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "\nRetention: {}; `strata compact` and `strata ingest` refuse to run until it is fixed",
+        clean(error)
+    )
+}
+
+/// The retention a stream is kept by, as `strata` applies it from `retention.json`.
+fn retention_line(retention: Option<&RetentionSummary>, stream: &StreamSummary) -> String {
+    let present = retention.is_some_and(|r| r.present);
+    let malformed = retention.is_some_and(|r| r.error.is_some());
+    match &stream.retention {
+        Some(kept) => format!("{kept} ({RETENTION_FILE})"),
+        None if malformed => format!("unknown ({RETENTION_FILE} cannot be read)"),
+        None if present => format!("forever (not in {RETENTION_FILE})"),
+        None => format!("forever (no {RETENTION_FILE})"),
+    }
+}
+
+fn write_streams(
+    out: &mut String,
+    retention: Option<&RetentionSummary>,
+    streams: &[StreamSummary],
+) -> fmt::Result {
     if streams.is_empty() {
         return writeln!(out, "\nStreams: none declared");
     }
@@ -781,6 +876,7 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
             clean(stream.axis.as_deref().unwrap_or("-")),
             fields.join(" "),
         )?;
+        writeln!(out, "    retention: {}", retention_line(retention, stream))?;
         if stream.partitions.is_empty() {
             writeln!(out, "    no live partitions")?;
             continue;
@@ -811,8 +907,8 @@ fn write_streams(out: &mut String, streams: &[StreamSummary]) -> fmt::Result {
                 format!("{}/{}", part.raw_files.len(), part.level_files.len()),
                 format!(
                     "{}/{}",
-                    opt(part.raw_floor),
-                    level_floors(&part.level_floors)
+                    raw_floor_text(part.raw_floor, part.raw_floor_axis),
+                    level_floors_text(&part.level_floors)
                 ),
             ]);
         }
@@ -934,14 +1030,40 @@ fn opt(value: Option<u64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-/// Level floors as `k:axis` pairs, `-` when none is recorded.
-fn level_floors(floors: &BTreeMap<u8, u64>) -> String {
-    if floors.is_empty() {
+/// The raw floor as `position`, or `position@axis` for an axial stream; `-` when none.
+pub fn raw_floor_text(position: Option<u64>, axis: Option<u64>) -> String {
+    match (position, axis) {
+        (None, _) => "-".to_owned(),
+        (Some(position), None) => position.to_string(),
+        (Some(position), Some(axis)) => format!("{position}@{axis}"),
+    }
+}
+
+/// Level floors as `Lk:axis`, a run of consecutive levels with one floor as `Lj-k:axis`,
+/// levels whose floor is 0 (nothing of them retired) left out; `-` when none is above 0.
+pub fn level_floors_text(floors: &BTreeMap<u8, u64>) -> String {
+    let mut runs: Vec<(u8, u8, u64)> = Vec::new();
+    for (&level, &axis) in floors.iter().filter(|&(_, &axis)| axis > 0) {
+        match runs.last_mut() {
+            Some((_, last, floor))
+                if *floor == axis && u16::from(*last) + 1 == u16::from(level) =>
+            {
+                *last = level;
+            }
+            _ => runs.push((level, level, axis)),
+        }
+    }
+    if runs.is_empty() {
         return "-".to_owned();
     }
-    floors
-        .iter()
-        .map(|(k, axis)| format!("L{k}:{axis}"))
+    runs.iter()
+        .map(|&(first, last, axis)| {
+            if first == last {
+                format!("L{first}:{axis}")
+            } else {
+                format!("L{first}-{last}:{axis}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -1008,5 +1130,18 @@ mod tests {
         assert_eq!(size(10), "10 B");
         assert_eq!(size(20 * 1024), "20.0 KiB");
         assert_eq!(size(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    #[test]
+    fn floors_print_compactly() {
+        assert_eq!(raw_floor_text(None, None), "-");
+        assert_eq!(raw_floor_text(Some(10), None), "10");
+        assert_eq!(raw_floor_text(Some(10), Some(190)), "10@190");
+        assert_eq!(level_floors_text(&BTreeMap::new()), "-");
+        assert_eq!(level_floors_text(&BTreeMap::from([(0, 0), (1, 0)])), "-");
+        let floors = BTreeMap::from([(0, 192), (1, 200), (2, 200), (3, 200), (4, 0), (5, 256)]);
+        assert_eq!(level_floors_text(&floors), "L0:192,L1-3:200,L5:256");
+        let gap = BTreeMap::from([(0, 8), (2, 8)]);
+        assert_eq!(level_floors_text(&gap), "L0:8,L2:8");
     }
 }

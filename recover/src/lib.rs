@@ -19,6 +19,7 @@ mod heal;
 mod plan;
 mod repair;
 mod report;
+pub mod retention_file;
 
 pub use boot::{Booted, boot};
 pub use corruption::{Corruption, StreamLoss};

@@ -22,7 +22,7 @@ const OP_RENAME: u64 = 3;
 const OP_APPEND_WRITE: u64 = 6;
 const OP_APPEND_SYNC: u64 = 7;
 
-const TOP_LEVEL: [&str; 10] = [
+const TOP_LEVEL: [&str; 11] = [
     "store",
     "status",
     "error",
@@ -30,6 +30,7 @@ const TOP_LEVEL: [&str; 10] = [
     "rename",
     "findings",
     "quarantine",
+    "retention",
     "streams",
     "files",
     "verified",
@@ -227,7 +228,15 @@ fn json_has_every_documented_field() {
     );
     assert_eq!(
         keys(&report["streams"][0]),
-        ["axis", "fields", "id", "partitions", "track", "watermark"]
+        [
+            "axis",
+            "fields",
+            "id",
+            "partitions",
+            "retention",
+            "track",
+            "watermark"
+        ]
     );
     assert_eq!(
         keys(&report["streams"][0]["partitions"][0]),
@@ -528,6 +537,109 @@ fn floors_come_from_retirement_records() {
     let partitions = run.json()["streams"][0]["partitions"].clone();
     assert_eq!(partitions[0]["raw_floor"], 10);
     assert_eq!(partitions[1]["raw_floor"], 11);
+}
+
+/// The retention `retention.json` sets is shown per stream (or that there is none, or that the
+/// file is malformed, which changes no verdict), and a track retired whole is listed with no
+/// live file and its floor.
+#[test]
+fn retention_and_the_floors_of_a_retired_track_are_shown() {
+    let (fs, mut booted) = sealed_store();
+    let track = TrackKey::encode(&["run_7"]).unwrap();
+    let mut entries: Vec<Entry> = [1, 2]
+        .map(|file| {
+            Entry::Retire(Retirement {
+                file,
+                stream: STREAM.into(),
+                track: track.clone(),
+                tier: Tier::Raw,
+            })
+        })
+        .into();
+    entries.push(Entry::Floor(Floor {
+        stream: STREAM.into(),
+        track,
+        tier: Tier::Raw,
+        position: Some(20),
+        axis: None,
+    }));
+    let record = Record { entries };
+    booted.catalog.apply(&record).unwrap();
+    booted.manifest.append(&record).unwrap();
+    let dir = on_disk(&fs);
+
+    let human = fsck(dir.path(), &[]);
+    assert_eq!(human.code, 0, "{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .contains("    retention: forever (no retention.json)"),
+        "{}",
+        human.stdout
+    );
+    let retired_row = human
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("run_7 "))
+        .unwrap_or_else(|| panic!("run_7 is listed: {}", human.stdout));
+    assert!(retired_row.ends_with("20/-"), "{retired_row}");
+    let report = fsck(dir.path(), &["--json"]).json();
+    assert_eq!(
+        report["retention"],
+        serde_json::json!({"file": "retention.json", "present": false, "error": null})
+    );
+    let stream = &report["streams"][0];
+    assert_eq!(stream["retention"], Value::Null);
+    let run_7 = &stream["partitions"][0];
+    assert_eq!(run_7["track"], serde_json::json!(["run_7"]));
+    assert_eq!(run_7["live_files"], 0);
+    assert_eq!(run_7["rows"], 0);
+    assert_eq!(run_7["raw_floor"], 20);
+    assert_eq!(stream["partitions"][1]["live_files"], 2);
+
+    let file = dir.path().join("retention.json");
+    fs::write(&file, r#"{"capture": {"raw": {"positions": 100}}}"#).unwrap();
+    let human = fsck(dir.path(), &[]);
+    assert_eq!(human.code, 0, "{}", human.stdout);
+    assert!(
+        human
+            .stdout
+            .contains("    retention: raw positions:100 (retention.json)"),
+        "{}",
+        human.stdout
+    );
+    let report = fsck(dir.path(), &["--json"]).json();
+    assert_eq!(report["retention"]["present"], true);
+    assert_eq!(
+        report["streams"][0]["retention"],
+        serde_json::json!({"raw": {"positions": 100}, "levels": []})
+    );
+
+    fs::write(&file, r#"{"capture": {"raw": "sometimes"}}"#).unwrap();
+    let run = fsck(dir.path(), &["--json"]);
+    assert_eq!(
+        run.code, 0,
+        "a malformed retention.json is no finding: {}",
+        run.stdout
+    );
+    let report = run.json();
+    let error = report["retention"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("retention.json is malformed: unknown variant `sometimes`"),
+        "{error}"
+    );
+    assert_eq!(report["streams"][0]["retention"], Value::Null);
+    let human = fsck(dir.path(), &[]);
+    assert!(
+        human
+            .stdout
+            .contains("Retention: retention.json is malformed: unknown variant `sometimes`")
+            && human
+                .stdout
+                .contains("    retention: unknown (retention.json cannot be read)"),
+        "{}",
+        human.stdout
+    );
 }
 
 #[test]
