@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use strata::recover::retention_file::LifetimeSpec;
 use strata::{Aggregate, FieldKind};
 
 /// strata: an embedded, log-structured segment engine for partitioned numeric time series.
@@ -29,7 +30,8 @@ pub enum Command {
     /// After each barrier a few compaction steps (as many as a served store takes after each of
     /// its barriers) merge partitions' newest segments, so a long load leaves a few live files
     /// per partition rather than one per barrier; --no-compact leaves them all for a later
-    /// `strata compact`.
+    /// `strata compact`. The steps sweep the retention `strata retention` set
+    /// (DIR/retention.json).
     ///
     /// SIGINT or SIGTERM (Ctrl-C) stops at the next batch boundary, or after the compaction step
     /// under way: what is staged is sealed,
@@ -49,12 +51,27 @@ pub enum Command {
     /// step (one durable record) at a time; print live files before and after, bytes written,
     /// steps and time taken.
     ///
+    /// First it sweeps the retention `strata retention` set (DIR/retention.json), and the report
+    /// ends with what that retired and the floors it recorded.
+    ///
     /// SIGINT or SIGTERM (Ctrl-C) stops after the step under way: stderr says what was done and
     /// the exit code is 3; `compact` again carries on. A second signal exits at once (130, 143).
     Compact,
     /// Retire every row of a stream at or below a position (one durable record), and print the
     /// raw floors it recorded. A query or percentile reaching beneath a floor then exits 4.
     Trim(TrimArgs),
+    /// Retire whole tracks of a stream (every row and level, one durable record) and print the
+    /// floors it recorded. A read of a retired track then exits 4.
+    Retire(RetireArgs),
+    /// Show or set the retention `strata compact` and `strata ingest` apply (DIR/retention.json):
+    /// how long each stream keeps its raw rows and levels.
+    ///
+    /// Without STREAM, shows every declared stream's. With STREAM and --raw, --levels-from or
+    /// --clear, changes that stream's (the store checks the whole setting first; a refused one
+    /// leaves the file as it was) and shows it. A LIFETIME is `forever`, `axis:N` (kept while
+    /// within N axis units of the stream's newest axis value) or `positions:N` (within N
+    /// positions of its last).
+    Retention(RetentionArgs),
     /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
@@ -70,6 +87,47 @@ pub struct TrimArgs {
     /// watermark).
     #[arg(long, value_name = "POSITION")]
     pub to: u64,
+}
+
+/// `retire STREAM (--track A,B | --all) [--format table|json]`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["track", "all"])))]
+pub struct RetireArgs {
+    /// The stream whose tracks to retire.
+    pub stream: String,
+    /// The tracks to retire: a track prefix, labels of the track fields outermost first,
+    /// comma-separated (fewer labels than the stream has track fields retire every track
+    /// beneath them).
+    #[arg(long, value_name = "A,B")]
+    pub track: Option<String>,
+    /// Retire every track of the stream (instead of --track).
+    #[arg(long)]
+    pub all: bool,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
+}
+
+/// `retention [STREAM [--raw LIFETIME] [--levels-from K=LIFETIME ...] [--clear]]
+/// [--format table|json]`.
+#[derive(Debug, Args)]
+pub struct RetentionArgs {
+    /// The stream to show or change; every declared stream's is shown when absent.
+    pub stream: Option<String>,
+    /// The raw rows' lifetime: forever, axis:N or positions:N.
+    #[arg(long, value_name = "LIFETIME", requires = "stream", value_parser = parse_lifetime)]
+    pub raw: Option<LifetimeSpec>,
+    /// Levels K and up (to the next --levels-from) kept for LIFETIME; repeat for more entries.
+    /// Levels beneath every entry are kept forever.
+    #[arg(long = "levels-from", value_name = "K=LIFETIME", requires = "stream", value_parser = parse_levels_from)]
+    pub levels_from: Vec<(u8, LifetimeSpec)>,
+    /// Forget the stream's retention first (keep everything), then apply --raw and
+    /// --levels-from if given.
+    #[arg(long, requires = "stream")]
+    pub clear: bool,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
 }
 
 /// `declare STREAM --field NAME:KIND ... [--track F1,F2] [--axis F] [--ladder BASE:FANOUT]`.
@@ -241,6 +299,20 @@ fn parse_aggregate(word: &str) -> Result<Aggregate, String> {
              (nearest-rank percentiles; the median is p50)"
         )
     })
+}
+
+fn parse_lifetime(word: &str) -> Result<LifetimeSpec, String> {
+    LifetimeSpec::parse(word)
+}
+
+fn parse_levels_from(word: &str) -> Result<(u8, LifetimeSpec), String> {
+    let (level, lifetime) = word.split_once('=').ok_or_else(|| {
+        format!("{word:?} is not K=LIFETIME (e.g. 2=axis:86400, a level and a lifetime)")
+    })?;
+    let level = level
+        .parse()
+        .map_err(|_| format!("{word:?}: level {level:?} is not a level number (0 to 255)"))?;
+    Ok((level, LifetimeSpec::parse(lifetime)?))
 }
 
 fn parse_ladder(word: &str) -> Result<(u64, u64), String> {

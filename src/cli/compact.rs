@@ -16,6 +16,9 @@
 //! ingest` leaves) can only be merged by steps that read everything newer than its oldest file
 //! (a run is always a partition's newest segments). Under the cap, all but the newest cap's
 //! worth of a backlog would be left as it is (docs/compaction.md).
+//!
+//! It applies the retention `DIR/retention.json` sets (`strata retention`): the sweep runs first,
+//! and the report ends with what it retired and the floors it recorded.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,10 +26,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use strata::index::{Catalog, TrackKey};
-use strata::{CompactStep, Config, Store};
+use strata::{CompactStep, Config, Store, Swept};
 
 use super::interrupt::{EXIT_INTERRUPTED, Interrupt, Says};
-use super::{Failure, duration, grouped, open_existing_with, print, progress};
+use super::retention;
+use super::retire::SweptView;
+use super::{Failure, duration, grouped, print, progress};
 
 /// What `strata compact` says about a signal.
 const COMPACT: Says = Says {
@@ -105,14 +110,23 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
         COMPACT,
         "nothing compacted in this run: `strata compact` again starts over".to_owned(),
     )?;
+    let retention = retention::load(dir)?;
+    let retention_set = !retention.is_empty();
     let uncapped = Config {
         compact_step_bytes_max: u64::MAX,
+        retention,
         ..Config::default()
     };
-    let mut store = open_existing_with(dir, uncapped)?;
+    let mut store = retention::open_to_compact(dir, uncapped)?;
     let before = LiveFiles::of(store.catalog());
     let bar = progress::spinner();
     let start = Instant::now();
+    // Retention first (as `Store::compact` sweeps first), on its own so its results can be
+    // shown: what it retires is neither merged nor rewritten, and the steps then find no sweep
+    // due until a barrier lands.
+    let swept = store
+        .sweep()
+        .map_err(|error| Failure::new(format!("the retention sweep failed: {error}")))?;
     let mut done = Done::default();
     loop {
         if let Some(signal) = interrupt.requested() {
@@ -147,8 +161,31 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     let elapsed = start.elapsed();
     bar.finish_and_clear();
     let after = LiveFiles::of(store.catalog());
-    print(&report(&done, &before, &after, elapsed))?;
+    let mut out = report(&done, &before, &after, elapsed);
+    out.push_str(&retention_report(retention_set, &swept));
+    print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the retention sweep retired: a line per stream with the floors it recorded per
+/// partition; one line saying so when it retired nothing, none when no retention is set.
+fn retention_report(retention_set: bool, swept: &[Swept]) -> String {
+    let mut out = String::new();
+    if !retention_set {
+        return out;
+    }
+    if swept.is_empty() {
+        out.push_str("retention: nothing past its lifetime\n");
+        return out;
+    }
+    for stream in swept {
+        let view = SweptView::of(stream);
+        let _ = writeln!(out, "retention: {} swept: {}", stream.stream, view.totals());
+        for line in view.floor_lines() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
 }
 
 /// One step; a failure says what the steps before it made durable.

@@ -12,7 +12,9 @@
 //! (by default) compaction steps, as a served store does between barriers, stopping early when
 //! the policy finds nothing to merge; so a long load leaves a few files per partition rather than
 //! one per barrier, and each row is rewritten a few times (docs/compaction.md, "Where compaction
-//! runs"). `--no-compact` leaves every barrier's file for a later `strata compact`.
+//! runs"). `--no-compact` leaves every barrier's file for a later `strata compact`. The store is
+//! opened with the retention `DIR/retention.json` sets (`strata retention`), so those steps
+//! sweep it after each barrier; the summary says how many tiers the sweeps retired.
 //!
 //! SIGINT or SIGTERM stops an ingest at the next batch boundary, or after the compaction step
 //! under way (each step is one durable record): what is staged is sealed, and stderr says the
@@ -36,7 +38,8 @@ use super::args::IngestArgs;
 use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::Layout;
-use super::{Failure, duration, grouped, grouped_f64, open_existing, per_second, print, progress};
+use super::retention;
+use super::{Failure, duration, grouped, grouped_f64, per_second, print, progress};
 
 /// Seal early, between batches, once staging holds this share of `staged_bytes_max`, so a
 /// batch is never refused only because staging is full.
@@ -93,6 +96,8 @@ struct Ingest {
     /// What the compaction steps of this run did, and the time they took.
     compacted: Done,
     compact_elapsed: Duration,
+    /// Whether `retention.json` sets any retention (the steps' sweeps then apply it).
+    retention_set: bool,
     interrupt: Interrupt,
 }
 
@@ -106,7 +111,9 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         ),
     )?;
     let input = open_input(args.input.as_deref())?;
-    let store = open_existing(dir)?;
+    let retention = retention::load(dir)?;
+    let retention_set = !retention.is_empty();
+    let store = open_to_compact(dir, retention)?;
     let decl = store
         .stream(&args.stream)
         .ok_or_else(|| {
@@ -167,9 +174,25 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         },
         compacted: Done::default(),
         compact_elapsed: Duration::ZERO,
+        retention_set,
         interrupt,
     };
     ingest.run(&mut reader, input.len_bytes)
+}
+
+/// Opens the store to publish and compact into, with the retention `retention.json` sets (the
+/// compaction steps after each barrier sweep it).
+fn open_to_compact(
+    dir: &Path,
+    retention: std::collections::BTreeMap<String, strata::Retention>,
+) -> Result<Store, Failure> {
+    retention::open_to_compact(
+        dir,
+        Config {
+            retention,
+            ..Config::default()
+        },
+    )
 }
 
 fn open_input(path: Option<&Path>) -> Result<Input, Failure> {
@@ -295,12 +318,22 @@ impl Ingest {
         if self.compact_steps_per_barrier == 0 {
             return "compaction: off (--no-compact)".to_owned();
         }
-        format!(
+        let mut said = format!(
             "compaction steps: {} ({} bytes written, {})",
             grouped(self.compacted.n_steps),
             grouped(self.compacted.bytes_written),
             duration(self.compact_elapsed),
-        )
+        );
+        if self.retention_set {
+            // Counted since this process opened the store (a reopen after a refused batch
+            // starts the count again).
+            let _ = write!(
+                said,
+                "; retention swept {} tiers",
+                grouped(self.store.metrics().tiers_retired)
+            );
+        }
+        said
     }
 
     /// Up to `compact_steps_per_barrier` compaction steps after a barrier, as a served store
@@ -438,7 +471,7 @@ impl Ingest {
         // Dropping the store discards everything staged and releases its lock; staging never
         // touched a file, so the refused batch's staged part leaves no trace.
         drop(store);
-        let store = match open_existing(&self.dir) {
+        let store = match retention::load(&self.dir).and_then(|r| open_to_compact(&self.dir, r)) {
             Ok(store) => store,
             Err(failure) => return failure,
         };

@@ -6,7 +6,8 @@
 //! SIGTERM stopped at a batch boundary (or between the compaction steps it takes after a seal)
 //! exits 3 after sealing, a `compact` they stopped between steps exits 3, and a second signal ends
 //! either at once with 128 + the signal (130, 143). A read refused because its range reaches
-//! beneath a floor (`strata trim`) exits 4, its message carrying the floor.
+//! beneath a floor (`strata trim`, `strata retire`, retention swept by `strata compact`) exits 4,
+//! its message carrying the floor.
 
 pub mod args;
 mod compact;
@@ -20,6 +21,8 @@ mod json;
 mod parse;
 mod progress;
 mod query;
+mod retention;
+mod retire;
 mod seal;
 mod survey;
 mod svg;
@@ -85,6 +88,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Seal => seal::run(&store_dir(store, "seal")),
         Command::Compact => compact::run(&store_dir(store, "compact")),
         Command::Trim(args) => trim::run(&store_dir(store, "trim"), &args),
+        Command::Retire(args) => retire::run(&store_dir(store, "retire"), &args),
+        Command::Retention(args) => retention::run(&store_dir(store, "retention"), &args),
         Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
         Command::Demo(args) => {
             if store.is_some() {

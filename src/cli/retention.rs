@@ -1,0 +1,272 @@
+//! `strata --store DIR retention [STREAM [--raw LIFETIME] [--levels-from K=LIFETIME ...]
+//! [--clear]]`: the retention the command line applies, kept in `DIR/retention.json`
+//! (docs/retention-cli.md), and how the commands that compact load it.
+//!
+//! The engine never reads the file: `Config::retention` is how an embedder declares retention.
+//! The commands that compact (`compact`, `ingest`) read the file into that setting each time they
+//! open the store, and the engine's sweeps apply it. A change is checked by opening the store with
+//! the whole new setting (the engine refuses an unknown stream, an axis span on a stream without
+//! an axis, lifetimes of two kinds, a coarser level retiring before a finer one) before the file
+//! is written, so a refused change leaves the file as it was. The file is replaced atomically:
+//! written beside it, synced, renamed over it, and the folder synced; the store's lock is held
+//! throughout, so two changes never interleave.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+
+use strata::recover::retention_file::{
+    LifetimeSpec, RETENTION_FILE, RetentionFile, StreamRetention, parse_retention, render_retention,
+};
+use strata::segment::vfs::RealFs;
+use strata::{Config, EngineError, Lifetime, Retention, Store};
+
+use super::args::{ReadFormat, RetentionArgs};
+use super::{Failure, open_failure, print, warn_healed};
+
+/// Where a change is written before it is renamed over `retention.json`.
+const RETENTION_TEMP: &str = "retention.json.tmp";
+
+pub fn run(dir: &Path, args: &RetentionArgs) -> Result<ExitCode, Failure> {
+    let changes = args.raw.is_some() || !args.levels_from.is_empty() || args.clear;
+    match &args.stream {
+        Some(stream) if changes => set(dir, stream, args),
+        stream => show(dir, stream.as_deref(), args.format),
+    }
+}
+
+/// The store's `retention.json`, as the engine's setting: empty when there is none. A file
+/// that cannot be read or parsed is a failure naming it and what is wrong.
+pub(super) fn load(dir: &Path) -> Result<BTreeMap<String, Retention>, Failure> {
+    Ok(read(dir)?
+        .unwrap_or_default()
+        .iter()
+        .map(|(stream, kept)| (stream.clone(), to_engine(kept)))
+        .collect())
+}
+
+/// Opens the store in `dir` with `config`, whose retention is what `load` read from
+/// `retention.json`, to compact (the sweeps compaction runs apply it). A refused retention is a
+/// failure naming the file.
+pub(super) fn open_to_compact(dir: &Path, config: Config) -> Result<Store, Failure> {
+    let config = Config {
+        create_if_missing: false,
+        ..config
+    };
+    let store = Store::open(dir, config, &[]).map_err(|error| match error {
+        EngineError::Config {
+            setting: "retention",
+            reason,
+        } => Failure::new(format!(
+            "the retention in {} is refused: {reason}; change it with `strata retention`",
+            dir.join(RETENTION_FILE).display()
+        )),
+        other => open_failure(dir, &other),
+    })?;
+    warn_healed(dir, store.boot_report());
+    Ok(store)
+}
+
+/// The file, parsed; `None` when there is none.
+fn read(dir: &Path) -> Result<Option<RetentionFile>, Failure> {
+    let path = dir.join(RETENTION_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(Failure::new(format!(
+                "cannot read {}: {error}",
+                path.display()
+            )));
+        }
+    };
+    parse_retention(&bytes).map(Some).map_err(|error| {
+        Failure::new(format!(
+            "{} is malformed: {error}; fix it by hand or remove it (then set retention again \
+             with `strata retention`)",
+            path.display()
+        ))
+    })
+}
+
+fn to_engine(kept: &StreamRetention) -> Retention {
+    Retention {
+        raw: lifetime(kept.raw),
+        levels: kept.levels.iter().map(|&(k, l)| (k, lifetime(l))).collect(),
+    }
+}
+
+fn lifetime(spec: LifetimeSpec) -> Lifetime {
+    match spec {
+        LifetimeSpec::Forever => Lifetime::Forever,
+        LifetimeSpec::AxisSpan(span) => Lifetime::AxisSpan(span),
+        LifetimeSpec::Positions(count) => Lifetime::Positions(count),
+    }
+}
+
+/// Changes `stream`'s retention: checked by the store, then written.
+fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failure> {
+    let mut levels: BTreeMap<u8, LifetimeSpec> = BTreeMap::new();
+    for &(level, spec) in &args.levels_from {
+        if levels
+            .insert(level, spec)
+            .is_some_and(|earlier| earlier != spec)
+        {
+            return Err(Failure::new(format!(
+                "--levels-from names level {level} twice, with different lifetimes; \
+                 {RETENTION_FILE} is unchanged"
+            )));
+        }
+    }
+    let before = read(dir)?;
+    let mut file = before.clone().unwrap_or_default();
+    let mut kept = if args.clear {
+        StreamRetention::default()
+    } else {
+        file.get(stream).cloned().unwrap_or_default()
+    };
+    if let Some(raw) = args.raw {
+        kept.raw = raw;
+    }
+    if !levels.is_empty() {
+        let mut merged: BTreeMap<u8, LifetimeSpec> = kept.levels.iter().copied().collect();
+        merged.extend(levels);
+        kept.levels = merged.into_iter().collect();
+    }
+    if kept.is_forever() {
+        file.remove(stream);
+    } else {
+        file.insert(stream.to_owned(), kept);
+    }
+    // The store checks the whole setting as `compact` will open it; its lock is held until the
+    // file is written.
+    let config = Config {
+        create_if_missing: false,
+        retention: file
+            .iter()
+            .map(|(s, k)| (s.clone(), to_engine(k)))
+            .collect(),
+        ..Config::default()
+    };
+    let store = Store::open(dir, config, &[]).map_err(|error| match error {
+        EngineError::Config {
+            setting: "retention",
+            reason,
+        } => Failure::new(format!("refused: {reason}; {RETENTION_FILE} is unchanged")),
+        other => open_failure(dir, &other),
+    })?;
+    warn_healed(dir, store.boot_report());
+    if before.as_ref() != Some(&file) {
+        write_atomically(dir, &render_retention(&file)).map_err(|error| {
+            Failure::new(format!(
+                "cannot write {}: {error}; it is unchanged",
+                dir.join(RETENTION_FILE).display()
+            ))
+        })?;
+    }
+    drop(store);
+    let mut out = String::new();
+    match args.format {
+        ReadFormat::Table => {
+            let _ = writeln!(out, "{}", line(stream, file.get(stream), true));
+        }
+        ReadFormat::Json => {
+            let shown = BTreeMap::from([(stream, file.get(stream).cloned().unwrap_or_default())]);
+            out = to_json(&shown)?;
+        }
+    }
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Replaces `retention.json` with `text` whole or not at all: a temp beside it, synced, renamed
+/// over it, then the folder synced so the rename is durable.
+fn write_atomically(dir: &Path, text: &str) -> io::Result<()> {
+    let temp = dir.join(RETENTION_TEMP);
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&temp, dir.join(RETENTION_FILE))
+    })();
+    if let Err(error) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(error);
+    }
+    File::open(dir)?.sync_all()
+}
+
+/// Shows the retention of `stream`, or of every declared stream, without taking the store's
+/// lock (the streams come from the manifest, read as `fsck` reads it).
+fn show(dir: &Path, stream: Option<&str>, format: ReadFormat) -> Result<ExitCode, Failure> {
+    let file = read(dir)?;
+    let present = file.is_some();
+    let file = file.unwrap_or_default();
+    let vfs = RealFs::open(dir).map_err(|error| {
+        Failure::new(format!(
+            "cannot open {} as a store folder: {error}",
+            dir.display()
+        ))
+    })?;
+    let plan = strata::recover::inspect(&vfs).map_err(|error| {
+        Failure::new(format!("cannot open the store {}: {error}", dir.display()))
+    })?;
+    let declared: Vec<String> = plan.catalog.streams().map(|d| d.id.clone()).collect();
+    let streams: Vec<String> = match stream {
+        Some(stream) if declared.iter().any(|d| d == stream) => vec![stream.to_owned()],
+        Some(stream) => {
+            return Err(Failure::new(format!(
+                "no stream {stream:?} in the store (declared: {})",
+                if declared.is_empty() {
+                    "none".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            )));
+        }
+        None => declared,
+    };
+    let mut out = String::new();
+    match format {
+        ReadFormat::Table => {
+            if streams.is_empty() {
+                out.push_str("no streams declared\n");
+            }
+            for id in &streams {
+                let _ = writeln!(out, "{}", line(id, file.get(id), present));
+            }
+        }
+        ReadFormat::Json => {
+            let shown: BTreeMap<&String, StreamRetention> = streams
+                .iter()
+                .map(|id| (id, file.get(id).cloned().unwrap_or_default()))
+                .collect();
+            out = to_json(&shown)?;
+        }
+    }
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `c: raw axis:3600; levels 0+ axis:3600, 3+ forever`, or `c: forever (...)`.
+fn line(stream: &str, kept: Option<&StreamRetention>, present: bool) -> String {
+    match kept {
+        Some(kept) => format!("{stream}: {kept}"),
+        None if present => format!("{stream}: forever (keeps everything; not in {RETENTION_FILE})"),
+        None => format!("{stream}: forever (keeps everything; no {RETENTION_FILE})"),
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, Failure> {
+    let mut json = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::new(format!("cannot render JSON: {e}")))?;
+    json.push('\n');
+    Ok(json)
+}
