@@ -23,6 +23,7 @@ mod manifest_damage;
 mod model;
 mod open_segments;
 mod retention;
+mod retention_cli;
 mod retention_reclaim;
 mod series;
 mod support;
