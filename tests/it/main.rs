@@ -24,6 +24,7 @@ mod model;
 mod open_segments;
 mod retention;
 mod retention_cli;
+mod retention_crash;
 mod retention_reads;
 mod retention_reclaim;
 mod series;
