@@ -949,3 +949,110 @@ fn a_retention_no_sweep_can_honour_is_refused_at_open() {
     let fine = folded().levels_from(3, Lifetime::Forever);
     Store::open_in(sim(&SimFs::new()), config(fine), &[series(), notes()]).unwrap();
 }
+
+/// Over a grid of ranges and every selection, under four retentions: whatever a swept store
+/// answers is what the twin that never retired anything answers (never a short answer), and a
+/// read refused with a floor is answered when narrowed to start at that floor.
+#[test]
+fn every_answer_is_the_unretired_answer_and_every_refusal_names_a_floor_that_answers() {
+    let twin = twin();
+    let retentions = [
+        raw_only(),
+        folded(),
+        folded().levels_from(2, Lifetime::AxisSpan(1000)),
+        Retention::raw(Lifetime::Positions(3)).levels_from(0, Lifetime::Positions(3)),
+    ];
+    let (mut answered, mut refusals) = (0, 0);
+    for retention in retentions {
+        let (_, store) = swept(retention.clone());
+        for selection in [&[][..], &["a"], &["b"], &["c"]] {
+            let context = |read: &str| format!("{retention:?} {selection:?} {read}");
+            for lo in 0..N_BARRIERS {
+                for hi in lo..N_BARRIERS {
+                    let read = format!("query {lo}..={hi}");
+                    match store.query(STREAM, selection, lo..=hi) {
+                        Ok(rows) => {
+                            assert_eq!(rows, twin.query(STREAM, selection, lo..=hi).unwrap());
+                            answered += 1;
+                        }
+                        Err(EngineError::Floor { floor, .. }) => {
+                            assert!(floor > lo, "{}", context(&read));
+                            assert!(
+                                store.query(STREAM, selection, floor..=hi).is_ok(),
+                                "{} floor {floor}",
+                                context(&read)
+                            );
+                            refusals += 1;
+                        }
+                        Err(e) => panic!("{}: {e}", context(&read)),
+                    }
+                }
+            }
+            for lo in (0..=160).step_by(3) {
+                for hi in (lo..=160).step_by(5) {
+                    for aggregate in [Aggregate::Count, Aggregate::Sum, Aggregate::p(50)] {
+                        let read = format!("{aggregate} {lo}..={hi}");
+                        match store.fold(STREAM, selection, lo..=hi, aggregate) {
+                            Ok(stat) => {
+                                let unretired = twin.fold(STREAM, selection, lo..=hi, aggregate);
+                                assert_eq!(stat, unretired.unwrap(), "{}", context(&read));
+                                answered += 1;
+                            }
+                            Err(EngineError::Floor { floor, .. }) => {
+                                assert!(floor > lo, "{}", context(&read));
+                                let from = store.fold(STREAM, selection, floor..=hi, aggregate);
+                                assert!(from.is_ok(), "{} floor {floor}", context(&read));
+                                refusals += 1;
+                            }
+                            Err(e) => panic!("{}: {e}", context(&read)),
+                        }
+                    }
+                    for budget in [8, 40, 160] {
+                        let read = format!("survey {budget} {lo}..={hi}");
+                        match store.survey(STREAM, selection, lo..=hi, budget) {
+                            Ok(survey) => {
+                                let unretired =
+                                    twin.survey(STREAM, selection, lo..=hi, budget).unwrap();
+                                if survey.level == unretired.level {
+                                    assert_eq!(survey, unretired, "{}", context(&read));
+                                } else {
+                                    // Fallen back to a coarser level: whole cells of it.
+                                    assert!(survey.level > unretired.level);
+                                    assert_eq!(survey.group, 1, "{}", context(&read));
+                                    let cells = twin
+                                        .level_cells(STREAM, selection, "v", survey.level, lo..=hi)
+                                        .unwrap();
+                                    let buckets: Vec<_> =
+                                        cells.into_iter().map(|c| c.bucket).collect();
+                                    assert_eq!(
+                                        survey.fields[0].buckets,
+                                        buckets,
+                                        "{}",
+                                        context(&read)
+                                    );
+                                }
+                                answered += 1;
+                            }
+                            Err(EngineError::Floor { floor, .. }) => {
+                                assert!(floor > lo, "{}", context(&read));
+                                let from = store.survey(STREAM, selection, floor..=hi, budget);
+                                if floor <= hi {
+                                    assert!(from.is_ok(), "{} floor {floor}", context(&read));
+                                }
+                                refusals += 1;
+                            }
+                            Err(e) => panic!("{}: {e}", context(&read)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "retention reads against the unretired twin: {answered} answered, {refusals} refused"
+    );
+    assert!(
+        answered > 0 && refusals > 0,
+        "{answered} answered, {refusals} refused"
+    );
+}
