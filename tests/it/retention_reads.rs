@@ -1056,3 +1056,109 @@ fn every_answer_is_the_unretired_answer_and_every_refusal_names_a_floor_that_ans
         "{answered} answered, {refusals} refused"
     );
 }
+
+/// `retire` ends a track whole, its newest segment too: its floors rise past everything it
+/// held, an unnarrowed read answers to them, and a later publish above them starts it again.
+#[test]
+fn a_retired_track_refuses_beneath_its_floors_and_starts_again_above_them() {
+    let fs = SimFs::new();
+    let mut store = open(&fs, Config::default());
+    fill(&mut store, 0, N_BARRIERS);
+    let twin = twin();
+    let swept = store.retire(STREAM, &["a"]).unwrap();
+    assert_eq!(
+        swept.retired.len(),
+        10 * 4,
+        "raw and 3 levels of 10 segments: {swept:?}"
+    );
+    // The files that held only a (positions 2, 4, 5, 7, 8) are gone.
+    assert_eq!(swept.removed.len(), 5, "{swept:?}");
+    // Raw: one past the stream's last position (9) and past a's newest axis value (156);
+    // levels 0..=2: the cell after the one holding 156, 160 at each.
+    assert_eq!(floors(&store, "a").raw, Some(raw(10, 157)));
+    assert_eq!(
+        floors(&store, "a").levels,
+        levels(&[(0, 160), (1, 160), (2, 160)])
+    );
+    assert_eq!(refused(store.query(STREAM, &["a"], ..)), (10, POSITION));
+    // (144..=159 is one level-2 cell.)
+    assert_eq!(
+        refused(store.fold(STREAM, &["a"], 144..=159, Aggregate::Count)),
+        (160, AXIS)
+    );
+    assert_eq!(
+        refused(store.survey(STREAM, &["a"], 0..=156, 160)),
+        (160, AXIS)
+    );
+    // b is untouched narrowed; unnarrowed, a's floors are the highest.
+    assert_eq!(
+        store.query(STREAM, &["b"], 9..).unwrap(),
+        expected_rows(Some("b"), 9)
+    );
+    assert_eq!(refused(store.query(STREAM, &[], 9..)), (10, POSITION));
+    assert_eq!(
+        store.survey(STREAM, &["b"], 0..=156, 160).unwrap(),
+        twin.survey(STREAM, &["b"], 0..=156, 160).unwrap()
+    );
+    assert_eq!(
+        refused(store.survey(STREAM, &[], 0..=156, 160)),
+        (160, AXIS)
+    );
+    // Nothing live is left to retire.
+    assert!(store.retire(STREAM, &["a"]).unwrap().retired.is_empty());
+    // Beneath the raw floor's axis value: refused; above it, the track starts again.
+    let error = store.publish(STREAM, 10, &[row("a", 156, 1)]).unwrap_err();
+    assert!(error.to_string().contains("157"), "{error}");
+    store
+        .publish(STREAM, 10, &[row("a", 157, 7), row("a", 164, 9)])
+        .unwrap();
+    store.seal().unwrap();
+    assert_eq!(store.query(STREAM, &["a"], 10..).unwrap().len(), 2);
+    assert_eq!(
+        store
+            .fold(STREAM, &["a"], 157.., Aggregate::p(100))
+            .unwrap(),
+        stat(Num::I64(9))
+    );
+    // The level-0 cell 156..=159 held a retired row: level reads start at 160.
+    assert_eq!(
+        refused(store.fold(STREAM, &["a"], 157..=167, Aggregate::Count)),
+        (160, AXIS)
+    );
+    assert_eq!(
+        store
+            .fold(STREAM, &["a"], 160..=167, Aggregate::Sum)
+            .unwrap(),
+        stat(Num::F64(9.0))
+    );
+    // Reopened: the same.
+    drop(store);
+    let store = open(&fs.crash(), Config::default());
+    assert_eq!(refused(store.query(STREAM, &["a"], 9..)), (10, POSITION));
+    assert_eq!(store.query(STREAM, &["a"], 10..).unwrap().len(), 2);
+}
+
+/// A retire is refused while rows of the stream are staged; a selection with nothing live
+/// answers an empty record.
+#[test]
+fn a_retire_over_staged_rows_is_refused_and_one_of_nothing_records_nothing() {
+    let fs = SimFs::new();
+    let mut store = open(&fs, Config::default());
+    fill(&mut store, 0, 3);
+    store.publish(STREAM, 3, &rows_at(3)).unwrap();
+    let error = store.retire(STREAM, &["a"]).unwrap_err();
+    assert!(error.to_string().contains("staged"), "{error}");
+    assert!(store.catalog().floors_of(STREAM, &key("a")).is_none());
+    store.seal().unwrap();
+    let catalog = store.catalog().clone();
+    let nothing = store.retire(STREAM, &["zed"]).unwrap();
+    assert!(
+        nothing.retired.is_empty() && nothing.floors.is_empty(),
+        "{nothing:?}"
+    );
+    assert_eq!(store.catalog(), &catalog);
+    assert!(matches!(
+        store.retire("nope", &[]),
+        Err(EngineError::UnknownStream { .. })
+    ));
+}
