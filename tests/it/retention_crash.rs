@@ -170,6 +170,31 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            name: "sweep over swept floors, three barriers later",
+            config: || config(folded()),
+            prepare: |store| {
+                store.sweep().unwrap();
+                fill(store, N_BARRIERS, 3);
+            },
+            op: sweep,
+            steps: |store, seen| {
+                store.sweep().unwrap();
+                seen(store);
+            },
+        },
+        Scenario {
+            name: "retire of track b over swept floors",
+            config: || config(folded()),
+            prepare: |store| {
+                store.sweep().unwrap();
+            },
+            op: |store| store.retire(STREAM, &["b"]).map(drop),
+            steps: |store, seen| {
+                store.retire(STREAM, &["b"]).unwrap();
+                seen(store);
+            },
+        },
+        Scenario {
             name: "compact (a sweep, then merges)",
             config: compacting,
             prepare: |_| {},
@@ -304,10 +329,11 @@ fn crash_point(
         panic!("{context}: neither before nor after:\n{diff}");
     }
     // Whatever survived, the store goes on: the operation again answers as the uncrashed one
-    // did (a compaction resumed may merge differently), and a barrier lands.
+    // did (a compaction resumed may merge differently), and a barrier lands (past every
+    // scenario's positions and floors).
     (scenario.op)(&mut store).unwrap();
     assert_eq!(answers(&store), probe.after_answers, "{context}");
-    fill(&mut store, N_BARRIERS, 1);
+    fill(&mut store, 100, 1);
     census.points += 1;
 }
 
