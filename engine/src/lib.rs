@@ -28,7 +28,7 @@ pub use compact::CompactStep;
 pub use config::{Config, OPEN_SEGMENTS_LIMIT};
 pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
-pub use memory::MemorySeries;
+pub use memory::{MemorySeries, RetiredTrack};
 pub use read::StoredRow;
 pub use retention::{Lifetime, Retention, Swept};
 pub use series::{BeneathWindow, Series};

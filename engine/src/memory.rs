@@ -1,6 +1,11 @@
 //! `MemorySeries`: the contract answered the plainest way, for clarity rather than speed. No
 //! files, no levels: every answer is computed from the rows when asked. It is the reference the
 //! served engine is compared with.
+//!
+//! Retention is modelled from the rows too: `trim_to` moves raw floors, `retire` ends tracks and
+//! raises their raw and level floors, and every read refuses what reaches beneath a floor with
+//! the floor the store answers (docs/retention.md). Sweeps are not modelled: what a sweep retires
+//! depends on segment boundaries, which rows alone do not show.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -8,16 +13,13 @@ use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_index::{RawFloor, StreamDecl, TrackKey, validate_label};
-use strata_levels::{Aggregate, Bucket, LEVELS_MAX, Ladder, Num, plan};
+use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, plan};
 
 use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::series::{BeneathWindow, Series};
-use crate::survey::{FieldBuckets, FieldStat};
+use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::value::{Row, Value};
-
-/// A selection read for the ladder: its declaration, its rows in merge order, the clamped span.
-type Axial = (StreamDecl, Vec<Row>, Option<[u64; 2]>);
 
 #[derive(Debug, Default)]
 struct MemStream {
@@ -25,9 +27,16 @@ struct MemStream {
     staged: Vec<(u64, Row)>,
     sealed: Vec<(u64, Row)>,
     watermark: Option<u64>,
-    /// Per partition (its track labels), the raw floor trims raised: every row is kept (a
-    /// trim only moves the floor), and reads refuse what reaches beneath it.
+    /// Per partition (its track labels), the raw floor trims and retirements raised: every row
+    /// is kept (a trim only moves the floor), and reads refuse what reaches beneath it.
     floors: BTreeMap<Vec<String>, RawFloor>,
+    /// Per partition `retire` ended, how many rows of the stream were sealed when it last did:
+    /// the partition's rows sealed before that are gone, to every read.
+    retired: BTreeMap<Vec<String>, usize>,
+    /// Per partition `retire` ended with levels, the floor of every level `0..=LEVELS_MAX`
+    /// (index = level): the start of the cell of that level after the one holding the highest
+    /// axis value the partition held. Exact at every level, from the rows.
+    level_floors: BTreeMap<Vec<String>, Vec<u64>>,
 }
 
 impl MemStream {
@@ -43,6 +52,68 @@ impl MemStream {
     /// One past the highest horizon trimmed: no row is published beneath it.
     fn stream_floor(&self) -> u64 {
         self.floors.values().map(|f| f.position).max().unwrap_or(0)
+    }
+
+    /// The highest level-`level` floor of the partitions a selection covers; `None` when none
+    /// of them was retired with levels.
+    fn level_floor(&self, track: &[String], level: u8) -> Option<u64> {
+        self.level_floors
+            .iter()
+            .filter(|(labels, _)| labels.starts_with(track))
+            .map(|(_, floors)| floors[usize::from(level)])
+            .max()
+    }
+
+    /// Whether a partition the selection covers has any floor, raw or level.
+    fn has_floor(&self, track: &[String]) -> bool {
+        self.floors.keys().any(|labels| labels.starts_with(track))
+            || self.level_floors.keys().any(|l| l.starts_with(track))
+    }
+
+    /// The sealed rows under a selection that no `retire` ended, in publish order.
+    fn live<'a>(
+        &'a self,
+        decl: &'a StreamDecl,
+        track: &'a [String],
+    ) -> impl Iterator<Item = &'a (u64, Row)> + 'a {
+        self.sealed
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, entry)| {
+                let key = labels(decl, &entry.1);
+                let gone = self.retired.get(&key).is_some_and(|&mark| i < mark);
+                (key.starts_with(track) && !gone).then_some(entry)
+            })
+    }
+
+    /// The axis span a read answers: the asked bounds, unbounded ends clamped to the live rows'
+    /// axis values; with no live row but a floor (a track retired whole), the bounds as asked
+    /// (so that the read meets the floor). `None`: nothing there, or an empty range.
+    fn span(
+        &self,
+        decl: &StreamDecl,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Option<[u64; 2]> {
+        let axes: Vec<u64> = self.live(decl, track).map(|(_, r)| axis(decl, r)).collect();
+        let recorded = axes.iter().min().zip(axes.iter().max());
+        let [min, max] = match recorded {
+            Some((&min, &max)) => [min, max],
+            None if self.has_floor(track) => [0, u64::MAX],
+            None => return None,
+        };
+        let lo = if start == Bound::Unbounded {
+            min
+        } else {
+            least_in(start)?
+        };
+        let hi = if end == Bound::Unbounded {
+            max
+        } else {
+            greatest_in(end)?
+        };
+        (lo <= hi).then_some([lo, hi])
     }
 }
 
@@ -176,10 +247,6 @@ fn num(value: &Value) -> Option<Num> {
     }
 }
 
-fn invalid(why: impl Into<String>) -> BeneathWindow {
-    BeneathWindow::Invalid(why.into())
-}
-
 /// Checks a batch the way the contract asks, independently of the engine's code.
 fn check(
     decl: &StreamDecl,
@@ -260,13 +327,11 @@ fn check(
     Ok(())
 }
 
-/// The sealed rows under a selection, in the order a merged read folds them: partitions in
-/// track-key order, each in publish order.
-fn by_partition<'a>(decl: &StreamDecl, sealed: &'a [(u64, Row)], track: &[String]) -> Vec<&'a Row> {
-    let mut rows: Vec<(Vec<u8>, &Row)> = sealed
-        .iter()
-        .filter(|(_, row)| labels(decl, row).starts_with(track))
-        .map(|(_, row)| {
+/// Rows in the order a merged read folds them: partitions in track-key order, each in publish
+/// order.
+fn by_partition<'a>(decl: &StreamDecl, rows: impl Iterator<Item = &'a Row>) -> Vec<&'a Row> {
+    let mut rows: Vec<(Vec<u8>, &Row)> = rows
+        .map(|row| {
             let key = TrackKey::encode(&labels(decl, row))
                 .map(|k| k.as_bytes().to_vec())
                 .unwrap_or_default();
@@ -294,58 +359,435 @@ fn cells(decl: &StreamDecl, rows: &[&Row], field: u16, width: u128) -> BTreeMap<
     out
 }
 
+/// The start of the cell `width` wide after the one holding `axis` (`u64::MAX` if none follows
+/// within the axis): where a level's floor lies once a partition whose highest axis value is
+/// `axis` is retired.
+fn past_cell(width: u128, axis: u64) -> u64 {
+    let next = (u128::from(axis) / width + 1) * width;
+    u64::try_from(next).unwrap_or(u64::MAX)
+}
+
+/// The level-0 cells holding `[lo, hi]` as the fewest aligned cells of any level, as the start
+/// (axis value) of each run of cells of one level: at each level the partial runs at either end
+/// stay, and the parents the range covers whole go a level up.
+fn fold_runs(ladder: &Ladder, lo: u64, hi: u64) -> Vec<(u8, u64)> {
+    let fanout = u128::from(ladder.fanout());
+    let base = ladder.width(0);
+    let (mut first, mut last) = (u128::from(lo) / base, u128::from(hi) / base);
+    let start =
+        |level: u8, cell: u128| u64::try_from(cell * ladder.width(level)).unwrap_or(u64::MAX);
+    let mut runs = Vec::new();
+    for level in 0..=LEVELS_MAX {
+        // The parents wholly inside `first..=last`.
+        let up_first = first.div_ceil(fanout);
+        let up_end = (last + 1) / fanout;
+        if up_first >= up_end || level == LEVELS_MAX {
+            runs.push((level, start(level, first)));
+            break;
+        }
+        if first < up_first * fanout {
+            runs.push((level, start(level, first)));
+        }
+        if up_end * fanout <= last {
+            runs.push((level, start(level, up_end * fanout)));
+        }
+        first = up_first;
+        last = up_end - 1;
+    }
+    runs
+}
+
+fn floor_error(stream: &str, floor: u64, unit: &'static str) -> EngineError {
+    EngineError::Floor {
+        stream: stream.to_owned(),
+        floor,
+        unit,
+    }
+}
+
+fn bad_read(reason: impl Into<String>) -> EngineError {
+    EngineError::BadRead {
+        reason: reason.into(),
+    }
+}
+
+/// The inclusive span a range admits; `None` when it admits nothing.
+fn inclusive(range: &impl RangeBounds<u64>) -> Option<(u64, u64)> {
+    let lo = least_in(range.start_bound().cloned())?;
+    let hi = greatest_in(range.end_bound().cloned())?;
+    (lo <= hi).then_some((lo, hi))
+}
+
+fn budget_error(error: strata_levels::BudgetError) -> EngineError {
+    bad_read(error.to_string())
+}
+
+fn ladder_of(decl: &StreamDecl) -> Result<Ladder, EngineError> {
+    Ladder::new(decl.ladder.base, decl.ladder.fanout).map_err(|e| bad_read(e.to_string()))
+}
+
+fn bounds(range: &impl RangeBounds<u64>) -> (Bound<u64>, Bound<u64>) {
+    (range.start_bound().cloned(), range.end_bound().cloned())
+}
+
+/// What one partition ended by `retire` was left with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetiredTrack {
+    /// The partition.
+    pub track: TrackKey,
+    /// Its raw floor after.
+    pub raw: RawFloor,
+    /// Its floor at every level `0..=LEVELS_MAX` after (index = level); empty for a stream
+    /// without levels.
+    pub levels: Vec<u64>,
+}
+
+/// The reads, as `Store` answers them (`EngineError`), computed from the rows.
 impl MemorySeries {
-    fn decl_of(&self, stream: &str) -> Result<StreamDecl, BeneathWindow> {
-        self.with(|s| s.get(stream).and_then(|m| m.decl.clone()))
-            .ok_or_else(|| invalid(format!("unknown stream {stream:?}")))
+    /// The declaration of `stream` and the labels of `selection`, checked as a store checks
+    /// them.
+    fn selection(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<(StreamDecl, Vec<String>), EngineError> {
+        let decl = self
+            .with(|s| s.get(stream).and_then(|m| m.decl.clone()))
+            .ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+        if selection.len() > decl.track.len() {
+            return Err(bad_read("the selection is deeper than the track"));
+        }
+        if let Some(bad) = selection.iter().find(|l| validate_label(l).is_err()) {
+            return Err(bad_read(format!("bad label {bad:?}")));
+        }
+        Ok((decl, selection.iter().map(|s| (*s).to_owned()).collect()))
     }
 
-    /// The clamped axis span and the rows beneath a selection, for the ladder reads.
     fn axial(
         &self,
         stream: &str,
-        track: &[String],
-        start: Bound<u64>,
-        end: Bound<u64>,
-    ) -> Result<Axial, BeneathWindow> {
-        let decl = self.decl_of(stream)?;
+        selection: &[&str],
+    ) -> Result<(StreamDecl, Vec<String>), EngineError> {
+        let (decl, track) = self.selection(stream, selection)?;
         if decl.axis.is_none() {
-            return Err(invalid(format!("stream {stream:?} declares no axis")));
+            return Err(bad_read(format!("stream {stream:?} declares no axis")));
         }
-        if track.len() > decl.track.len() {
-            return Err(invalid("the selection is deeper than the track"));
+        Ok((decl, track))
+    }
+
+    /// `Store::query`: the sealed rows under `selection` with positions in `positions`, in
+    /// publish order; refused whole if the range reaches beneath the raw floor (by position) of
+    /// any partition the selection covers.
+    pub fn query(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        positions: impl RangeBounds<u64>,
+    ) -> Result<Vec<StoredRow>, EngineError> {
+        let (decl, track) = self.selection(stream, selection)?;
+        let Some((lo, hi)) = inclusive(&positions) else {
+            return Ok(Vec::new());
+        };
+        self.with(|s| {
+            let m = &s[stream];
+            if let Some(floor) = m.floor(&track, false).filter(|&f| lo < f) {
+                return Err(floor_error(stream, floor, "position"));
+            }
+            Ok(m.live(&decl, &track)
+                .filter(|(p, _)| (lo..=hi).contains(p))
+                .map(|(position, values)| StoredRow {
+                    position: *position,
+                    values: values.clone(),
+                })
+                .collect())
+        })
+    }
+
+    /// `Store::survey`, from the rows: the finest level whose cells over the span fit the
+    /// budget; where partitions were retired with levels, the first level from there up whose
+    /// floor the span's start is at or above, else refused with the least of those floors.
+    pub fn survey(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis_range: impl RangeBounds<u64>,
+        budget: u64,
+    ) -> Result<Survey, EngineError> {
+        let (decl, track) = self.axial(stream, selection)?;
+        let measured = decl.measured();
+        let ladder = ladder_of(&decl)?;
+        let name = |f: u16| decl.fields[usize::from(f)].name.clone();
+        let (start, end) = bounds(&axis_range);
+        self.with(|s| {
+            let m = &s[stream];
+            let Some([lo, hi]) = m.span(&decl, &track, start, end) else {
+                strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
+                return Ok(Survey {
+                    level: 0,
+                    group: 1,
+                    span: None,
+                    fields: measured
+                        .iter()
+                        .map(|&f| FieldBuckets {
+                            field: name(f),
+                            buckets: Vec::new(),
+                        })
+                        .collect(),
+                });
+            };
+            let mut plan = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
+                .map_err(budget_error)?;
+            if m.level_floors.keys().any(|l| l.starts_with(&track)) {
+                let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
+                    .filter_map(|level| Some((level, m.level_floor(&track, level)?)))
+                    .collect();
+                let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| lo >= floor) else {
+                    let floor = floors.iter().map(|&(_, f)| f).min().unwrap_or(u64::MAX);
+                    return Err(floor_error(stream, floor, "axis value"));
+                };
+                if level != plan.level {
+                    plan.level = level;
+                    plan.group = 1;
+                }
+            }
+            let w = ladder.width(plan.level);
+            let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
+            let rows = by_partition(&decl, m.live(&decl, &track).map(|(_, r)| r));
+            let fields = measured
+                .iter()
+                .map(|&field| {
+                    let mut buckets: Vec<(u128, Bucket)> = Vec::new();
+                    for (c, b) in cells(&decl, &rows, field, w) {
+                        if !(first..=last).contains(&u128::from(c)) {
+                            continue;
+                        }
+                        let g = u128::from(c) / plan.group;
+                        match buckets.last_mut() {
+                            Some((last_g, merged)) if *last_g == g => *merged = merged.merge(&b),
+                            _ => buckets.push((g, b)),
+                        }
+                    }
+                    FieldBuckets {
+                        field: name(field),
+                        buckets: buckets.into_iter().map(|(_, b)| b).collect(),
+                    }
+                })
+                .collect();
+            Ok(Survey {
+                level: plan.level,
+                group: plan.group,
+                span: Some([lo, hi]),
+                fields,
+            })
+        })
+    }
+
+    /// `Store::fold`, from the rows. Percentiles read the rows of the exact range and refuse a
+    /// start beneath the raw floor's axis value; level folds cover the whole level-0 cells the
+    /// range touches and refuse a range whose decomposition into level cells has a run starting
+    /// beneath its level's floor, with the highest floor of the levels up to the top run's.
+    pub fn fold(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis_range: impl RangeBounds<u64>,
+        kind: Aggregate,
+    ) -> Result<Vec<FieldStat>, EngineError> {
+        let (decl, track) = self.axial(stream, selection)?;
+        if decl.measured().is_empty() {
+            return Err(bad_read(format!(
+                "stream {stream:?} has no measured field to fold"
+            )));
         }
-        let rows: Vec<Row> = self.with(|s| {
-            by_partition(&decl, &s[stream].sealed, track)
+        let ladder = ladder_of(&decl)?;
+        let (start, end) = bounds(&axis_range);
+        self.with(|s| {
+            let m = &s[stream];
+            let span = m.span(&decl, &track, start, end);
+            if let (Some([lo, _]), false) = (span, kind.folds_levels()) {
+                if let Some(floor) = m.floor(&track, true).filter(|&f| lo < f) {
+                    return Err(floor_error(stream, floor, "axis value"));
+                }
+            }
+            if let (Some([lo, hi]), true) = (span, kind.folds_levels()) {
+                let runs = fold_runs(&ladder, lo, hi);
+                let beneath = runs
+                    .iter()
+                    .any(|&(level, start)| m.level_floor(&track, level).is_some_and(|f| start < f));
+                if beneath {
+                    let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
+                    let floor = (0..=top)
+                        .filter_map(|level| m.level_floor(&track, level))
+                        .max()
+                        .unwrap_or(0);
+                    return Err(floor_error(stream, floor, "axis value"));
+                }
+            }
+            let rows = by_partition(&decl, m.live(&decl, &track).map(|(_, r)| r));
+            let base = ladder.width(0);
+            Ok(decl
+                .measured()
                 .into_iter()
-                .cloned()
-                .collect()
-        });
-        let recorded = rows.iter().map(|r| axis(&decl, r));
-        let (min, max) = (recorded.clone().min(), recorded.max());
-        let span = min.zip(max).and_then(|(min, max)| {
-            let lo = if start == Bound::Unbounded {
-                min
-            } else {
-                least_in(start)?
-            };
-            let hi = if end == Bound::Unbounded {
-                max
-            } else {
-                greatest_in(end)?
-            };
-            (lo <= hi).then_some([lo, hi])
-        });
-        Ok((decl, rows, span))
+                .map(|field| {
+                    let value = span.and_then(|[lo, hi]| {
+                        if kind.folds_levels() {
+                            // Whole level-0 cells the range touches.
+                            let (first, last) = (u128::from(lo) / base, u128::from(hi) / base);
+                            let inside: Vec<&Row> = rows
+                                .iter()
+                                .copied()
+                                .filter(|r| {
+                                    (first..=last).contains(&(u128::from(axis(&decl, r)) / base))
+                                })
+                                .collect();
+                            let folded = cells(&decl, &inside, field, u128::MAX)
+                                .into_values()
+                                .next()?;
+                            kind.folded(&folded)
+                        } else {
+                            let mut values: Vec<Num> = rows
+                                .iter()
+                                .filter(|r| (lo..=hi).contains(&axis(&decl, r)))
+                                .filter_map(|r| num(&r[usize::from(field)]))
+                                .collect();
+                            kind.scanned(&mut values)
+                        }
+                    });
+                    FieldStat {
+                        field: decl.fields[usize::from(field)].name.clone(),
+                        value: value.or_else(|| kind.of_no_rows()),
+                    }
+                })
+                .collect())
+        })
+    }
+
+    /// `Store::level_cells`, from the rows: the cells of `field` at `level` over the range,
+    /// merged across the selection's partitions; refused if the range starts beneath the
+    /// level's floor.
+    pub fn level_cells(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        field: &str,
+        level: u8,
+        axis_range: impl RangeBounds<u64>,
+    ) -> Result<Vec<Cell>, EngineError> {
+        let (decl, track) = self.axial(stream, selection)?;
+        let field_idx = decl
+            .measured()
+            .into_iter()
+            .find(|&f| decl.fields[usize::from(f)].name == field)
+            .ok_or_else(|| bad_read(format!("{field:?} is not a measured field of {stream:?}")))?;
+        let ladder = ladder_of(&decl)?;
+        let Some((lo, hi)) = inclusive(&axis_range) else {
+            return Ok(Vec::new());
+        };
+        self.with(|s| {
+            let m = &s[stream];
+            if let Some(floor) = m.level_floor(&track, level).filter(|&f| lo < f) {
+                return Err(floor_error(stream, floor, "axis value"));
+            }
+            let w = ladder.width(level);
+            let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
+            let rows = by_partition(&decl, m.live(&decl, &track).map(|(_, r)| r));
+            Ok(cells(&decl, &rows, field_idx, w)
+                .into_iter()
+                .filter(|(c, _)| (first..=last).contains(&u128::from(*c)))
+                .map(|(index, bucket)| Cell { index, bucket })
+                .collect())
+        })
+    }
+
+    /// The floor level-`level` reads of the selection answer to: the highest of its
+    /// partitions' (`None`: none was retired with levels). Exact at every level.
+    pub fn level_floor(&self, stream: &str, selection: &[&str], level: u8) -> Option<u64> {
+        let track: Vec<String> = selection.iter().map(|s| (*s).to_owned()).collect();
+        self.with(|s| s.get(stream)?.level_floor(&track, level))
+    }
+
+    /// Ends every partition of `stream` under `selection` (a track prefix) that has anything
+    /// live, as `Store::retire` does, computed from the rows: its rows are gone to every read;
+    /// its raw floor rises to one past the stream's last position and, for an axial stream,
+    /// one past the partition's highest axis value; every level's floor to the start of the
+    /// cell after the one holding that value. Floors only rise. Answers what each partition it
+    /// ended was left with, in track-key order (nothing, if nothing was live). Refused while
+    /// rows of the stream are staged.
+    pub fn retire(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<Vec<RetiredTrack>, EngineError> {
+        let (decl, track) = self.selection(stream, selection)?;
+        let ladder = decl.axis.map(|_| ladder_of(&decl)).transpose()?;
+        // Levels are stored where there is an axis and something to measure; without them, a
+        // trim retires a partition's rows wholly beneath its floor for good.
+        let keeps_levels = ladder.is_some() && !decl.measured().is_empty();
+        self.with(|streams| {
+            let m = streams
+                .get_mut(stream)
+                .ok_or_else(|| EngineError::UnknownStream {
+                    stream: stream.to_owned(),
+                })?;
+            if !m.staged.is_empty() {
+                return Err(bad_read(format!(
+                    "cannot retire tracks of stream {stream:?}: rows of it are staged"
+                )));
+            }
+            let position = m
+                .sealed
+                .iter()
+                .map(|(p, _)| *p)
+                .max()
+                .map_or(0, |p| p.saturating_add(1));
+            // Per partition with anything live, its highest axis value.
+            let mut live: BTreeMap<Vec<String>, u64> = BTreeMap::new();
+            for (p, row) in m.live(&decl, &track) {
+                let key = labels(&decl, row);
+                let trimmed = m.floors.get(&key).is_some_and(|f| *p < f.position);
+                if trimmed && !keeps_levels {
+                    continue;
+                }
+                let hi = live.entry(key).or_insert(0);
+                *hi = (*hi).max(axis(&decl, row));
+            }
+            let mut ended = Vec::new();
+            for (key, hi) in live {
+                let before = m.floors.get(&key).copied();
+                let raw = RawFloor {
+                    position: before.map_or(position, |f| f.position.max(position)),
+                    axis: decl.axis.map(|_| {
+                        let past = hi.saturating_add(1);
+                        before.and_then(|f| f.axis).map_or(past, |a| a.max(past))
+                    }),
+                };
+                m.floors.insert(key.clone(), raw);
+                let mut levels = Vec::new();
+                if let (Some(ladder), true) = (&ladder, keeps_levels) {
+                    let old = m.level_floors.get(&key);
+                    levels = (0..=LEVELS_MAX)
+                        .map(|level| {
+                            let new = past_cell(ladder.width(level), hi);
+                            old.map_or(new, |o| o[usize::from(level)].max(new))
+                        })
+                        .collect();
+                    m.level_floors.insert(key.clone(), levels.clone());
+                }
+                m.retired.insert(key.clone(), m.sealed.len());
+                let track = TrackKey::encode(&key).map_err(|e| bad_read(e.to_string()))?;
+                ended.push(RetiredTrack { track, raw, levels });
+            }
+            ended.sort_by(|a, b| a.track.cmp(&b.track));
+            Ok(ended)
+        })
     }
 }
 
-fn ladder_of(decl: &StreamDecl) -> Result<Ladder, BeneathWindow> {
-    Ladder::new(decl.ladder.base, decl.ladder.fanout).map_err(|e| invalid(e.to_string()))
-}
-
-fn width(ladder: &Ladder, level: u8) -> u128 {
-    ladder.width(level)
+fn strs(track: &[String]) -> Vec<&str> {
+    track.iter().map(String::as_str).collect()
 }
 
 impl Series for MemorySeries {
@@ -377,30 +819,7 @@ impl Series for MemorySeries {
         start: Bound<u64>,
         end: Bound<u64>,
     ) -> Result<Vec<StoredRow>, BeneathWindow> {
-        let decl = self.decl_of(stream)?;
-        if track.len() > decl.track.len() {
-            return Err(invalid("the selection is deeper than the track"));
-        }
-        let floor = self.with(|s| s[stream].floor(track, false));
-        // Beneath the floor: some position below it lies in the range.
-        let beneath = floor
-            .filter(|&f| least_in(start).is_some_and(|lo| lo < f && (start, end).contains(&lo)));
-        if let Some(floor) = beneath {
-            return Err(BeneathWindow::Floor { floor });
-        }
-        Ok(self.with(|s| {
-            s[stream]
-                .sealed
-                .iter()
-                .filter(|(p, row)| {
-                    (start, end).contains(p) && labels(&decl, row).starts_with(track)
-                })
-                .map(|(position, values)| StoredRow {
-                    position: *position,
-                    values: values.clone(),
-                })
-                .collect()
-        }))
+        Ok(self.query(stream, &strs(track), (start, end))?)
     }
 
     async fn buckets(
@@ -411,40 +830,9 @@ impl Series for MemorySeries {
         end: Bound<u64>,
         budget: u64,
     ) -> Result<Vec<FieldBuckets>, BeneathWindow> {
-        let (decl, rows, span) = self.axial(stream, track, start, end)?;
-        let measured = decl.measured();
-        let ladder = ladder_of(&decl)?;
-        strata_levels::cells_per_field(budget, measured.len())
-            .map_err(|e| invalid(e.to_string()))?;
-        let name = |f: u16| decl.fields[usize::from(f)].name.clone();
-        let Some([lo, hi]) = span else {
-            return Ok(measured
-                .iter()
-                .map(|&f| FieldBuckets {
-                    field: name(f),
-                    buckets: Vec::new(),
-                })
-                .collect());
-        };
-        let plan = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
-            .map_err(|e| invalid(e.to_string()))?;
-        let w = width(&ladder, plan.level);
-        let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
-        let rows: Vec<&Row> = rows.iter().collect();
-        Ok(measured
-            .iter()
-            .map(|&field| {
-                let buckets = cells(&decl, &rows, field, w)
-                    .into_iter()
-                    .filter(|(c, _)| (first..=last).contains(&u128::from(*c)))
-                    .map(|(_, b)| b)
-                    .collect();
-                FieldBuckets {
-                    field: name(field),
-                    buckets,
-                }
-            })
-            .collect())
+        Ok(self
+            .survey(stream, &strs(track), (start, end), budget)?
+            .fields)
     }
 
     async fn aggregate(
@@ -455,59 +843,11 @@ impl Series for MemorySeries {
         end: Bound<u64>,
         kind: Aggregate,
     ) -> Result<Vec<FieldStat>, BeneathWindow> {
-        let (decl, rows, span) = self.axial(stream, track, start, end)?;
-        if decl.measured().is_empty() {
-            return Err(invalid(format!(
-                "stream {stream:?} has no measured field to fold"
-            )));
-        }
-        if let (Some([lo, _]), false) = (span, kind.folds_levels()) {
-            let floor = self.with(|s| s[stream].floor(track, true));
-            if let Some(floor) = floor.filter(|&f| lo < f) {
-                return Err(BeneathWindow::Floor { floor });
-            }
-        }
-        let base = u128::from(decl.ladder.base);
-        Ok(decl
-            .measured()
-            .into_iter()
-            .map(|field| {
-                let value = span.and_then(|[lo, hi]| {
-                    if kind.folds_levels() {
-                        // Whole level-0 cells the range touches.
-                        let (first, last) = (u128::from(lo) / base, u128::from(hi) / base);
-                        let inside: Vec<&Row> = rows
-                            .iter()
-                            .filter(|r| {
-                                (first..=last).contains(&(u128::from(axis(&decl, r)) / base))
-                            })
-                            .collect();
-                        let folded = cells(&decl, &inside, field, u128::MAX)
-                            .into_values()
-                            .next()?;
-                        kind.folded(&folded)
-                    } else {
-                        let mut values: Vec<Num> = rows
-                            .iter()
-                            .filter(|r| (lo..=hi).contains(&axis(&decl, r)))
-                            .filter_map(|r| num(&r[usize::from(field)]))
-                            .collect();
-                        kind.scanned(&mut values)
-                    }
-                });
-                FieldStat {
-                    field: decl.fields[usize::from(field)].name.clone(),
-                    value: value.or_else(|| kind.of_no_rows()),
-                }
-            })
-            .collect())
+        Ok(self.fold(stream, &strs(track), (start, end), kind)?)
     }
 
     async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
-        let decl = self.decl_of(stream)?;
-        if track.len() > decl.track.len() {
-            return Err(invalid("the selection is deeper than the track"));
-        }
+        self.selection(stream, &strs(track))?;
         Ok(self.with(|streams| {
             for m in streams.values_mut() {
                 if let Some((position, _)) = m.staged.last() {
