@@ -859,6 +859,22 @@ impl Series for MemorySeries {
             streams[stream].watermark
         }))
     }
+
+    async fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Option<u64>, BeneathWindow> {
+        self.seal(stream, &[]).await?;
+        let floors = MemorySeries::trim_to(self, stream, horizon)?;
+        Ok(floors.iter().map(|(_, f)| f.position).max())
+    }
+
+    async fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> Result<Option<u64>, BeneathWindow> {
+        self.seal(stream, &[]).await?;
+        MemorySeries::retire(self, stream, &strs(track))?;
+        Ok(self.with(|s| s[stream].floor(track, false)))
+    }
 }
 
 /// The least value a start bound admits (the model's own reading of a bound, apart from the

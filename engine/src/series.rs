@@ -126,4 +126,30 @@ pub trait Series: Send {
         stream: &str,
         track: &[String],
     ) -> impl Future<Output = Result<Option<u64>, BeneathWindow>> + Send;
+
+    /// Makes everything staged durable (as `seal` does), then retires every row of `stream` at
+    /// or below `horizon` (at most the watermark), in every partition: reads reaching beneath
+    /// the floor it leaves answer `Floor`, never short. Levels outlive the rows, so buckets and
+    /// level statistics still answer beneath it; percentiles do not. Floors only rise: a
+    /// horizon at or below an earlier one changes nothing. Answers the stream's floor after:
+    /// the lowest position from which `rows` of the whole stream answers (`None`: no floor).
+    /// A horizon above the watermark is `Invalid`.
+    fn trim_to(
+        &mut self,
+        stream: &str,
+        horizon: u64,
+    ) -> impl Future<Output = Result<Option<u64>, BeneathWindow>> + Send;
+
+    /// Makes everything staged durable (as `seal` does), then ends every partition under
+    /// `track` with anything live: its rows and its levels are retired, and each floor rises
+    /// past everything it held (the position floor to one past the stream's last position, the
+    /// axis floors past its highest axis value, each level's to the start of the cell after the
+    /// one holding it). Reads of it reaching beneath answer `Floor`; a later row above the
+    /// floors starts the track again. Answers the selection's floor after: the lowest position
+    /// from which `rows` of `track` answers (`None`: no floor).
+    fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> impl Future<Output = Result<Option<u64>, BeneathWindow>> + Send;
 }

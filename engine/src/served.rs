@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::EngineError;
 use crate::read::StoredRow;
+use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
 use crate::store::Store;
 use crate::survey::{FieldBuckets, FieldStat};
@@ -72,6 +73,13 @@ enum Command {
     Aggregate(Span, Aggregate, Reply<Vec<FieldStat>>),
     Seal(String, Vec<String>, Reply<Option<u64>>),
     Trim(String, u64, oneshot::Sender<Result<Trimmed, EngineError>>),
+    /// Retires a selection; answers what was recorded and the selection's raw floor after.
+    Retire(
+        String,
+        Vec<String>,
+        oneshot::Sender<Result<(Swept, Option<u64>), EngineError>>,
+    ),
+    Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
 }
 
@@ -138,6 +146,39 @@ impl Served {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::Trim(stream.to_owned(), horizon, reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)?
+    }
+
+    /// `Store::retire` on the served store: closes a barrier for everything staged first (as
+    /// `trim_to` does: a retire is refused while rows are staged), then ends every partition of
+    /// `stream` under `selection` in one record. Reads of them reaching beneath the floors it
+    /// raises answer `BeneathWindow::Floor` (docs/retention.md).
+    pub async fn retire(&self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
+        let selection = selection.iter().map(|s| (*s).to_owned()).collect();
+        Ok(self.retire_floor(stream.to_owned(), selection).await?.0)
+    }
+
+    async fn retire_floor(
+        &self,
+        stream: String,
+        selection: Vec<String>,
+    ) -> Result<(Swept, Option<u64>), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Retire(stream, selection, reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)?
+    }
+
+    /// `Store::sweep` on the served store: applies the configured retention once (compaction
+    /// steps sweep too; this is the sweep alone).
+    pub async fn sweep(&self) -> Result<Vec<Swept>, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Sweep(reply))
             .await
             .map_err(|_| EngineError::Stopped)?;
         answer.await.map_err(|_| EngineError::Stopped)?
@@ -222,6 +263,110 @@ impl Series for Served {
         let (stream, track) = (stream.to_owned(), track.to_vec());
         self.ask(|reply| Command::Seal(stream, track, reply)).await
     }
+
+    async fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Option<u64>, BeneathWindow> {
+        let trimmed = Served::trim_to(self, stream, horizon).await?;
+        Ok(trimmed.floors.iter().map(|(_, f)| f.position).max())
+    }
+
+    async fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> Result<Option<u64>, BeneathWindow> {
+        let (_, floor) = self.retire_floor(stream.to_owned(), track.to_vec()).await?;
+        Ok(floor)
+    }
+}
+
+/// The store itself, unserved: each call runs on the caller's task (a barrier's syncs block
+/// it). What `Served` answers, the same way.
+impl Series for Store {
+    async fn publish(
+        &mut self,
+        stream: &str,
+        position: u64,
+        rows: Vec<Row>,
+    ) -> Result<(), EngineError> {
+        Store::publish(self, stream, position, &rows)
+    }
+
+    async fn rows(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<Vec<StoredRow>, BeneathWindow> {
+        let track: Vec<&str> = track.iter().map(String::as_str).collect();
+        Ok(self.query(stream, &track, (start, end))?)
+    }
+
+    async fn buckets(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        budget: u64,
+    ) -> Result<Vec<FieldBuckets>, BeneathWindow> {
+        let track: Vec<&str> = track.iter().map(String::as_str).collect();
+        Ok(self.survey(stream, &track, (start, end), budget)?.fields)
+    }
+
+    async fn aggregate(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: Bound<u64>,
+        end: Bound<u64>,
+        kind: Aggregate,
+    ) -> Result<Vec<FieldStat>, BeneathWindow> {
+        let track: Vec<&str> = track.iter().map(String::as_str).collect();
+        Ok(self.fold(stream, &track, (start, end), kind)?)
+    }
+
+    async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
+        let track: Vec<&str> = track.iter().map(String::as_str).collect();
+        Store::seal(self)?;
+        Ok(self.watermark(stream, &track)?)
+    }
+
+    async fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Option<u64>, BeneathWindow> {
+        Ok(seal_and_trim(self, stream, horizon)?
+            .floors
+            .iter()
+            .map(|(_, f)| f.position)
+            .max())
+    }
+
+    async fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> Result<Option<u64>, BeneathWindow> {
+        Ok(seal_and_retire(self, stream, track)?.1)
+    }
+}
+
+/// Closes a barrier for everything staged, then trims: what `Served::trim_to` runs.
+fn seal_and_trim(store: &mut Store, stream: &str, horizon: u64) -> Result<Trimmed, EngineError> {
+    Store::seal(store)?;
+    Store::trim_to(store, stream, horizon)
+}
+
+/// Closes a barrier for everything staged, then retires the selection: what `Served::retire`
+/// runs. Answers the record and the selection's raw floor (by position) after.
+fn seal_and_retire(
+    store: &mut Store,
+    stream: &str,
+    track: &[String],
+) -> Result<(Swept, Option<u64>), EngineError> {
+    let track: Vec<&str> = track.iter().map(String::as_str).collect();
+    Store::seal(store)?;
+    let swept = Store::retire(store, stream, &track)?;
+    let prefix = store.selection_key(stream, &track)?;
+    Ok((swept, store.raw_floor(stream, &prefix, false)))
 }
 
 /// The supervisor's loop: stage feeds first, answer commands, seal on the ticker, and compact
@@ -379,8 +524,13 @@ fn answer(store: &mut Store, command: Command) {
             let _ = reply.send(answer);
         }
         Command::Trim(stream, horizon, reply) => {
-            let answer = store.seal().and_then(|_| store.trim_to(&stream, horizon));
-            let _ = reply.send(answer);
+            let _ = reply.send(seal_and_trim(store, &stream, horizon));
+        }
+        Command::Retire(stream, track, reply) => {
+            let _ = reply.send(seal_and_retire(store, &stream, &track));
+        }
+        Command::Sweep(reply) => {
+            let _ = reply.send(store.sweep());
         }
         Command::Stop(_) => unreachable!("handled by the loop"),
     }

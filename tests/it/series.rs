@@ -2,7 +2,7 @@
 //! reference, many tasks through one handle, a supervisor stopped mid-request, and a model test
 //! that drives both adapters with the same random operations.
 
-use std::ops::Bound::Unbounded;
+use std::ops::Bound::{Included, Unbounded};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,6 +122,16 @@ impl Series for Short {
     async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
         self.0.seal(stream, track).await
     }
+    async fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Option<u64>, BeneathWindow> {
+        Series::trim_to(&mut self.0, stream, horizon).await
+    }
+    async fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> Result<Option<u64>, BeneathWindow> {
+        Series::retire(&mut self.0, stream, track).await
+    }
 }
 
 struct ShortFactory;
@@ -148,6 +158,32 @@ fn the_suite_fails_an_adapter_that_answers_short() {
         outcome.is_err(),
         "a short answer passed the conformance suite"
     );
+}
+
+/// The store itself, unserved, through the same trait.
+struct StoreFactory {
+    fs: SimFs,
+}
+
+impl SeriesFactory for StoreFactory {
+    type Adapter = Store;
+
+    async fn create(&mut self, streams: Vec<StreamDecl>) -> Store {
+        let vfs: Arc<dyn Vfs> = Arc::new(self.fs.clone());
+        Store::open_in(vfs, Config::default(), &streams).expect("a store")
+    }
+
+    async fn reopen(&mut self, mut adapter: Store) -> Store {
+        Store::seal(&mut adapter).expect("a clean stop seals");
+        drop(adapter);
+        let vfs: Arc<dyn Vfs> = Arc::new(self.fs.clone());
+        Store::open_in(vfs, Config::default(), &[]).expect("a store")
+    }
+}
+
+#[tokio::test]
+async fn the_store_itself_conforms() {
+    conformance(&mut StoreFactory { fs: SimFs::new() }).await;
 }
 
 fn tick_stream(i: usize) -> StreamDecl {
@@ -358,4 +394,65 @@ async fn fold_of_a_stream_with_no_measured_field_is_refused_by_both_adapters() {
             }
         }
     }
+}
+
+/// `Served::sweep` and `Served::retire` cross the command lane: a sweep applies the configured
+/// retention (raw rows for 2 positions) and raises the raw floor reads then answer to; a retire
+/// with rows staged seals them first, then ends the track.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_sweeps_and_retires_across_the_command_lane() {
+    use strata::{Lifetime, Retention};
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let config = Config {
+        retention: std::collections::BTreeMap::from([(
+            "capture".to_owned(),
+            Retention::raw(Lifetime::Positions(2)),
+        )]),
+        ..Config::default()
+    };
+    let store = Store::open_in(vfs, config, &[suite_stream()]).unwrap();
+    let mut served = Served::spawn(
+        store,
+        ServeConfig {
+            seal_interval: None,
+            compact_steps_per_tick: 0,
+            ..ServeConfig::default()
+        },
+    );
+    let row = |run: &str, t: u64| {
+        vec![
+            Value::Str(run.into()),
+            Value::U64(1),
+            Value::U64(t),
+            Value::F64(1.0),
+            Value::I64(1),
+        ]
+    };
+    for position in 1..=6 {
+        let rows = vec![row("run_7", position * 10), row("run_70", position * 10)];
+        served.publish("capture", position, rows).await.unwrap();
+        served.seal("capture", &[]).await.unwrap();
+    }
+    let swept = served.sweep().await.unwrap();
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    let floor = match served.rows("capture", &[], Unbounded, Unbounded).await {
+        Err(BeneathWindow::Floor { floor }) => floor,
+        other => panic!("rows beneath the swept floor: {other:?}"),
+    };
+    assert!((2..=6).contains(&floor), "{floor}");
+    // Staged, not sealed: the retire seals it first.
+    let staged = vec![row("run_70", 70)];
+    served.publish("capture", 7, staged).await.unwrap();
+    let retired = served.retire("capture", &["run_70"]).await.unwrap();
+    assert!(!retired.floors.is_empty(), "{retired:?}");
+    let run_70 = vec!["run_70".to_owned()];
+    assert_eq!(
+        served
+            .rows("capture", &run_70, Included(7), Unbounded)
+            .await,
+        Err(BeneathWindow::Floor { floor: 8 }),
+        "the retired track's floor is past the row the retire sealed"
+    );
+    served.stop().await.unwrap();
 }
