@@ -10,7 +10,7 @@ use std::future::Future;
 use std::ops::Bound::{Included, Unbounded};
 
 use strata_index::{FieldKind, StreamDecl};
-use strata_levels::{Aggregate, Bucket, Num};
+use strata_levels::{Aggregate, Bucket, LEVELS_MAX, Num};
 
 use crate::decl::Stream;
 use crate::read::StoredRow;
@@ -211,6 +211,7 @@ pub async fn conformance<F: SeriesFactory>(factory: &mut F) {
     check_budgets(&mut series, &published).await;
     check_whole_cells(&mut series, &published).await;
     check_aggregates(&mut series, &published).await;
+    check_floors(factory, series, &mut published).await;
 }
 
 async fn check_rows<S: Series>(series: &mut S, published: &Published) {
@@ -492,5 +493,418 @@ async fn check_aggregates<S: Series>(series: &mut S, published: &Published) {
     assert!(
         !counted.is_empty() && counted.iter().all(|s| s.value == Some(Num::U64(0))),
         "a count of no rows is 0, not \"no statistic\": {counted:?}"
+    );
+}
+
+/// The width of `level`'s cells, saturated at 2^64 (one cell holds every axis value).
+fn width_saturated(level: u8) -> u128 {
+    (0..level).fold(u128::from(BASE), |w, _| {
+        (w * u128::from(FANOUT)).min(1 << 64)
+    })
+}
+
+/// The start of the cell of `level` after the one holding `axis` (`u64::MAX` if none follows):
+/// a level's floor once a track whose highest axis value is `axis` is retired.
+fn past_cell(level: u8, axis: u64) -> u64 {
+    let w = width_saturated(level);
+    u64::try_from((u128::from(axis) / w + 1) * w).unwrap_or(u64::MAX)
+}
+
+/// The level a survey of `[lo, hi]` plans for `budget` (the finest whose cells fit).
+fn planned_level(lo: u64, hi: u64, budget: u64) -> u8 {
+    let per_field = u128::from(budget / (4 * N_MEASURED));
+    (0..=LEVELS_MAX)
+        .find(|&k| {
+            let w = width_saturated(k);
+            u128::from(hi) / w - u128::from(lo) / w < per_field
+        })
+        .expect("some level fits")
+}
+
+/// The floor a level fold of `[lo, hi]` is refused with, if it is: the range's whole level-0
+/// cells as the fewest aligned cells of any level (each the largest that starts there and
+/// fits); refused if any starts beneath its level's floor, then with the highest floor of the
+/// levels up to the coarsest used.
+fn fold_floor(lo: u64, hi: u64, floor: impl Fn(u8) -> u64) -> Option<u64> {
+    let (mut cell, last) = (u128::from(lo / BASE), u128::from(hi / BASE));
+    let (mut beneath, mut top) = (false, 0);
+    while cell <= last {
+        let mut level = 0u8;
+        loop {
+            let span = width_saturated(level + 1) / u128::from(BASE);
+            if level == LEVELS_MAX || cell % span != 0 || cell + span - 1 > last {
+                break;
+            }
+            level += 1;
+        }
+        let start = u64::try_from(cell * u128::from(BASE)).unwrap_or(u64::MAX);
+        beneath |= start < floor(level);
+        top = top.max(level);
+        cell += width_saturated(level) / u128::from(BASE);
+    }
+    beneath.then(|| (0..=top).map(floor).max().unwrap_or(0))
+}
+
+/// The percentile of `column` over the rows with axis in `[lo, hi]`, by nearest rank.
+fn percentile(rows: &[StoredRow], column: usize, lo: u64, hi: u64, p: usize) -> Option<f64> {
+    let mut values: Vec<f64> = rows
+        .iter()
+        .filter(|r| (lo..=hi).contains(&axis(r)))
+        .map(|r| measure(r, column))
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let rank = (p * values.len()).div_ceil(100).max(1);
+    values.get(rank - 1).copied()
+}
+
+async fn expect_floor<S: Series>(
+    series: &mut S,
+    labels: &[&str],
+    read: &str,
+    lo: Option<u64>,
+    floor: u64,
+    what: &str,
+) {
+    let start = lo.map_or(Unbounded, Included);
+    let answer = match read {
+        "rows" => series
+            .rows("capture", &track(labels), start, Unbounded)
+            .await
+            .map(|_| ()),
+        "buckets" => series
+            .buckets("capture", &track(labels), start, Unbounded, 4000)
+            .await
+            .map(|_| ()),
+        kind => series
+            .aggregate(
+                "capture",
+                &track(labels),
+                start,
+                Unbounded,
+                Aggregate::parse(kind).expect("a statistic"),
+            )
+            .await
+            .map(|_| ()),
+    };
+    assert_eq!(
+        answer,
+        Err(BeneathWindow::Floor { floor }),
+        "{read} of {labels:?} from {lo:?}: {what}; refused whole with the floor, never answered \
+         short"
+    );
+}
+
+/// Floors: a trim, then a retired track, which then starts again. Every read reaching beneath
+/// a floor is refused with it, and every read at or above answers whole, before a reopen and
+/// after. Expected floors are computed here from the rows published.
+async fn check_floors<F: SeriesFactory>(
+    factory: &mut F,
+    series: F::Adapter,
+    published: &mut Published,
+) {
+    let horizon = 10;
+    let mut series = series;
+    check_trim(&mut series, published, horizon).await;
+    let series = check_retired(factory, series, published, horizon).await;
+    check_restarted(series, published).await;
+}
+
+/// The stream trimmed to `horizon`: rows and percentiles beneath refused, levels still answer.
+async fn check_trim<S: Series>(series: &mut S, published: &Published, horizon: u64) {
+    let all = track(&[]);
+    let last = published
+        .rows
+        .iter()
+        .map(|r| r.position)
+        .max()
+        .expect("rows");
+    let above = series.trim_to("capture", last + 1).await;
+    assert!(
+        matches!(above, Err(BeneathWindow::Invalid(_))),
+        "a trim above the watermark is refused: {above:?}"
+    );
+    let floor = series
+        .trim_to("capture", horizon)
+        .await
+        .expect("a trim to a durable horizon");
+    assert_eq!(
+        floor,
+        Some(horizon + 1),
+        "a trim leaves the stream's floor one past the horizon"
+    );
+    for (labels, lo) in [(&[][..], 0), (&["run_7"][..], 10), (&["run_7", "2"][..], 3)] {
+        expect_floor(
+            series,
+            labels,
+            "rows",
+            Some(lo),
+            horizon + 1,
+            "trimmed rows",
+        )
+        .await;
+    }
+    for (labels, lo, hi) in [
+        (&[][..], horizon + 1, u64::MAX),
+        (&["run_70"][..], horizon + 1, horizon + 1),
+        (&["run_7"][..], 15, 30),
+    ] {
+        let got = series
+            .rows("capture", &track(labels), Included(lo), Included(hi))
+            .await
+            .expect("rows at or above the floor");
+        assert_eq!(
+            got,
+            published.select(labels, lo, hi),
+            "rows of {labels:?} in {lo}..={hi}, at or above the trim's floor, come back whole"
+        );
+    }
+    // Percentiles read the rows by axis: a partition's axis floor is past its last row trimmed
+    // and not below its first row kept.
+    let mut axis_floor = 0;
+    for partition in [["run_7", "1"], ["run_70", "1"], ["run_7", "2"]] {
+        let rows = published.select(&partition, 0, u64::MAX);
+        let trimmed = rows
+            .iter()
+            .filter(|r| r.position <= horizon)
+            .map(axis)
+            .max();
+        let kept = rows.iter().filter(|r| r.position > horizon).map(axis).min();
+        let floor = trimmed.map(|a| a + 1).max(kept).expect("rows");
+        axis_floor = axis_floor.max(floor);
+    }
+    expect_floor(series, &[], "p50", Some(0), axis_floor, "trimmed rows").await;
+    let hi = published.rows.iter().map(axis).max().expect("rows");
+    let got = series
+        .aggregate(
+            "capture",
+            &all,
+            Included(axis_floor),
+            Included(hi),
+            Aggregate::p(50),
+        )
+        .await
+        .expect("a percentile at or above the floor");
+    assert_eq!(
+        got[0].value.map(Num::as_f64),
+        percentile(&published.rows, 3, axis_floor, hi, 50),
+        "p50 of value over {axis_floor}..={hi}, at or above the floor"
+    );
+    // Levels outlive the rows: a count beneath the trim's floor is answered, whole.
+    let count = series
+        .aggregate("capture", &all, Unbounded, Unbounded, Aggregate::Count)
+        .await
+        .expect("levels outlive a trim");
+    assert_eq!(
+        count[0].value,
+        Some(Num::U64(published.rows.len() as u64)),
+        "a count over levels a trim kept"
+    );
+}
+
+/// run_70 retired: every floor of it rises past everything it held; run_7 answers as before.
+async fn check_retired<F: SeriesFactory>(
+    factory: &mut F,
+    mut series: F::Adapter,
+    published: &Published,
+    horizon: u64,
+) -> F::Adapter {
+    let last = published
+        .rows
+        .iter()
+        .map(|r| r.position)
+        .max()
+        .expect("rows");
+    // A retired track: every floor rises past everything it held.
+    let retired = ["run_70"];
+    let hi_retired = published
+        .select(&retired, 0, u64::MAX)
+        .iter()
+        .map(axis)
+        .max()
+        .expect("rows");
+    let floor = series
+        .retire("capture", &track(&retired))
+        .await
+        .expect("retire");
+    assert_eq!(
+        floor,
+        Some(last + 1),
+        "a retired track's floor is one past the stream's last position"
+    );
+    for reopened in [false, true] {
+        let when = if reopened {
+            "after a reopen"
+        } else {
+            "retired"
+        };
+        expect_floor(&mut series, &retired, "rows", None, last + 1, when).await;
+        expect_floor(&mut series, &[], "rows", Some(horizon + 1), last + 1, when).await;
+        expect_floor(&mut series, &retired, "p50", None, hi_retired + 1, when).await;
+        // Nothing of the track is live: the survey plans over the whole axis, and answers to the
+        // floor of the level it planned.
+        let level = planned_level(0, u64::MAX, 4000);
+        let floor = past_cell(level, hi_retired);
+        expect_floor(&mut series, &retired, "buckets", None, floor, when).await;
+        let floor = fold_floor(0, u64::MAX, |level| past_cell(level, hi_retired));
+        let floor = floor.expect("a fold of the whole axis reaches beneath");
+        expect_floor(&mut series, &retired, "count", None, floor, when).await;
+        let got = series
+            .rows(
+                "capture",
+                &track(&["run_7"]),
+                Included(horizon + 1),
+                Unbounded,
+            )
+            .await
+            .expect("the tracks not retired answer");
+        assert_eq!(
+            got,
+            published.select(&["run_7"], horizon + 1, u64::MAX),
+            "{when}: run_7 is not retired with run_70"
+        );
+        if !reopened {
+            series = factory.reopen(series).await;
+        }
+    }
+    series
+}
+
+/// run_70 starts again above its floors: its new rows answer, and level reads answer from the
+/// level floors up and are refused beneath them.
+async fn check_restarted<S: Series>(mut series: S, published: &mut Published) {
+    let all = track(&[]);
+    let retired = ["run_70"];
+    let last = published
+        .rows
+        .iter()
+        .map(|r| r.position)
+        .max()
+        .expect("rows");
+    let hi_retired = published
+        .select(&retired, 0, u64::MAX)
+        .iter()
+        .map(axis)
+        .max()
+        .expect("rows");
+    // The track starts again above its floors.
+    let retired_rows = published.rows.len();
+    for (position, rows) in batch(2) {
+        series
+            .publish("capture", position, rows.clone())
+            .await
+            .expect("a retired track starts again above its floors");
+        published.rows.extend(
+            rows.into_iter()
+                .map(|values| StoredRow { position, values }),
+        );
+    }
+    let watermark = series.seal("capture", &all).await.expect("seal");
+    assert_eq!(watermark, Some(60), "the third round is durable");
+    let got = series
+        .rows("capture", &track(&retired), Included(last + 1), Unbounded)
+        .await
+        .expect("rows of the restarted track");
+    assert_eq!(
+        got,
+        published.select(&retired, last + 1, u64::MAX),
+        "the restarted track's new rows, and none retired"
+    );
+    check_level_reads_above(&mut series, published, hi_retired, retired_rows).await;
+}
+
+/// Level reads and percentiles of the whole stream once run_70 (highest axis value
+/// `hi_retired`) was retired and started again (its new rows from `published.rows[new..]`):
+/// answered from its floors up, refused beneath them with the floor the range meets.
+async fn check_level_reads_above<S: Series>(
+    series: &mut S,
+    published: &Published,
+    hi_retired: u64,
+    new: usize,
+) {
+    let all = track(&[]);
+    let retired_rows = new;
+    let new_lo = past_cell(0, hi_retired);
+    let new_hi = published.rows.iter().map(axis).max().expect("rows");
+    let level_floor = |level| past_cell(level, hi_retired);
+    // From the level-0 floor: every level read answers whole.
+    let answer = series
+        .buckets("capture", &all, Included(new_lo), Unbounded, 4000)
+        .await
+        .expect("a survey at or above the floor");
+    let got: Vec<_> = answer[0].buckets.iter().map(summary).collect();
+    let level = planned_level(new_lo, new_hi, 4000);
+    assert_eq!(
+        got,
+        reference(published, &[], 3, level.into(), new_lo, new_hi),
+        "a survey from {new_lo}, at or above the retired track's floor"
+    );
+    let level = planned_level(0, new_hi, 4000);
+    expect_floor(
+        series,
+        &[],
+        "buckets",
+        Some(0),
+        level_floor(level),
+        "retired",
+    )
+    .await;
+    let count = series
+        .aggregate(
+            "capture",
+            &all,
+            Included(new_lo),
+            Included(new_hi),
+            Aggregate::Count,
+        )
+        .await
+        .expect("a level fold at or above the floor");
+    let want = published.rows[retired_rows..]
+        .iter()
+        .filter(|r| axis(r) >= new_lo)
+        .count();
+    assert_eq!(
+        count[0].value,
+        Some(Num::U64(want as u64)),
+        "a count from {new_lo}"
+    );
+    for lo in [0, 50, hi_retired - 20, new_lo - 1] {
+        let floor = fold_floor(lo, new_hi, level_floor).expect("beneath");
+        let answer = series
+            .aggregate(
+                "capture",
+                &all,
+                Included(lo),
+                Included(new_hi),
+                Aggregate::Sum,
+            )
+            .await;
+        assert_eq!(
+            answer,
+            Err(BeneathWindow::Floor { floor }),
+            "a sum over {lo}..={new_hi} reaches beneath a retired track's level floors"
+        );
+    }
+    let got = series
+        .aggregate(
+            "capture",
+            &all,
+            Included(hi_retired + 1),
+            Included(new_hi),
+            Aggregate::p(90),
+        )
+        .await
+        .expect("a percentile at or above the raw floors");
+    // Every row but the retired track's before it was retired.
+    let live: Vec<StoredRow> = published
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i >= retired_rows || r.values[0] != Value::Str("run_70".into()))
+        .map(|(_, r)| r.clone())
+        .collect();
+    assert_eq!(
+        got[0].value.map(Num::as_f64),
+        percentile(&live, 3, hi_retired + 1, new_hi, 90),
+        "p90 of value from one past the retired track's highest axis value"
     );
 }

@@ -160,6 +160,118 @@ fn the_suite_fails_an_adapter_that_answers_short() {
     );
 }
 
+/// An adapter that answers short beneath a floor: where the reference refuses a read with a
+/// `Floor`, it answers the part of the range at or above the floor instead, as if that were
+/// all there was.
+#[derive(Clone)]
+struct ShortBeneath(MemorySeries);
+
+impl Series for ShortBeneath {
+    async fn publish(
+        &mut self,
+        stream: &str,
+        position: u64,
+        rows: Vec<Row>,
+    ) -> Result<(), strata::EngineError> {
+        self.0.publish(stream, position, rows).await
+    }
+    async fn rows(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
+    ) -> Result<Vec<strata::StoredRow>, BeneathWindow> {
+        match self.0.rows(stream, track, start, end).await {
+            Err(BeneathWindow::Floor { floor }) => {
+                self.0.rows(stream, track, Included(floor), end).await
+            }
+            answer => answer,
+        }
+    }
+    async fn buckets(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
+        budget: u64,
+    ) -> Result<Vec<strata::FieldBuckets>, BeneathWindow> {
+        match self.0.buckets(stream, track, start, end, budget).await {
+            Err(BeneathWindow::Floor { floor }) => {
+                self.0
+                    .buckets(stream, track, Included(floor), end, budget)
+                    .await
+            }
+            answer => answer,
+        }
+    }
+    async fn aggregate(
+        &mut self,
+        stream: &str,
+        track: &[String],
+        start: std::ops::Bound<u64>,
+        end: std::ops::Bound<u64>,
+        kind: Aggregate,
+    ) -> Result<Vec<strata::FieldStat>, BeneathWindow> {
+        match self.0.aggregate(stream, track, start, end, kind).await {
+            Err(BeneathWindow::Floor { floor }) => {
+                self.0
+                    .aggregate(stream, track, Included(floor), end, kind)
+                    .await
+            }
+            answer => answer,
+        }
+    }
+    async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
+        self.0.seal(stream, track).await
+    }
+    async fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Option<u64>, BeneathWindow> {
+        Series::trim_to(&mut self.0, stream, horizon).await
+    }
+    async fn retire(
+        &mut self,
+        stream: &str,
+        track: &[String],
+    ) -> Result<Option<u64>, BeneathWindow> {
+        Series::retire(&mut self.0, stream, track).await
+    }
+}
+
+struct ShortBeneathFactory;
+
+impl SeriesFactory for ShortBeneathFactory {
+    type Adapter = ShortBeneath;
+    async fn create(&mut self, streams: Vec<StreamDecl>) -> ShortBeneath {
+        ShortBeneath(MemorySeries::new(&streams))
+    }
+    async fn reopen(&mut self, mut adapter: ShortBeneath) -> ShortBeneath {
+        adapter
+            .seal("capture", &[])
+            .await
+            .expect("a clean stop seals");
+        adapter
+    }
+}
+
+/// The floor cases catch an adapter that answers what lies above a floor for a range reaching
+/// beneath it, rather than refusing it: everything before the floor cases passes.
+#[test]
+fn the_suite_fails_an_adapter_that_answers_short_beneath_a_floor() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(conformance(&mut ShortBeneathFactory));
+    }));
+    let why = outcome.expect_err("an adapter answering short beneath a floor passed the suite");
+    let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        why.contains("never answered short"),
+        "the suite failed it, but not on a floor: {why}"
+    );
+}
+
 /// The store itself, unserved, through the same trait.
 struct StoreFactory {
     fs: SimFs,
