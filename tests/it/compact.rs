@@ -699,6 +699,8 @@ const COMPACTING: Weights = Weights {
     seal: 3,
     compact: 2,
     trim: 1,
+    retire: 1,
+    near: 1,
 };
 
 /// Served compacts after each barrier it closes (`compact_steps_per_tick`), here under bounds

@@ -1,13 +1,17 @@
 //! The model test both the served engine and compaction run: random publish / seal / reopen
-//! (and compact, and trim) sequences through the served store and through `MemorySeries`, every
-//! answer compared whole, `Floor` refusals included.
+//! (and compact, trim and retire) sequences through the served store and through
+//! `MemorySeries`, every answer compared whole, `Floor` refusals included; `Direct` ops stop
+//! serving and compare the store itself (floors per partition and per level, and the refusals'
+//! units).
 
 use std::ops::Bound::{Included, Unbounded};
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
 use strata::conformance::suite_stream;
+use strata::index::{RawFloor, Tier, TrackKey};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, EngineError, MemorySeries, Row, Series, ServeConfig, Served,
@@ -32,6 +36,26 @@ pub(crate) enum Op {
     TrimTo {
         back: u64,
     },
+    /// Retire the partitions under `track` in the served store (`Served::retire`, which seals
+    /// first) and in the model (sealed first).
+    Retire {
+        track: Vec<&'static str>,
+    },
+    /// A read anchored at the newest row: from `back` beneath the last position published
+    /// (rows) or the highest axis value published (the others), `len` long. These cross the
+    /// floors trims and retirements leave, which lie just past what they retired.
+    Near {
+        track: Vec<&'static str>,
+        read: Near,
+        back: u64,
+        len: u64,
+    },
+    /// Stop serving, compare the store itself with the model (every partition's floors, every
+    /// level's floor through `level_cells`, surveys whole, refusals with their units), and
+    /// serve the same store again.
+    Direct {
+        lo: u64,
+    },
     Rows {
         track: Vec<&'static str>,
         lo: u64,
@@ -50,11 +74,23 @@ pub(crate) enum Op {
     },
 }
 
+/// Which read a `Near` op makes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Near {
+    Rows,
+    Buckets { budget: u64 },
+    LevelFold,
+    Percentile { rank: u8 },
+}
+
 /// How often each kind of operation is drawn; a weight of 0 never draws it.
 pub(crate) struct Weights {
     pub(crate) seal: u32,
     pub(crate) compact: u32,
     pub(crate) trim: u32,
+    pub(crate) retire: u32,
+    /// `Near` reads and `Direct` comparisons (drawn 4 to 1).
+    pub(crate) near: u32,
 }
 
 pub(crate) fn op(weights: &Weights) -> BoxedStrategy<Op> {
@@ -93,7 +129,12 @@ pub(crate) fn op(weights: &Weights) -> BoxedStrategy<Op> {
         ),
         (
             2,
-            (track, prop::option::of(0u8..=100), 0u64..80, 0u64..80)
+            (
+                track.clone(),
+                prop::option::of(0u8..=100),
+                0u64..80,
+                0u64..80,
+            )
                 .prop_map(|(track, rank, a, b)| Op::Aggregate {
                     track,
                     rank,
@@ -116,6 +157,33 @@ pub(crate) fn op(weights: &Weights) -> BoxedStrategy<Op> {
     if weights.trim > 0 {
         let trim = (0u64..8).prop_map(|back| Op::TrimTo { back });
         arms.push((weights.trim, trim.boxed()));
+    }
+    if weights.retire > 0 {
+        let retire = track.clone().prop_map(|track| Op::Retire { track });
+        arms.push((weights.retire, retire.boxed()));
+    }
+    if weights.near > 0 {
+        let read = prop_oneof![
+            Just(Near::Rows),
+            (8u64..200).prop_map(|budget| Near::Buckets { budget }),
+            Just(Near::LevelFold),
+            (0u8..=100).prop_map(|rank| Near::Percentile { rank }),
+        ];
+        let near = (
+            track.clone(),
+            read,
+            0u64..24,
+            prop_oneof![0u64..12, Just(u64::MAX)],
+        )
+            .prop_map(|(track, read, back, len)| Op::Near {
+                track,
+                read,
+                back,
+                len,
+            });
+        arms.push((4 * weights.near, near.boxed()));
+        let direct = (0u64..40).prop_map(|lo| Op::Direct { lo });
+        arms.push((weights.near, direct.boxed()));
     }
     Union::new_weighted(arms).boxed()
 }
@@ -162,9 +230,50 @@ pub(crate) struct Ran {
     pub(crate) steps: usize,
     /// `TrimTo` ops that left the stream with a floor.
     pub(crate) trims: usize,
+    /// `Retire` ops that ended a partition.
+    pub(crate) retired: usize,
     /// Reads both adapters refused with the same `Floor`.
     pub(crate) floors_refused: usize,
+    /// Of those, by read: rows, surveys, level folds, percentiles, level cells (`Direct`).
+    pub(crate) refused: [usize; 5],
+    /// Reads answered (not refused) by both alike, by read as above: the floors let through
+    /// what lies at or above them.
+    pub(crate) answered: [usize; 5],
+    /// Level floors the store recorded or derived that `Direct` ops compared with the model's.
+    pub(crate) level_floors_compared: usize,
 }
+
+impl Ran {
+    pub(crate) fn add(&mut self, other: &Ran) {
+        self.steps += other.steps;
+        self.trims += other.trims;
+        self.retired += other.retired;
+        self.floors_refused += other.floors_refused;
+        self.level_floors_compared += other.level_floors_compared;
+        for k in 0..5 {
+            self.refused[k] += other.refused[k];
+            self.answered[k] += other.answered[k];
+        }
+    }
+
+    /// Counts one read both sides answered alike, as refused or answered.
+    fn count<T>(&mut self, read: usize, answer: &Result<T, BeneathWindow>) {
+        match answer {
+            Err(BeneathWindow::Floor { .. }) => {
+                self.floors_refused += 1;
+                self.refused[read] += 1;
+            }
+            Ok(_) => self.answered[read] += 1,
+            Err(_) => {}
+        }
+    }
+}
+
+const ROWS: usize = 0;
+const SURVEY: usize = 1;
+const LEVEL_FOLD: usize = 2;
+const PERCENTILE: usize = 3;
+const LEVEL_CELLS: usize = 4;
 
 /// Runs `ops` through both adapters and compares every answer whole; answers what it exercised.
 pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
@@ -199,15 +308,12 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
             } => {
                 // A clean stop seals; the store that compacts then serves the reads below,
                 // without a reopen in between.
-                engine.stop().await.unwrap();
-                model.seal("capture", &[]).await.unwrap();
-                let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
                 let bounds = Config {
                     compact_files_max: files_max,
                     compact_inputs_max: inputs_max,
                     ..setup.store.clone()
                 };
-                let mut store = Store::open_in(vfs, bounds, &[]).expect("a store");
+                let mut store = unserve(engine, &mut model, &fs, bounds).await;
                 ran.steps += store.compact().unwrap().len();
                 engine = Served::spawn(store, setup.serve.clone());
             }
@@ -215,27 +321,40 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
                 let horizon = position.saturating_sub(back);
                 ran.trims += usize::from(trim_both(&engine, &model, horizon, i).await);
             }
+            Op::Retire { track } => {
+                ran.retired += retire_both(&engine, &model, &track, i).await;
+            }
+            Op::Near {
+                track,
+                read,
+                back,
+                len,
+            } => {
+                let top = axes.iter().max().copied().unwrap_or(0);
+                let anchor = if matches!(read, Near::Rows) {
+                    position
+                } else {
+                    top
+                };
+                let lo = anchor.saturating_sub(back);
+                let hi = lo.saturating_add(len);
+                near_both(&mut engine, &mut model, &track, read, lo..=hi, &mut ran, i).await;
+            }
+            Op::Direct { lo } => {
+                let store = unserve(engine, &mut model, &fs, setup.store.clone()).await;
+                let top = axes.iter().max().copied().unwrap_or(0);
+                compare_direct(&store, &model, lo, top, &mut ran, i);
+                engine = Served::spawn(store, setup.serve.clone());
+            }
             Op::Rows { track, lo, hi } => {
                 let t = labels(&track);
                 let a = engine.rows("capture", &t, Included(lo), Included(hi)).await;
                 let b = model.rows("capture", &t, Included(lo), Included(hi)).await;
                 assert_eq!(a, b, "op {i}: rows {track:?} {lo}..={hi}");
-                ran.floors_refused += usize::from(matches!(a, Err(BeneathWindow::Floor { .. })));
+                ran.count(ROWS, &a);
             }
             Op::Buckets { track, budget, lo } => {
-                let t = labels(&track);
-                let start = lo.map_or(Unbounded, Included);
-                let a = engine
-                    .buckets("capture", &t, start, Unbounded, budget)
-                    .await;
-                let b = model.buckets("capture", &t, start, Unbounded, budget).await;
-                match (&a, &b) {
-                    (Err(BeneathWindow::Invalid(_)), Err(BeneathWindow::Invalid(_))) => {}
-                    _ => assert_eq!(
-                        a, b,
-                        "op {i}: buckets {track:?} budget {budget} from {lo:?}"
-                    ),
-                }
+                buckets_both(&mut engine, &mut model, &track, budget, lo, &mut ran, i).await;
             }
             Op::Aggregate {
                 track,
@@ -243,27 +362,47 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
                 lo,
                 hi,
             } => {
-                let t = labels(&track);
-                let kinds = match rank {
-                    Some(r) => vec![Aggregate::p(r)],
-                    None => Aggregate::LEVEL_FOLDS.to_vec(),
-                };
-                for kind in kinds {
-                    let a = engine
-                        .aggregate("capture", &t, Included(lo), Included(hi), kind)
-                        .await;
-                    let b = model
-                        .aggregate("capture", &t, Included(lo), Included(hi), kind)
-                        .await;
-                    assert_eq!(a, b, "op {i}: {kind} over {lo}..={hi} of {track:?}");
-                    ran.floors_refused +=
-                        usize::from(matches!(a, Err(BeneathWindow::Floor { .. })));
-                }
+                let read = rank.map_or(Near::LevelFold, |rank| Near::Percentile { rank });
+                near_both(&mut engine, &mut model, &track, read, lo..=hi, &mut ran, i).await;
             }
         }
     }
     engine.stop().await.unwrap();
     ran
+}
+
+/// One `Buckets` op through both adapters: equal answers, or both refusing the budget.
+async fn buckets_both(
+    engine: &mut Served,
+    model: &mut MemorySeries,
+    track: &[&str],
+    budget: u64,
+    lo: Option<u64>,
+    ran: &mut Ran,
+    i: usize,
+) {
+    let t = labels(track);
+    let start = lo.map_or(Unbounded, Included);
+    let a = engine
+        .buckets("capture", &t, start, Unbounded, budget)
+        .await;
+    let b = model.buckets("capture", &t, start, Unbounded, budget).await;
+    match (&a, &b) {
+        (Err(BeneathWindow::Invalid(_)), Err(BeneathWindow::Invalid(_))) => {}
+        _ => assert_eq!(
+            a, b,
+            "op {i}: buckets {track:?} budget {budget} from {lo:?}"
+        ),
+    }
+    ran.count(SURVEY, &a);
+}
+
+/// Stops serving (a clean stop seals; the model seals too) and opens the store itself.
+async fn unserve(engine: Served, model: &mut MemorySeries, fs: &SimFs, config: Config) -> Store {
+    engine.stop().await.unwrap();
+    model.seal("capture", &[]).await.unwrap();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    Store::open_in(vfs, config, &[]).expect("a store")
 }
 
 /// Trims the served store and the model to `horizon` (each seals first): both refuse it, or
@@ -279,6 +418,244 @@ async fn trim_both(engine: &Served, model: &MemorySeries, horizon: u64, i: usize
         _ => panic!("op {i}: trim to {horizon}: {a:?} vs {b:?}"),
     }
     a.is_ok_and(|floors| !floors.is_empty())
+}
+
+/// Retires the partitions under `track` in the served store and the model (each seals first):
+/// both record the same raw floors for the same partitions, and every level floor the store
+/// records is the model's exact one. Answers how many partitions were ended.
+async fn retire_both(engine: &Served, model: &MemorySeries, track: &[&str], i: usize) -> usize {
+    let swept = engine
+        .retire("capture", track)
+        .await
+        .unwrap_or_else(|e| panic!("op {i}: retire {track:?}: {e}"));
+    let mut reference = model.clone();
+    reference.seal("capture", &[]).await.unwrap();
+    let ended = model
+        .retire("capture", track)
+        .unwrap_or_else(|e| panic!("op {i}: the model's retire {track:?}: {e}"));
+    let raw: Vec<(TrackKey, RawFloor)> = swept
+        .floors
+        .iter()
+        .filter(|f| f.tier == Tier::Raw)
+        .map(|f| {
+            let floor = RawFloor {
+                position: f.position.expect("a raw floor has a position"),
+                axis: f.axis,
+            };
+            (f.track.clone(), floor)
+        })
+        .collect();
+    let want: Vec<(TrackKey, RawFloor)> = ended.iter().map(|e| (e.track.clone(), e.raw)).collect();
+    assert_eq!(
+        raw, want,
+        "op {i}: retire {track:?}: the raw floors recorded"
+    );
+    for floor in swept.floors.iter().filter(|f| f.tier != Tier::Raw) {
+        let Tier::Level(level) = floor.tier else {
+            unreachable!()
+        };
+        let exact = ended
+            .iter()
+            .find(|e| e.track == floor.track)
+            .and_then(|e| e.levels.get(usize::from(level)).copied());
+        assert_eq!(
+            floor.axis, exact,
+            "op {i}: retire {track:?}: the level {level} floor recorded for {:?}",
+            floor.track
+        );
+    }
+    ended.len()
+}
+
+/// One `Near` read through both adapters, compared whole.
+async fn near_both(
+    engine: &mut Served,
+    model: &mut MemorySeries,
+    track: &[&str],
+    read: Near,
+    range: RangeInclusive<u64>,
+    ran: &mut Ran,
+    i: usize,
+) {
+    let t = labels(track);
+    let (lo, hi) = (Included(*range.start()), Included(*range.end()));
+    let what = format!("op {i}: {read:?} of {track:?} over {range:?}");
+    match read {
+        Near::Rows => {
+            let a = engine.rows("capture", &t, lo, hi).await;
+            assert_eq!(a, model.rows("capture", &t, lo, hi).await, "{what}");
+            ran.count(ROWS, &a);
+        }
+        Near::Buckets { budget } => {
+            let a = engine.buckets("capture", &t, lo, hi, budget).await;
+            assert_eq!(
+                a,
+                model.buckets("capture", &t, lo, hi, budget).await,
+                "{what}"
+            );
+            ran.count(SURVEY, &a);
+        }
+        Near::LevelFold | Near::Percentile { .. } => {
+            let (kinds, counted) = match read {
+                Near::Percentile { rank } => (vec![Aggregate::p(rank)], PERCENTILE),
+                _ => (Aggregate::LEVEL_FOLDS.to_vec(), LEVEL_FOLD),
+            };
+            for kind in kinds {
+                let a = engine.aggregate("capture", &t, lo, hi, kind).await;
+                let b = model.aggregate("capture", &t, lo, hi, kind).await;
+                assert_eq!(a, b, "{what}: {kind}");
+                ran.count(counted, &a);
+            }
+        }
+    }
+}
+
+/// The selections every `Direct` op compares: the stream, each run, each partition.
+const SELECTIONS: [&[&str]; 6] = [
+    &[],
+    &["run_7"],
+    &["run_70"],
+    &["run_7", "1"],
+    &["run_7", "2"],
+    &["run_70", "1"],
+];
+
+/// Compares the store itself with the model: each partition's recorded floors (raw, and every
+/// recorded level's against the model's exact one), every level's floor as `level_cells` of
+/// each selection answers it (above the highest recorded level the store derives it; the
+/// model has it exactly), and surveys, folds and queries whole, refusals with their units.
+fn compare_direct(store: &Store, model: &MemorySeries, lo: u64, top: u64, ran: &mut Ran, i: usize) {
+    for (track, floors) in store.catalog().floors("capture", &TrackKey::ROOT) {
+        let labels: Vec<&str> = track.labels().collect();
+        let raw = floors
+            .raw
+            .expect("every partition with floors has a raw floor here");
+        if raw.position > 0 {
+            let by_position = model.query("capture", &labels, 0..1).map(|_| ());
+            let what = format!("op {i}: {labels:?}'s raw floor");
+            agree(&by_position, &floor_at(raw.position, "position"), &what);
+        }
+        let axis = raw
+            .axis
+            .expect("an axial stream's raw floor has an axis value");
+        if axis > 0 {
+            let by_axis = model
+                .fold("capture", &labels, 0.., Aggregate::p(0))
+                .map(|_| ());
+            let what = format!("op {i}: {labels:?}'s raw axis floor");
+            agree(&by_axis, &floor_at(axis, "axis value"), &what);
+        }
+        for (&level, &floor) in &floors.levels {
+            assert_eq!(
+                model.level_floor("capture", &labels, level),
+                Some(floor),
+                "op {i}: {labels:?}'s recorded level {level} floor"
+            );
+            ran.level_floors_compared += 1;
+        }
+    }
+    for selection in SELECTIONS {
+        for level in 0..=64u8 {
+            let a = store.level_cells(
+                "capture",
+                selection,
+                "value",
+                level,
+                lo..=lo.saturating_add(8),
+            );
+            let b = model.level_cells(
+                "capture",
+                selection,
+                "value",
+                level,
+                lo..=lo.saturating_add(8),
+            );
+            agree(
+                &a,
+                &b,
+                &format!("op {i}: level {level} cells of {selection:?} from {lo}"),
+            );
+            let a = a.map_err(BeneathWindow::from);
+            if a.is_err() {
+                ran.level_floors_compared += 1;
+            }
+            ran.count(LEVEL_CELLS, &a);
+        }
+        for start in [lo, top.saturating_sub(lo % 8)] {
+            for budget in [8, 24, 200] {
+                let a = store.survey("capture", selection, start.., budget);
+                let b = model.survey("capture", selection, start.., budget);
+                let what = format!("op {i}: survey of {selection:?} from {start}, budget {budget}");
+                agree(&a, &b, &what);
+                ran.count(SURVEY, &a.map_err(BeneathWindow::from));
+            }
+            for kind in [Aggregate::Sum, Aggregate::Count, Aggregate::p(50)] {
+                let a = store.fold("capture", selection, start..=top, kind);
+                let b = model.fold("capture", selection, start..=top, kind);
+                agree(
+                    &a,
+                    &b,
+                    &format!("op {i}: {kind} of {selection:?} over {start}..={top}"),
+                );
+                let read = if kind.folds_levels() {
+                    LEVEL_FOLD
+                } else {
+                    PERCENTILE
+                };
+                ran.count(read, &a.map_err(BeneathWindow::from));
+            }
+            let a = store.query("capture", selection, start..);
+            let b = model.query("capture", selection, start..);
+            agree(
+                &a,
+                &b,
+                &format!("op {i}: query of {selection:?} from {start}"),
+            );
+            ran.count(ROWS, &a.map_err(BeneathWindow::from));
+        }
+    }
+}
+
+fn floor_at(floor: u64, unit: &'static str) -> Result<(), EngineError> {
+    Err(EngineError::Floor {
+        stream: "capture".into(),
+        floor,
+        unit,
+    })
+}
+
+/// The store's answer `a` and the model's `b` agree: equal answers, or `Floor` refusals with
+/// the same floor and unit, or refusals of the same kind.
+#[track_caller]
+fn agree<T: PartialEq + std::fmt::Debug>(
+    a: &Result<T, EngineError>,
+    b: &Result<T, EngineError>,
+    what: &str,
+) {
+    match (a, b) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{what}"),
+        (
+            Err(EngineError::Floor {
+                stream: s1,
+                floor: f1,
+                unit: u1,
+            }),
+            Err(EngineError::Floor {
+                stream: s2,
+                floor: f2,
+                unit: u2,
+            }),
+        ) => assert_eq!((s1, f1, u1), (s2, f2, u2), "{what}: the floor refused with"),
+        (Err(EngineError::Floor { .. }) | Ok(_), _)
+        | (_, Err(EngineError::Floor { .. }) | Ok(_)) => {
+            panic!("{what}: the store answered {a:?}, the model {b:?}")
+        }
+        (Err(a), Err(b)) => assert_eq!(
+            std::mem::discriminant(a),
+            std::mem::discriminant(b),
+            "{what}: refused alike ({a} vs {b})"
+        ),
+    }
 }
 
 /// Runs one model sequence on a two-worker runtime.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use strata::conformance::{SeriesFactory, conformance, suite_stream};
 
-use crate::model::{Setup, Weights, block_on_model, op};
+use crate::model::{Ran, Setup, Weights, block_on_model, op};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
@@ -462,7 +462,7 @@ proptest! {
 
     #[test]
     fn the_engine_and_the_model_answer_alike(
-        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0, trim: 1 }), 1..40)
+        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0, trim: 1, retire: 1, near: 1 }), 1..40)
     ) {
         let setup = Setup {
             store: Config::default(),
@@ -473,6 +473,69 @@ proptest! {
         };
         block_on_model(ops, &setup);
     }
+}
+
+/// Random publish / seal / trim / retire / compact / reopen sequences with reads anchored at the
+/// newest rows, so that they cross the floors retirements leave: the store (`Direct` ops), the
+/// served store and the model answer alike, refusals included. Across the run, every kind of
+/// read was refused by a floor and answered above one, and level floors were compared: a run
+/// that never crossed a floor would pass for nothing.
+#[test]
+fn retirements_answer_alike_in_the_store_served_and_the_model() {
+    use proptest::test_runner::{Config as RunnerConfig, TestRunner};
+    let weights = Weights {
+        seal: 2,
+        compact: 1,
+        trim: 1,
+        retire: 2,
+        near: 3,
+    };
+    let setup = Setup {
+        store: Config::default(),
+        serve: ServeConfig {
+            seal_interval: None,
+            ..ServeConfig::default()
+        },
+    };
+    let total = std::sync::Mutex::new(Ran::default());
+    let mut runner = TestRunner::new(RunnerConfig {
+        cases: 40,
+        failure_persistence: None,
+        ..RunnerConfig::default()
+    });
+    let result = runner.run(&prop::collection::vec(op(&weights), 1..60), |ops| {
+        let ran = block_on_model(ops, &setup);
+        total.lock().unwrap().add(&ran);
+        Ok(())
+    });
+    if let Err(error) = result {
+        panic!("{error}");
+    }
+    let total = total.into_inner().unwrap();
+    eprintln!("{total:?}");
+    assert!(total.retired >= 10, "{total:?}");
+    for (k, read) in [
+        "rows",
+        "surveys",
+        "level folds",
+        "percentiles",
+        "level cells",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            total.refused[k] >= 5,
+            "{read} were refused by a floor only {} times: {total:?}",
+            total.refused[k]
+        );
+        assert!(
+            total.answered[k] >= 5,
+            "{read} were answered only {} times: {total:?}",
+            total.answered[k]
+        );
+    }
+    assert!(total.level_floors_compared >= 50, "{total:?}");
 }
 
 /// `fold` on a stream with no measured field used to answer an empty list, which reads as "no
