@@ -309,7 +309,7 @@ fn check(
         if decl.axis.is_some() {
             let a = axis(decl, row);
             let floor = stream.floors.get(&key).and_then(|f| f.axis);
-            if floor.is_some_and(|floor| a < floor) {
+            if floor.is_some_and(|floor| a.saturating_add(1) < floor) {
                 return Err(refuse(
                     row_idx,
                     "axis is beneath its partition's floor".into(),

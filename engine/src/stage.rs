@@ -248,11 +248,17 @@ impl StreamState {
                         .copied()
                         .or_else(|| durable_axis(&key)),
                 };
-                if let Some(floor) = floor_axis(&key).filter(|&floor| axis < floor) {
+                // The floor is one past the last axis value retired (or above): a row tying
+                // with that value keeps the partition's axis non-decreasing, and lies beneath
+                // the floor for percentiles only (as a kept row tying across a trim does).
+                if let Some(floor) =
+                    floor_axis(&key).filter(|&floor| axis.saturating_add(1) < floor)
+                {
                     let name = &self.decl.fields[usize::from(axis_idx)].name;
                     return Err(refuse(format!(
-                        "axis {name:?} {axis} is beneath its partition's floor {floor}: rows \
-                         there were trimmed, so a row there could never be read by axis"
+                        "axis {name:?} {axis} goes backwards in its partition: it held rows up \
+                         to {} before they were retired (its floor is {floor})",
+                        floor - 1
                     )));
                 }
                 if let Some(previous) = previous {

@@ -27,6 +27,7 @@ mod retention_cli;
 mod retention_crash;
 mod retention_reads;
 mod retention_reclaim;
+mod retention_twin;
 mod series;
 mod support;
 mod survey_cli;
