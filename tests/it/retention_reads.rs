@@ -1106,9 +1106,9 @@ fn a_retired_track_refuses_beneath_its_floors_and_starts_again_above_them() {
     );
     // Nothing live is left to retire.
     assert!(store.retire(STREAM, &["a"]).unwrap().retired.is_empty());
-    // Beneath the raw floor's axis value: refused; above it, the track starts again.
-    let error = store.publish(STREAM, 10, &[row("a", 156, 1)]).unwrap_err();
-    assert!(error.to_string().contains("157"), "{error}");
+    // Below the last axis value retired (156): refused; from it up, the track starts again.
+    let error = store.publish(STREAM, 10, &[row("a", 155, 1)]).unwrap_err();
+    assert!(error.to_string().contains("its floor is 157"), "{error}");
     store
         .publish(STREAM, 10, &[row("a", 157, 7), row("a", 164, 9)])
         .unwrap();

@@ -87,6 +87,10 @@ fn check<T: PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one case: feed, reopen, then every read compared"
+)]
 /// One generated case: the two stores fed alike, then every read compared. Answers how many
 /// reads were refused and how many answered.
 fn twin_case(
