@@ -14,8 +14,8 @@ use strata::conformance::suite_stream;
 use strata::index::{RawFloor, Tier, TrackKey};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
-    Aggregate, BeneathWindow, Config, EngineError, MemorySeries, Row, Series, ServeConfig, Served,
-    Store, Value,
+    Aggregate, BeneathWindow, Config, EngineError, FieldKind, MemorySeries, Row, Series,
+    ServeConfig, Served, Store, Stream, StreamDecl, Value,
 };
 
 #[derive(Clone, Debug)]
@@ -195,18 +195,34 @@ pub(crate) struct Setup {
     pub(crate) serve: ServeConfig,
 }
 
-fn open(fs: &SimFs, setup: &Setup, store: Config) -> Served {
+fn open(fs: &SimFs, setup: &Setup, store: Config, decl: &StreamDecl) -> Served {
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let store = Store::open_in(vfs, store, &[suite_stream()]).expect("a store");
+    let store = Store::open_in(vfs, store, std::slice::from_ref(decl)).expect("a store");
     Served::spawn(store, setup.serve.clone())
 }
 
+/// The suite stream's fields and tracks on another ladder.
+pub(crate) fn capture_on_ladder(base: u64, fanout: u64) -> StreamDecl {
+    Stream::new("capture")
+        .field("run", FieldKind::Str)
+        .field("probe", FieldKind::U64)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .field("count", FieldKind::I64)
+        .track(["run", "probe"])
+        .axis("t")
+        .ladder(base, fanout)
+        .build()
+        .expect("a valid declaration")
+}
+
 /// The suite stream's rows for `(partition, axis step, value)` triples; each of the three
-/// partitions' axis advances by its step, so it never goes backwards.
+/// partitions' axis advances by its step (saturating at the top of the axis), so it never goes
+/// backwards.
 fn suite_rows(rows: Vec<(u8, u64, i32)>, axes: &mut [u64; 3]) -> Vec<Row> {
     rows.into_iter()
         .map(|(p, dt, v)| {
-            axes[usize::from(p)] += dt;
+            axes[usize::from(p)] = axes[usize::from(p)].saturating_add(dt);
             let (run, probe) = [("run_7", 1), ("run_70", 1), ("run_7", 2)][usize::from(p)];
             vec![
                 Value::Str(run.into()),
@@ -276,12 +292,20 @@ const PERCENTILE: usize = 3;
 const LEVEL_CELLS: usize = 4;
 
 /// Runs `ops` through both adapters and compares every answer whole; answers what it exercised.
-pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
+///
+/// On the stream `decl` (the suite stream's fields, on any ladder), with every partition's axis
+/// starting at `origin`.
+pub(crate) async fn run_model_on(
+    ops: Vec<Op>,
+    setup: &Setup,
+    decl: &StreamDecl,
+    origin: u64,
+) -> Ran {
     let fs = SimFs::new();
-    let mut engine = open(&fs, setup, setup.store.clone());
-    let mut model = MemorySeries::new(&[suite_stream()]);
+    let mut engine = open(&fs, setup, setup.store.clone(), decl);
+    let mut model = MemorySeries::new(std::slice::from_ref(decl));
     let mut position = 1;
-    let mut axes = [0u64; 3];
+    let mut axes = [origin; 3];
     let mut ran = Ran::default();
     for (i, op) in ops.into_iter().enumerate() {
         match op {
@@ -299,7 +323,7 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
             }
             Op::Reopen => {
                 engine.stop().await.unwrap();
-                engine = open(&fs, setup, setup.store.clone());
+                engine = open(&fs, setup, setup.store.clone(), decl);
                 model.seal("capture", &[]).await.unwrap();
             }
             Op::Compact {
@@ -343,6 +367,7 @@ pub(crate) async fn run_model(ops: Vec<Op>, setup: &Setup) -> Ran {
             Op::Direct { lo } => {
                 let store = unserve(engine, &mut model, &fs, setup.store.clone()).await;
                 let top = axes.iter().max().copied().unwrap_or(0);
+                let lo = origin.saturating_add(lo);
                 compare_direct(&store, &model, lo, top, &mut ran, i);
                 engine = Served::spawn(store, setup.serve.clone());
             }
@@ -660,10 +685,20 @@ fn agree<T: PartialEq + std::fmt::Debug>(
 
 /// Runs one model sequence on a two-worker runtime.
 pub(crate) fn block_on_model(ops: Vec<Op>, setup: &Setup) -> Ran {
+    block_on_model_on(ops, setup, &suite_stream(), 0)
+}
+
+/// `block_on_model` on another stream and axis origin.
+pub(crate) fn block_on_model_on(
+    ops: Vec<Op>,
+    setup: &Setup,
+    decl: &StreamDecl,
+    origin: u64,
+) -> Ran {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
-        .block_on(run_model(ops, setup))
+        .block_on(run_model_on(ops, setup, decl, origin))
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use strata::conformance::{SeriesFactory, conformance, suite_stream};
 
-use crate::model::{Near, Op, Ran, Setup, Weights, block_on_model, op};
+use crate::model::{
+    Near, Op, Ran, Setup, Weights, block_on_model, block_on_model_on, capture_on_ladder, op,
+};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
@@ -482,6 +484,60 @@ proptest! {
 /// that never crossed a floor would pass for nothing.
 #[test]
 fn retirements_answer_alike_in_the_store_served_and_the_model() {
+    let total = retirement_runs(&suite_stream(), 0, 40);
+    assert!(total.retired >= 10, "{total:?}");
+    for (k, read) in [
+        "rows",
+        "surveys",
+        "level folds",
+        "percentiles",
+        "level cells",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (refused, answered) = (total.refused[k], total.answered[k]);
+        assert!(
+            refused >= 5,
+            "{read} were refused by a floor {refused} times: {total:?}"
+        );
+        assert!(
+            answered >= 5,
+            "{read} were answered {answered} times: {total:?}"
+        );
+    }
+    assert!(total.level_floors_compared >= 50, "{total:?}");
+}
+
+/// As above, on ladders whose level widths the suite's does not have (a fanout of 2, odd
+/// bases and fanouts, a fanout so wide that level 1 holds the whole axis), and with axes at
+/// the top of `u64`, where cells and floors saturate: the store's floors above its highest
+/// recorded level (rounded up from it) are the model's exact ones there too.
+#[test]
+fn retirements_on_other_ladders_and_at_the_top_of_the_axis_answer_alike() {
+    for (base, fanout, origin) in [
+        (1, 2, 0),
+        (3, 5, 1_000),
+        (7, u64::MAX, 0),
+        (4, 4, u64::MAX - 150),
+        (1, 3, u64::MAX - 100),
+    ] {
+        let decl = capture_on_ladder(base, fanout);
+        let total = retirement_runs(&decl, origin, 12);
+        eprintln!("ladder {base}x{fanout} from {origin}: {total:?}");
+        assert!(
+            total.retired >= 3,
+            "{base}x{fanout} from {origin}: {total:?}"
+        );
+        let refused: usize = total.refused.iter().sum();
+        assert!(refused >= 20, "{base}x{fanout} from {origin}: {total:?}");
+    }
+}
+
+/// `cases` random sequences of the model test (retirements drawn often, reads anchored near
+/// the newest rows, `Direct` comparisons) on stream `decl` with axes from `origin`; panics
+/// with the shrunk sequence if one disagrees, else answers what they exercised in all.
+fn retirement_runs(decl: &StreamDecl, origin: u64, cases: u32) -> Ran {
     use proptest::test_runner::{Config as RunnerConfig, TestRunner};
     let weights = Weights {
         seal: 2,
@@ -499,43 +555,19 @@ fn retirements_answer_alike_in_the_store_served_and_the_model() {
     };
     let total = std::sync::Mutex::new(Ran::default());
     let mut runner = TestRunner::new(RunnerConfig {
-        cases: 40,
+        cases,
         failure_persistence: None,
         ..RunnerConfig::default()
     });
     let result = runner.run(&prop::collection::vec(op(&weights), 1..60), |ops| {
-        let ran = block_on_model(ops, &setup);
+        let ran = block_on_model_on(ops, &setup, decl, origin);
         total.lock().unwrap().add(&ran);
         Ok(())
     });
     if let Err(error) = result {
         panic!("{error}");
     }
-    let total = total.into_inner().unwrap();
-    eprintln!("{total:?}");
-    assert!(total.retired >= 10, "{total:?}");
-    for (k, read) in [
-        "rows",
-        "surveys",
-        "level folds",
-        "percentiles",
-        "level cells",
-    ]
-    .iter()
-    .enumerate()
-    {
-        assert!(
-            total.refused[k] >= 5,
-            "{read} were refused by a floor only {} times: {total:?}",
-            total.refused[k]
-        );
-        assert!(
-            total.answered[k] >= 5,
-            "{read} were answered only {} times: {total:?}",
-            total.answered[k]
-        );
-    }
-    assert!(total.level_floors_compared >= 50, "{total:?}");
+    total.into_inner().unwrap()
 }
 
 /// The model test's operations, fixed: rounds of barriers, each ending a different track (or
