@@ -1,10 +1,12 @@
 //! The adapter surface: what any durable series tier beneath a stream window answers.
 //!
 //! `Series` is the contract of "The Series Facility" without its host framework: rows fed in
-//! publish order, raw rows back in publish order, budgeted buckets, statistics, and the seal
-//! that answers the position through which a stream is durable. The served engine
-//! ([`crate::Served`]) and the in-memory reference ([`crate::MemorySeries`]) implement it, and
-//! [`crate::conformance`] holds them both to it.
+//! publish order, raw rows back in publish order, budgeted buckets, statistics, the seal that
+//! answers the position through which a stream is durable, and retention (`trim_to`, `retire`)
+//! with the floors every read then answers to: refused whole with `Floor`, never short. The
+//! served engine ([`crate::Served`]), the store itself ([`crate::Store`]) and the in-memory
+//! reference ([`crate::MemorySeries`]) implement it, and [`crate::conformance`] holds them all
+//! to it.
 
 use std::fmt;
 use std::future::Future;
