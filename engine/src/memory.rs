@@ -178,40 +178,47 @@ impl MemorySeries {
                 return Err(refuse("the horizon is above the watermark"));
             }
             let position = horizon.saturating_add(1);
-            if position > m.stream_floor() {
-                if !m.staged.is_empty() {
-                    return Err(refuse("rows are staged"));
-                }
-                let mut partitions: BTreeMap<Vec<String>, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-                for (p, row) in &m.sealed {
-                    let (trimmed, kept) = partitions.entry(labels(&decl, row)).or_default();
-                    if *p <= horizon {
-                        trimmed.push(axis(&decl, row));
-                    } else {
-                        kept.push(axis(&decl, row));
-                    }
-                }
-                for (track, (trimmed, kept)) in partitions {
-                    if trimmed.is_empty() {
-                        continue;
-                    }
-                    let existing = m.floors.get(&track).copied();
-                    let axis = decl.axis.map(|_| {
-                        let above = trimmed.iter().max().map(|a| a.saturating_add(1));
-                        let first = kept.iter().min().copied();
-                        [above, first, existing.and_then(|f| f.axis)]
-                            .into_iter()
-                            .flatten()
-                            .max()
-                            .unwrap_or(0)
-                    });
-                    let floor = RawFloor {
-                        position: existing.map_or(position, |f| f.position.max(position)),
-                        axis,
-                    };
-                    m.floors.insert(track, floor);
+            // Per partition: a floor rises only where the horizon is above it (a retired
+            // track's floor, one past the last position, leaves the others trimmable).
+            let mut partitions: BTreeMap<Vec<String>, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+            for (p, row) in &m.sealed {
+                let (trimmed, kept) = partitions.entry(labels(&decl, row)).or_default();
+                if *p <= horizon {
+                    trimmed.push(axis(&decl, row));
+                } else {
+                    kept.push(axis(&decl, row));
                 }
             }
+            let mut raised = Vec::new();
+            for (track, (trimmed, kept)) in partitions {
+                if trimmed.is_empty() {
+                    continue;
+                }
+                let existing = m.floors.get(&track).copied();
+                if existing.is_some_and(|f| f.position >= position) {
+                    continue;
+                }
+                let axis = decl.axis.map(|_| {
+                    let above = trimmed.iter().max().map(|a| a.saturating_add(1));
+                    let first = kept.iter().min().copied();
+                    [above, first, existing.and_then(|f| f.axis)]
+                        .into_iter()
+                        .flatten()
+                        .max()
+                        .unwrap_or(0)
+                });
+                let floor = RawFloor {
+                    position: existing.map_or(position, |f| f.position.max(position)),
+                    axis,
+                };
+                if existing != Some(floor) {
+                    raised.push((track, floor));
+                }
+            }
+            if !raised.is_empty() && !m.staged.is_empty() {
+                return Err(refuse("rows are staged"));
+            }
+            m.floors.extend(raised);
             let mut floors: Vec<(TrackKey, RawFloor)> = m
                 .floors
                 .iter()
@@ -493,7 +500,7 @@ impl MemorySeries {
         };
         self.with(|s| {
             let m = &s[stream];
-            if let Some(floor) = m.floor(&track, false).filter(|&f| lo < f) {
+            if let Some(floor) = m.floor(&track, false).filter(|&f| beneath(lo, f)) {
                 return Err(floor_error(stream, floor, "position"));
             }
             Ok(m.live(&decl, &track)
@@ -544,7 +551,9 @@ impl MemorySeries {
                 let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
                     .filter_map(|level| Some((level, m.level_floor(&track, level)?)))
                     .collect();
-                let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| lo >= floor) else {
+                let from = if start == Bound::Unbounded { 0 } else { lo };
+                let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| !beneath(from, floor))
+                else {
                     let floor = floors.iter().map(|&(_, f)| f).min().unwrap_or(u64::MAX);
                     return Err(floor_error(stream, floor, "axis value"));
                 };
@@ -607,8 +616,10 @@ impl MemorySeries {
         self.with(|s| {
             let m = &s[stream];
             let span = m.span(&decl, &track, start, end);
+            let from_origin = start == Bound::Unbounded;
             if let (Some([lo, _]), false) = (span, kind.folds_levels()) {
-                if let Some(floor) = m.floor(&track, true).filter(|&f| lo < f) {
+                let lo = if from_origin { 0 } else { lo };
+                if let Some(floor) = m.floor(&track, true).filter(|&f| beneath(lo, f)) {
                     return Err(floor_error(stream, floor, "axis value"));
                 }
             }
@@ -616,7 +627,10 @@ impl MemorySeries {
                 let runs = fold_runs(&ladder, lo, hi);
                 let beneath = runs
                     .iter()
-                    .any(|&(level, start)| m.level_floor(&track, level).is_some_and(|f| start < f));
+                    .any(|&(level, start)| {
+                        let start = if from_origin { 0 } else { start };
+                        m.level_floor(&track, level).is_some_and(|f| beneath(start, f))
+                    });
                 if beneath {
                     let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
                     let floor = (0..=top)
@@ -688,7 +702,7 @@ impl MemorySeries {
         };
         self.with(|s| {
             let m = &s[stream];
-            if let Some(floor) = m.level_floor(&track, level).filter(|&f| lo < f) {
+            if let Some(floor) = m.level_floor(&track, level).filter(|&f| beneath(lo, f)) {
                 return Err(floor_error(stream, floor, "axis value"));
             }
             let w = ladder.width(level);
@@ -894,4 +908,10 @@ fn greatest_in(end: Bound<u64>) -> Option<u64> {
         Bound::Excluded(v) => v.checked_sub(1),
         Bound::Unbounded => Some(u64::MAX),
     }
+}
+
+/// Whether a read from `start` reaches beneath `floor`: a floor saturated at `u64::MAX` (one
+/// past a retired value at the top of the axis) holds nothing whole, so every read answers it.
+fn beneath(start: u64, floor: u64) -> bool {
+    start < floor || floor == u64::MAX
 }

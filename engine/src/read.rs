@@ -49,7 +49,7 @@ impl Store {
         // Never a short answer: a range reaching beneath the raw floor of any partition it
         // covers is refused whole, with the highest such floor.
         if let Some(floor) = self.raw_floor(stream, &prefix, false) {
-            if lo < floor {
+            if beneath(lo, floor) {
                 return Err(EngineError::Floor {
                     stream: stream.to_owned(),
                     floor,
@@ -153,6 +153,13 @@ fn mismatch(path: &str, what: impl Into<String>) -> EngineError {
     EngineError::Unreadable {
         source: SegmentError::mismatch(path, what),
     }
+}
+
+/// Whether a read starting at `start` reaches beneath `floor`. A floor of `u64::MAX` is where
+/// one past the top of the axis (or of the positions) saturated: something at `u64::MAX` itself
+/// was retired, so nothing there is held whole, and every read answers the floor.
+pub(crate) fn beneath(start: u64, floor: u64) -> bool {
+    start < floor || floor == u64::MAX
 }
 
 /// The range as inclusive ends; `None` if it holds no value (`..0`, `5..5`, `(Excluded(MAX),

@@ -17,7 +17,7 @@ use strata_segment::{Column, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
-use crate::read::{highest, inclusive, lowest, unreadable};
+use crate::read::{beneath, highest, inclusive, lowest, unreadable};
 use crate::store::Store;
 
 /// One measured field's buckets, ascending by `first.axis`.
@@ -66,6 +66,9 @@ impl Store {
         let (decl, prefix) = self.axial(stream, selection)?;
         let measured = decl.measured();
         let ladder = ladder_of(decl);
+        // An unbounded start asks from the origin: beneath any floor above it, though the
+        // range is clamped to what the live segments record.
+        let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
         let Some([lo, hi]) = self.clamp(stream, &prefix, axis) else {
             // Nothing recorded (or an empty range): still refuse a budget that buys nothing.
             strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
@@ -92,9 +95,10 @@ impl Store {
             let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
                 .map(|level| (level, self.level_floor(stream, &prefix, &ladder, level)))
                 .collect();
+            let start = if from_origin { 0 } else { lo };
             match floors
                 .iter()
-                .find(|(_, floor)| floor.is_none_or(|f| lo >= f))
+                .find(|(_, floor)| floor.is_none_or(|f| !beneath(start, f)))
             {
                 Some(&(level, _)) if level != plan.level => {
                     plan.level = level;
@@ -153,12 +157,17 @@ impl Store {
             });
         }
         let ladder = ladder_of(decl);
+        let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
         let clamped = self.clamp(stream, &prefix, axis);
         // A percentile reads raw rows: a range reaching beneath the raw floor's axis value of
         // any partition it covers is refused whole. Level folds read levels, which trim_to
         // keeps, so they answer beneath it.
         if let (Some([lo, _]), false) = (clamped, aggregate.folds_levels()) {
-            if let Some(floor) = self.raw_floor(stream, &prefix, true).filter(|&f| lo < f) {
+            let start = if from_origin { 0 } else { lo };
+            if let Some(floor) = self
+                .raw_floor(stream, &prefix, true)
+                .filter(|&f| beneath(start, f))
+            {
                 return Err(EngineError::Floor {
                     stream: stream.to_owned(),
                     floor,
@@ -173,12 +182,13 @@ impl Store {
         {
             let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
             let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
-            let beneath = runs.iter().any(|&(level, [first, _])| {
+            let refused = runs.iter().any(|&(level, [first, _])| {
                 let start = ladder.span(level, first).map_or(u64::MAX, |[s, _]| s);
+                let start = if from_origin { 0 } else { start };
                 self.level_floor(stream, &prefix, &ladder, level)
-                    .is_some_and(|floor| start < floor)
+                    .is_some_and(|floor| beneath(start, floor))
             });
-            if beneath {
+            if refused {
                 // Narrowed to at or above this, every run of the fold is whole.
                 let floor = (0..=top)
                     .filter_map(|level| self.level_floor(stream, &prefix, &ladder, level))
@@ -236,7 +246,7 @@ impl Store {
         };
         if let Some(floor) = self
             .level_floor(stream, &prefix, &ladder, level)
-            .filter(|&floor| lo < floor)
+            .filter(|&floor| beneath(lo, floor))
         {
             return Err(EngineError::Floor {
                 stream: stream.to_owned(),

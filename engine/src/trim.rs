@@ -79,19 +79,18 @@ impl Store {
                 ));
             }
         }
-        // Floors only rise: a horizon at or below the last one trimmed changes nothing.
-        let noop = horizon.saturating_add(1) <= state.floor;
-        if !noop && !state.staged.is_empty() {
+        // Floors only rise: the plan raises a partition's floor only where the horizon is
+        // above it (per partition: a `retire` of one track, whose floor is one past the last
+        // position, leaves every other track's trimmable), and a plan raising nothing records
+        // nothing.
+        let staged = !state.staged.is_empty();
+        let axial = state.decl.axis.is_some();
+        let (floors, retires) = self.plan_trim(stream, horizon, axial)?;
+        if staged && (!floors.is_empty() || !retires.is_empty()) {
             return Err(refuse(
                 "rows of the stream are staged and not yet sealed; seal first".to_owned(),
             ));
         }
-        let axial = state.decl.axis.is_some();
-        let (floors, retires) = if noop {
-            (Vec::new(), Vec::new())
-        } else {
-            self.plan_trim(stream, horizon, axial)?
-        };
         let mut retired: Vec<FileName> = retires.iter().map(|r| r.file).collect();
         retired.sort_unstable();
         retired.dedup();
@@ -154,6 +153,10 @@ impl Store {
         let mut retires = Vec::new();
         for track in tracks {
             let existing = self.catalog.floors_of(stream, &track).and_then(|f| f.raw);
+            // Trimmed (or retired) at or above this horizon already: nothing changes here.
+            if existing.is_some_and(|f| f.position >= position) {
+                continue;
+            }
             // Per partition: the axis value of its last row at or below the horizon and of its
             // first row above it, among its live raw rows (rows retired earlier lie beneath the
             // existing floor, which the new one is never below).

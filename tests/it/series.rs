@@ -740,7 +740,6 @@ async fn served_sweeps_and_retires_across_the_command_lane() {
 /// still answered: the trim did not retire "every row of the stream at or below the horizon".
 /// (`MemorySeries::trim_to` mirrors the store here; the expectation below is the contract's.)
 #[test]
-#[ignore = "store bug: a retire of one track turns every later trim at or below its position into a no-op"]
 fn a_trim_after_retiring_another_track_still_trims() {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
@@ -779,7 +778,6 @@ fn a_trim_after_retiring_another_track_still_trims() {
 /// level's: the cell after it), so a read of exactly `u64::MAX` is at the floor, and answers
 /// without the retired row instead of refusing: short. (`MemorySeries` mirrors the store.)
 #[test]
-#[ignore = "store edge: floors saturate at u64::MAX, so a retired row at axis u64::MAX is answered short"]
 fn a_retired_row_at_the_top_of_the_axis_is_not_answered_short() {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
