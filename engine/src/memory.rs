@@ -625,12 +625,11 @@ impl MemorySeries {
             }
             if let (Some([lo, hi]), true) = (span, kind.folds_levels()) {
                 let runs = fold_runs(&ladder, lo, hi);
-                let beneath = runs
-                    .iter()
-                    .any(|&(level, start)| {
-                        let start = if from_origin { 0 } else { start };
-                        m.level_floor(&track, level).is_some_and(|f| beneath(start, f))
-                    });
+                let beneath = runs.iter().any(|&(level, start)| {
+                    let start = if from_origin { 0 } else { start };
+                    m.level_floor(&track, level)
+                        .is_some_and(|f| beneath(start, f))
+                });
                 if beneath {
                     let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
                     let floor = (0..=top)
