@@ -144,9 +144,9 @@ impl fmt::Display for EngineError {
                 unit,
             } => write!(
                 f,
-                "the range reaches beneath the floor of stream {stream:?}: nothing is retained \
-                 beneath {unit} {floor} (rows there were trimmed); narrow the range to start at \
-                 {floor}"
+                "the range reaches beneath the floor of stream {stream:?}: what this read needs \
+                 is not all retained beneath {unit} {floor} (retired by retention, `retire` or \
+                 `trim`); narrow the range to start at {floor}"
             ),
             EngineError::Trim {
                 stream,

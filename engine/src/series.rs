@@ -25,9 +25,12 @@ use crate::value::Row;
 pub enum BeneathWindow {
     /// Nothing is attached, or the task serving it is gone. Attach one, or stand on the window.
     Unserved,
-    /// No tier retains anything beneath `floor`: narrow the range.
+    /// No tier retains whole what the read needs beneath `floor`: narrow the range.
     Floor {
-        /// The lowest position (or axis value) still held.
+        /// A position (or axis value) from which the read is answered whole: the raw floor
+        /// for rows and percentiles, the folded floor of the levels a survey or level fold
+        /// reads (for a level fold, the highest floor of the levels its range decomposes into,
+        /// so a narrower start may be answered too).
         floor: u64,
     },
     /// The tier holds it but cannot read it (a missing file, a checksum mismatch): report, retry.

@@ -1,5 +1,5 @@
 //! `retention.json`: the retention the `strata` command line applies to a store, kept in the
-//! store's folder beside the manifest (docs/retention-cli.md).
+//! store's folder beside the manifest (docs/retention.md, "The command line").
 //!
 //! The engine does not read this file: a library embedder declares retention in code
 //! (`Config::retention`). The command line reads it into that setting whenever it opens a store

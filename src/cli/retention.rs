@@ -1,6 +1,6 @@
 //! `strata --store DIR retention [STREAM [--raw LIFETIME] [--levels-from K=LIFETIME ...]
 //! [--clear]]`: the retention the command line applies, kept in `DIR/retention.json`
-//! (docs/retention-cli.md), and how the commands that compact load it.
+//! (docs/retention.md, "The command line"), and how the commands that compact load it.
 //!
 //! The engine never reads the file: `Config::retention` is how an embedder declares retention.
 //! The commands that compact (`compact`, `ingest`) read the file into that setting each time they

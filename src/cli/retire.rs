@@ -1,7 +1,7 @@
 //! `strata --store DIR retire STREAM (--track A,B | --all)`: ends whole tracks (`Store::retire`):
 //! every tier of every live segment of each partition under the track prefix, rows and levels,
 //! in one durable record with the floors it raises past everything they held
-//! (docs/retention-cli.md). Retiring every track of a stream needs `--all`, said on purpose.
+//! (docs/retention.md, "The command line"). Retiring every track of a stream needs `--all`, said on purpose.
 //!
 //! It prints how many partitions, tiers and files it retired, the files it removed, and per
 //! partition the floors it recorded; a query, survey or fold of a retired track then exits 4
