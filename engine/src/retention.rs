@@ -15,7 +15,10 @@
 
 use std::collections::BTreeMap;
 
-use strata_index::{Entry, FileName, Floor, Record, Retirement, StreamDecl, Tier, TrackKey};
+use strata_index::{
+    Entry, FRAME_BODY_MAX, FileName, Floor, Record, Retirement, StreamDecl, Tier, TrackKey,
+    split_record,
+};
 use strata_levels::{LEVELS_MAX, Ladder};
 
 use crate::error::EngineError;
@@ -477,22 +480,28 @@ impl Store {
                 removed: Vec::new(),
             });
         }
-        let record = Record { entries };
-        // Applied first, so a record the catalog refuses (our bug) never reaches the disk; if
-        // the append below fails the store is poisoned, and a poisoned store answers nothing
-        // from this catalog.
-        self.catalog
-            .apply(&record)
-            .map_err(|e| EngineError::Internal {
-                reason: format!("a retirement's own record was refused: {e}"),
-            })?;
-        let manifest_len = self.manifest.len();
-        if let Err(error) = self.manifest.append(&record) {
-            let frame_bytes = strata_index::encode_frame(&record).len() as u64;
-            cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
-            let error = EngineError::write(error);
-            self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
-            return Err(error);
+        // One record, unless it would not fit a frame (a retire of very many tracks, with a
+        // floor per level each): then consecutive ones. Every floor comes before every
+        // retirement, so a crash between two of them leaves floors raised over tiers still
+        // live — reads refused there, honestly, and the next sweep or retire finishes — never
+        // a tier retired beneath no floor.
+        for record in split_record(Record { entries }, FRAME_BODY_MAX / 2) {
+            // Applied first, so a record the catalog refuses (our bug) never reaches the disk;
+            // if the append below fails the store is poisoned, and a poisoned store answers
+            // nothing from this catalog.
+            self.catalog
+                .apply(&record)
+                .map_err(|e| EngineError::Internal {
+                    reason: format!("a retirement's own record was refused: {e}"),
+                })?;
+            let manifest_len = self.manifest.len();
+            if let Err(error) = self.manifest.append(&record) {
+                let frame_bytes = strata_index::encode_frame(&record).len() as u64;
+                cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
+                let error = EngineError::write(error);
+                self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
+                return Err(error);
+            }
         }
         let floor = stream_floor(&self.catalog, stream);
         if let Some(state) = self.streams.get_mut(stream) {
