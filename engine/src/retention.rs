@@ -313,17 +313,16 @@ impl Store {
                 }
             }
             let existing = self.catalog.floors_of(stream, view.track());
-            let raw = existing.and_then(|f| f.raw);
-            floors.push(Floor {
-                stream: stream.to_owned(),
-                track: view.track().clone(),
-                tier: Tier::Raw,
-                position: Some(raw.map_or(position, |f| f.position.max(position))),
-                axis: ladder.as_ref().map(|_| {
-                    let past = axis_hi.map_or(0, |hi| hi.saturating_add(1));
-                    raw.and_then(|f| f.axis).map_or(past, |a| a.max(past))
-                }),
-            });
+            let past = ladder
+                .as_ref()
+                .map(|_| axis_hi.map_or(0, |hi| hi.saturating_add(1)));
+            floors.push(raised_raw_floor(
+                stream,
+                view.track(),
+                existing,
+                position,
+                past,
+            ));
             if let (Some(ladder), Some(hi)) = (&ladder, axis_hi)
                 && live.iter().any(|(_, e, _)| e.n_levels > 0)
             {
@@ -428,14 +427,13 @@ impl Store {
             }
             let existing = self.catalog.floors_of(stream, view.track());
             if let Some((position, axis)) = raw {
-                let before = existing.and_then(|f| f.raw);
-                floors.push(Floor {
-                    stream: stream.to_owned(),
-                    track: view.track().clone(),
-                    tier: Tier::Raw,
-                    position: Some(before.map_or(position, |f| f.position.max(position))),
-                    axis: axis.map(|a| before.and_then(|f| f.axis).map_or(a, |b| b.max(a))),
-                });
+                floors.push(raised_raw_floor(
+                    stream,
+                    view.track(),
+                    existing,
+                    position,
+                    axis,
+                ));
             }
             if let Some(ladder) = &ladder
                 && !served.is_empty()
@@ -539,6 +537,25 @@ impl Store {
         self.catalog
             .floors(stream, prefix)
             .any(|(_, floors)| !floors.levels.is_empty())
+    }
+}
+
+/// The raw `Floor` of `track` raised to `position` (and `axis`, for an axial stream), never
+/// below the one `existing` records: floors only rise.
+fn raised_raw_floor(
+    stream: &str,
+    track: &TrackKey,
+    existing: Option<&strata_index::TrackFloors>,
+    position: u64,
+    axis: Option<u64>,
+) -> Floor {
+    let before = existing.and_then(|f| f.raw);
+    Floor {
+        stream: stream.to_owned(),
+        track: track.clone(),
+        tier: Tier::Raw,
+        position: Some(before.map_or(position, |f| f.position.max(position))),
+        axis: axis.map(|a| before.and_then(|f| f.axis).map_or(a, |b| b.max(a))),
     }
 }
 
