@@ -168,7 +168,7 @@ impl Retention {
         }
         if let Some(&(k, _)) = self.levels.iter().find(|&&(k, _)| k > LEVELS_MAX) {
             return Err(refuse(format!(
-                "level {k} is beyond the deepest ladder ({LEVELS_MAX} levels)"
+                "level {k} is beyond the deepest level of any ladder ({LEVELS_MAX})"
             )));
         }
         // The tiers from the finest up: raw, then every level.

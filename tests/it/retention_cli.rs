@@ -376,7 +376,7 @@ fn bad_settings_are_refused_clearly_and_leave_the_file_as_it_was() {
         ),
         (
             &["retention", "c", "--levels-from", "200=axis:500"][..],
-            "beyond the deepest ladder",
+            "beyond the deepest level",
         ),
         (
             &[
