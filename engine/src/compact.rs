@@ -117,7 +117,11 @@ impl Store {
         // Moved before the merge is tried, so a partition whose inputs fail to read does not
         // take every later step too.
         self.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
-        let merged = self.merge_rows(&pick)?;
+        let merged = self.merge_rows(&pick).inspect_err(|_| {
+            if let [(input, _)] = pick.inputs[..] {
+                self.rewrite_failed = Some(input);
+            }
+        })?;
         let name = self.next_name;
         let written = {
             let state = &self.streams[&pick.stream];
@@ -210,10 +214,10 @@ impl Store {
             .take_while(|(name, _, whole)| *whole && !self.unreadable.contains_key(name))
             .count();
         let tail = &live[live.len() - n_tail..];
-        // Under retention, a merge never spans more than an eighth of the shortest lifetime,
-        // so that the segment straddling a floor holds at most that much already retired
-        // (or soon to be): segments further back are left as they are, as the byte cap
-        // leaves them.
+        // Under retention, a merge never spans more than an eighth of the lifetime after which
+        // a sweep retires a whole segment, so that the segment straddling that horizon holds
+        // at most that much already past it: segments further back are left as they are, as
+        // the byte cap leaves them.
         let reach = self.retention_reach(id, tail);
         let (tail, n_live) = (&tail[tail.len() - reach..], n_live - (tail.len() - reach));
         let n_tail = tail.len();
@@ -230,14 +234,16 @@ impl Store {
     }
 
     /// How many of `tail`'s newest segments one merge may reach back over under `id`'s
-    /// retention: those whose span, with the newest, is at most an eighth of its shortest
-    /// lifetime (all of them without retention).
+    /// retention: those whose span, with the newest, is at most an eighth of the lifetime that
+    /// retires whole segments (all of them without one).
     fn retention_reach(&self, id: &str, tail: &[(FileName, &PartitionEntry, bool)]) -> usize {
+        let decl = &self.streams[id].decl;
+        let has_levels = decl.axis.is_some() && !decl.measured().is_empty();
         let Some(lifetime) = self
             .config
             .retention
             .get(id)
-            .and_then(crate::retention::Retention::shortest)
+            .and_then(|r| r.segment_lifetime(has_levels))
         else {
             return tail.len();
         };
@@ -268,7 +274,9 @@ impl Store {
     /// rows and cells bit for bit, wherever it lies among the partition's segments.
     fn pick_rewrite(&self) -> Option<Pick> {
         for name in self.catalog.partly_retired_files() {
-            if self.unreadable.contains_key(&name) {
+            // One file that cannot be read (boot's verdict, or the last rewrite's failure)
+            // must not take every step.
+            if self.unreadable.contains_key(&name) || self.rewrite_failed == Some(name) {
                 continue;
             }
             let file = self.catalog.file(name)?;

@@ -433,6 +433,21 @@ fn ladder_of(decl: &StreamDecl) -> Result<Ladder, EngineError> {
     Ladder::new(decl.ladder.base, decl.ladder.fanout).map_err(|e| bad_read(e.to_string()))
 }
 
+/// The range as asked, its open ends the whole axis (`None`: it holds no value).
+fn asked(start: Bound<u64>, end: Bound<u64>) -> Option<[u64; 2]> {
+    let lo = match start {
+        Bound::Unbounded => 0,
+        Bound::Included(v) => v,
+        Bound::Excluded(v) => v.checked_add(1)?,
+    };
+    let hi = match end {
+        Bound::Unbounded => u64::MAX,
+        Bound::Included(v) => v,
+        Bound::Excluded(v) => v.checked_sub(1)?,
+    };
+    (lo <= hi).then_some([lo, hi])
+}
+
 fn bounds(range: &impl RangeBounds<u64>) -> (Bound<u64>, Bound<u64>) {
     (range.start_bound().cloned(), range.end_bound().cloned())
 }
@@ -530,24 +545,29 @@ impl MemorySeries {
         let (start, end) = bounds(&axis_range);
         self.with(|s| {
             let m = &s[stream];
-            let Some([lo, hi]) = m.span(&decl, &track, start, end) else {
+            let empty = || Survey {
+                level: 0,
+                group: 1,
+                span: None,
+                fields: measured
+                    .iter()
+                    .map(|&f| FieldBuckets {
+                        field: name(f),
+                        buckets: Vec::new(),
+                    })
+                    .collect(),
+            };
+            let span = m.span(&decl, &track, start, end);
+            // Nothing live in the range: still refused if it reaches beneath a level floor.
+            let retired_levels = m.level_floors.keys().any(|l| l.starts_with(&track));
+            let check = span.or(asked(start, end).filter(|_| retired_levels));
+            let Some([lo, hi]) = check else {
                 strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
-                return Ok(Survey {
-                    level: 0,
-                    group: 1,
-                    span: None,
-                    fields: measured
-                        .iter()
-                        .map(|&f| FieldBuckets {
-                            field: name(f),
-                            buckets: Vec::new(),
-                        })
-                        .collect(),
-                });
+                return Ok(empty());
             };
             let mut plan = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
                 .map_err(budget_error)?;
-            if m.level_floors.keys().any(|l| l.starts_with(&track)) {
+            if retired_levels {
                 let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
                     .filter_map(|level| Some((level, m.level_floor(&track, level)?)))
                     .collect();
@@ -561,6 +581,9 @@ impl MemorySeries {
                     plan.level = level;
                     plan.group = 1;
                 }
+            }
+            if span.is_none() {
+                return Ok(empty());
             }
             let w = ladder.width(plan.level);
             let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
@@ -616,14 +639,16 @@ impl MemorySeries {
         self.with(|s| {
             let m = &s[stream];
             let span = m.span(&decl, &track, start, end);
+            // Nothing live in the range: still refused if it reaches beneath a floor.
+            let check = span.or(asked(start, end).filter(|_| m.has_floor(&track)));
             let from_origin = start == Bound::Unbounded;
-            if let (Some([lo, _]), false) = (span, kind.folds_levels()) {
+            if let (Some([lo, _]), false) = (check, kind.folds_levels()) {
                 let lo = if from_origin { 0 } else { lo };
                 if let Some(floor) = m.floor(&track, true).filter(|&f| beneath(lo, f)) {
                     return Err(floor_error(stream, floor, "axis value"));
                 }
             }
-            if let (Some([lo, hi]), true) = (span, kind.folds_levels()) {
+            if let (Some([lo, hi]), true) = (check, kind.folds_levels()) {
                 let runs = fold_runs(&ladder, lo, hi);
                 let beneath = runs.iter().any(|&(level, start)| {
                     let start = if from_origin { 0 } else { start };

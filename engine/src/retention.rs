@@ -134,12 +134,15 @@ impl Retention {
         self.raw == Lifetime::Forever && self.levels.iter().all(|(_, l)| *l == Lifetime::Forever)
     }
 
-    /// The shortest lifetime of any tier, if any is finite: raw rows' unless they live forever
-    /// (a coarser tier never retires before a finer one).
-    pub(crate) fn shortest(&self) -> Option<Lifetime> {
-        std::iter::once(self.raw)
-            .chain((0..=LEVELS_MAX).map(|k| self.level(k)))
-            .find(|l| *l != Lifetime::Forever)
+    /// The lifetime after which a sweep retires a whole segment, if finite: its longest-lived
+    /// tier's — the coarsest level's for a stream with levels, the raw rows' otherwise.
+    pub(crate) fn segment_lifetime(&self, has_levels: bool) -> Option<Lifetime> {
+        let lifetime = if has_levels {
+            self.level(LEVELS_MAX)
+        } else {
+            self.raw
+        };
+        (lifetime != Lifetime::Forever).then_some(lifetime)
     }
 
     /// The lifetime of `tier` of a segment storing `n_levels` levels: its top level answers
@@ -255,7 +258,7 @@ impl Store {
                 continue;
             }
             let (floors, retired) = self.plan_sweep(&stream);
-            if retired.is_empty() {
+            if floors.is_empty() && retired.is_empty() {
                 continue;
             }
             swept.push(self.commit_retirement(&stream, floors, retired)?);
@@ -376,27 +379,25 @@ impl Store {
                 .map(|(_, e, _)| e.n_levels.saturating_sub(1))
                 .max()
                 .unwrap_or(0);
-            // Per level, the newest axis value of a retired tier that answered it.
+            // Per level, the newest axis value of an expired tier that answered it; the raw
+            // floor past the newest expired raw tier.
             let mut served: BTreeMap<u8, u64> = BTreeMap::new();
             let mut raw: Option<(u64, Option<u64>)> = None;
-            let mut retired_here = 0;
+            let mut retired_here = Vec::new();
             for (name, entry, _) in older {
                 let axis_hi = entry.axis.map(|[_, hi]| hi);
+                let mut all_expired = true;
+                let mut live_tiers = Vec::new();
                 for tier in std::iter::once(Tier::Raw).chain((0..entry.n_levels).map(Tier::Level)) {
                     if !view.is_live(*name, tier) {
                         continue;
                     }
+                    live_tiers.push(tier);
                     let lifetime = retention.of_tier(tier, entry.n_levels);
                     if !lifetime.expired(axis_hi, entry.positions[1], newest_axis, last_position) {
+                        all_expired = false;
                         continue;
                     }
-                    retired.push(Retirement {
-                        file: *name,
-                        stream: stream.to_owned(),
-                        track: view.track().clone(),
-                        tier,
-                    });
-                    retired_here += 1;
                     match tier {
                         Tier::Raw => {
                             let position = entry.positions[1].saturating_add(1);
@@ -421,33 +422,47 @@ impl Store {
                         }
                     }
                 }
-            }
-            if retired_here == 0 {
-                continue;
+                // A tier past its lifetime only raises its floor; the segment goes once all
+                // of it has (its top level, which lives longest, last). Retiring tiers one by
+                // one would leave segments that are not whole, which compaction may not merge:
+                // with levels outliving rows their number would grow with the history.
+                if all_expired {
+                    retired_here.extend(live_tiers.into_iter().map(|tier| Retirement {
+                        file: *name,
+                        stream: stream.to_owned(),
+                        track: view.track().clone(),
+                        tier,
+                    }));
+                }
             }
             let existing = self.catalog.floors_of(stream, view.track());
+            let mut raised = Vec::new();
             if let Some((position, axis)) = raw {
-                floors.push(raised_raw_floor(
-                    stream,
-                    view.track(),
-                    existing,
-                    position,
-                    axis,
-                ));
+                let floor = raised_raw_floor(stream, view.track(), existing, position, axis);
+                let before = existing.and_then(|f| f.raw);
+                if before.is_none_or(|b| Some(b.position) != floor.position || b.axis != floor.axis)
+                {
+                    raised.push(floor);
+                }
             }
             if let Some(ladder) = &ladder
                 && !served.is_empty()
             {
                 let served_at = |level: u8| served.get(&level).copied();
-                floors.extend(level_floors(
-                    stream,
-                    view.track(),
-                    ladder,
-                    existing,
-                    top,
-                    served_at,
-                ));
+                let levels = level_floors(stream, view.track(), ladder, existing, top, served_at);
+                let before = existing.map(|f| &f.levels);
+                let rises = levels.iter().any(|f| {
+                    let Tier::Level(k) = f.tier else { return false };
+                    let old = before.and_then(|l| effective_level_floor(l, ladder, k));
+                    f.axis.unwrap_or(0) > old.unwrap_or(0)
+                        || before.is_none_or(|l| !l.contains_key(&k))
+                });
+                if rises {
+                    raised.extend(levels);
+                }
             }
+            floors.extend(raised);
+            retired.extend(retired_here);
         }
         (floors, retired)
     }

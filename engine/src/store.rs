@@ -81,6 +81,9 @@ pub struct Store {
     /// Whether a barrier landed since the last sweep: only a barrier moves what has outlived
     /// its retention, so compaction steps sweep only then.
     pub(crate) sweep_due: bool,
+    /// The file of the last one-input rewrite whose read failed: skipped by the next picks,
+    /// so that it does not take every step (`compact.rs`, `pick_rewrite`).
+    pub(crate) rewrite_failed: Option<FileName>,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
@@ -232,6 +235,7 @@ impl Store {
             retired_since_measure: false,
             compact_cursor: None,
             sweep_due: true,
+            rewrite_failed: None,
             manifest,
             next_name,
             unreadable,

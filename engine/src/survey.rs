@@ -69,7 +69,12 @@ impl Store {
         // An unbounded start asks from the origin: beneath any floor above it, though the
         // range is clamped to what the live segments record.
         let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
-        let Some([lo, hi]) = self.clamp(stream, &prefix, axis) else {
+        let asked = asked_span(&axis);
+        let clamped = self.clamp(stream, &prefix, axis);
+        // Where nothing live lies in the range, it may still reach beneath a floor: checked
+        // over the range as asked, never answered empty beneath one.
+        let check = clamped.or(asked.filter(|_| self.has_level_floors(stream, &prefix)));
+        let Some([lo, hi]) = check else {
             // Nothing recorded (or an empty range): still refuse a budget that buys nothing.
             strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
             let fields = measured
@@ -115,6 +120,21 @@ impl Store {
                 }
             }
         }
+        if clamped.is_none() {
+            // Nothing live in the range, and nothing of it beneath a floor: no buckets.
+            return Ok(Survey {
+                level: 0,
+                group: 1,
+                span: None,
+                fields: measured
+                    .iter()
+                    .map(|&f| FieldBuckets {
+                        field: field_name(decl, f),
+                        buckets: Vec::new(),
+                    })
+                    .collect(),
+            });
+        }
         let cells = [ladder.cell(lo, plan.level), ladder.cell(hi, plan.level)];
         let mut fields = Vec::with_capacity(measured.len());
         for &field in &measured {
@@ -158,11 +178,16 @@ impl Store {
         }
         let ladder = ladder_of(decl);
         let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
+        let asked = asked_span(&axis);
         let clamped = self.clamp(stream, &prefix, axis);
+        // Where nothing live lies in the range, it may still reach beneath a floor: checked
+        // over the range as asked, never answered empty beneath one.
+        let check =
+            clamped.or(asked.filter(|_| self.catalog.floors(stream, &prefix).next().is_some()));
         // A percentile reads raw rows: a range reaching beneath the raw floor's axis value of
         // any partition it covers is refused whole. Level folds read levels, which trim_to
         // keeps, so they answer beneath it.
-        if let (Some([lo, _]), false) = (clamped, aggregate.folds_levels()) {
+        if let (Some([lo, _]), false) = (check, aggregate.folds_levels()) {
             let start = if from_origin { 0 } else { lo };
             if let Some(floor) = self
                 .raw_floor(stream, &prefix, true)
@@ -177,7 +202,7 @@ impl Store {
         }
         // A level fold reads whole cells of several levels (coarse inside, fine at the edges):
         // each must start at or above its level's folded floor.
-        if let (Some([lo, hi]), true) = (clamped, aggregate.folds_levels())
+        if let (Some([lo, hi]), true) = (check, aggregate.folds_levels())
             && self.has_level_floors(stream, &prefix)
         {
             let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
@@ -653,6 +678,19 @@ pub(crate) fn decompose(a: u64, b: u64, fanout: u64) -> Vec<(u8, [u64; 2])> {
     assert!(left.len() + right.len() <= 2 * usize::from(LEVELS_MAX) + 1);
     left.extend(right.into_iter().rev());
     left
+}
+
+/// The axis range as asked, its open ends the whole axis (`None`: it holds no value).
+fn asked_span(axis: &impl RangeBounds<u64>) -> Option<[u64; 2]> {
+    let lo = match axis.start_bound() {
+        std::ops::Bound::Unbounded => 0,
+        start => lowest(start)?,
+    };
+    let hi = match axis.end_bound() {
+        std::ops::Bound::Unbounded => u64::MAX,
+        end => highest(end)?,
+    };
+    (lo <= hi).then_some([lo, hi])
 }
 
 fn field_name(decl: &StreamDecl, field: u16) -> String {

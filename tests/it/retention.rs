@@ -154,3 +154,120 @@ fn retire_ends_a_track_whole_and_an_unnarrowed_read_takes_its_floor() {
     ));
     assert!(store.survey("series", &["b"], 0..=49, 400).is_ok());
 }
+
+/// Regression (review): a range with nothing live in it, reaching beneath a floor, was answered
+/// empty by surveys and folds — a complete-looking answer missing the retired rows.
+#[test]
+fn a_range_with_nothing_live_beneath_a_floor_answers_the_floor_not_an_empty_answer() {
+    let fs = SimFs::new();
+    let retention = Retention::raw(Lifetime::AxisSpan(100)).levels_from(0, Lifetime::AxisSpan(100));
+    let mut store = Store::open_in(sim(&fs), config(retention), &[series()]).unwrap();
+    fill(&mut store, 0, 30);
+    store.sweep().unwrap();
+    // An open start ending beneath everything live: the origin is beneath every floor.
+    for result in [
+        store.fold("series", &[], ..=150, Aggregate::Count),
+        store.fold("series", &[], ..=150, Aggregate::p(50)),
+        store.survey("series", &[], ..=150, 64).map(|_| Vec::new()),
+    ] {
+        assert!(
+            matches!(result, Err(EngineError::Floor { .. })),
+            "{result:?}"
+        );
+    }
+    // After a retire: a live track beneath the range, the retired one's floor above its start.
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut rows: Vec<Row> = (0..=10).map(|i| row("a", i * 100)).collect();
+    rows.extend((0..=10).map(|i| row("b", i * 10)));
+    store.publish("series", 0, &rows).unwrap();
+    store.seal().unwrap();
+    store.retire("series", &["a"]).unwrap();
+    for result in [
+        store.fold("series", &[], 500.., Aggregate::Count),
+        store.fold("series", &[], 500.., Aggregate::p(50)),
+        store.survey("series", &[], 500.., 64).map(|_| Vec::new()),
+    ] {
+        assert!(
+            matches!(result, Err(EngineError::Floor { .. })),
+            "{result:?}"
+        );
+    }
+    // Above every floor, with nothing live: an empty answer is the whole answer.
+    let count = store.fold("series", &[], 5000.., Aggregate::Count).unwrap();
+    assert_eq!(count[0].value, Some(strata::Num::U64(0)));
+}
+
+/// Regression (review): with levels kept longer than raw rows, sweeps retired raw tiers one by
+/// one, leaving segments no merge may take: their number grew with the history.
+#[test]
+fn with_levels_outliving_raw_rows_segment_files_stay_bounded() {
+    let fs = SimFs::new();
+    let mut store = Store::open_in(
+        sim(&fs),
+        config(Retention::raw(Lifetime::AxisSpan(2000))),
+        &[series()],
+    )
+    .unwrap();
+    let mut files_max = 0;
+    for position in 0..600 {
+        let rows: Vec<Row> = (0..10).map(|i| row("a", position * 10 + i)).collect();
+        store.publish("series", position, &rows).unwrap();
+        store.seal().unwrap();
+        store.compact().unwrap();
+        files_max = files_max.max(store.catalog().live_files().count());
+    }
+    // Without retention the same ingest keeps about 6 to 10 files.
+    assert!(files_max <= 16, "{files_max} files");
+    // The raw floor still rose (a whole segment at a time: with levels kept forever,
+    // compaction merges freely, so it lags the lifetime by up to a segment's span), and
+    // reads beneath it are refused.
+    let key = TrackKey::encode(&["a"]).unwrap();
+    let raw = store
+        .catalog()
+        .floors_of("series", &key)
+        .unwrap()
+        .raw
+        .unwrap();
+    let axis = raw.axis.unwrap();
+    assert!(axis > 0 && axis <= 5999 - 2000, "{raw:?}");
+    assert!(matches!(
+        store.fold("series", &[], 0..=5999, Aggregate::p(50)),
+        Err(EngineError::Floor { .. })
+    ));
+    // Levels live on: a level fold over the whole history answers every row.
+    let count = store
+        .fold("series", &[], 0..=5999, Aggregate::Count)
+        .unwrap();
+    assert_eq!(count[0].value, Some(strata::Num::U64(6000)));
+}
+
+/// Regression (review): a file to rewrite that cannot be mapped took every compaction step.
+#[test]
+fn a_rewrite_that_cannot_be_read_does_not_take_every_step() {
+    use strata::segment::vfs::Fault;
+    let fs = SimFs::new();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut rows: Vec<Row> = (0..200).map(|i| row("a", i)).collect();
+    rows.push(row("b", 0));
+    store.publish("series", 0, &rows).unwrap();
+    store.seal().unwrap();
+    for position in 1..=10 {
+        store
+            .publish("series", position, &[row("c", position)])
+            .unwrap();
+        store.seal().unwrap();
+    }
+    store.retire("series", &["a"]).unwrap();
+    drop(store);
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    store.query("series", &["c"], ..).unwrap();
+    fs.fail_maps(Some(Fault::Emfile));
+    let mut merged_c = false;
+    for _ in 0..4 {
+        if let Ok(Some(step)) = store.compact_step() {
+            merged_c |= step.track == TrackKey::encode(&["c"]).unwrap();
+        }
+    }
+    assert!(merged_c, "c was never compacted");
+}
