@@ -436,31 +436,15 @@ impl Store {
                 }
             }
             let existing = self.catalog.floors_of(stream, view.track());
-            let mut raised = Vec::new();
-            if let Some((position, axis)) = raw {
-                let floor = raised_raw_floor(stream, view.track(), existing, position, axis);
-                let before = existing.and_then(|f| f.raw);
-                if before.is_none_or(|b| Some(b.position) != floor.position || b.axis != floor.axis)
-                {
-                    raised.push(floor);
-                }
-            }
-            if let Some(ladder) = &ladder
-                && !served.is_empty()
-            {
-                let served_at = |level: u8| served.get(&level).copied();
-                let levels = level_floors(stream, view.track(), ladder, existing, top, served_at);
-                let before = existing.map(|f| &f.levels);
-                let rises = levels.iter().any(|f| {
-                    let Tier::Level(k) = f.tier else { return false };
-                    let old = before.and_then(|l| effective_level_floor(l, ladder, k));
-                    f.axis.unwrap_or(0) > old.unwrap_or(0)
-                        || before.is_none_or(|l| !l.contains_key(&k))
-                });
-                if rises {
-                    raised.extend(levels);
-                }
-            }
+            let raised = raised_floors(
+                stream,
+                view.track(),
+                ladder.as_ref(),
+                existing,
+                top,
+                raw,
+                &served,
+            );
             floors.extend(raised);
             retired.extend(retired_here);
         }
@@ -553,6 +537,44 @@ impl Store {
             .floors(stream, prefix)
             .any(|(_, floors)| !floors.levels.is_empty())
     }
+}
+
+/// The floors a sweep records for one partition: the raw floor past `raw` (position, axis)
+/// and the level floors past `served` (per level, the newest axis value of an expired tier
+/// answering it), each only if it rises above what `existing` records.
+fn raised_floors(
+    stream: &str,
+    track: &TrackKey,
+    ladder: Option<&Ladder>,
+    existing: Option<&strata_index::TrackFloors>,
+    top: u8,
+    raw: Option<(u64, Option<u64>)>,
+    served: &BTreeMap<u8, u64>,
+) -> Vec<Floor> {
+    let mut raised = Vec::new();
+    if let Some((position, axis)) = raw {
+        let floor = raised_raw_floor(stream, track, existing, position, axis);
+        let before = existing.and_then(|f| f.raw);
+        if before.is_none_or(|b| Some(b.position) != floor.position || b.axis != floor.axis) {
+            raised.push(floor);
+        }
+    }
+    if let Some(ladder) = ladder
+        && !served.is_empty()
+    {
+        let served_at = |level: u8| served.get(&level).copied();
+        let levels = level_floors(stream, track, ladder, existing, top, served_at);
+        let before = existing.map(|f| &f.levels);
+        let rises = levels.iter().any(|f| {
+            let Tier::Level(k) = f.tier else { return false };
+            let old = before.and_then(|l| effective_level_floor(l, ladder, k));
+            f.axis.unwrap_or(0) > old.unwrap_or(0) || before.is_none_or(|l| !l.contains_key(&k))
+        });
+        if rises {
+            raised.extend(levels);
+        }
+    }
+    raised
 }
 
 /// The raw `Floor` of `track` raised to `position` (and `axis`, for an axial stream), never

@@ -180,16 +180,7 @@ impl Store {
                 None => declare.push(Entry::Declare(decl.clone())),
             }
         }
-        for (id, retention) in &config.retention {
-            let decl = catalog
-                .stream(id)
-                .or_else(|| streams.iter().find(|d| &d.id == id))
-                .ok_or_else(|| EngineError::Config {
-                    setting: "retention",
-                    reason: format!("names stream {id:?}, which is not declared"),
-                })?;
-            retention.validate(decl)?;
-        }
+        validate_retention(&config, &catalog, streams)?;
         if !declare.is_empty() {
             let record = Record { entries: declare };
             catalog
@@ -619,6 +610,26 @@ impl Store {
             reason: e.to_string(),
         })
     }
+}
+
+/// Refuses a retention naming a stream neither recorded nor being declared, or one no sweep
+/// can honour for its stream.
+fn validate_retention(
+    config: &Config,
+    catalog: &Catalog,
+    streams: &[StreamDecl],
+) -> Result<(), EngineError> {
+    for (id, retention) in &config.retention {
+        let decl = catalog
+            .stream(id)
+            .or_else(|| streams.iter().find(|d| &d.id == id))
+            .ok_or_else(|| EngineError::Config {
+                setting: "retention",
+                reason: format!("names stream {id:?}, which is not declared"),
+            })?;
+        retention.validate(decl)?;
+    }
+    Ok(())
 }
 
 /// The lowest position a row of stream `id` may be published at: the highest raw floor of its
