@@ -29,7 +29,7 @@ pub use strata_engine::{
     FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries, Metrics, Num,
     OPEN_SEGMENTS_LIMIT, Point, Resource, Retention, Row, SegmentError, Series, ServeConfig,
     Served, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey, Swept, Trimmed, Value,
-    conformance,
+    Values, conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

@@ -4,6 +4,7 @@
 //! `seal` closes one barrier for everything staged — one segment file written two-phase, then one
 //! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
 
+mod columns;
 mod compact;
 mod config;
 pub mod conformance;
@@ -24,6 +25,7 @@ mod trim;
 mod typed;
 mod value;
 
+pub use columns::Values;
 pub use compact::CompactStep;
 pub use config::{Config, OPEN_SEGMENTS_LIMIT};
 pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};

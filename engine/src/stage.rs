@@ -151,7 +151,7 @@ impl StreamState {
 
     /// Refuses a batch at `position` below the last one, at or below the fence, or beneath
     /// the floor.
-    fn check_position(&self, position: u64) -> Result<(), EngineError> {
+    pub(crate) fn check_position(&self, position: u64) -> Result<(), EngineError> {
         let id = self.decl.id.clone();
         if let Some(last) = self.last_position {
             if position < last {
@@ -178,7 +178,7 @@ impl StreamState {
                 0,
                 format!(
                     "position {position} is beneath the stream's floor {}: rows at or below {} \
-                     were trimmed, so a row there could never be read",
+                     were retired, so a row there could never be read",
                     self.floor,
                     self.floor - 1
                 ),
@@ -340,7 +340,13 @@ impl StreamState {
                 column.push(&row[usize::from(field_idx)]);
             }
         }
-        if !rows.is_empty() {
+        self.note_position(position, rows.len());
+    }
+
+    /// After staging `n_rows` rows at `position`: the stream's last and staged position (a
+    /// batch of no rows moves neither).
+    pub(crate) fn note_position(&mut self, position: u64, n_rows: usize) {
+        if n_rows > 0 {
             self.last_position = Some(position);
             self.staged_position = Some(position);
         }

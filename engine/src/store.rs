@@ -88,7 +88,7 @@ pub struct Store {
     pub(crate) unreadable: BTreeMap<FileName, String>,
     _lock: Box<dyn VfsLock>,
     pub(crate) streams: BTreeMap<String, StreamState>,
-    staged_bytes: usize,
+    pub(crate) staged_bytes: usize,
     pub(crate) poisoned: Option<Arc<EngineError>>,
     /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
     pub(crate) readers: Mutex<OpenSegments<Arc<OpenSegment>>>,

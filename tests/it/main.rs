@@ -8,6 +8,7 @@
 )]
 
 mod cli;
+mod columns;
 mod compact;
 mod compact_cli;
 mod compact_realfs;

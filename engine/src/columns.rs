@@ -1,0 +1,366 @@
+//! Columnar publish: a batch as one slice per field and the track's values once, staged by
+//! extending the partition's column buffers — no `Value` and no `String` per row.
+//!
+//! The rules are the row API's, checked in the order it checks them, so a batch refused as
+//! rows is refused as columns with the same error (row index and reason), and a refused batch
+//! stages nothing. `tests/it/columns.rs` holds the two APIs to that, rule by rule and over
+//! generated batches.
+
+use std::collections::HashMap;
+
+use strata_index::{FieldKind, TrackKey, validate_label};
+
+use crate::error::EngineError;
+use crate::stage::{ColumnBuf, StreamState};
+use crate::store::Store;
+use crate::value::Value;
+
+/// The values of one field for every row of a columnar batch, in row order.
+#[derive(Clone, Copy, Debug)]
+pub enum Values<'a> {
+    /// A `u64` field.
+    U64(&'a [u64]),
+    /// An `i64` field.
+    I64(&'a [i64]),
+    /// An `f64` field (finite: NaN and infinities are refused, as in rows).
+    F64(&'a [f64]),
+    /// A `str` field.
+    Str(&'a [&'a str]),
+    /// A `bytes` field.
+    Bytes(&'a [&'a [u8]]),
+}
+
+impl Values<'_> {
+    fn kind(&self) -> FieldKind {
+        match self {
+            Values::U64(_) => FieldKind::U64,
+            Values::I64(_) => FieldKind::I64,
+            Values::F64(_) => FieldKind::F64,
+            Values::Str(_) => FieldKind::Str,
+            Values::Bytes(_) => FieldKind::Bytes,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Values::U64(v) => v.len(),
+            Values::I64(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::Str(v) => v.len(),
+            Values::Bytes(v) => v.len(),
+        }
+    }
+
+    /// The bytes these values add to staging, as `row_bytes` counts them row by row.
+    fn staged_bytes(&self) -> usize {
+        match self {
+            Values::Str(v) => v.iter().map(|s| s.len() + 8).sum(),
+            Values::Bytes(v) => v.iter().map(|b| b.len() + 8).sum(),
+            other => other.len() * 8,
+        }
+    }
+}
+
+/// A checked columnar batch, ready to stage.
+pub(crate) struct Checked {
+    key: TrackKey,
+    n_rows: usize,
+    bytes: usize,
+}
+
+impl StreamState {
+    /// Checks a columnar batch as [`StreamState::validate`] checks rows: the same rules in the
+    /// same order, so the same batch is refused with the same error either way. `track` holds
+    /// the track fields' values (once for the batch), `columns` every other field's, in
+    /// declaration order.
+    pub(crate) fn validate_columns(
+        &self,
+        position: u64,
+        track: &[Value],
+        columns: &[Values<'_>],
+        durable_axis: impl Fn(&TrackKey) -> Option<u64>,
+        floor_axis: impl Fn(&TrackKey) -> Option<u64>,
+    ) -> Result<Checked, EngineError> {
+        self.check_position(position)?;
+        let id = self.decl.id.as_str();
+        let n_fields = self.decl.fields.len();
+        let refuse = |row_idx: usize, reason: String| EngineError::refused(id, row_idx, reason);
+        let (others, n_rows) = self.check_shape(track, columns)?;
+        if n_rows == 0 {
+            return Ok(Checked {
+                key: TrackKey::ROOT,
+                n_rows: 0,
+                bytes: 0,
+            });
+        }
+        // Values in declaration order, as a row holds them: the track's or a column's.
+        let mut by_field: Vec<Option<&Values<'_>>> = vec![None; n_fields];
+        for (&field_idx, column) in others.iter().zip(columns) {
+            by_field[field_idx] = Some(column);
+        }
+        let track_value = |field_idx: usize| {
+            let at = self
+                .decl
+                .track
+                .iter()
+                .position(|&t| usize::from(t) == field_idx)?;
+            track.get(at)
+        };
+        for (field_idx, field) in self.decl.fields.iter().enumerate() {
+            let kind = match by_field[field_idx] {
+                Some(column) => column.kind(),
+                None => track_value(field_idx).map_or(field.kind, Value::kind),
+            };
+            if kind != field.kind {
+                return Err(refuse(
+                    0,
+                    format!(
+                        "field {:?} is {}, got a {kind} value",
+                        field.name, field.kind
+                    ),
+                ));
+            }
+        }
+        // The first row with a value that is not finite, and in which field (declaration order).
+        let not_finite = (0..n_rows).find_map(|row| {
+            (0..n_fields).find_map(|field_idx| {
+                let v = match (by_field[field_idx], track_value(field_idx)) {
+                    (Some(Values::F64(c)), _) => c[row],
+                    (None, Some(Value::F64(v))) => *v,
+                    _ => return None,
+                };
+                (!v.is_finite()).then_some((row, field_idx, v))
+            })
+        });
+        let finite_error = |(row, field_idx, v): (usize, usize, f64)| {
+            refuse(
+                row,
+                format!(
+                    "field {:?} is not finite: {v}",
+                    self.decl.fields[field_idx].name
+                ),
+            )
+        };
+        if let Some(bad) = not_finite.filter(|&(row, _, _)| row == 0) {
+            return Err(finite_error(bad));
+        }
+        let mut labels = Vec::with_capacity(self.decl.track.len());
+        for (&field_idx, value) in self.decl.track.iter().zip(track) {
+            let field = &self.decl.fields[usize::from(field_idx)];
+            let label = value.label().unwrap_or_default();
+            validate_label(&label)
+                .map_err(|e| refuse(0, format!("track field {:?}: {e}", field.name)))?;
+            labels.push(label);
+        }
+        let key = TrackKey::encode(&labels).map_err(|e| refuse(0, e.to_string()))?;
+        // Rows before the first value that is not finite: their axis, in order.
+        let checked_rows = not_finite.map_or(n_rows, |(row, _, _)| row);
+        if let Some(axis_idx) = self.decl.axis {
+            let Some(Values::U64(axis)) = by_field[usize::from(axis_idx)] else {
+                unreachable!("kinds were checked above: the axis is a u64 column")
+            };
+            let previous = self
+                .last_axis
+                .get(&key)
+                .copied()
+                .or_else(|| durable_axis(&key));
+            self.check_axis(axis_idx, &axis[..checked_rows], previous, floor_axis(&key))?;
+        }
+        if let Some(bad) = not_finite {
+            return Err(finite_error(bad));
+        }
+        let track_bytes: usize = track
+            .iter()
+            .map(|v| match v {
+                Value::Str(s) => s.len() + 8,
+                Value::Bytes(b) => b.len() + 8,
+                _ => 8,
+            })
+            .sum();
+        let bytes =
+            n_rows * (16 + track_bytes) + columns.iter().map(Values::staged_bytes).sum::<usize>();
+        Ok(Checked { key, n_rows, bytes })
+    }
+
+    /// The batch's shape: a value per track field, a column per other field, all as long. A
+    /// row of the wrong length is refused at row 0 by the row API; so is this. Answers the
+    /// fields the columns hold (declaration order) and the number of rows.
+    fn check_shape(
+        &self,
+        track: &[Value],
+        columns: &[Values<'_>],
+    ) -> Result<(Vec<usize>, usize), EngineError> {
+        let id = self.decl.id.as_str();
+        let n_fields = self.decl.fields.len();
+        let refuse = |row_idx: usize, reason: String| EngineError::refused(id, row_idx, reason);
+        let n_rows = columns.first().map_or(0, Values::len);
+        let others: Vec<usize> = (0..n_fields)
+            .filter(|&i| !self.decl.track.iter().any(|&t| usize::from(t) == i))
+            .collect();
+        if track.len() != self.decl.track.len() || columns.len() != others.len() {
+            return Err(refuse(
+                0,
+                format!(
+                    "expected {} track values and {} columns (one per other field), got {} and \
+                     {}",
+                    self.decl.track.len(),
+                    others.len(),
+                    track.len(),
+                    columns.len()
+                ),
+            ));
+        }
+        if let Some((&field_idx, column)) =
+            others.iter().zip(columns).find(|(_, c)| c.len() != n_rows)
+        {
+            return Err(refuse(
+                0,
+                format!(
+                    "column {:?} holds {} values, the first column {n_rows}",
+                    self.decl.fields[field_idx].name,
+                    column.len()
+                ),
+            ));
+        }
+        Ok((others, n_rows))
+    }
+
+    /// Checks a batch's axis column row by row as the row API does: not beneath the
+    /// partition's floor (below the last value retired), never backwards from `previous` (the
+    /// partition's last axis value, staged or durable) nor within the batch.
+    fn check_axis(
+        &self,
+        axis_idx: u16,
+        axis: &[u64],
+        mut previous: Option<u64>,
+        floor: Option<u64>,
+    ) -> Result<(), EngineError> {
+        let name = &self.decl.fields[usize::from(axis_idx)].name;
+        for (row, &a) in axis.iter().enumerate() {
+            let refuse = |reason: String| EngineError::refused(&self.decl.id, row, reason);
+            if let Some(floor) = floor.filter(|&floor| a.saturating_add(1) < floor) {
+                return Err(refuse(format!(
+                    "axis {name:?} {a} goes backwards in its partition: it held rows up to {} \
+                     before they were retired (its floor is {floor})",
+                    floor - 1
+                )));
+            }
+            if let Some(previous) = previous.filter(|&p| a < p) {
+                return Err(refuse(format!(
+                    "axis {name:?} goes backwards in its partition: {a} after {previous}"
+                )));
+            }
+            previous = Some(a);
+        }
+        Ok(())
+    }
+
+    /// Stages a batch that [`StreamState::validate_columns`] passed.
+    pub(crate) fn stage_columns(
+        &mut self,
+        position: u64,
+        columns: &[Values<'_>],
+        checked: Checked,
+    ) {
+        if checked.n_rows == 0 {
+            return;
+        }
+        let empty = self.empty_rows();
+        let staged = self.staged.entry(checked.key.clone()).or_insert(empty);
+        staged
+            .positions
+            .extend(std::iter::repeat_n(position, checked.n_rows));
+        let first = self.next_ordinal;
+        staged.ordinals.extend(first..first + checked.n_rows as u64);
+        self.next_ordinal += checked.n_rows as u64;
+        // The stored columns in declaration order, the axis apart: `columns` less the axis.
+        let others: Vec<usize> = (0..self.decl.fields.len())
+            .filter(|&i| !self.decl.track.iter().any(|&t| usize::from(t) == i))
+            .collect();
+        let mut by_field: HashMap<usize, &Values<'_>> = HashMap::new();
+        for (&field_idx, column) in others.iter().zip(columns) {
+            by_field.insert(field_idx, column);
+        }
+        if let Some(axis_idx) = self.decl.axis
+            && let Some(Values::U64(axis)) = by_field.get(&usize::from(axis_idx))
+        {
+            staged.axis.extend_from_slice(axis);
+            if let Some(&last) = axis.last() {
+                self.last_axis.insert(checked.key, last);
+            }
+        }
+        for (buf, &field_idx) in staged.columns.iter_mut().zip(&self.stored) {
+            let Some(column) = by_field.get(&usize::from(field_idx)) else {
+                unreachable!("a stored field is neither the track nor the axis: a column")
+            };
+            match (buf, column) {
+                (ColumnBuf::U64(b), Values::U64(c)) => b.extend_from_slice(c),
+                (ColumnBuf::I64(b), Values::I64(c)) => b.extend_from_slice(c),
+                (ColumnBuf::F64(b), Values::F64(c)) => b.extend_from_slice(c),
+                (ColumnBuf::Var { offsets, heap, .. }, Values::Str(c)) => {
+                    for s in *c {
+                        heap.extend_from_slice(s.as_bytes());
+                        offsets.push(heap.len() as u64);
+                    }
+                }
+                (ColumnBuf::Var { offsets, heap, .. }, Values::Bytes(c)) => {
+                    for b in *c {
+                        heap.extend_from_slice(b);
+                        offsets.push(heap.len() as u64);
+                    }
+                }
+                (buf, column) => unreachable!("validated: {column:?} into {buf:?}"),
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Stages a batch given as columns: `track` the values of the stream's track fields (once
+    /// for the whole batch, in the order the declaration names them), `columns` one slice per
+    /// other field (the axis included), in declaration order, all as long. The same rules as
+    /// [`Store::publish`], checked in the same order, so a batch is refused as columns exactly
+    /// when it is refused as rows, with the same error; a refused batch stages nothing. Staging
+    /// is a copy of each slice: no value or string is built per row. Touches no file.
+    pub fn publish_columns(
+        &mut self,
+        stream: &str,
+        position: u64,
+        track: &[Value],
+        columns: &[Values<'_>],
+    ) -> Result<(), EngineError> {
+        self.check_poison()?;
+        let catalog = &self.catalog;
+        let state = self
+            .streams
+            .get_mut(stream)
+            .ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+        let checked = state.validate_columns(
+            position,
+            track,
+            columns,
+            |key| catalog.axis_range(stream, key).map(|[_, hi]| hi),
+            |key| {
+                catalog
+                    .floors_of(stream, key)
+                    .and_then(|f| f.raw)
+                    .and_then(|raw| raw.axis)
+            },
+        )?;
+        let batch_bytes = checked.bytes;
+        if self.staged_bytes + batch_bytes > self.config.staged_bytes_max {
+            return Err(EngineError::StagingFull {
+                staged_bytes: self.staged_bytes,
+                batch_bytes,
+                staged_bytes_max: self.config.staged_bytes_max,
+            });
+        }
+        let n_rows = checked.n_rows;
+        state.stage_columns(position, columns, checked);
+        state.note_position(position, n_rows);
+        self.staged_bytes += batch_bytes;
+        Ok(())
+    }
+}
