@@ -12,7 +12,7 @@ use strata_index::{FieldKind, TrackKey, validate_label};
 
 use crate::error::EngineError;
 use crate::stage::{ColumnBuf, StreamState};
-use crate::store::Store;
+use crate::store::{Store, durable_axis, floor_axis, room_to_stage};
 use crate::value::Value;
 
 /// The values of one field for every row of a columnar batch, in row order.
@@ -341,22 +341,11 @@ impl Store {
             position,
             track,
             columns,
-            |key| catalog.axis_range(stream, key).map(|[_, hi]| hi),
-            |key| {
-                catalog
-                    .floors_of(stream, key)
-                    .and_then(|f| f.raw)
-                    .and_then(|raw| raw.axis)
-            },
+            |key| durable_axis(catalog, stream, key),
+            |key| floor_axis(catalog, stream, key),
         )?;
         let batch_bytes = checked.bytes;
-        if self.staged_bytes + batch_bytes > self.config.staged_bytes_max {
-            return Err(EngineError::StagingFull {
-                staged_bytes: self.staged_bytes,
-                batch_bytes,
-                staged_bytes_max: self.config.staged_bytes_max,
-            });
-        }
+        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
         let n_rows = checked.n_rows;
         state.stage_columns(position, columns, checked);
         state.note_position(position, n_rows);

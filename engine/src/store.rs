@@ -317,21 +317,10 @@ impl Store {
         let (keys, batch_bytes) = state.validate(
             position,
             rows,
-            |key| catalog.axis_range(stream, key).map(|[_, hi]| hi),
-            |key| {
-                catalog
-                    .floors_of(stream, key)
-                    .and_then(|f| f.raw)
-                    .and_then(|raw| raw.axis)
-            },
+            |key| durable_axis(catalog, stream, key),
+            |key| floor_axis(catalog, stream, key),
         )?;
-        if self.staged_bytes + batch_bytes > self.config.staged_bytes_max {
-            return Err(EngineError::StagingFull {
-                staged_bytes: self.staged_bytes,
-                batch_bytes,
-                staged_bytes_max: self.config.staged_bytes_max,
-            });
-        }
+        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
         state.stage(position, rows, keys);
         self.staged_bytes += batch_bytes;
         Ok(())
@@ -610,6 +599,35 @@ impl Store {
             reason: e.to_string(),
         })
     }
+}
+
+/// A partition's highest axis value recorded durable (a publish may not go below it).
+pub(crate) fn durable_axis(catalog: &Catalog, stream: &str, key: &TrackKey) -> Option<u64> {
+    catalog.axis_range(stream, key).map(|[_, hi]| hi)
+}
+
+/// A partition's raw floor's axis value, if something of it was retired.
+pub(crate) fn floor_axis(catalog: &Catalog, stream: &str, key: &TrackKey) -> Option<u64> {
+    catalog
+        .floors_of(stream, key)
+        .and_then(|f| f.raw)
+        .and_then(|raw| raw.axis)
+}
+
+/// Refuses a batch of `batch_bytes` that would take staging past `staged_bytes_max`.
+pub(crate) fn room_to_stage(
+    staged_bytes: usize,
+    batch_bytes: usize,
+    staged_bytes_max: usize,
+) -> Result<(), EngineError> {
+    if staged_bytes + batch_bytes > staged_bytes_max {
+        return Err(EngineError::StagingFull {
+            staged_bytes,
+            batch_bytes,
+            staged_bytes_max,
+        });
+    }
+    Ok(())
 }
 
 /// Refuses a retention naming a stream neither recorded nor being declared, or one no sweep
