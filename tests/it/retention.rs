@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use strata::index::{Tier, TrackKey};
+use strata::index::TrackKey;
 use strata::segment::vfs::SimFs;
 use strata::{
     Aggregate, Config, EngineError, FieldKind, Lifetime, Retention, Row, Store, Stream, StreamDecl,
@@ -89,7 +89,6 @@ fn a_sweep_retires_raw_segments_past_their_axis_span_and_raises_the_raw_floor() 
     // Space: barrier files of one partition whose levels live on stay on disk.
     let live = store.catalog().live_files().count();
     assert_eq!(live, 30);
-    let _ = Tier::Raw;
 }
 
 #[test]
