@@ -33,7 +33,7 @@
 
 use std::collections::BTreeMap;
 
-use strata_index::{Entry, FileName, PartitionEntry, Record, Tier, TrackKey};
+use strata_index::{Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
@@ -288,7 +288,7 @@ impl Store {
                     .catalog
                     .partitions(&part.stream, &part.track)
                     .find(|view| view.track() == &part.track);
-                let tiers = std::iter::once(Tier::Raw).chain((0..part.n_levels).map(Tier::Level));
+                let tiers = strata_index::tiers(part.n_levels);
                 let live = tiers
                     .filter(|&tier| view.is_some_and(|v| v.is_live(name, tier)))
                     .count();

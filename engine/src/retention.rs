@@ -304,7 +304,7 @@ impl Store {
             for (name, entry, _) in &live {
                 axis_hi = axis_hi.max(entry.axis.map(|[_, hi]| hi));
                 top = top.max(entry.n_levels.saturating_sub(1));
-                for tier in std::iter::once(Tier::Raw).chain((0..entry.n_levels).map(Tier::Level)) {
+                for tier in strata_index::tiers(entry.n_levels) {
                     if view.is_live(*name, tier) {
                         retired.push(Retirement {
                             file: *name,
@@ -388,7 +388,7 @@ impl Store {
                 let axis_hi = entry.axis.map(|[_, hi]| hi);
                 let mut all_expired = true;
                 let mut live_tiers = Vec::new();
-                for tier in std::iter::once(Tier::Raw).chain((0..entry.n_levels).map(Tier::Level)) {
+                for tier in strata_index::tiers(entry.n_levels) {
                     if !view.is_live(*name, tier) {
                         continue;
                     }

@@ -589,7 +589,7 @@ impl TrackState {
 }
 
 /// Every tier a partition with `n_levels` levels stores: `Raw`, then each level.
-fn tiers(n_levels: u8) -> impl Iterator<Item = Tier> {
+pub fn tiers(n_levels: u8) -> impl Iterator<Item = Tier> {
     std::iter::once(Tier::Raw).chain((0..n_levels).map(Tier::Level))
 }
 

@@ -19,7 +19,7 @@ pub mod record;
 mod strategies;
 
 pub use catalog::{
-    ApplyError, ApplyReason, Catalog, PartitionView, RawFloor, TrackFloors, Written,
+    ApplyError, ApplyReason, Catalog, PartitionView, RawFloor, TrackFloors, Written, tiers,
 };
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,

@@ -50,7 +50,7 @@ fn fill(store: &mut Store, first: u64, n: u64) {
 }
 
 #[test]
-fn a_sweep_retires_raw_segments_past_their_axis_span_and_raises_the_raw_floor() {
+fn a_sweep_raises_the_raw_floor_past_segments_older_than_the_axis_span() {
     let fs = SimFs::new();
     let mut store = Store::open_in(
         sim(&fs),
