@@ -41,6 +41,17 @@ impl Values<'_> {
         }
     }
 
+    /// The values of rows `..n_rows`.
+    fn head(&self, n_rows: usize) -> Values<'_> {
+        match *self {
+            Values::U64(v) => Values::U64(&v[..n_rows]),
+            Values::I64(v) => Values::I64(&v[..n_rows]),
+            Values::F64(v) => Values::F64(&v[..n_rows]),
+            Values::Str(v) => Values::Str(&v[..n_rows]),
+            Values::Bytes(v) => Values::Bytes(&v[..n_rows]),
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Values::U64(v) => v.len(),
@@ -59,6 +70,14 @@ impl Values<'_> {
             other => other.len() * 8,
         }
     }
+}
+
+/// The positions of a columnar batch's rows: one for them all, or one each.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Positions<'a> {
+    Same(u64),
+    /// Non-decreasing (checked before staging).
+    Each(&'a [u64]),
 }
 
 /// A checked columnar batch, ready to stage.
@@ -258,7 +277,7 @@ impl StreamState {
     /// Stages a batch that [`StreamState::validate_columns`] passed.
     pub(crate) fn stage_columns(
         &mut self,
-        position: u64,
+        positions: Positions<'_>,
         columns: &[Values<'_>],
         checked: Checked,
     ) {
@@ -267,9 +286,15 @@ impl StreamState {
         }
         let empty = self.empty_rows();
         let staged = self.staged.entry(checked.key.clone()).or_insert(empty);
-        staged
-            .positions
-            .extend(std::iter::repeat_n(position, checked.n_rows));
+        match positions {
+            Positions::Same(position) => staged
+                .positions
+                .extend(std::iter::repeat_n(position, checked.n_rows)),
+            Positions::Each(each) => {
+                assert_eq!(each.len(), checked.n_rows, "a position per row was checked");
+                staged.positions.extend_from_slice(each);
+            }
+        }
         let first = self.next_ordinal;
         staged.ordinals.extend(first..first + checked.n_rows as u64);
         self.next_ordinal += checked.n_rows as u64;
@@ -347,8 +372,86 @@ impl Store {
         let batch_bytes = checked.bytes;
         room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
         let n_rows = checked.n_rows;
-        state.stage_columns(position, columns, checked);
+        state.stage_columns(Positions::Same(position), columns, checked);
         state.note_position(position, n_rows);
+        self.staged_bytes += batch_bytes;
+        Ok(())
+    }
+
+    /// Stages a batch given as columns, as [`Store::publish_columns`] does, with a position per
+    /// row (`positions`, as long as the columns, non-decreasing): the batch is what publishing
+    /// each row on its own at its position would stage, and it is refused exactly when one of
+    /// those calls would be, at the same row with the same reason (a position below the row's
+    /// before it is refused at that row as a position below the stream's last). A refused
+    /// batch stages nothing. This is what a loader of rows that each carry their own position
+    /// (a CSV, a journal) calls once per run of rows of one track.
+    pub fn publish_columns_at(
+        &mut self,
+        stream: &str,
+        positions: &[u64],
+        track: &[Value],
+        columns: &[Values<'_>],
+    ) -> Result<(), EngineError> {
+        self.check_poison()?;
+        let catalog = &self.catalog;
+        let state = self
+            .streams
+            .get_mut(stream)
+            .ok_or_else(|| EngineError::UnknownStream {
+                stream: stream.to_owned(),
+            })?;
+        let n_rows = columns.first().map_or(0, Values::len);
+        if positions.len() != n_rows {
+            return Err(EngineError::refused(
+                stream,
+                0,
+                format!(
+                    "expected a position per row: {} positions for {n_rows} rows",
+                    positions.len()
+                ),
+            ));
+        }
+        let Some((&first, &last)) = positions.first().zip(positions.last()) else {
+            // No rows: nothing to stage, but a malformed batch is refused all the same.
+            state.check_shape(track, columns)?;
+            return Ok(());
+        };
+        // Rows before the first whose position goes back are checked as rows would be; that
+        // row is then refused, as its own publish call would be after theirs.
+        let backwards = positions
+            .windows(2)
+            .position(|w| w[1] < w[0])
+            .map(|i| i + 1);
+        let head: Vec<Values<'_>>;
+        let to_check = match backwards {
+            Some(n_rows_before) => {
+                head = columns.iter().map(|c| c.head(n_rows_before)).collect();
+                &head
+            }
+            None => columns,
+        };
+        let checked = state.validate_columns(
+            first,
+            track,
+            to_check,
+            |key| durable_axis(catalog, stream, key),
+            |key| floor_axis(catalog, stream, key),
+        )?;
+        if let Some(row_idx) = backwards {
+            return Err(EngineError::refused(
+                stream,
+                row_idx,
+                format!(
+                    "position {} is below the stream's last position {}",
+                    positions[row_idx],
+                    positions[row_idx - 1]
+                ),
+            ));
+        }
+        let batch_bytes = checked.bytes;
+        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
+        state.stage_columns(Positions::Each(positions), columns, checked);
+        state.note_position(last, n_rows);
         self.staged_bytes += batch_bytes;
         Ok(())
     }

@@ -342,3 +342,131 @@ proptest! {
         same_rows(&mut rows, &mut cols);
     }
 }
+
+/// A batch of one track with a position per row: the rows and the same as columns.
+fn positioned() -> impl Strategy<Value = Vec<(Vec<u64>, Batch)>> {
+    let row = (0u64..3, any::<bool>(), 0u64..4, -1e3f64..1e3, any::<i64>());
+    let one = (
+        prop_oneof![Just("a"), Just("b"), Just("")],
+        prop::collection::vec(row, 0..6),
+        prop_oneof![8 => Just(None), 1 => (0usize..6).prop_map(Some)],
+    );
+    prop::collection::vec(one, 1..10).prop_map(|steps| {
+        let (mut position, mut t) = (1u64, 0u64);
+        steps
+            .into_iter()
+            .map(|(run, rows, nan_at)| {
+                let mut positions = Vec::new();
+                let mut b = batch(run, &[], &[]);
+                for (row_idx, (advance, back, step, v, n)) in rows.into_iter().enumerate() {
+                    // Now and then a position below the row before it.
+                    position = if back && advance == 0 {
+                        position.saturating_sub(1)
+                    } else {
+                        position + advance
+                    };
+                    t += step;
+                    positions.push(position);
+                    b.t.push(t);
+                    b.v.push(if nan_at == Some(row_idx) { f64::NAN } else { v });
+                    b.n.push(n);
+                    b.note.push(format!("n{row_idx}"));
+                }
+                (positions, b)
+            })
+            .collect()
+    })
+}
+
+/// The row index and reason of a refusal.
+fn refusal(error: &EngineError) -> Option<(usize, String)> {
+    match error {
+        EngineError::Refused {
+            row_idx, reason, ..
+        } => Some((*row_idx, reason.clone())),
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// `publish_columns_at` is publishing each row on its own at its position, all or nothing:
+    /// refused at the first row one of those calls refuses, with that call's reason.
+    #[test]
+    fn a_position_per_row_is_each_row_published_at_its_own(steps in positioned()) {
+        let (fa, fb) = (SimFs::new(), SimFs::new());
+        let mut rows = open(&fa, Config::default());
+        let mut cols = open(&fb, Config::default());
+        for (positions, batch) in &steps {
+            let notes: Vec<&str> = batch.note.iter().map(String::as_str).collect();
+            let got = cols.publish_columns_at(
+                "s",
+                positions,
+                &[Value::Str(batch.run.clone())],
+                &[
+                    Values::U64(&batch.t),
+                    Values::F64(&batch.v),
+                    Values::I64(&batch.n),
+                    Values::Str(&notes),
+                ],
+            );
+            let mut expected = None;
+            for (row_idx, row) in batch.rows().into_iter().enumerate() {
+                if let Err(error) = rows.publish("s", positions[row_idx], &[row]) {
+                    let (at, reason) = refusal(&error).expect("a refusal");
+                    prop_assert_eq!(at, 0);
+                    expected = Some((row_idx, reason));
+                    break;
+                }
+            }
+            match (got, expected) {
+                (Ok(()), None) => {
+                    rows.seal().unwrap();
+                    cols.seal().unwrap();
+                }
+                (Err(error), Some(expected)) => {
+                    prop_assert_eq!(refusal(&error), Some(expected));
+                    prop_assert_eq!(cols.staged_bytes(), 0, "a refused batch stages nothing");
+                    // The rows before the refused one were staged one by one: drop them.
+                    drop(rows);
+                    rows = open(&fa, Config::default());
+                }
+                (got, expected) => prop_assert!(false, "columns {got:?}, rows {expected:?}"),
+            }
+        }
+        rows.seal().unwrap();
+        cols.seal().unwrap();
+        prop_assert_eq!(
+            rows.query("s", &[], ..).unwrap(),
+            cols.query("s", &[], ..).unwrap()
+        );
+    }
+}
+
+#[test]
+fn positions_of_another_length_than_the_columns_are_refused() {
+    let fs = SimFs::new();
+    let mut store = open(&fs, Config::default());
+    let error = store
+        .publish_columns_at(
+            "s",
+            &[1],
+            &[Value::Str("a".into())],
+            &[
+                Values::U64(&[1, 2]),
+                Values::F64(&[1.0, 2.0]),
+                Values::I64(&[1, 2]),
+                Values::Str(&["x", "y"]),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(
+        refusal(&error),
+        Some((
+            0,
+            "expected a position per row: 1 positions for 2 rows".to_owned()
+        ))
+    );
+    assert_eq!(store.staged_bytes(), 0);
+}
