@@ -1,10 +1,10 @@
 //! `strata ingest STREAM [FILE|-]`: CSV rows published in batches, sealed every N rows and at
 //! the end.
 //!
-//! A batch is all or nothing. Rows are parsed a whole batch at a time before any is published,
-//! so a bad cell refuses its batch before anything of it is staged. A refusal by the engine can
-//! come after part of the batch was staged (a batch spans several publish calls: one per
-//! position), and staging cannot be taken back; so then the store is dropped unsealed (staging
+//! A batch is all or nothing. Rows are parsed a whole batch at a time, into columns
+//! (`batch.rs`), before any is published, so a bad cell refuses its batch before anything of it
+//! is staged. A refusal by the engine can come after part of the batch was staged (a batch spans
+//! several publish calls: one per run of rows of one track), and staging cannot be taken back; so then the store is dropped unsealed (staging
 //! never touched a file), reopened, and the batches before the bad one since the last seal are
 //! published again and sealed. Seals only ever fall between batches.
 //!
@@ -30,11 +30,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use csv::{Position, StringRecord};
+use csv::{ByteRecord, Position};
 use indicatif::ProgressBar;
-use strata::{Config, EngineError, Row, ServeConfig, Store};
+use strata::{Config, ServeConfig, Store};
 
 use super::args::IngestArgs;
+use super::batch::{BadRow, Batch};
 use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::Layout;
@@ -44,23 +45,6 @@ use super::{Failure, duration, grouped, grouped_f64, per_second, print, progress
 /// Seal early, between batches, once staging holds this share of `staged_bytes_max`, so a
 /// batch is never refused only because staging is full.
 const STAGED_SHARE_BEFORE_SEAL: usize = 2;
-
-/// Rows parsed from consecutive CSV records: each with its position and CSV line.
-#[derive(Debug, Default)]
-struct Batch {
-    rows: Vec<Row>,
-    positions: Vec<u64>,
-    lines: Vec<u64>,
-    /// The CSV line where the input continues after this batch.
-    next_line: u64,
-}
-
-/// A row that refused its batch: where, and why.
-#[derive(Debug)]
-struct BadRow {
-    line: u64,
-    reason: String,
-}
 
 /// The input: a file (whose length the progress bar can show) or standard input.
 struct Input {
@@ -93,6 +77,9 @@ struct Ingest {
     sealed_line: u64,
     /// Compaction steps to take after each barrier; 0 with `--no-compact`.
     compact_steps_per_barrier: usize,
+    /// Time spent reading, parsing and staging rows, and in seals: the two halves of a load.
+    stage_elapsed: Duration,
+    seal_elapsed: Duration,
     /// What the compaction steps of this run did, and the time they took.
     compacted: Done,
     compact_elapsed: Duration,
@@ -172,6 +159,8 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
             // delay per barrier, and a backlog that never builds up.
             ServeConfig::default().compact_steps_per_tick
         },
+        stage_elapsed: Duration::ZERO,
+        seal_elapsed: Duration::ZERO,
         compacted: Done::default(),
         compact_elapsed: Duration::ZERO,
         retention_set,
@@ -230,19 +219,21 @@ impl Ingest {
             let room = self
                 .batch_rows_max
                 .min(self.seal_every_rows - self.n_rows_pending);
+            let staging = Instant::now();
             let batch = match self.read_batch(reader, room) {
-                Ok(batch) if batch.rows.is_empty() => break,
+                Ok(batch) if batch.is_empty() => break,
                 Ok(batch) => batch,
                 Err(bad) => {
                     bar.finish_and_clear();
                     return Err(self.refuse_unstaged(&bad));
                 }
             };
-            if let Err(bad) = publish(&mut self.store, &self.stream, &batch) {
+            if let Err(bad) = batch.publish(&mut self.store, &self.stream) {
                 bar.finish_and_clear();
                 return Err(self.refuse_staged(&bad, &batch));
             }
-            self.n_rows_pending += batch.rows.len() as u64;
+            self.stage_elapsed += staging.elapsed();
+            self.n_rows_pending += batch.n_rows() as u64;
             self.next_line = batch.next_line;
             self.pending.push(batch);
             if (self.n_rows_pending >= self.seal_every_rows || self.staging_is_crowded())
@@ -278,12 +269,15 @@ impl Ingest {
         let watermark = self.store.watermark(&self.stream, &[])?;
         let live = LiveFiles::of(self.store.catalog());
         let mut summary = format!(
-            "ingested {} rows into {} in {} ({} rows/s); barriers: {barriers}; {}; live segment \
-             files: {}, most in one partition {}; watermark {}",
+            "ingested {} rows into {} in {} ({} rows/s; reading and staging {} rows/s, seals \
+             {}); barriers: {barriers}; {}; live segment files: {}, most in one partition {}; \
+             watermark {}",
             grouped(n_rows),
             self.stream,
             duration(elapsed),
             grouped_f64(per_second(n_rows, elapsed)),
+            grouped_f64(per_second(n_rows, self.stage_elapsed)),
+            duration(self.seal_elapsed),
             self.compaction(),
             grouped(live.n_files as u64),
             grouped(live.most_in_one() as u64),
@@ -384,10 +378,10 @@ impl Ingest {
         reader: &mut csv::Reader<Box<dyn Read>>,
         room: u64,
     ) -> Result<Batch, BadRow> {
-        let mut batch = Batch::default();
-        let mut record = StringRecord::new();
-        while (batch.rows.len() as u64) < room {
-            let more = reader.read_record(&mut record).map_err(|e| BadRow {
+        let mut batch = Batch::new(&self.layout);
+        let mut record = ByteRecord::new();
+        while (batch.n_rows() as u64) < room {
+            let more = reader.read_byte_record(&mut record).map_err(|e| BadRow {
                 line: e.position().unwrap_or(reader.position()).line(),
                 reason: csv_reason(&e),
             })?;
@@ -395,37 +389,24 @@ impl Ingest {
                 break;
             }
             let line = record.position().map_or(0, Position::line);
+            // Checked whole, as reading a `StringRecord` checks it, and before the skip (as
+            // that did): a record that is not UTF-8 refuses its batch wherever it is.
+            utf8(&record).map_err(|reason| BadRow { line, reason })?;
             if line < self.skip_before_line {
                 self.n_rows_skipped += 1;
                 continue;
             }
-            let (position, row) = self
-                .layout
-                .row(&record)
+            batch
+                .push(&self.layout, &record, line, || {
+                    assign_position(&mut self.next_position)
+                })
                 .map_err(|reason| BadRow { line, reason })?;
-            let position = match position {
-                Some(position) => position,
-                None => self
-                    .assign_position()
-                    .map_err(|reason| BadRow { line, reason })?,
-            };
-            batch.rows.push(row);
-            batch.positions.push(position);
-            batch.lines.push(line);
         }
         debug_assert!(
             self.layout.has_position() || batch.positions.windows(2).all(|w| w[0] < w[1])
         );
         batch.next_line = reader.position().line();
         Ok(batch)
-    }
-
-    fn assign_position(&mut self) -> Result<u64, String> {
-        let position = self.next_position;
-        self.next_position = position
-            .checked_add(1)
-            .ok_or_else(|| "the stream's positions are exhausted (u64::MAX)".to_owned())?;
-        Ok(position)
     }
 
     fn staging_is_crowded(&self) -> bool {
@@ -446,7 +427,9 @@ impl Ingest {
             ));
         }
         let barriers_before = self.store.metrics().barriers;
+        let start = Instant::now();
         self.store.seal()?;
+        self.seal_elapsed += start.elapsed();
         self.n_rows_sealed += self.n_rows_pending;
         self.n_rows_pending = 0;
         self.pending.clear();
@@ -477,7 +460,7 @@ impl Ingest {
         };
         let mut ingest = Ingest { store, ..self };
         for earlier in &ingest.pending {
-            if let Err(again) = publish(&mut ingest.store, &ingest.stream, earlier) {
+            if let Err(again) = earlier.publish(&mut ingest.store, &ingest.stream) {
                 return Failure::new(format!(
                     "line {}: {}; then publishing the batches before it again failed at line {}: {}",
                     bad.line, bad.reason, again.line, again.reason
@@ -500,36 +483,29 @@ impl Ingest {
     }
 }
 
-/// Publishes a batch: one call per run of rows sharing a position. An error names the CSV line
-/// of the row the engine refused.
-fn publish(store: &mut Store, stream: &str, batch: &Batch) -> Result<(), BadRow> {
-    let mut start = 0;
-    while start < batch.rows.len() {
-        let position = batch.positions[start];
-        let n_same = batch.positions[start..]
-            .iter()
-            .take_while(|&&p| p == position)
-            .count();
-        let end = start + n_same;
-        store
-            .publish(stream, position, &batch.rows[start..end])
-            .map_err(|error| match error {
-                EngineError::Refused {
-                    row_idx, reason, ..
-                } => BadRow {
-                    line: batch
-                        .lines
-                        .get(start + row_idx)
-                        .copied()
-                        .unwrap_or(batch.lines[start]),
-                    reason,
-                },
-                other => BadRow {
-                    line: batch.lines[start],
-                    reason: other.to_string(),
-                },
-            })?;
-        start = end;
+/// The position the next row gets when the CSV has none, and the one after it.
+fn assign_position(next_position: &mut u64) -> Result<u64, String> {
+    let position = *next_position;
+    *next_position = position
+        .checked_add(1)
+        .ok_or_else(|| "the stream's positions are exhausted (u64::MAX)".to_owned())?;
+    Ok(position)
+}
+
+/// Refuses a record that is not UTF-8 as reading it as a `StringRecord` would: naming the
+/// first field that is not, and the byte within it where it stops being.
+fn utf8(record: &ByteRecord) -> Result<(), String> {
+    if record.as_slice().is_ascii() {
+        return Ok(());
+    }
+    for (field_idx, field) in record.iter().enumerate() {
+        if let Err(e) = std::str::from_utf8(field) {
+            return Err(format!(
+                "field {} is not valid UTF-8 (byte {})",
+                field_idx + 1,
+                e.valid_up_to()
+            ));
+        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 //! its message carrying the floor.
 
 pub mod args;
+mod batch;
 mod compact;
 mod declare;
 mod demo;

@@ -2,7 +2,7 @@
 //! row in declaration order, and a value to the text `query` prints.
 
 use csv::StringRecord;
-use strata::{FieldKind, Row, StreamDecl, Value};
+use strata::{FieldKind, StreamDecl, Value};
 
 /// The column name that carries a row's position (unless the stream declares a field of that
 /// name, in which case the column is that field and positions are assigned).
@@ -11,12 +11,25 @@ pub const POSITION_COLUMN: &str = "position";
 /// Where each of a stream's fields (and the position) sits in a CSV header.
 #[derive(Debug)]
 pub struct Layout {
-    /// Per declared field, in declaration order: its column index, its name and kind.
-    fields: Vec<(usize, String, FieldKind)>,
+    /// Per declared field, in declaration order.
+    fields: Vec<Field>,
+    /// The track fields' columns, in the order the declaration names the track.
+    track_columns: Vec<usize>,
     /// The position column's index, if the header has one.
     position: Option<usize>,
     /// Columns in the header, so a record of another length is refused.
     n_columns: usize,
+}
+
+/// A declared field and where the header puts it.
+#[derive(Debug)]
+pub struct Field {
+    /// Its column index in the header.
+    pub column: usize,
+    pub name: String,
+    pub kind: FieldKind,
+    /// Its place in the track (the declaration's order), if it is a track field.
+    pub track_slot: Option<usize>,
 }
 
 impl Layout {
@@ -39,13 +52,24 @@ impl Layout {
             }
         }
         let mut fields = Vec::with_capacity(decl.fields.len());
-        for field in &decl.fields {
+        for (field_idx, field) in decl.fields.iter().enumerate() {
             let column = names
                 .iter()
                 .position(|n| *n == field.name)
                 .ok_or_else(|| format!("the header has no column for field {:?}", field.name))?;
-            fields.push((column, field.name.clone(), field.kind));
+            let track_slot = decl.track.iter().position(|&t| usize::from(t) == field_idx);
+            fields.push(Field {
+                column,
+                name: field.name.clone(),
+                kind: field.kind,
+                track_slot,
+            });
         }
+        let track_columns = decl
+            .track
+            .iter()
+            .map(|&t| fields[usize::from(t)].column)
+            .collect();
         let declares_position = decl.fields.iter().any(|f| f.name == POSITION_COLUMN);
         let position = if declares_position {
             None
@@ -54,6 +78,7 @@ impl Layout {
         };
         Ok(Layout {
             fields,
+            track_columns,
             position,
             n_columns: names.len(),
         })
@@ -64,35 +89,81 @@ impl Layout {
         self.position.is_some()
     }
 
-    /// One record as a row in declaration order, with its position if the header has one.
-    pub fn row(&self, record: &StringRecord) -> Result<(Option<u64>, Row), String> {
-        if record.len() != self.n_columns {
+    /// The position column's index, if the header has one.
+    pub fn position_column(&self) -> Option<usize> {
+        self.position
+    }
+
+    /// The declared fields in declaration order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// The track fields' columns, in the order the declaration names the track.
+    pub fn track_columns(&self) -> &[usize] {
+        &self.track_columns
+    }
+
+    /// Refuses a record whose length is not the header's.
+    pub fn check_len(&self, n_values: usize) -> Result<(), String> {
+        if n_values != self.n_columns {
             return Err(format!(
-                "expected {} values (one per header column), got {}",
+                "expected {} values (one per header column), got {n_values}",
                 self.n_columns,
-                record.len()
             ));
         }
-        let cell = |column: usize| record.get(column).unwrap_or_default();
-        let position = self
-            .position
-            .map(|column| {
-                let text = cell(column);
-                text.trim().parse::<u64>().map_err(|e| {
-                    format!("column {POSITION_COLUMN:?}: {text:?} is not a position (a u64): {e}")
-                })
-            })
-            .transpose()?;
-        let row = self
-            .fields
-            .iter()
-            .map(|(column, name, kind)| {
-                let text = cell(*column);
-                value(*kind, text)
-                    .map_err(|why| format!("field {name:?}: {text:?} is not a {kind}{why}"))
-            })
-            .collect::<Result<Row, String>>()?;
-        Ok((position, row))
+        Ok(())
+    }
+}
+
+/// The position column's cell as a position.
+pub fn position(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|e| format!("column {POSITION_COLUMN:?}: {text:?} is not a position (a u64): {e}"))
+}
+
+impl Field {
+    /// A cell of this field as a value; the error names the field and the text.
+    pub fn value(&self, text: &str) -> Result<Value, String> {
+        value(self.kind, text).map_err(|why| {
+            format!(
+                "field {:?}: {text:?} is not a {}{why}",
+                self.name, self.kind
+            )
+        })
+    }
+
+    /// A cell of this `u64` field.
+    pub fn u64(&self, text: &str) -> Result<u64, String> {
+        match self.value(text)? {
+            Value::U64(v) => Ok(v),
+            other => unreachable!("a u64 field parsed as {other:?}"),
+        }
+    }
+
+    /// A cell of this `i64` field.
+    pub fn i64(&self, text: &str) -> Result<i64, String> {
+        match self.value(text)? {
+            Value::I64(v) => Ok(v),
+            other => unreachable!("an i64 field parsed as {other:?}"),
+        }
+    }
+
+    /// A cell of this `f64` field.
+    pub fn f64(&self, text: &str) -> Result<f64, String> {
+        match self.value(text)? {
+            Value::F64(v) => Ok(v),
+            other => unreachable!("an f64 field parsed as {other:?}"),
+        }
+    }
+
+    /// A cell of this `bytes` field (hex).
+    pub fn bytes(&self, text: &str) -> Result<Vec<u8>, String> {
+        match self.value(text)? {
+            Value::Bytes(v) => Ok(v),
+            other => unreachable!("a bytes field parsed as {other:?}"),
+        }
     }
 }
 

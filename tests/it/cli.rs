@@ -290,6 +290,68 @@ fn a_position_column_groups_rows_and_positions_otherwise_continue() {
 }
 
 #[test]
+fn interleaved_tracks_and_spelling_read_back_in_csv_order() {
+    let s = runs_and_probes();
+    // Tracks alternate row by row and run in runs; numbers carry spaces, a sign, leading zeros
+    // and exponents (the text path's spellings), so every path a cell can take is taken.
+    let csv = "run,probe,t,v\n\
+               a,p,1,1.5\nb,q,1, 2.5\na,p,2,3e2\na,p, 3 ,+4\nb,q,002,-0.5\nb,q,3,1E-3\n";
+    s.ok(&["ingest", "c", "--batch", "4"], csv);
+    let rows = s.ok(&["query", "c"], "");
+    assert_eq!(
+        body(&rows),
+        [
+            "1,a,p,1,1.5",
+            "2,b,q,1,2.5",
+            "3,a,p,2,300.0",
+            "4,a,p,3,4.0",
+            "5,b,q,2,-0.5",
+            "6,b,q,3,0.001",
+        ]
+    );
+}
+
+#[test]
+fn a_position_going_back_within_a_batch_or_text_that_is_not_utf8_names_its_line() {
+    let s = runs_and_probes();
+    let csv = "position,run,probe,t,v\n7,a,p,1,1.0\n8,a,p,2,2.0\n6,a,p,3,3.0\n";
+    let run = s.run_with(&["ingest", "c"], csv);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("line 4: position 6 is below the stream's last position 8"),
+        "{run:?}"
+    );
+    assert!(
+        body(&s.ok(&["query", "c"], "")).is_empty(),
+        "nothing stored"
+    );
+
+    let mut csv = b"run,probe,t,v\na,p,1,1.0\na,p".to_vec();
+    csv.extend_from_slice(&[0xff, b',', b'2', b',', b'2', b'.', b'0', b'\n']);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--store", "store", "ingest", "c", "-"])
+        .current_dir(s.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&csv).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("line 3: field 2 is not valid UTF-8 (byte 1)"),
+        "{stderr}"
+    );
+    assert!(
+        body(&s.ok(&["query", "c"], "")).is_empty(),
+        "nothing stored"
+    );
+}
+
+#[test]
 fn query_narrows_by_track_prefix_and_position_range() {
     let s = runs_and_probes();
     let csv = "run,probe,t,v\n\
