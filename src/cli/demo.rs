@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use strata::{
     Aggregate, Config, FieldKind, FieldStat, Metrics, Row, Store, StoredRow, Stream, Survey, Value,
+    Values,
 };
 
 use super::args::DemoArgs;
@@ -52,6 +53,9 @@ const SHOWN_ROWS: usize = 3;
 const SURVEY_BUDGET_POINTS: u64 = 2000;
 /// Points in the survey printed as a table: a few buckets a field, so it fits a screen.
 const TABLE_BUDGET_POINTS: u64 = 48;
+/// The bytes of a row's measured values and axis as numbers (a u64 and two f64s), beside which
+/// the store's bytes per row are shown.
+const VALUE_BYTES_PER_ROW: u64 = 24;
 /// The picture of the one-track survey, inside the demo's folder.
 const SURVEY_SVG: &str = "survey.svg";
 
@@ -61,6 +65,7 @@ struct Ingested {
     n_batches: u64,
     elapsed: Duration,
     metrics: Metrics,
+    on_disk: OnDisk,
 }
 
 /// A timed read and what it answered.
@@ -181,20 +186,41 @@ fn declaration() -> Result<strata::StreamDecl, Failure> {
 }
 
 /// Publishes `n_ticks` of every track in batches (one position each), sealing every
-/// `seal_every` rows and at the end; times it all by the wall clock.
+/// `seal_every` rows and at the end; times it all by the wall clock. A batch is published as a
+/// host should publish: by columns (`Store::publish_columns`), one call per track, so staging
+/// is a copy of each column rather than a `Value` per field and a `String` per label.
 fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure> {
     let mut store = Store::open(dir, Config::default(), &[declaration()?])?;
     let bar = progress::rows(n_ticks * N_RUNS * N_PROBES);
     let start = Instant::now();
     let (mut n_rows, mut n_batches, mut n_unsealed) = (0, 0, 0);
     let mut tick = 0;
+    let mut columns = Columns::default();
+    let tracks: Vec<[Value; 2]> = (0..N_RUNS)
+        .flat_map(|run| {
+            (0..N_PROBES)
+                .map(move |probe| [Value::Str(run_label(run)), Value::Str(probe_label(probe))])
+        })
+        .collect();
     while tick < n_ticks {
         let ticks_end = (tick + TICKS_PER_BATCH).min(n_ticks);
-        let rows = batch(tick..ticks_end);
         n_batches += 1;
-        store.publish(STREAM, n_batches, &rows)?;
-        n_rows += rows.len() as u64;
-        n_unsealed += rows.len() as u64;
+        for (track_idx, track) in (0u64..).zip(&tracks) {
+            let (run, probe) = (track_idx / N_PROBES, track_idx % N_PROBES);
+            columns.fill(run, probe, tick..ticks_end);
+            store.publish_columns(
+                STREAM,
+                n_batches,
+                track,
+                &[
+                    Values::U64(&columns.t),
+                    Values::F64(&columns.value),
+                    Values::F64(&columns.temp),
+                ],
+            )?;
+            n_rows += columns.t.len() as u64;
+            n_unsealed += columns.t.len() as u64;
+        }
         if n_unsealed >= seal_every {
             store.seal()?;
             n_unsealed = 0;
@@ -205,26 +231,68 @@ fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure
     store.seal()?;
     let elapsed = start.elapsed();
     bar.finish_and_clear();
+    let metrics = store.metrics();
+    drop(store);
     Ok(Ingested {
         n_rows,
         n_batches,
         elapsed,
-        metrics: store.metrics(),
+        metrics,
+        on_disk: OnDisk::measure(dir)?,
     })
 }
 
-/// The rows of ticks `ticks` for every track: tick by tick, every run and probe.
-fn batch(ticks: std::ops::Range<u64>) -> Vec<Row> {
-    let n_rows = (ticks.end - ticks.start) * N_RUNS * N_PROBES;
-    let mut rows = Vec::with_capacity(usize::try_from(n_rows).unwrap_or(0));
-    for tick in ticks {
-        for run in 0..N_RUNS {
-            for probe in 0..N_PROBES {
-                rows.push(sample(run, probe, tick));
-            }
+/// One track's measured columns for a batch of ticks, reused from batch to batch.
+#[derive(Default)]
+struct Columns {
+    t: Vec<u64>,
+    value: Vec<f64>,
+    temp: Vec<f64>,
+}
+
+impl Columns {
+    fn fill(&mut self, run: u64, probe: u64, ticks: std::ops::Range<u64>) {
+        self.t.clear();
+        self.value.clear();
+        self.temp.clear();
+        for tick in ticks {
+            let (t, value, temp) = measure(run, probe, tick);
+            self.t.push(t);
+            self.value.push(value);
+            self.temp.push(temp);
         }
     }
-    rows
+}
+
+/// What the store's files hold on disk, counted from the files themselves.
+struct OnDisk {
+    n_files: u64,
+    n_bytes: u64,
+}
+
+impl OnDisk {
+    /// Every file under `dir` (the manifest, the segments, the lock), by its length.
+    fn measure(dir: &Path) -> Result<OnDisk, Failure> {
+        let cannot = |e: io::Error| Failure::new(format!("cannot measure ./{DEMO_DIR}: {e}"));
+        let mut on_disk = OnDisk {
+            n_files: 0,
+            n_bytes: 0,
+        };
+        let mut folders = vec![dir.to_owned()];
+        while let Some(folder) = folders.pop() {
+            for entry in fs::read_dir(&folder).map_err(cannot)? {
+                let entry = entry.map_err(cannot)?;
+                let meta = entry.metadata().map_err(cannot)?;
+                if meta.is_dir() {
+                    folders.push(entry.path());
+                } else {
+                    on_disk.n_files += 1;
+                    on_disk.n_bytes += meta.len();
+                }
+            }
+        }
+        Ok(on_disk)
+    }
 }
 
 fn run_label(run: u64) -> String {
@@ -235,22 +303,28 @@ fn probe_label(probe: u64) -> String {
     format!("probe_{probe}")
 }
 
-/// One deterministic sample: a sine per probe with a run's amplitude and a probe's phase, a
-/// little hashed noise, and a slowly drifting temperature.
+/// One deterministic sample as a row, in declaration order.
 fn sample(run: u64, probe: u64, tick: u64) -> Row {
+    let (t, value, temp) = measure(run, probe, tick);
+    vec![
+        Value::Str(run_label(run)),
+        Value::Str(probe_label(probe)),
+        Value::U64(t),
+        Value::F64(value),
+        Value::F64(temp),
+    ]
+}
+
+/// One deterministic sample's axis and measured values: a sine per probe with a run's
+/// amplitude and a probe's phase, a little hashed noise, and a slowly drifting temperature.
+fn measure(run: u64, probe: u64, tick: u64) -> (u64, f64, f64) {
     let (run_f, probe_f, tick_f) = (run as f64, probe as f64, tick as f64);
     // Periods of 5 to 13.75 s: a survey of the whole series shows each wave, not a blur.
     let period_ticks = 5000.0 + 1250.0 * probe_f;
     let noise = (unit(mix(run << 48 ^ probe << 40 ^ tick)) - 0.5) * 0.1;
     let value = (1.0 + 0.5 * run_f) * (TAU * tick_f / period_ticks + 0.7 * probe_f).sin() + noise;
     let temp = 20.0 + 1.5 * run_f + 0.1 * probe_f + 0.8 * (TAU * tick_f / 60_000.0).sin();
-    vec![
-        Value::Str(run_label(run)),
-        Value::Str(probe_label(probe)),
-        Value::U64(tick * SAMPLE_INTERVAL_US),
-        Value::F64(value),
-        Value::F64(temp),
-    ]
+    (tick * SAMPLE_INTERVAL_US, value, temp)
 }
 
 /// splitmix64's finaliser: a well-mixed u64 from any u64.
@@ -415,11 +489,19 @@ fn report(
     let syncs_per_barrier = m.barrier_syncs as f64 / m.barriers.max(1) as f64;
     let mut lines = vec![
         format!(
-            "ingested  {} rows in {} batches in {}: {} rows/s (wall clock, seals included)",
+            "ingested  {} rows in {} batches in {}: {} rows/s (wall clock, seals included; \
+             published by columns)",
             grouped(ingested.n_rows),
             grouped(ingested.n_batches),
             duration(ingested.elapsed),
             grouped_f64(per_second(ingested.n_rows, ingested.elapsed)),
+        ),
+        format!(
+            "on disk   {} bytes in {} files: {:.1} bytes per row (the values are {VALUE_BYTES_PER_ROW} \
+             bytes a row: t, value and temp)",
+            grouped(ingested.on_disk.n_bytes),
+            grouped(ingested.on_disk.n_files),
+            ingested.on_disk.n_bytes as f64 / ingested.n_rows.max(1) as f64,
         ),
         format!(
             "sealed    {} rows, {} bytes ({:.1} MiB) in {} barriers: {} syncs, {syncs_per_barrier:.1} per barrier",

@@ -503,6 +503,7 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
     assert!(out.contains("equal to what was published"), "{out}");
     for label in [
         "ingested ",
+        "on disk ",
         "sealed ",
         "reopened ",
         "query ",
@@ -519,6 +520,34 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
         }
     }
     assert!(cwd.path().join("strata-demo/manifest-000001").exists());
+    // Bytes per row on disk, as the files measure: every file of the store (the picture the
+    // demo draws afterwards is not the store's).
+    let on_disk = out.lines().find(|l| l.starts_with("on disk ")).unwrap();
+    let mut n_bytes = 0;
+    let mut folders = vec![cwd.path().join("strata-demo")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                folders.push(entry.path());
+            } else if entry.file_name() != "survey.svg" {
+                n_bytes += entry.metadata().unwrap().len();
+            }
+        }
+    }
+    assert_eq!(number_after(on_disk, "on disk"), n_bytes, "{on_disk}");
+    let per_row: f64 = on_disk
+        .split(": ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (per_row - n_bytes as f64 / 6400.0).abs() < 0.05 + 1e-9,
+        "{per_row} bytes per row, {n_bytes} bytes: {on_disk}"
+    );
+    assert!(on_disk.contains("bytes per row"), "{on_disk}");
     for aggregate in ["mean", "min", "max", "p50", "p99"] {
         let fold = out
             .lines()
