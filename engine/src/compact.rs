@@ -332,15 +332,9 @@ impl Store {
             let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
             self.check_partition(&reader, part_idx, entry)?;
             let positions = reader.positions(part_idx).map_err(unreadable)?;
-            merged
-                .rows
-                .positions
-                .extend(positions.iter().map(|v| v.get()));
+            merged.rows.positions.extend(positions.iter());
             let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
-            merged
-                .rows
-                .ordinals
-                .extend(ordinals.iter().map(|v| v.get()));
+            merged.rows.ordinals.extend(ordinals.iter());
             if let Some(axis) = reader.axis(part_idx).map_err(unreadable)? {
                 merged.rows.axis.extend(axis.iter().map(|v| v.get()));
             }

@@ -223,7 +223,7 @@ impl<'s> Cursor<'s> {
                 continue;
             }
             let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
-            self.ordinals = ordinals[rows.clone()].iter().map(|o| o.get()).collect();
+            self.ordinals = ordinals.iter_from(rows.start).take(rows.len()).collect();
             self.at = 0;
             self.run = Some(Run {
                 reader,
@@ -279,7 +279,11 @@ fn read_row(
     row_idx: usize,
 ) -> Result<StoredRow, EngineError> {
     let reader = &run.reader;
-    let position = reader.positions(run.part_idx).map_err(unreadable)?[row_idx].get();
+    let position = reader
+        .positions(run.part_idx)
+        .map_err(unreadable)?
+        .get(row_idx)
+        .expect("a run's rows are the partition's");
     let labels: Vec<&str> = track.labels().collect();
     let mut values = Vec::with_capacity(decl.fields.len());
     for (field_idx, field) in decl.fields.iter().enumerate() {
@@ -447,7 +451,7 @@ mod tests {
         let mut read: BTreeMap<TrackKey, Vec<StoredRow>> = BTreeMap::new();
         let mut read_runs = |runs: &[(TrackKey, u64, Run)], barriers: std::ops::Range<u64>| {
             for (track, _, run) in runs {
-                let barrier = run.reader.positions(run.part_idx).unwrap()[0].get() - 1;
+                let barrier = run.reader.positions(run.part_idx).unwrap().first().unwrap() - 1;
                 if barriers.contains(&barrier) {
                     for row_idx in run.rows.clone() {
                         let row = read_row(&decl, run, track, row_idx).unwrap();

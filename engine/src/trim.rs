@@ -248,7 +248,7 @@ impl Store {
             .axis(part_idx)
             .map_err(unreadable)?
             .unwrap_or_default();
-        let split = positions.partition_point(|p| p.get() <= horizon);
+        let split = positions.upper_bound(horizon);
         if axis.len() != positions.len() || split == 0 || split == positions.len() {
             return Err(EngineError::Unreadable {
                 source: strata_segment::SegmentError::mismatch(

@@ -1,6 +1,10 @@
 //! Writes the fuzz seed corpus: valid manifests and segments the fuzzers mutate from.
 //!
 //! `cargo run -p strata-segment --example fuzz_seeds -- fuzz/corpus`
+//!
+//! A seed already present is kept as it is: seeds written by an older format version are the
+//! fixtures that prove this build still reads that version (`two-partitions.seg` and the
+//! manifests claiming it are segment version 1).
 
 use std::path::PathBuf;
 
@@ -19,6 +23,16 @@ fn main() -> std::io::Result<()> {
     std::fs::create_dir_all(root.join("manifest"))?;
     std::fs::create_dir_all(root.join("segment"))?;
 
+    let write_new = |path: PathBuf, bytes: &[u8]| -> std::io::Result<()> {
+        if path.exists() {
+            return Ok(());
+        }
+        std::fs::write(path, bytes)
+    };
+    write_new(root.join("segment/run-blocks.seg"), &runs_segment().bytes)?;
+    if root.join("segment/two-partitions.seg").exists() {
+        return Ok(());
+    }
     let segment = seed_segment();
     std::fs::write(root.join("segment/two-partitions.seg"), &segment.bytes)?;
     let decl = StreamDecl {
@@ -69,6 +83,26 @@ fn main() -> std::io::Result<()> {
     log.truncate(log.len() - 7);
     std::fs::write(root.join("manifest/torn-tail.log"), &log)?;
     Ok(())
+}
+
+/// A partition as a store writes it, so its positions and ordinals are run blocks: three publish
+/// batches of four rows, ordinals stepping by 2 (two tracks interleaved), no axis.
+fn runs_segment() -> strata_segment::WrittenSegment {
+    let mut writer = SegmentWriter::new();
+    let track = TrackKey::encode(&["run_7"]).expect("a valid key");
+    let positions: Vec<u64> = (0..12).map(|i| 40 + i / 4).collect();
+    let ordinals: Vec<u64> = (0..12).map(|i| 7 + 2 * i).collect();
+    let values: Vec<u64> = (0..12).map(|i| i * i).collect();
+    writer.add_partition(&PartitionInput {
+        stream: "capture",
+        track: &track,
+        positions: &positions,
+        ordinals: &ordinals,
+        axis: None,
+        columns: vec![(2, ColumnData::U64(&values))],
+        cells: Vec::new(),
+    });
+    writer.finish()
 }
 
 fn seed_segment() -> strata_segment::WrittenSegment {

@@ -13,8 +13,17 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// The first 8 bytes of every segment.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
-/// The segment format version this build writes and reads.
-pub const SEGMENT_VERSION: u32 = 1;
+/// The segment format version this build writes.
+///
+/// Version 2 added the run-encoded row blocks ([`BlockKind::PositionRuns`],
+/// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
+/// version 1 file never holds a run block (the reader refuses one there), and a build that only
+/// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
+pub const SEGMENT_VERSION: u32 = 2;
+/// The oldest segment format version this build still reads.
+pub const SEGMENT_VERSION_MIN: u32 = 1;
+/// The first version whose files may hold run-encoded row blocks.
+pub const RUNS_VERSION: u32 = 2;
 /// The magic in the footer, so a file cut short is told from a complete one.
 pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.
@@ -133,6 +142,11 @@ pub enum BlockKind {
     Column = 4,
     /// Level cells, [`CellRecord`]s sorted by (field, level, cell index).
     Cells = 5,
+    /// The rows' positions as arithmetic runs, [`RunRecord`]s (version 2 on): the writer's
+    /// choice over [`BlockKind::Positions`] when it is smaller.
+    PositionRuns = 6,
+    /// The rows' ordinals as arithmetic runs, [`RunRecord`]s (version 2 on).
+    OrdinalRuns = 7,
 }
 
 impl BlockKind {
@@ -144,9 +158,41 @@ impl BlockKind {
             3 => Some(BlockKind::Axis),
             4 => Some(BlockKind::Column),
             5 => Some(BlockKind::Cells),
+            6 => Some(BlockKind::PositionRuns),
+            7 => Some(BlockKind::OrdinalRuns),
             _ => None,
         }
     }
+
+    /// The row column a row block holds, whichever its encoding: `Positions` for
+    /// [`BlockKind::PositionRuns`], `Ordinals` for [`BlockKind::OrdinalRuns`], itself otherwise.
+    #[must_use]
+    pub fn row_role(self) -> BlockKind {
+        match self {
+            BlockKind::PositionRuns => BlockKind::Positions,
+            BlockKind::OrdinalRuns => BlockKind::Ordinals,
+            other => other,
+        }
+    }
+}
+
+/// One arithmetic run of a run-encoded row block: the rows from the previous run's `end` (0 for
+/// the first run) up to `end`, exclusive, hold `start`, `start + step`, `start + 2 * step`, ...
+///
+/// `end` is cumulative rather than a count so that row `i`'s run is a binary search of the
+/// records straight from the map, with nothing decoded into memory.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub struct RunRecord {
+    /// The run's first value.
+    pub start: U64,
+    /// What each row adds to the one before it in the run.
+    pub step: U64,
+    /// One past the run's last row index in the partition; strictly increasing across runs,
+    /// the last equal to the partition's row count.
+    pub end: U64,
 }
 
 /// Where one block is and what it holds.
@@ -223,5 +269,6 @@ mod tests {
         assert_eq!(size_of::<BlockRecord>(), 32);
         assert_eq!(size_of::<PointRecord>(), 16);
         assert_eq!(size_of::<CellRecord>(), 104);
+        assert_eq!(size_of::<RunRecord>(), 24);
     }
 }

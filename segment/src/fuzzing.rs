@@ -5,6 +5,7 @@
 use strata_index::{Catalog, LOG_HEADER_LEN, encode_frame, parse_log};
 
 use crate::reader::{Column, SegmentReader};
+use crate::runs::Sequence;
 
 /// Every file of the fuzz corpus folder `dir`, sorted by name, with its bytes: what the replay
 /// tests feed the targets' entry points on stable, so a finding once saved stays fixed.
@@ -150,6 +151,34 @@ pub fn reseal(bytes: &mut [u8]) {
     bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// Rows a fuzzed sequence is walked through one by one; a run block may claim far more rows
+/// than it has bytes, and past this the ends and the searches are checked instead.
+const SEQUENCE_WALK_MAX: usize = 1 << 16;
+
+/// What a sequence the reader handed out promises, whatever bytes it came from: it runs from
+/// the directory's lo to its hi, in order (strictly for ordinals), and agrees with itself.
+fn check_sequence(seq: &Sequence<'_>, [lo, hi]: [u64; 2], strict: bool) {
+    let n = seq.len();
+    assert_eq!((seq.first(), seq.last()), (Some(lo), Some(hi)));
+    assert_eq!(seq.get(0), Some(lo));
+    assert_eq!(seq.get(n - 1), Some(hi));
+    assert_eq!(seq.get(n), None);
+    assert_eq!(seq.lower_bound(lo), 0);
+    assert_eq!(seq.upper_bound(hi), n);
+    assert_eq!(seq.iter().len(), n);
+    if n <= SEQUENCE_WALK_MAX {
+        let mut previous: Option<u64> = None;
+        for (row_idx, value) in seq.iter().enumerate() {
+            assert!(
+                previous.is_none_or(|p| if strict { p < value } else { p <= value }),
+                "row {row_idx} out of order"
+            );
+            assert_eq!(seq.get(row_idx), Some(value));
+            previous = Some(value);
+        }
+    }
+}
+
 fn read_all(bytes: &[u8]) {
     let Ok(reader) = SegmentReader::open("fuzz.seg", bytes) else {
         return;
@@ -158,14 +187,16 @@ fn read_all(bytes: &[u8]) {
         let n_rows = usize::try_from(info.entry.n_rows).expect("row count fits usize");
         if let Ok(positions) = reader.positions(part_idx) {
             assert_eq!(positions.len(), n_rows);
+            check_sequence(&positions, info.entry.positions, false);
             if let Ok(range) =
                 reader.position_range(part_idx, info.entry.positions[0], info.entry.positions[1])
             {
-                assert!(range.end <= n_rows);
+                assert_eq!(range, 0..n_rows, "the directory's range holds every row");
             }
         }
         if let Ok(ordinals) = reader.ordinals(part_idx) {
             assert_eq!(ordinals.len(), n_rows);
+            check_sequence(&ordinals, info.entry.ordinals, true);
         }
         if let Ok(Some(axis)) = reader.axis(part_idx) {
             assert_eq!(axis.len(), n_rows);

@@ -6,6 +6,7 @@ pub mod fuzzing;
 pub mod manifest;
 pub mod names;
 pub mod reader;
+pub mod runs;
 pub mod twophase;
 pub mod vfs;
 pub mod writer;
@@ -16,5 +17,6 @@ pub use manifest::{
     truncate_manifest,
 };
 pub use reader::{Column, PartitionInfo, SegmentReader, VarColumn};
+pub use runs::{Sequence, SequenceIter};
 pub use twophase::write_two_phase;
 pub use writer::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData, WrittenSegment};

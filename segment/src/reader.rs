@@ -20,8 +20,10 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::error::SegmentError;
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
-    MeasuredRecord, PartitionRecord, PointRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
+    MeasuredRecord, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEGMENT_MAGIC,
+    SEGMENT_VERSION, SEGMENT_VERSION_MIN,
 };
+use crate::runs::Sequence;
 
 const HEADER_LEN: usize = size_of::<Header>();
 const FOOTER_LEN: usize = size_of::<Footer>();
@@ -131,12 +133,12 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 format!("{len} bytes is too short"),
             ));
         }
-        check_header(path, file)?;
+        let version = check_header(path, file)?;
         let footer_at = len - FOOTER_LEN;
         let (dir_offset, dir_len, digest) = check_footer(path, file, footer_at)?;
         let directory = &file[dir_offset..dir_offset + dir_len];
         verify_crc(path, file, dir_offset, dir_len, "directory")?;
-        let (partitions, blocks) = parse_directory(path, directory, dir_offset)?;
+        let (partitions, blocks) = parse_directory(path, directory, dir_offset, version)?;
         let verified = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(SegmentReader {
             path: path.to_owned(),
@@ -193,14 +195,14 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         (0..self.blocks.len()).try_for_each(|block_idx| self.verified_block(block_idx).map(|_| ()))
     }
 
-    /// The positions of partition `part_idx`, in publish order.
-    pub fn positions(&self, part_idx: usize) -> Result<&[U64], SegmentError> {
-        self.u64_block(part_idx, BlockKind::Positions)
+    /// The positions of partition `part_idx`, in publish order, plain or run-encoded.
+    pub fn positions(&self, part_idx: usize) -> Result<Sequence<'_>, SegmentError> {
+        self.row_sequence(part_idx, BlockKind::Positions)
     }
 
-    /// The ordinals of partition `part_idx`.
-    pub fn ordinals(&self, part_idx: usize) -> Result<&[U64], SegmentError> {
-        self.u64_block(part_idx, BlockKind::Ordinals)
+    /// The ordinals of partition `part_idx`, plain or run-encoded.
+    pub fn ordinals(&self, part_idx: usize) -> Result<Sequence<'_>, SegmentError> {
+        self.row_sequence(part_idx, BlockKind::Ordinals)
     }
 
     /// The axis values of partition `part_idx`, if its stream has an axis.
@@ -219,8 +221,8 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         hi: u64,
     ) -> Result<Range<usize>, SegmentError> {
         let positions = self.positions(part_idx)?;
-        let start = positions.partition_point(|p| p.get() < lo);
-        let end = positions.partition_point(|p| p.get() <= hi).max(start);
+        let start = positions.lower_bound(lo);
+        let end = positions.upper_bound(hi).max(start);
         Ok(start..end)
     }
 
@@ -304,6 +306,21 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         Ok(slice_of(self.verified_block(block_idx)?))
     }
 
+    /// The positions or ordinals (`role`) of a partition, whichever way the block encodes them.
+    fn row_sequence(&self, part_idx: usize, role: BlockKind) -> Result<Sequence<'_>, SegmentError> {
+        let block_idx = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind.row_role() == role)
+            .expect("the directory parse checked every partition has its row blocks");
+        let payload = self.verified_block(block_idx)?;
+        Ok(if self.blocks[block_idx].kind == role {
+            Sequence::plain(slice_of(payload))
+        } else {
+            // The block's first read ran `check_runs` over these runs.
+            Sequence::checked_runs(slice_of::<RunRecord>(payload))
+        })
+    }
+
     /// The payload of block `block_idx`, after its crc and content checks (once per reader).
     fn verified_block(&self, block_idx: usize) -> Result<&[u8], SegmentError> {
         let block = self.blocks[block_idx];
@@ -375,7 +392,8 @@ fn decode_cell(path: &str, at: usize, r: &CellRecord) -> Result<Cell, SegmentErr
     })
 }
 
-fn check_header(path: &str, file: &[u8]) -> Result<(), SegmentError> {
+/// Checks the header; answers the file's format version.
+fn check_header(path: &str, file: &[u8]) -> Result<u32, SegmentError> {
     let (header, _) = Header::ref_from_prefix(file)
         .map_err(|_| SegmentError::malformed(path, 0, "no room for a header"))?;
     let got = crc32c::crc32c(&header.as_bytes()[..28]);
@@ -395,15 +413,15 @@ fn check_header(path: &str, file: &[u8]) -> Result<(), SegmentError> {
             "not a strata segment (bad magic)",
         ));
     }
-    if header.version.get() != SEGMENT_VERSION {
-        let version = header.version.get();
+    let version = header.version.get();
+    if !(SEGMENT_VERSION_MIN..=SEGMENT_VERSION).contains(&version) {
         return Err(SegmentError::malformed(
             path,
             8,
             format!("unsupported version {version}"),
         ));
     }
-    Ok(())
+    Ok(version)
 }
 
 /// Checks the footer; answers the directory's offset and length, and the file digest.
@@ -483,6 +501,7 @@ fn parse_directory(
     path: &str,
     directory: &[u8],
     dir_offset: usize,
+    version: u32,
 ) -> Result<(Vec<PartitionInfo>, Vec<BlockInfo>), SegmentError> {
     let bad =
         |at: usize, what: String| SegmentError::malformed(path, (dir_offset + at) as u64, what);
@@ -514,7 +533,7 @@ fn parse_directory(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            parse_block(r, dir_offset)
+            parse_block(r, dir_offset, version)
                 .map_err(|what| bad(blocks_at + i * size_of::<BlockRecord>(), what))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -561,7 +580,7 @@ fn parse_directory(
     Ok((partitions, blocks))
 }
 
-fn parse_block(r: &BlockRecord, data_end: usize) -> Result<BlockInfo, String> {
+fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockInfo, String> {
     let kind = BlockKind::from_code(r.kind).ok_or_else(|| format!("block kind code {}", r.kind))?;
     let offset = usize::try_from(r.offset.get()).map_err(|_| "block offset".to_owned())?;
     let len = usize::try_from(r.len.get()).map_err(|_| "block length".to_owned())?;
@@ -583,6 +602,11 @@ fn parse_block(r: &BlockRecord, data_end: usize) -> Result<BlockInfo, String> {
             .and_then(|n| n.checked_mul(8))
             .is_some_and(|o| o <= len),
         (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
+        // At least one run, and no more runs than rows (each run holds one at least).
+        (BlockKind::PositionRuns | BlockKind::OrdinalRuns, 0) => {
+            let run = size_of::<RunRecord>();
+            version >= RUNS_VERSION && len > 0 && len % run == 0 && len / run <= n_items
+        }
         _ => false,
     };
     if !sized {
@@ -651,7 +675,8 @@ fn parse_partition(
         1 => true,
         other => return Err(format!("axis flag {other}")),
     };
-    let count = |kind: BlockKind| own.iter().filter(|b| b.kind == kind).count();
+    // Positions and ordinals count as one whether plain or run-encoded.
+    let count = |kind: BlockKind| own.iter().filter(|b| b.kind.row_role() == kind).count();
     let rows_ok = own
         .iter()
         .filter(|b| b.kind != BlockKind::Cells)

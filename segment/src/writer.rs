@@ -12,8 +12,9 @@ use zerocopy::little_endian::{F64, U16, U32, U64};
 
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
-    MeasuredRecord, PartitionRecord, PointRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
+    MeasuredRecord, PartitionRecord, PointRecord, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
 };
+use crate::runs;
 
 /// A variable-length column (`str` or `bytes`): value `i` is `heap[offsets[i]..offsets[i + 1]]`.
 #[derive(Clone, Copy, Debug)]
@@ -176,20 +177,8 @@ impl SegmentWriter {
         let extent_offset = self.bytes.len() as u64;
         let first_block = self.blocks.len();
 
-        self.push_block(
-            BlockKind::Positions,
-            0,
-            0,
-            n_rows,
-            u64s(input.positions).as_bytes(),
-        );
-        self.push_block(
-            BlockKind::Ordinals,
-            0,
-            0,
-            n_rows,
-            u64s(input.ordinals).as_bytes(),
-        );
+        self.push_row_block(BlockKind::Positions, input.positions);
+        self.push_row_block(BlockKind::Ordinals, input.ordinals);
         let axis = input.axis.map(|axis| {
             assert_eq!(axis.len(), n_rows, "axis column length");
             assert!(axis.is_sorted(), "axis goes backwards");
@@ -321,6 +310,25 @@ impl SegmentWriter {
             self.push_block(BlockKind::Cells, 0, 0, records.len(), records.as_bytes());
         }
         u8::try_from(n_levels).expect("at most 65 levels")
+    }
+
+    /// Positions or ordinals, as runs when they take fewer bytes than a plain `u64` a row (a
+    /// tie stays plain: plain is read with no arithmetic at all).
+    fn push_row_block(&mut self, role: BlockKind, values: &[u64]) {
+        let n_rows = values.len();
+        let n_runs = runs::count_runs(values);
+        if n_runs * size_of::<RunRecord>() < size_of_val(values) {
+            let kind = match role {
+                BlockKind::Positions => BlockKind::PositionRuns,
+                BlockKind::Ordinals => BlockKind::OrdinalRuns,
+                other => unreachable!("{other:?} is not run-encoded"),
+            };
+            let records: Vec<RunRecord> = runs::runs_of(values).collect();
+            debug_assert_eq!(records.len(), n_runs);
+            self.push_block(kind, 0, 0, n_rows, records.as_bytes());
+        } else {
+            self.push_block(role, 0, 0, n_rows, u64s(values).as_bytes());
+        }
     }
 
     fn push_block(

@@ -65,7 +65,7 @@ fn rows_in(reader: &SegmentReader<Mapped>, track: &str) -> Vec<StoredRow> {
     };
     (0..positions.len())
         .map(|i| StoredRow {
-            position: positions[i].get(),
+            position: positions.get(i).unwrap(),
             values: vec![
                 Value::Str(track.to_owned()),
                 Value::U64(axis[i].get()),

@@ -7,6 +7,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod bytes_per_row;
 mod cli;
 mod columns;
 mod compact;

@@ -108,8 +108,8 @@ pub fn merge(fs: &SimFs, booted: &Booted, run: &str, inputs: &[u64]) -> Barrier 
         let path = format!("seg/{input:012}.seg");
         let reader = SegmentReader::open(&path, fs.live_bytes(&path).unwrap()).unwrap();
         let idx = reader.find(STREAM, &track).unwrap();
-        positions.extend(reader.positions(idx).unwrap().iter().map(|v| v.get()));
-        ordinals.extend(reader.ordinals(idx).unwrap().iter().map(|v| v.get()));
+        positions.extend(reader.positions(idx).unwrap().iter());
+        ordinals.extend(reader.ordinals(idx).unwrap().iter());
         let Some(Column::I64(column)) = reader.column(idx, 1).unwrap() else {
             panic!("field 1 is an i64 column");
         };

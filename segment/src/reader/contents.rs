@@ -7,6 +7,8 @@
 //! The promises, per block kind (`docs/format.md` has the table):
 //! - positions, axis: non-decreasing, first and last equal to the directory's lo and hi;
 //! - ordinals: strictly increasing, first and last equal to the directory's lo and hi;
+//! - position and ordinal runs: as above, decoded, and the runs hold exactly the partition's
+//!   rows with no value overflowing (`crate::runs::check_runs`);
 //! - `str`/`bytes` columns: offsets from 0 to the heap's end, non-decreasing; `str` is UTF-8;
 //! - a measured field's column: of the measured kind (checked with the directory) and, for
 //!   `f64`, finite (publish refuses anything else);
@@ -23,6 +25,7 @@ use zerocopy::little_endian::{F64, U64};
 
 use super::{BlockInfo, PartitionInfo, VarColumn, slice_of};
 use crate::format::{BlockKind, CellRecord, PointRecord};
+use crate::runs::{Order, check_runs};
 
 /// A broken promise: where in the payload it was found, and what it is.
 pub(super) type Fault = (usize, String);
@@ -37,6 +40,18 @@ pub(super) fn check_block_contents(
     match block.kind {
         BlockKind::Positions => check_u64s(slice_of(payload), entry.positions, false),
         BlockKind::Ordinals => check_u64s(slice_of(payload), entry.ordinals, true),
+        BlockKind::PositionRuns => check_runs(
+            slice_of(payload),
+            entry.n_rows,
+            Order::NonDecreasing,
+            entry.positions,
+        ),
+        BlockKind::OrdinalRuns => check_runs(
+            slice_of(payload),
+            entry.n_rows,
+            Order::Increasing,
+            entry.ordinals,
+        ),
         BlockKind::Axis => {
             let range = entry
                 .axis

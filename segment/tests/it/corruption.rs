@@ -34,7 +34,7 @@ fn read_everything(
     out
 }
 
-fn check_every_flip(parts: &[Part], mask: u8) {
+pub fn check_every_flip(parts: &[Part], mask: u8) {
     let written = write(parts);
     let clean_reader = SegmentReader::open(PATH, written.bytes.clone()).unwrap();
     let clean: Vec<String> = read_everything(&clean_reader, parts)

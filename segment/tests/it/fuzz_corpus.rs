@@ -39,6 +39,27 @@ fn the_seeds_are_valid_so_the_fuzzers_start_deep() {
     let reader = strata_segment::SegmentReader::open("seed", seed.as_slice()).unwrap();
     reader.verify_all().unwrap();
     assert_eq!(reader.partitions().len(), 2);
+    // It is also the fixture of segment format version 1, which this build still reads.
+    assert_eq!(seed[8..12], 1u32.to_le_bytes());
+    let (_, runs) = segments
+        .iter()
+        .find(|(p, _)| p.ends_with("run-blocks.seg"))
+        .unwrap();
+    let reader = strata_segment::SegmentReader::open("runs", runs.as_slice()).unwrap();
+    reader.verify_all().unwrap();
+    assert_eq!(runs[8..12], 2u32.to_le_bytes());
+    let positions = reader.positions(0).unwrap();
+    assert_eq!(positions.as_runs().map(<[_]>::len), Some(3));
+    assert_eq!(
+        positions.iter().collect::<Vec<_>>(),
+        [40, 40, 40, 40, 41, 41, 41, 41, 42, 42, 42, 42]
+    );
+    let ordinals = reader.ordinals(0).unwrap();
+    assert_eq!(ordinals.as_runs().map(<[_]>::len), Some(1));
+    assert_eq!(
+        ordinals.iter().collect::<Vec<_>>(),
+        (0..12).map(|i| 7 + 2 * i).collect::<Vec<u64>>()
+    );
     let manifests = corpus("manifest");
     let (_, log) = manifests
         .iter()
@@ -75,12 +96,7 @@ fn resealing_a_valid_segment_changes_nothing_and_reopens_a_mutated_one() {
     fuzzing::reseal(&mut mutated);
     let reader = strata_segment::SegmentReader::open("m", mutated.as_slice()).unwrap();
     reader.verify_all().unwrap();
-    let positions: Vec<u64> = reader
-        .positions(0)
-        .unwrap()
-        .iter()
-        .map(|p| p.get())
-        .collect();
+    let positions: Vec<u64> = reader.positions(0).unwrap().iter().collect();
     assert_ne!(
         positions,
         [0, 1, 2, 3, 4],

@@ -122,8 +122,17 @@ pub fn part(stream: String, track: TrackKey, ordinal_base: u64) -> impl Strategy
                 .enumerate()
                 .map(|(i, &k)| values(k, n).prop_map(move |v| (i as u16 + 1, v)))
                 .collect();
-            let steps = prop::collection::vec(prop_oneof![Just(0u64), 1u64..100], n);
-            let gaps = prop::collection::vec(1u64..4, n);
+            // Positions and ordinals either arbitrary or as a store writes them (batches of one
+            // position; ordinals stepping by the tracks interleaved), so that both the plain
+            // and the run-encoded blocks are written.
+            let steps = prop_oneof![
+                prop::collection::vec(prop_oneof![Just(0u64), 1u64..100], n),
+                prop::collection::vec(prop_oneof![15 => Just(0u64), 1 => 1u64..3], n),
+            ];
+            let gaps = prop_oneof![
+                prop::collection::vec(1u64..4, n),
+                (1u64..9).prop_map(move |gap| vec![gap; n]),
+            ];
             let axis_steps = prop::collection::vec(prop_oneof![Just(0u64), 1u64..1000], n);
             let (stream, track) = (stream.clone(), track.clone());
             (columns, steps, gaps, axis_steps, any::<u64>()).prop_map(
@@ -144,7 +153,7 @@ pub fn part(stream: String, track: TrackKey, ordinal_base: u64) -> impl Strategy
         })
 }
 
-fn build(
+pub fn build(
     stream: String,
     track: TrackKey,
     positions: Vec<u64>,

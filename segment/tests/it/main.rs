@@ -14,3 +14,4 @@ mod fuzz_corpus;
 mod generate;
 mod manifest;
 mod roundtrip;
+mod runs;

@@ -34,19 +34,9 @@ pub fn assert_reads_back<B: std::ops::Deref<Target = [u8]>>(
             info.entry.ordinals,
             [part.ordinals[0], *part.ordinals.last().unwrap()]
         );
-        let got: Vec<u64> = reader
-            .positions(idx)
-            .unwrap()
-            .iter()
-            .map(|v| v.get())
-            .collect();
+        let got: Vec<u64> = reader.positions(idx).unwrap().iter().collect();
         assert_eq!(got, part.positions);
-        let got: Vec<u64> = reader
-            .ordinals(idx)
-            .unwrap()
-            .iter()
-            .map(|v| v.get())
-            .collect();
+        let got: Vec<u64> = reader.ordinals(idx).unwrap().iter().collect();
         assert_eq!(got, part.ordinals);
         let got = reader
             .axis(idx)
