@@ -1217,6 +1217,13 @@ impl<'a> PartitionView<'a> {
         self.state.live(name, tier).is_some()
     }
 
+    /// The index of this partition among the partitions of file `name` (its manifest entry's,
+    /// which is the file directory's order), if the file holds a live tier of it: what a read
+    /// hands the file's reader instead of searching the file for the track.
+    pub fn part_idx(&self, name: FileName) -> Option<usize> {
+        self.state.segments.get(&name).map(|s| s.idx)
+    }
+
     /// Every segment with any live tier of this partition, oldest rows first (by lowest
     /// ordinal), each with whether it is whole: every tier it stores still live. Only whole
     /// segments can be merged, and a merge may not reach across one that is not.

@@ -1946,3 +1946,40 @@ fn floors_only_rise_outlive_their_track_and_survive_a_snapshot() {
     assert_eq!(rebuilt, without_retired(&cat));
     assert_eq!(rebuilt.floors_of("s", &key(&["a", "x"])), Some(&ax));
 }
+
+/// The index `part_idx` gives partition `track` of stream `s` in file `name`.
+fn idx_of(cat: &Catalog, track: &[&str], name: FileName) -> Option<usize> {
+    let view = cat.partitions("s", &key(track)).next().unwrap();
+    assert_eq!(view.track(), &key(track));
+    view.part_idx(name)
+}
+
+#[test]
+fn a_partition_knows_its_index_in_each_file_that_holds_it() {
+    let mut cat = base();
+    // File 4 lists s/[b,y] first and s/[a,x] second: the index is the file's, not the track's.
+    cat.apply(&rec(vec![Entry::AddFile(file(
+        4,
+        vec![
+            part("s", &["b", "y"], [3, 3], 1, 0),
+            part("s", &["a", "x"], [4, 4], 1, 1),
+        ],
+    ))]))
+    .unwrap();
+    assert_eq!(idx_of(&cat, &["a", "x"], 1), Some(0));
+    assert_eq!(idx_of(&cat, &["b", "y"], 1), Some(1));
+    assert_eq!(idx_of(&cat, &["b", "y"], 4), Some(0));
+    assert_eq!(idx_of(&cat, &["a", "x"], 4), Some(1));
+    // A file that does not hold the partition has no index for it.
+    assert_eq!(idx_of(&cat, &["a", "x"], 2), None);
+    // Nor does one whose every tier of it is retired.
+    cat.apply(&rec(vec![
+        retire(4, "s", &["b", "y"], Tier::Raw),
+        retire(4, "s", &["b", "y"], Tier::Level(0)),
+    ]))
+    .unwrap_err();
+    cat.apply(&rec(vec![retire(4, "s", &["b", "y"], Tier::Raw)]))
+        .unwrap();
+    assert_eq!(idx_of(&cat, &["b", "y"], 4), None);
+    assert_eq!(idx_of(&cat, &["a", "x"], 4), Some(1));
+}
