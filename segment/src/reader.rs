@@ -277,17 +277,25 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
         let start = records.partition_point(|r| key(r) < (field, level, *indexes.start()));
         let end = records.partition_point(|r| key(r) <= (field, level, *indexes.end()));
-        let offset = self.blocks[block_idx].offset;
-        records
-            .get(start..end.max(start))
-            .unwrap_or_default()
+        let found = records.get(start..end.max(start)).unwrap_or_default();
+        // The block's first read checked every record's kind code against the field's measured
+        // kind, and that it folds at least one row: decoding is a plain copy, which the
+        // compiler writes straight into the vector. (A fallible decode per cell, collected,
+        // built each cell on the stack and copied it through a stalled load: most of a
+        // survey's time, measured.)
+        let Some(&(_, kind)) = self
+            .partition(part_idx)
+            .measured
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let at = offset + (start + i) * size_of::<CellRecord>();
-                decode_cell(&self.path, at, r)
-            })
-            .collect()
+            .find(|&&(f, _)| f == field)
+        else {
+            debug_assert!(
+                found.is_empty(),
+                "the block check refused cells of an unmeasured field"
+            );
+            return Ok(Vec::new());
+        };
+        Ok(found.iter().map(|r| decode_cell(kind, r)).collect())
     }
 
     fn partition(&self, part_idx: usize) -> &PartitionInfo {
@@ -353,31 +361,13 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     }
 }
 
-fn decode_cell(path: &str, at: usize, r: &CellRecord) -> Result<Cell, SegmentError> {
-    let kind = match r.kind {
-        1 => NumKind::U64,
-        2 => NumKind::I64,
-        3 => NumKind::F64,
-        other => {
-            return Err(SegmentError::malformed(
-                path,
-                at as u64,
-                format!("cell kind code {other}"),
-            ));
-        }
-    };
-    if r.count.get() == 0 {
-        return Err(SegmentError::malformed(
-            path,
-            at as u64,
-            "a cell of zero rows",
-        ));
-    }
+/// A cell record of a verified block, whose field is of `kind`.
+fn decode_cell(kind: NumKind, r: &CellRecord) -> Cell {
     let point = |p: &PointRecord| Point {
         axis: p.axis.get(),
         value: Num::from_le_bytes(kind, p.value),
     };
-    Ok(Cell {
+    Cell {
         index: r.index.get(),
         bucket: Bucket {
             field: r.field.get(),
@@ -389,7 +379,7 @@ fn decode_cell(path: &str, at: usize, r: &CellRecord) -> Result<Cell, SegmentErr
             sum: r.sum.get(),
             sum_sq: r.sum_sq.get(),
         },
-    })
+    }
 }
 
 /// Checks the header; answers the file's format version.
