@@ -136,11 +136,19 @@ impl Store {
             });
         }
         let cells = [ladder.cell(lo, plan.level), ladder.cell(hi, plan.level)];
+        // Every field's cells in one pass over the files: each file is resolved once.
+        let runs: Vec<CellRun> = measured
+            .iter()
+            .map(|&field| CellRun {
+                field,
+                level: plan.level,
+                cells,
+            })
+            .collect();
+        let merged = self.selection_cells(stream, &prefix, &ladder, &runs)?;
         let mut fields = Vec::with_capacity(measured.len());
-        for &field in &measured {
-            let merged =
-                self.selection_cells(stream, &prefix, &ladder, field, plan.level, cells)?;
-            let buckets = regroup(merged, plan.group);
+        for (&field, cells) in measured.iter().zip(merged) {
+            let buckets = regroup(cells, plan.group);
             debug_assert!(buckets.len() as u64 <= plan.cells_per_field);
             fields.push(FieldBuckets {
                 field: field_name(decl, field),
@@ -226,14 +234,23 @@ impl Store {
                 });
             }
         }
-        decl.measured()
+        let measured = decl.measured();
+        let mut folded = match clamped {
+            Some(span) if aggregate.folds_levels() => {
+                self.folded_buckets(stream, &prefix, &ladder, &measured, span)?
+            }
+            _ => vec![None; measured.len()],
+        }
+        .into_iter();
+        measured
             .into_iter()
             .map(|field| {
+                let bucket = folded.next().flatten();
                 let value = match clamped {
                     None => None,
-                    Some(span) if aggregate.folds_levels() => self
-                        .folded_bucket(stream, &prefix, &ladder, field, span)?
-                        .and_then(|b| aggregate.folded(&b)),
+                    Some(_) if aggregate.folds_levels() => {
+                        bucket.and_then(|b| aggregate.folded(&b))
+                    }
                     Some(span) => {
                         let mut values = self.raw_values(stream, &prefix, field, span)?;
                         aggregate.scanned(&mut values)
@@ -279,12 +296,13 @@ impl Store {
                 unit: "axis value",
             });
         }
-        let cells = [ladder.cell(lo, level), ladder.cell(hi, level)];
-        let merged = self.selection_cells(stream, &prefix, &ladder, field_idx, level, cells)?;
-        Ok(merged
-            .into_iter()
-            .map(|(index, bucket)| Cell { index, bucket })
-            .collect())
+        let run = CellRun {
+            field: field_idx,
+            level,
+            cells: [ladder.cell(lo, level), ladder.cell(hi, level)],
+        };
+        let merged = self.selection_cells(stream, &prefix, &ladder, &[run])?;
+        Ok(merged.into_iter().next().unwrap_or_default())
     }
 
     fn axial(
@@ -332,31 +350,45 @@ impl Store {
         (lo <= hi).then_some([lo, hi])
     }
 
-    /// The cells of one field at one level, indexes in `cells` (inclusive), merged: within a
-    /// partition across its files oldest rows first, as a right fold (`s1 + (s2 + (.. + sn))`),
-    /// then across partitions in track-key order, cell by cell.
+    /// The cells each of `runs` asks for, merged: within a partition across its files oldest
+    /// rows first, as a right fold (`s1 + (s2 + (.. + sn))`), then across partitions in
+    /// track-key order, cell by cell. One answer per run, ascending by index.
     ///
     /// The right fold is what lets compaction merge the *newest* segments of a partition without
     /// changing an answer by a bit: an output merged from a suffix `sk..sn` holds exactly the
     /// inner term `sk + (.. + sn)`, so a read of `s1 .. sk-1, output` is the same expression. A
     /// left fold would be regrouped by such a merge, and an `f64` sum could round differently
     /// (docs/compaction.md).
+    ///
+    /// Files are visited once each, for every run at once: a file's reader is resolved (one
+    /// lock of the reader cache) and its partition checked once, at the index the catalog
+    /// records for it, never found by searching the file. Runs come back from a file sorted,
+    /// so merging is a linear pass over two sorted runs, with no map per cell.
     fn selection_cells(
         &self,
         stream: &str,
         prefix: &TrackKey,
         ladder: &Ladder,
-        field: u16,
-        level: u8,
-        cells: [u64; 2],
-    ) -> Result<BTreeMap<u64, Bucket>, EngineError> {
-        let mut merged: BTreeMap<u64, Bucket> = BTreeMap::new();
-        let span = [
-            ladder.span(level, cells[0]).map_or(u64::MAX, |s| s[0]),
-            ladder.span(level, cells[1]).map_or(u64::MAX, |s| s[1]),
-        ];
+        runs: &[CellRun],
+    ) -> Result<Vec<Vec<Cell>>, EngineError> {
+        let spans: Vec<[u64; 2]> = runs
+            .iter()
+            .map(|run| {
+                [
+                    ladder
+                        .span(run.level, run.cells[0])
+                        .map_or(u64::MAX, |s| s[0]),
+                    ladder
+                        .span(run.level, run.cells[1])
+                        .map_or(u64::MAX, |s| s[1]),
+                ]
+            })
+            .collect();
+        let mut merged: Vec<Vec<Cell>> = vec![Vec::new(); runs.len()];
+        let mut partition: Vec<Vec<Cell>> = vec![Vec::new(); runs.len()];
+        let mut wanted: Vec<bool> = vec![false; runs.len()];
+        let mut n_cells_read = 0u64;
         for view in self.catalog.partitions(stream, prefix) {
-            let mut partition: BTreeMap<u64, Bucket> = BTreeMap::new();
             // Without a level floor nothing retired a level tier here (a merge retires whole
             // segments, `trim_to` raw tiers only): the segments with a live level 0 are the
             // ones with every level live, already in order.
@@ -376,27 +408,39 @@ impl Store {
                 let Some([axis_lo, axis_hi]) = entry.axis else {
                     continue;
                 };
-                if entry.n_levels == 0 || axis_hi < span[0] || axis_lo > span[1] {
+                if entry.n_levels == 0 {
                     continue;
                 }
-                // The tier that answers `level` here: the level itself, or the segment's top
-                // (whose single cell a read lifts) above it. Retired: beneath the level's
-                // floor, which the read was checked against.
-                if !view.is_live(name, Tier::Level(level.min(entry.n_levels - 1))) {
+                // The tier that answers a run's level here: the level itself, or the
+                // segment's top (whose single cell a read lifts) above it. Retired: beneath
+                // the level's floor, which the read was checked against.
+                for ((want, run), span) in wanted.iter_mut().zip(runs).zip(&spans) {
+                    *want = axis_hi >= span[0]
+                        && axis_lo <= span[1]
+                        && view.is_live(name, Tier::Level(run.level.min(entry.n_levels - 1)));
+                }
+                if !wanted.contains(&true) {
                     continue;
                 }
-                let found =
-                    self.segment_cells(name, view.track(), entry, ladder, field, level, cells)?;
-                self.cells_read
-                    .fetch_add(found.len() as u64, Ordering::Relaxed);
-                for cell in found {
-                    prepend(&mut partition, cell.index, &cell.bucket);
+                let part_idx = view
+                    .part_idx(name)
+                    .expect("a live segment of a partition has its index");
+                let reader = self.reader(name)?;
+                self.check_partition(&reader, part_idx, entry)?;
+                for (i, run) in runs.iter().enumerate() {
+                    if !wanted[i] {
+                        continue;
+                    }
+                    let found = cells_in(&reader, part_idx, entry, ladder, *run)?;
+                    n_cells_read += found.len() as u64;
+                    partition[i] = merge_runs(found, std::mem::take(&mut partition[i]));
                 }
             }
-            for (index, bucket) in partition {
-                absorb(&mut merged, index, &bucket);
+            for (into, cells) in merged.iter_mut().zip(&mut partition) {
+                *into = merge_runs(std::mem::take(into), std::mem::take(cells));
             }
         }
+        self.cells_read.fetch_add(n_cells_read, Ordering::Relaxed);
         Ok(merged)
     }
 
@@ -419,53 +463,59 @@ impl Store {
     ) -> Result<Vec<Cell>, EngineError> {
         let (reader, part_idx) = self.partition_in(name, &entry.stream, track)?;
         self.check_partition(&reader, part_idx, entry)?;
-        let top = entry.n_levels - 1;
-        let (stored_level, stored_cells) = if level <= top {
-            (level, cells[0]..=cells[1])
-        } else {
-            (top, 0..=u64::MAX)
-        };
-        let stored = reader
-            .cells(part_idx, field, stored_level, stored_cells)
-            .map_err(unreadable)?;
-        check_on_grid(&reader, entry, ladder, stored_level, &stored)?;
-        Ok(if level <= top {
-            stored
-        } else {
-            stored
-                .into_iter()
-                .map(|c| Cell {
-                    index: lift(ladder, c.index, level - top),
-                    bucket: c.bucket,
-                })
-                .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
-                .collect()
-        })
+        cells_in(
+            &reader,
+            part_idx,
+            entry,
+            ladder,
+            CellRun {
+                field,
+                level,
+                cells,
+            },
+        )
     }
 
-    /// The level fold of one field over the whole level-0 cells `span` touches, from the fewest
-    /// stored cells: coarse cells inside, fine cells at the edges. Each piece of the
+    /// The level fold of each of `fields` over the whole level-0 cells `span` touches, from
+    /// the fewest stored cells: coarse cells inside, fine cells at the edges. Each piece of the
     /// decomposition is a run of cells of one level, read by one binary search per file, so the
     /// cost follows the cells stored in the runs, never the fanout (a run may span 2^64 cells).
-    fn folded_bucket(
+    /// Every field's runs are read in one pass over the files.
+    fn folded_buckets(
         &self,
         stream: &str,
         prefix: &TrackKey,
         ladder: &Ladder,
-        field: u16,
+        fields: &[u16],
         [lo, hi]: [u64; 2],
-    ) -> Result<Option<Bucket>, EngineError> {
-        let mut total: Option<Bucket> = None;
-        for (level, run) in decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout()) {
-            let cells = self.selection_cells(stream, prefix, ladder, field, level, run)?;
-            for bucket in cells.values() {
-                match &mut total {
-                    Some(t) => t.absorb(bucket),
-                    None => total = Some(*bucket),
+    ) -> Result<Vec<Option<Bucket>>, EngineError> {
+        let pieces = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
+        let runs: Vec<CellRun> = fields
+            .iter()
+            .flat_map(|&field| {
+                pieces.iter().map(move |&(level, cells)| CellRun {
+                    field,
+                    level,
+                    cells,
+                })
+            })
+            .collect();
+        let cells = self.selection_cells(stream, prefix, ladder, &runs)?;
+        assert_eq!(cells.len(), fields.len() * pieces.len());
+        Ok(cells
+            .chunks(pieces.len().max(1))
+            .map(|field_runs| {
+                // In decomposition order, which is axis order: the fold of the rows in order.
+                let mut total: Option<Bucket> = None;
+                for cell in field_runs.iter().flatten() {
+                    match &mut total {
+                        Some(t) => t.absorb(&cell.bucket),
+                        None => total = Some(cell.bucket),
+                    }
                 }
-            }
-        }
-        Ok(total)
+                total
+            })
+            .collect())
     }
 
     /// Checks what the level reads assume of a partition beyond what its file promises itself
@@ -479,7 +529,16 @@ impl Store {
         part_idx: usize,
         entry: &PartitionEntry,
     ) -> Result<(), EngineError> {
-        let info = &reader.partitions()[part_idx];
+        let Some(info) = reader.partitions().get(part_idx) else {
+            return Err(unreadable(SegmentError::Malformed {
+                path: reader.path().to_owned(),
+                offset: entry.offset,
+                what: format!(
+                    "no partition {part_idx} (of {:?} {:?}, as the manifest records)",
+                    entry.stream, entry.track
+                ),
+            }));
+        };
         let bad = |what: String| {
             unreadable(SegmentError::Malformed {
                 path: reader.path().to_owned(),
@@ -582,12 +641,23 @@ fn check_on_grid(
     level: u8,
     cells: &[Cell],
 ) -> Result<(), EngineError> {
+    // `Ladder::span` of each cell, with the width taken once. A width of 2^64 (saturated) has
+    // one cell, cell 0, holding every axis; otherwise the span is `index * width` onwards,
+    // clamped to the axis, and a cell that starts beyond the axis holds nothing.
+    let width = u64::try_from(ladder.width(level)).ok();
     for cell in cells {
         let b = &cell.bucket;
-        let inside = ladder.span(level, cell.index).is_some_and(|[lo, hi]| {
-            [b.first, b.last, b.min, b.max]
+        let span = match width {
+            None => (cell.index == 0).then_some([0, u64::MAX]),
+            Some(width) => cell
+                .index
+                .checked_mul(width)
+                .map(|start| [start, start.saturating_add(width - 1)]),
+        };
+        let inside = span.is_some_and(|[lo, hi]| {
+            [b.first.axis, b.last.axis, b.min.axis, b.max.axis]
                 .iter()
-                .all(|p| (lo..=hi).contains(&p.axis))
+                .all(|&axis| lo <= axis && axis <= hi)
         });
         if !inside {
             return Err(unreadable(SegmentError::Malformed {
@@ -607,11 +677,80 @@ fn check_on_grid(
     Ok(())
 }
 
-fn absorb(cells: &mut BTreeMap<u64, Bucket>, index: u64, bucket: &Bucket) {
-    cells
-        .entry(index)
-        .and_modify(|b| b.absorb(bucket))
-        .or_insert(*bucket);
+/// One run of cells a level read asks of every file: `field`'s cells of `level` with indexes
+/// in `cells` (inclusive).
+#[derive(Clone, Copy, Debug)]
+struct CellRun {
+    field: u16,
+    level: u8,
+    cells: [u64; 2],
+}
+
+/// The cells of `run` that partition `part_idx` of `reader` stores (checked already against
+/// `entry`), ascending by index, checked against the stream's grid. Above the segment's top
+/// level, its single top cell is the cell, under a coarser index.
+fn cells_in(
+    reader: &SegmentReader<Mapped>,
+    part_idx: usize,
+    entry: &PartitionEntry,
+    ladder: &Ladder,
+    CellRun {
+        field,
+        level,
+        cells,
+    }: CellRun,
+) -> Result<Vec<Cell>, EngineError> {
+    let top = entry.n_levels - 1;
+    let (stored_level, stored_cells) = if level <= top {
+        (level, cells[0]..=cells[1])
+    } else {
+        (top, 0..=u64::MAX)
+    };
+    let stored = reader
+        .cells(part_idx, field, stored_level, stored_cells)
+        .map_err(unreadable)?;
+    check_on_grid(reader, entry, ladder, stored_level, &stored)?;
+    Ok(if level <= top {
+        stored
+    } else {
+        stored
+            .into_iter()
+            .map(|c| Cell {
+                index: lift(ladder, c.index, level - top),
+                bucket: c.bucket,
+            })
+            .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
+            .collect()
+    })
+}
+
+/// Two runs of cells, each ascending by index, merged into one: where both hold an index, the
+/// cell is `earlier.merge(later)` (older rows, or an earlier partition, on the left). The step
+/// of both folds a read takes, as a linear pass.
+fn merge_runs(earlier: Vec<Cell>, later: Vec<Cell>) -> Vec<Cell> {
+    if earlier.is_empty() {
+        return later;
+    }
+    if later.is_empty() {
+        return earlier;
+    }
+    let mut out = Vec::with_capacity(earlier.len() + later.len());
+    let mut later = later.into_iter().peekable();
+    for cell in earlier {
+        while let Some(next) = later.next_if(|c| c.index < cell.index) {
+            out.push(next);
+        }
+        match later.next_if(|c| c.index == cell.index) {
+            Some(next) => out.push(Cell {
+                index: cell.index,
+                bucket: cell.bucket.merge(&next.bucket),
+            }),
+            None => out.push(cell),
+        }
+    }
+    out.extend(later);
+    debug_assert!(out.windows(2).all(|w| w[0].index < w[1].index));
+    out
 }
 
 /// Merges `older` in front of what `cells` holds at `index`: the step of a right fold, taken
@@ -629,12 +768,12 @@ fn lift(ladder: &Ladder, index: u64, up: u8) -> u64 {
 }
 
 /// Merges adjacent cells into groups of `group`, anchored at 0 (cell `c` joins group `c / group`).
-fn regroup(cells: BTreeMap<u64, Bucket>, group: u128) -> Vec<Bucket> {
+fn regroup(cells: Vec<Cell>, group: u128) -> Vec<Bucket> {
     if group == 1 {
-        return cells.into_values().collect();
+        return cells.into_iter().map(|c| c.bucket).collect();
     }
     let mut out: Vec<(u128, Bucket)> = Vec::new();
-    for (index, bucket) in cells {
+    for Cell { index, bucket } in cells {
         let g = u128::from(index) / group;
         match out.last_mut() {
             Some((last, merged)) if *last == g => merged.absorb(&bucket),
@@ -705,7 +844,70 @@ fn budget_error(error: strata_levels::BudgetError) -> EngineError {
 
 #[cfg(test)]
 mod tests {
-    use super::decompose;
+    use std::collections::BTreeMap;
+
+    use strata_levels::{Bucket, Cell, Num};
+
+    use super::{decompose, merge_runs};
+
+    #[test]
+    fn merging_two_sorted_runs_is_the_merge_of_each_index_earlier_first() {
+        // Runs drawn from a small pattern: each index present in the earlier run, the later,
+        // both or neither. Both runs place their row at the same axis, with the run as its
+        // value: on that axis tie `first` keeps the earlier row and `last` the later, so the
+        // order of a merge shows.
+        let bucket = |index: u64, run: u64| Bucket::of_row(0, index * 10, Num::U64(run));
+        for pattern in 0u32..4u32.pow(6) {
+            let (mut earlier, mut later) = (Vec::new(), Vec::new());
+            let mut reference: BTreeMap<u64, Bucket> = BTreeMap::new();
+            let mut p = pattern;
+            for index in 0..6 {
+                let (in_earlier, in_later) = match p % 4 {
+                    0 => (true, false),
+                    1 => (false, true),
+                    2 => (true, true),
+                    _ => (false, false),
+                };
+                p /= 4;
+                if in_earlier {
+                    earlier.push(Cell {
+                        index,
+                        bucket: bucket(index, 1),
+                    });
+                    reference.insert(index, bucket(index, 1));
+                }
+                if in_later {
+                    later.push(Cell {
+                        index,
+                        bucket: bucket(index, 2),
+                    });
+                    reference
+                        .entry(index)
+                        .and_modify(|b| b.absorb(&bucket(index, 2)))
+                        .or_insert(bucket(index, 2));
+                }
+            }
+            let merged = merge_runs(earlier, later);
+            let got: Vec<(u64, Bucket)> = merged.iter().map(|c| (c.index, c.bucket)).collect();
+            let want: Vec<(u64, Bucket)> = reference.into_iter().collect();
+            assert_eq!(got, want, "pattern {pattern}");
+        }
+        // Where both hold a cell, the earlier one's point comes first.
+        let both = merge_runs(
+            vec![Cell {
+                index: 7,
+                bucket: bucket(7, 1),
+            }],
+            vec![Cell {
+                index: 7,
+                bucket: bucket(7, 2),
+            }],
+        );
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].bucket.first.value, Num::U64(1));
+        assert_eq!(both[0].bucket.last.value, Num::U64(2));
+        assert_eq!(both[0].bucket.count, 2);
+    }
 
     /// The level-0 cells a cell covers, computed here.
     fn covered(level: u8, index: u64, fanout: u64) -> (u128, u128) {
