@@ -25,11 +25,11 @@
 //! ```
 
 pub use strata_engine::{
-    Aggregate, BeneathWindow, Bucket, Cell, CompactStep, Config, DEFAULT_LADDER, EngineError,
-    FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries, Metrics, Num,
-    OPEN_SEGMENTS_LIMIT, Point, Resource, Retention, Row, SegmentError, Series, ServeConfig,
-    Served, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey, Swept, Trimmed, Value,
-    Values, conformance,
+    Aggregate, BeneathWindow, Bucket, Cell, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
+    EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries,
+    Metrics, Num, OPEN_SEGMENTS_LIMIT, Point, QueryRows, QueryRuns, Resource, Retention, Row,
+    SegmentError, Series, ServeConfig, Served, Store, StoredRow, Stream, StreamDecl, StreamIntact,
+    Survey, Swept, Trimmed, Value, Values, conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

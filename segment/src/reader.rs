@@ -72,6 +72,15 @@ impl<'a> VarColumn<'a> {
         self.len() == 0
     }
 
+    /// The values of `rows` as a column of their own (the heap is shared, not copied);
+    /// `None` if `rows` reaches past the end.
+    pub fn slice(&self, rows: Range<usize>) -> Option<VarColumn<'a>> {
+        Some(VarColumn {
+            offsets: self.offsets.get(rows.start..=rows.end)?,
+            heap: self.heap,
+        })
+    }
+
     /// Value `row_idx`'s bytes, or `None` past the end.
     pub fn get(&self, row_idx: usize) -> Option<&'a [u8]> {
         let start = usize::try_from(self.offsets.get(row_idx)?.get()).ok()?;

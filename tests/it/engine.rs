@@ -843,3 +843,62 @@ fn ranges_that_hold_no_value_answer_nothing() {
     // The whole range still answers both rows.
     assert_eq!(store.query("capture", &[], ..).unwrap().len(), 2);
 }
+
+/// A block damaged part-way through a streamed read: the rows before it, then one `Err`
+/// naming the file, then nothing; never a wrong row, and `query` answers the error whole.
+#[test]
+fn a_streamed_read_ends_with_an_error_at_a_damaged_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    for (position, t) in [(1, 10), (2, 20)] {
+        let rows = [row("a", 1, t, 1.0), row("b", 2, t, 2.0)];
+        store.publish("capture", position, &rows).unwrap();
+        store.seal().unwrap();
+    }
+    drop(store);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path().join("seg"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    // The second barrier's file: its first block (past the 32-byte header) fails its crc.
+    let mut bytes = std::fs::read(&names[1]).unwrap();
+    bytes[32] ^= 0xff;
+    std::fs::write(&names[1], bytes).unwrap();
+    let store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+
+    // A prefix of the answer from the first file (a partition moves on to the second file when
+    // its rows there run out, before the merge has handed out the other's), then the error.
+    let items: Vec<_> = store.query_iter("capture", &[], ..).unwrap().collect();
+    let (error, rows) = items.split_last().unwrap();
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|r| r.as_ref().unwrap().values.clone())
+        .collect();
+    let first_file = [row("a", 1, 10, 1.0), row("b", 2, 10, 2.0)];
+    assert!(
+        !rows.is_empty() && first_file.starts_with(&rows),
+        "{items:?}"
+    );
+    let error = error.as_ref().unwrap_err();
+    assert!(matches!(error, EngineError::Unreadable { .. }), "{error}");
+    assert!(error.to_string().contains("checksum mismatch"), "{error}");
+
+    let runs: Vec<_> = store.query_runs("capture", &[], ..).unwrap().collect();
+    assert!(
+        runs.iter()
+            .take_while(|r| r.is_ok())
+            .all(|r| r.as_ref().unwrap().len() == 1)
+    );
+    assert!(runs.last().unwrap().is_err(), "{runs:?}");
+    assert_eq!(runs.iter().filter(|r| r.is_err()).count(), 1, "{runs:?}");
+
+    let whole = store.query("capture", &[], ..);
+    assert!(
+        matches!(whole, Err(EngineError::Unreadable { .. })),
+        "{whole:?}"
+    );
+    // A read that stops before the damaged file answers whole.
+    assert_eq!(store.query("capture", &[], ..=1).unwrap().len(), 2);
+}

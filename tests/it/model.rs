@@ -12,10 +12,11 @@ use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};
 use strata::conformance::suite_stream;
 use strata::index::{RawFloor, Tier, TrackKey};
+use strata::segment::Column;
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
-    Aggregate, BeneathWindow, Config, EngineError, FieldKind, MemorySeries, Row, Series,
-    ServeConfig, Served, Store, Stream, StreamDecl, Value,
+    Aggregate, BeneathWindow, ColumnRun, Config, EngineError, FieldKind, MemorySeries, Row, Series,
+    ServeConfig, Served, Store, StoredRow, Stream, StreamDecl, Value,
 };
 
 #[derive(Clone, Debug)]
@@ -636,9 +637,59 @@ fn compare_direct(store: &Store, model: &MemorySeries, lo: u64, top: u64, ran: &
                 &b,
                 &format!("op {i}: query of {selection:?} from {start}"),
             );
+            agree(
+                &rows_of_runs(store, selection, start),
+                &b,
+                &format!("op {i}: query_runs of {selection:?} from {start}"),
+            );
             ran.count(ROWS, &a.map_err(BeneathWindow::from));
         }
     }
+}
+
+/// The rows of a read as runs, rebuilt here from each run's columns.
+fn rows_of_runs(
+    store: &Store,
+    selection: &[&str],
+    start: u64,
+) -> Result<Vec<StoredRow>, EngineError> {
+    let runs = store.query_runs("capture", selection, start..)?;
+    let runs: Vec<ColumnRun> = runs.collect::<Result<_, _>>()?;
+    Ok(runs.iter().flat_map(|run| rows_of(store, run)).collect())
+}
+
+/// A run's rows of the suite's stream (`run` and `probe` the track, `t` the axis, `value` and
+/// `count` stored), built from its columns alone.
+fn rows_of(store: &Store, run: &ColumnRun) -> Vec<StoredRow> {
+    let decl = store.stream("capture").unwrap();
+    assert!(!run.is_empty(), "a query never yields an empty run");
+    let labels: Vec<&str> = run.track().labels().collect();
+    let t = run.axis().unwrap();
+    let (Some(Column::F64(value)), Some(Column::I64(count))) = (run.column(3), run.column(4))
+    else {
+        panic!("value and count are stored: {decl:?}")
+    };
+    assert!(
+        run.column(0).is_none() && run.column(2).is_none(),
+        "track and axis are not"
+    );
+    assert_eq!(
+        (t.len(), value.len(), count.len()),
+        (run.len(), run.len(), run.len())
+    );
+    run.positions()
+        .enumerate()
+        .map(|(row_idx, position)| StoredRow {
+            position,
+            values: vec![
+                Value::Str(labels[0].to_owned()),
+                Value::U64(labels[1].parse().unwrap()),
+                Value::U64(t[row_idx].get()),
+                Value::F64(value[row_idx].get()),
+                Value::I64(count[row_idx].get()),
+            ],
+        })
+        .collect()
 }
 
 fn floor_at(floor: u64, unit: &'static str) -> Result<(), EngineError> {
