@@ -1,15 +1,20 @@
 //! `strata --store DIR query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`: the
-//! sealed rows, in publish order.
+//! sealed rows, in publish order, streamed: each row is written as it is read
+//! (`Store::query_iter`), so memory does not grow with the rows printed. A block found damaged
+//! part-way ends the output there: stderr says why and the command exits 1.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::StoredRow;
+use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell};
-use super::{Failure, open_existing, quiet_pipe, usage_error};
+use super::{Failure, open_existing_with, quiet_pipe, usage_error};
+
+/// Segment readers a query keeps cached beyond the one each partition's cursor holds.
+const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
 
 pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
     let from = args.from.unwrap_or(0);
@@ -23,39 +28,96 @@ pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
         None | Some("") => Vec::new(),
         Some(track) => track.split(',').collect(),
     };
-    let store = open_existing(dir)?;
-    let rows = store.query(&args.stream, &selection, from..=to)?;
+    // A query reads each file once, in order: a file done with is let go (unmapped) rather
+    // than cached, so the pages of what was printed leave the process as the rows do.
+    let config = Config {
+        open_segments_max: QUERY_OPEN_SEGMENTS_MAX,
+        ..Config::default()
+    };
+    let store = open_existing_with(dir, config)?;
+    // The selection and the floors are checked here, before anything is written.
+    let rows = store.query_iter(&args.stream, &selection, from..=to)?;
     let names: Vec<&str> = store
         .stream(&args.stream)
         .map(|decl| decl.fields.iter().map(|f| f.name.as_str()).collect())
         .unwrap_or_default();
     let out = BufWriter::new(io::stdout().lock());
     let written = match args.format {
-        Format::Csv => write_csv(out, &names, &rows),
-        Format::Json => write_json(out, &names, &rows),
+        Format::Csv => write_csv(out, &names, rows),
+        Format::Json => write_json(out, &names, rows),
     };
-    quiet_pipe(written)?;
-    Ok(ExitCode::SUCCESS)
+    match written {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(Stop::Write(error)) => {
+            quiet_pipe(Err(error))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(Stop::Read(error)) => Err(error.into()),
+    }
+}
+
+/// Why writing the rows stopped short.
+enum Stop {
+    Write(io::Error),
+    /// The read failed part-way (after the rows before it were written).
+    Read(EngineError),
+}
+
+impl From<io::Error> for Stop {
+    fn from(error: io::Error) -> Stop {
+        Stop::Write(error)
+    }
+}
+
+impl From<serde_json::Error> for Stop {
+    fn from(error: serde_json::Error) -> Stop {
+        Stop::Write(error.into())
+    }
 }
 
 /// A header `position,<fields...>`, then one record per row.
-fn write_csv(out: impl Write, names: &[&str], rows: &[StoredRow]) -> io::Result<()> {
+fn write_csv(
+    out: impl Write,
+    names: &[&str],
+    rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
+) -> Result<(), Stop> {
     let mut writer = csv::Writer::from_writer(out);
     let header = std::iter::once(POSITION_COLUMN).chain(names.iter().copied());
     writer.write_record(header).map_err(csv_io)?;
     for row in rows {
+        let row = match row {
+            Ok(row) => row,
+            Err(error) => {
+                // What was read before the damage is on its way out, as in a pipe.
+                writer.flush()?;
+                return Err(Stop::Read(error));
+            }
+        };
         let cells = std::iter::once(row.position.to_string()).chain(row.values.iter().map(cell));
         writer.write_record(cells).map_err(csv_io)?;
     }
-    writer.flush()
+    Ok(writer.flush()?)
 }
 
 /// One JSON array, an object per row on its own line: `position` first, then the fields in
 /// declaration order (bytes as arrays of numbers). Written row by row, never built whole.
-fn write_json(mut out: impl Write, names: &[&str], rows: &[StoredRow]) -> io::Result<()> {
+fn write_json(
+    mut out: impl Write,
+    names: &[&str],
+    rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
+) -> Result<(), Stop> {
     out.write_all(b"[")?;
-    for (row_idx, row) in rows.iter().enumerate() {
-        out.write_all(if row_idx == 0 { b"\n" } else { b",\n" })?;
+    let mut n_rows = 0u64;
+    for row in rows {
+        let row = match row {
+            Ok(row) => row,
+            Err(error) => {
+                out.flush()?;
+                return Err(Stop::Read(error));
+            }
+        };
+        out.write_all(if n_rows == 0 { b"\n" } else { b",\n" })?;
+        n_rows += 1;
         write!(out, "{{\"{POSITION_COLUMN}\":{}", row.position)?;
         for (name, value) in names.iter().zip(&row.values) {
             out.write_all(b",")?;
@@ -65,8 +127,8 @@ fn write_json(mut out: impl Write, names: &[&str], rows: &[StoredRow]) -> io::Re
         }
         out.write_all(b"}")?;
     }
-    out.write_all(if rows.is_empty() { b"]\n" } else { b"\n]\n" })?;
-    out.flush()
+    out.write_all(if n_rows == 0 { b"]\n" } else { b"\n]\n" })?;
+    Ok(out.flush()?)
 }
 
 /// csv's error as the I/O error beneath it, so a closed pipe stays recognisable.

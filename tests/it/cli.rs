@@ -381,6 +381,40 @@ fn query_narrows_by_track_prefix_and_position_range() {
 }
 
 #[test]
+fn query_streams_and_a_damaged_block_part_way_ends_the_output_there_with_exit_1() {
+    let s = runs_and_probes();
+    // One partition, two barriers: a file each.
+    s.ok(
+        &["ingest", "c", "--seal-every", "2", "--no-compact"],
+        "run,probe,t,v\na,p,1,1.0\na,p,2,2.0\na,p,3,3.0\na,p,4,4.0\n",
+    );
+    let seg = s.dir.path().join("store/seg");
+    let names = names_in(&seg);
+    assert_eq!(names.len(), 2, "{names:?}");
+    // The second file's first block (just past the 32-byte header) no longer matches its crc.
+    let second = seg.join(&names[1]);
+    let mut bytes = std::fs::read(&second).unwrap();
+    bytes[32] ^= 0xff;
+    std::fs::write(&second, bytes).unwrap();
+    for (format, first) in [("csv", "1,a,p,1,1.0"), ("json", "{\"position\":1,")] {
+        let run = s.run(&["query", "c", "--format", format]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+        assert!(
+            run.stderr.contains(&names[1]) && run.stderr.contains("checksum mismatch"),
+            "the error names the file: {run:?}"
+        );
+        // The first file's rows were written before the damage was reached, and none after.
+        assert!(
+            run.stdout.lines().nth(1).unwrap().starts_with(first),
+            "{run:?}"
+        );
+        assert_eq!(run.stdout.lines().count(), 3, "{run:?}");
+        assert!(!run.stdout.contains("3.0"), "{run:?}");
+    }
+}
+
+#[test]
 fn seal_prints_each_watermark() {
     let s = runs_and_probes();
     s.ok(&["declare", "empty", "--field", "v:f64"], "");
