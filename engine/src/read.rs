@@ -89,6 +89,27 @@ impl Store {
         Ok((reader, part_idx))
     }
 
+    /// Segment `name`'s reader, and `stream`'s partition `track` at `part_idx` in it, the index
+    /// the catalog knows (no search of the file): checked to be that partition, else the file
+    /// is unreadable, never another partition's rows.
+    pub(crate) fn partition_at(
+        &self,
+        name: FileName,
+        stream: &str,
+        track: &TrackKey,
+        part_idx: usize,
+    ) -> Result<Arc<OpenSegment>, EngineError> {
+        let reader = self.reader(name)?;
+        let entry = reader.partitions().get(part_idx).map(|p| &p.entry);
+        if !entry.is_some_and(|e| e.stream == stream && e.track == *track) {
+            return Err(mismatch(
+                reader.path(),
+                format!("no partition {track:?} of {stream:?} at index {part_idx}"),
+            ));
+        }
+        Ok(reader)
+    }
+
     /// The open reader of segment `name`: the cached one, or opened now and cached (evicting
     /// the least recently used reader if the cache is at `open_segments_max`).
     pub(crate) fn reader(&self, name: FileName) -> Result<Arc<OpenSegment>, EngineError> {

@@ -303,10 +303,10 @@ impl Store {
         // One partition's runs need no merge, and so no ordinals.
         let merging = views.len() > 1;
         for view in views {
-            let files: Vec<FileName> = view
+            let files: Vec<(FileName, Option<usize>)> = view
                 .segments(strata_index::Tier::Raw)
                 .filter(|(_, entry)| entry.positions[1] >= lo && entry.positions[0] <= hi)
-                .map(|(name, _)| name)
+                .map(|(name, _)| (name, view.part_idx(name)))
                 .collect();
             let mut cursor = Cursor {
                 store: self,
@@ -372,8 +372,9 @@ struct Cursor<'s> {
     hi: u64,
     /// Whether other partitions merge with this one (then the ordinals are kept).
     merging: bool,
-    /// The partition's files not yet reached, in ordinal order.
-    files: std::vec::IntoIter<FileName>,
+    /// The partition's files not yet reached, in ordinal order, each with the partition's
+    /// index in it (as the catalog knows it: a live segment always has one).
+    files: std::vec::IntoIter<(FileName, Option<usize>)>,
     /// The segment being read, the partition's index in it and the rows the read wants.
     segment: Option<(Arc<OpenSegment>, usize, Range<usize>)>,
     /// The ordinals of those rows, when merging.
@@ -402,8 +403,16 @@ impl Cursor<'_> {
         // The finished segment's reader is let go before the next is opened, so a cursor
         // holds one map at a time.
         self.segment = None;
-        for name in self.files.by_ref() {
-            let (reader, part_idx) = self.store.partition_in(name, &self.decl.id, &self.track)?;
+        for (name, part_idx) in self.files.by_ref() {
+            let (reader, part_idx) = match part_idx {
+                Some(part_idx) => {
+                    let reader =
+                        self.store
+                            .partition_at(name, &self.decl.id, &self.track, part_idx)?;
+                    (reader, part_idx)
+                }
+                None => self.store.partition_in(name, &self.decl.id, &self.track)?,
+            };
             let rows = reader
                 .position_range(part_idx, self.lo, self.hi)
                 .map_err(unreadable)?;
