@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use rusqlite::Connection;
+use strata::segment::Column;
 use strata::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Values};
 
 const STREAM: &str = "series";
@@ -372,18 +373,38 @@ fn sql_avg(conn: &Connection) -> f64 {
         .expect("avg")
 }
 
-/// The rows of commits `first..first + RANGE_COMMITS`: their count and value sum.
+/// The rows of commits `first..first + RANGE_COMMITS` as column runs (slices of the mapped
+/// files): their count and value sum.
 fn range_read(store: &Store, first: u64) -> (u64, f64) {
-    let rows = store
-        .query(STREAM, &[], first..first + RANGE_COMMITS)
-        .expect("query");
-    let mut sum = 0.0;
-    for row in &rows {
+    let (mut n, mut sum) = (0u64, 0.0);
+    for run in store
+        .query_runs(STREAM, &[], first..first + RANGE_COMMITS)
+        .expect("query")
+    {
+        let run = run.expect("a run");
+        n += run.len() as u64;
+        let Some(Column::F64(values)) = run.column(1) else {
+            panic!("the value column is f64")
+        };
+        sum = values.iter().fold(sum, |s, v| s + v.get());
+    }
+    (n, sum)
+}
+
+/// The same rows one at a time, each a `StoredRow` (a position and a `Vec<Value>`).
+fn range_read_rows(store: &Store, first: u64) -> (u64, f64) {
+    let (mut n, mut sum) = (0u64, 0.0);
+    for row in store
+        .query_iter(STREAM, &[], first..first + RANGE_COMMITS)
+        .expect("query")
+    {
+        let row = row.expect("a row");
+        n += 1;
         if let strata::Value::F64(v) = row.values[1] {
             sum += v;
         }
     }
-    (rows.len() as u64, sum)
+    (n, sum)
 }
 
 fn sql_range(conn: &Connection, first: u64) -> (u64, f64) {
@@ -452,11 +473,16 @@ fn main() {
 
     let width = n.div_ceil(BUDGET / 4);
     let first = (commits - RANGE_COMMITS) / 2;
-    assert_eq!(
-        range_read(&strata.store, first).0,
-        sql_range(&sqlite.conn, first).0,
-        "both range reads answer as many rows"
-    );
+    let expected = sql_range(&sqlite.conn, first);
+    for (got, how) in [
+        (range_read(&strata.store, first), "runs"),
+        (range_read_rows(&strata.store, first), "rows"),
+    ] {
+        assert_eq!(
+            got, expected,
+            "strata's range read as {how} answers SQLite's rows"
+        );
+    }
     let shape = survey(&strata.store);
     let buckets = shape.fields[0].buckets.len();
     let m4 = sql_m4(&sqlite.conn, width);
@@ -495,6 +521,9 @@ fn main() {
         group.bench_function(BenchmarkId::new("range_read", "strata"), |b| {
             b.iter(|| range_read(&strata.store, first));
         });
+        group.bench_function(BenchmarkId::new("range_read", "strata_rows"), |b| {
+            b.iter(|| range_read_rows(&strata.store, first));
+        });
         group.bench_function(BenchmarkId::new("range_read", "sqlite"), |b| {
             b.iter(|| sql_range(&sqlite.conn, first));
         });
@@ -507,7 +536,7 @@ fn main() {
 
     // The table: each pair alternates, so both sides see the same load.
     const READS: usize = 41;
-    let pairs: [(&str, Timer, Timer, Timer); 3] = [
+    let pairs: [(&str, Timer, Timer, Timer); 4] = [
         (
             "survey, budget 4000 (warm)",
             &|| timed(|| survey(&strata.store)),
@@ -521,7 +550,13 @@ fn main() {
             &|| Duration::ZERO,
         ),
         (
-            "range read, 10^6 rows",
+            "range read, 10^6 rows as rows (`query_iter`)",
+            &|| timed(|| range_read_rows(&strata.store, first)),
+            &|| timed(|| sql_range(&sqlite.conn, first)),
+            &|| timed(|| memory_read(&range_words)),
+        ),
+        (
+            "range read, 10^6 rows as column runs (`query_runs`)",
             &|| timed(|| range_read(&strata.store, first)),
             &|| timed(|| sql_range(&sqlite.conn, first)),
             &|| timed(|| memory_read(&range_words)),
