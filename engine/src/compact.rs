@@ -37,7 +37,7 @@ use strata_index::{Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
-use strata_segment::{Column, SegmentError, SegmentWriter, write_two_phase};
+use strata_segment::{Column, FileSink, SegmentError, SegmentWriter, SyncedFile, TempFile};
 
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
@@ -123,36 +123,53 @@ impl Store {
             }
         })?;
         let name = self.next_name;
-        let written = {
-            let state = &self.streams[&pick.stream];
-            let mut writer = SegmentWriter::new();
-            writer.add_partition(&state.partition_input(&pick.track, &merged.rows, &merged.levels));
-            writer.finish()
-        };
         let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
         inputs.sort_unstable();
+        let file = NumberedName::segment(name).to_string();
+        // A handle of its own, so the synced temp does not borrow the store.
+        let vfs = std::sync::Arc::clone(&self.vfs);
+        let vfs: &dyn Vfs = vfs.as_ref();
+        // Streamed to its temp and synced there before its record exists: the record carries
+        // the output's digest and length.
+        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
+            let state = &self.streams[&pick.stream];
+            let input = state.partition_input(&pick.track, &merged.rows, &merged.levels);
+            let streamed = SegmentWriter::to_sink(FileSink::new(temp.file())).and_then(|mut w| {
+                w.write_partition(&input)?;
+                w.finish_streamed()
+            });
+            match streamed {
+                Ok((summary, _)) => Ok((summary, temp.sync()?)),
+                Err(source) => {
+                    let path = temp.tmp_path().to_owned();
+                    Err(temp.abandon(SegmentError::Io { path, source }))
+                }
+            }
+        });
+        let (summary, synced) = written.map_err(|error| self.poison(EngineError::write(error)))?;
         let record = Record {
             entries: vec![
                 Entry::Merge {
-                    file: written.claim(name),
+                    file: summary.claim(name),
                     inputs: inputs.clone(),
                 },
                 Entry::NameHigh(name),
             ],
         };
-        // As at a barrier: applied first, so a record the catalog refuses (our bug) never
-        // reaches the disk; if a write below fails the store is poisoned, and a poisoned store
-        // answers nothing from this catalog.
-        self.catalog
-            .apply(&record)
-            .map_err(|e| EngineError::Internal {
-                reason: format!("a compaction's own record was refused: {e}"),
-            })?;
-        self.write_merge(name, &written.bytes, &record)?;
+        // As at a barrier: applied before the output has its name, so a record the catalog
+        // refuses (our bug) never reaches the disk; if a write below fails the store is
+        // poisoned, and a poisoned store answers nothing from this catalog.
+        if let Err(e) = self.catalog.apply(&record) {
+            let reason = format!("a compaction's own record was refused: {e}");
+            let path = synced.final_path().to_owned();
+            synced.abandon(SegmentError::mismatch(&path, reason.clone()));
+            return Err(EngineError::Internal { reason });
+        }
+        self.claim_merge(synced, &record)?;
         self.next_name = name + 1;
         self.metrics.compaction_steps += 1;
         self.metrics.compaction_bytes_read += pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        self.metrics.compaction_bytes_written += written.bytes.len() as u64;
+        self.metrics.compaction_bytes_written += summary.len;
         let removed = self.remove_retired(&inputs)?;
         self.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
@@ -163,7 +180,7 @@ impl Store {
             inputs: pick.inputs.iter().map(|&(input, _)| input).collect(),
             removed,
             n_rows: merged.rows.positions.len() as u64,
-            bytes_written: written.bytes.len() as u64,
+            bytes_written: summary.len,
         }))
     }
 
@@ -421,22 +438,15 @@ impl Store {
     /// Writes the output two-phase, then appends its record and syncs it. A failure poisons the
     /// store; a frame that never reached the file whole is cut off and its segment removed, as
     /// at a barrier.
-    fn write_merge(
-        &mut self,
-        name: FileName,
-        bytes: &[u8],
-        record: &Record,
-    ) -> Result<(), EngineError> {
-        let file = NumberedName::segment(name).to_string();
-        let result = write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, bytes).and_then(|_| {
+    /// Publishes a merge's synced output, then appends the frame that claims it; a failure
+    /// poisons the store.
+    fn claim_merge(&mut self, synced: SyncedFile<'_>, record: &Record) -> Result<(), EngineError> {
+        let segment_path = synced.final_path().to_owned();
+        let result = synced.publish().and_then(|_| {
             let manifest_len = self.manifest.len();
             let frame_bytes = strata_index::encode_frame(record).len() as u64;
             self.manifest.append(record).inspect_err(|_| {
-                self.unwind_append(
-                    manifest_len,
-                    frame_bytes,
-                    &NumberedName::segment(name).path_in(SEG_DIR),
-                );
+                self.unwind_append(manifest_len, frame_bytes, &segment_path);
             })
         });
         result.map_err(|error| self.poison(EngineError::write(error)))

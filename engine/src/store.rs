@@ -13,8 +13,8 @@ use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
-    ManifestWriter, SegmentError, SegmentWriter, rewrite_manifest, truncate_manifest,
-    write_two_phase,
+    CountingSink, FileSink, ManifestWriter, SegmentError, SegmentSink, SegmentSummary,
+    SegmentWriter, SyncedFile, TempFile, rewrite_manifest, truncate_manifest,
 };
 
 use crate::config::Config;
@@ -359,15 +359,14 @@ impl Store {
 
     fn barrier(&mut self) -> Result<(), EngineError> {
         let name = self.next_name;
-        let mut writer = SegmentWriter::new();
         let mut rows = 0;
         let mut watermarks = Vec::new();
         for (id, state) in &self.streams {
-            for (key, staged) in &state.staged {
-                rows += staged.positions.len() as u64;
-                let levels = fold_partition(&state.decl, &state.stored, staged);
-                writer.add_partition(&state.partition_input(key, staged, &levels));
-            }
+            rows += state
+                .staged
+                .values()
+                .map(|staged| staged.positions.len() as u64)
+                .sum::<u64>();
             if let Some(position) = state.staged_position {
                 watermarks.push(Entry::Watermark {
                     stream: id.clone(),
@@ -375,22 +374,53 @@ impl Store {
                 });
             }
         }
-        let written = writer.finish();
-        let mut entries = vec![Entry::AddFile(written.claim(name))];
-        entries.extend(watermarks);
-        entries.push(Entry::NameHigh(name));
-        let record = Record { entries };
+        let barrier_record = |summary: &SegmentSummary| {
+            let mut entries = vec![Entry::AddFile(summary.claim(name))];
+            entries.extend(watermarks.iter().cloned());
+            entries.push(Entry::NameHigh(name));
+            Record { entries }
+        };
         // What is durable now, for the error if the writes below fail: they change nothing of it.
         let intact = self.intact();
-        // Applied first, in memory: a record the catalog refuses is a bug, and must never reach
-        // the disk as a claim (nothing is written, so nothing is poisoned). If the writes below
-        // fail, the store is poisoned, and a poisoned store answers nothing from this catalog.
-        self.catalog
-            .apply(&record)
-            .map_err(|e| EngineError::Internal {
-                reason: format!("the barrier's own record was refused: {e}"),
-            })?;
-        self.write_barrier(name, &written.bytes, &record, intact)?;
+        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
+        let file = NumberedName::segment(name).to_string();
+        // A handle of its own, so the synced temp does not borrow the store.
+        let vfs = Arc::clone(&self.vfs);
+        let vfs: &dyn Vfs = vfs.as_ref();
+        // The segment streams to its temp and is synced there before its record exists: the
+        // record carries the file's digest and length, known once the last byte has passed.
+        let written =
+            TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
+                match write_staged(&self.streams, FileSink::new(temp.file())) {
+                    Ok((summary, _)) => Ok((summary, temp.sync()?)),
+                    Err(e) => {
+                        let path = temp.tmp_path().to_owned();
+                        Err(temp.abandon(SegmentError::Io { path, source: e }))
+                    }
+                }
+            });
+        let (summary, synced) = match written {
+            Ok(written) => written,
+            Err(error) => {
+                // What the barrier would have needed: its length, counted without writing it.
+                let (counted, _) = write_staged(&self.streams, CountingSink::default())
+                    .expect("counting bytes does not fail");
+                let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
+                let needed = counted.len + frame_bytes;
+                return Err(self.failed_barrier(error, &segment_path, needed, intact));
+            }
+        };
+        let record = barrier_record(&summary);
+        // Applied before the file has its name: a record the catalog refuses is a bug, and must
+        // never reach the disk as a claim (the temp is removed; nothing is poisoned). If the
+        // writes below fail, the store is poisoned, and a poisoned store answers nothing from
+        // this catalog.
+        if let Err(e) = self.catalog.apply(&record) {
+            let reason = format!("the barrier's own record was refused: {e}");
+            synced.abandon(SegmentError::mismatch(&segment_path, reason.clone()));
+            return Err(EngineError::Internal { reason });
+        }
+        self.claim_barrier(synced, summary.len, &record, intact)?;
 
         self.next_name = name + 1;
         self.sweep_due = true;
@@ -401,7 +431,7 @@ impl Store {
         self.staged_bytes = 0;
         self.metrics.barriers += 1;
         self.metrics.rows_sealed += rows;
-        self.metrics.bytes_sealed += written.bytes.len() as u64;
+        self.metrics.bytes_sealed += summary.len;
         Ok(())
     }
 
@@ -417,22 +447,22 @@ impl Store {
             .collect()
     }
 
-    /// Writes barrier `name`: its segment two-phase, then the frame that claims it. A write that
-    /// fails leaves nothing of the barrier that nothing could claim (see `unwind_append`), and
-    /// its error says, for exhaustion, what the barrier needed and what is `intact`.
-    fn write_barrier(
+    /// Publishes the barrier's synced segment under its final name, then appends the frame
+    /// that claims it. A write that fails leaves nothing of the barrier that nothing could claim
+    /// (see `unwind_append`), and its error says, for exhaustion, what the barrier needed and
+    /// what is `intact`.
+    fn claim_barrier(
         &mut self,
-        name: FileName,
-        bytes: &[u8],
+        synced: SyncedFile<'_>,
+        segment_len: u64,
         record: &Record,
         intact: Vec<StreamIntact>,
     ) -> Result<(), EngineError> {
-        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
+        let segment_path = synced.final_path().to_owned();
         let frame_bytes = encode_frame(record).len() as u64;
-        let needed_bytes = bytes.len() as u64 + frame_bytes;
-        // write_two_phase removes its own names of the file before it reports a failure.
-        let file = NumberedName::segment(name).to_string();
-        if let Err(error) = write_two_phase(self.vfs.as_ref(), SEG_DIR, &file, bytes) {
+        let needed_bytes = segment_len + frame_bytes;
+        // publish removes its own names of the file before it reports a failure.
+        if let Err(error) = synced.publish() {
             return Err(self.failed_barrier(error, &segment_path, needed_bytes, intact));
         }
         let manifest_len = self.manifest.len();
@@ -690,4 +720,20 @@ fn snapshot_len(catalog: &Catalog) -> u64 {
         .map(|record| encode_frame(record).len())
         .sum();
     (LOG_HEADER_LEN + frames) as u64
+}
+
+/// Streams every staged partition to `sink` as one segment, folding each partition's levels as
+/// it is written, so a barrier holds one partition's levels at a time beside the staged rows.
+fn write_staged<S: SegmentSink>(
+    streams: &BTreeMap<String, StreamState>,
+    sink: S,
+) -> std::io::Result<(SegmentSummary, S)> {
+    let mut writer = SegmentWriter::to_sink(sink)?;
+    for state in streams.values() {
+        for (key, staged) in &state.staged {
+            let levels = fold_partition(&state.decl, &state.stored, staged);
+            writer.write_partition(&state.partition_input(key, staged, &levels))?;
+        }
+    }
+    writer.finish_streamed()
 }

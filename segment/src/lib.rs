@@ -18,5 +18,8 @@ pub use manifest::{
 };
 pub use reader::{Column, PartitionInfo, SegmentReader, VarColumn};
 pub use runs::{Sequence, SequenceIter};
-pub use twophase::write_two_phase;
-pub use writer::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData, WrittenSegment};
+pub use twophase::{SyncedFile, TempFile, write_two_phase};
+pub use writer::{
+    ColumnData, CountingSink, FieldCells, FileSink, PartitionInput, SegmentSink, SegmentSummary,
+    SegmentWriter, VarData, WrittenSegment,
+};

@@ -1,15 +1,24 @@
 //! Writes a segment: one file holding every partition a barrier touches.
 //!
-//! The writer assembles the file in memory (a barrier's bytes are bounded by what was staged,
-//! which is already in memory), computing each block's crc as it goes and the whole file's digest
-//! at the end. [`WrittenSegment::claim`] turns the result into the manifest entry that will claim
-//! it, so boot never has to open a segment.
+//! The writer streams: each block goes to a [`SegmentSink`] as it is produced (a file through a
+//! bounded buffer, or memory), its crc32c computed in the one pass that hands its bytes on, and
+//! the whole file's digest combined from the blocks' crcs (`crc32c_combine`) rather than read
+//! again. Columns go out as the caller's own bytes where the host is little-endian, as the file
+//! is: nothing the size of a column or of the file is copied or held. What the writer keeps is
+//! the directory (a record per partition and per block) until [`SegmentWriter::finish_streamed`]
+//! writes it and the footer; [`SegmentSummary::claim`] then turns what it learned into the
+//! manifest entry that will claim the file, so boot never has to open a segment.
+
+mod sink;
+
+use std::io;
 
 use strata_index::{FileEntry, FileName, PartitionEntry, TrackKey};
 use strata_levels::{Cell, NumKind};
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{F64, U16, U32, U64};
 
+pub use self::sink::{CountingSink, FileSink, SegmentSink, WRITE_CHUNK_BYTES, WRITE_DIRECT_BYTES};
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
     MeasuredRecord, PartitionRecord, PointRecord, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
@@ -93,7 +102,30 @@ pub struct PartitionInput<'a> {
     pub cells: Vec<FieldCells<'a>>,
 }
 
-/// A finished segment, ready for the two-phase write.
+/// What a segment written to a sink is: its length, digest and partitions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentSummary {
+    /// The file's length in bytes.
+    pub len: u64,
+    /// crc32c of the file up to the footer's digest field.
+    pub digest: u32,
+    /// What the manifest needs of each partition, in the order they were added.
+    pub partitions: Vec<PartitionEntry>,
+}
+
+impl SegmentSummary {
+    /// The manifest entry that claims this file under `name`.
+    pub fn claim(&self, name: FileName) -> FileEntry {
+        FileEntry {
+            name,
+            len: self.len,
+            digest: self.digest,
+            partitions: self.partitions.clone(),
+        }
+    }
+}
+
+/// A finished segment held in memory (tests, fuzz seeds, tools): the bytes and the summary.
 #[derive(Debug)]
 pub struct WrittenSegment {
     /// The whole file.
@@ -116,10 +148,62 @@ impl WrittenSegment {
     }
 }
 
-/// Builds one segment file from many partitions.
+/// The bytes on their way to the sink, and the checksums they make: the crc of the block being
+/// written and the digest of everything before it. Each byte is read once, for the block's crc;
+/// the digest takes the block's crc with `crc32c_combine`.
 #[derive(Debug)]
-pub struct SegmentWriter {
-    bytes: Vec<u8>,
+struct Out<S> {
+    sink: S,
+    /// Bytes put so far: the offset of the next byte in the file.
+    offset: u64,
+    /// crc32c of every byte before the current block.
+    digest: u32,
+    /// The current block's offset and the crc of its bytes so far.
+    block: Option<(u64, u32)>,
+}
+
+impl<S: SegmentSink> Out<S> {
+    /// Bytes outside any block (the header, the footer): they go into the digest directly.
+    fn put_unblocked(&mut self, bytes: &[u8]) -> io::Result<()> {
+        assert!(self.block.is_none(), "bytes between blocks inside a block");
+        self.digest = crc32c::crc32c_append(self.digest, bytes);
+        self.sink.put(bytes)?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn begin_block(&mut self) {
+        assert!(self.block.is_none(), "a block inside a block");
+        self.block = Some((self.offset, 0));
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let (_, crc) = self
+            .block
+            .as_mut()
+            .expect("payload bytes belong to a block");
+        *crc = crc32c::crc32c_append(*crc, bytes);
+        self.sink.put(bytes)?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Closes the block with its crc; answers its payload's offset and length.
+    fn end_block(&mut self) -> io::Result<(u64, u64)> {
+        let (start, crc) = self.block.take().expect("a block to end");
+        let len = self.offset - start;
+        let len_usize = usize::try_from(len).expect("a block written from memory fits usize");
+        self.digest = crc32c::crc32c_combine(self.digest, crc, len_usize);
+        self.put_unblocked(&crc.to_le_bytes())?;
+        debug_assert_eq!(BLOCK_CRC_LEN, 4);
+        Ok((start, len))
+    }
+}
+
+/// Builds one segment file from many partitions, streaming it to a sink.
+#[derive(Debug)]
+pub struct SegmentWriter<S = Vec<u8>> {
+    out: Out<S>,
     blocks: Vec<BlockRecord>,
     partitions: Vec<PartitionRecord>,
     heap: Vec<u8>,
@@ -133,8 +217,44 @@ impl Default for SegmentWriter {
 }
 
 impl SegmentWriter {
-    /// An empty segment (the header is written now; the footer at [`SegmentWriter::finish`]).
+    /// A segment written in memory.
+    ///
+    /// # Panics
+    /// Never: a `Vec` takes every byte.
     pub fn new() -> SegmentWriter {
+        SegmentWriter::to_sink(Vec::new()).expect("writing to memory does not fail")
+    }
+
+    /// Adds one partition's blocks (see [`SegmentWriter::write_partition`]).
+    ///
+    /// # Panics
+    /// As [`SegmentWriter::write_partition`].
+    pub fn add_partition(&mut self, input: &PartitionInput<'_>) {
+        self.write_partition(input)
+            .expect("writing to memory does not fail");
+    }
+
+    /// Writes the directory and the footer; answers the whole file.
+    ///
+    /// # Panics
+    /// Never: a `Vec` takes every byte.
+    pub fn finish(self) -> WrittenSegment {
+        let (summary, bytes) = self
+            .finish_streamed()
+            .expect("writing to memory does not fail");
+        debug_assert_eq!(summary.len, bytes.len() as u64);
+        WrittenSegment {
+            bytes,
+            digest: summary.digest,
+            partitions: summary.partitions,
+        }
+    }
+}
+
+impl<S: SegmentSink> SegmentWriter<S> {
+    /// A segment streamed to `sink`; the header goes to it now, the footer at
+    /// [`SegmentWriter::finish_streamed`].
+    pub fn to_sink(sink: S) -> io::Result<SegmentWriter<S>> {
         let mut header = Header {
             magic: SEGMENT_MAGIC,
             version: U32::new(SEGMENT_VERSION),
@@ -143,22 +263,40 @@ impl SegmentWriter {
             crc: U32::new(0),
         };
         header.crc = U32::new(crc32c::crc32c(&header.as_bytes()[..28]));
-        SegmentWriter {
-            bytes: header.as_bytes().to_vec(),
+        let mut out = Out {
+            sink,
+            offset: 0,
+            digest: 0,
+            block: None,
+        };
+        out.put_unblocked(header.as_bytes())?;
+        Ok(SegmentWriter {
+            out,
             blocks: Vec::new(),
             partitions: Vec::new(),
             heap: Vec::new(),
             summaries: Vec::new(),
-        }
+        })
     }
 
-    /// Adds one partition's blocks.
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.out.offset
+    }
+
+    /// Whether nothing is written yet (never: the header is written at once).
+    pub fn is_empty(&self) -> bool {
+        self.out.offset == 0
+    }
+
+    /// Writes one partition's blocks to the sink. A sink's error is returned as it is; the
+    /// file is then unfinished and the writer must be dropped.
     ///
     /// # Panics
     /// If the input breaks what staging guarantees: no rows, columns of different lengths,
     /// positions or axis going backwards, ordinals not increasing, cells out of order, or a
     /// (stream, track) already in this segment. These are bugs of the caller, not bad input.
-    pub fn add_partition(&mut self, input: &PartitionInput<'_>) {
+    pub fn write_partition(&mut self, input: &PartitionInput<'_>) -> io::Result<()> {
         let n_rows = input.positions.len();
         assert!(n_rows > 0, "a partition holds at least one row");
         assert_eq!(input.ordinals.len(), n_rows, "ordinals column length");
@@ -174,29 +312,31 @@ impl SegmentWriter {
                 .any(|s| s.stream == input.stream && s.track == *input.track),
             "partition added twice"
         );
-        let extent_offset = self.bytes.len() as u64;
+        let extent_offset = self.out.offset;
         let first_block = self.blocks.len();
 
-        self.push_row_block(BlockKind::Positions, input.positions);
-        self.push_row_block(BlockKind::Ordinals, input.ordinals);
-        let axis = input.axis.map(|axis| {
-            assert_eq!(axis.len(), n_rows, "axis column length");
-            assert!(axis.is_sorted(), "axis goes backwards");
-            self.push_block(BlockKind::Axis, 0, 0, n_rows, u64s(axis).as_bytes());
-            [axis[0], axis[n_rows - 1]]
-        });
+        self.push_row_block(BlockKind::Positions, input.positions)?;
+        self.push_row_block(BlockKind::Ordinals, input.ordinals)?;
+        let axis = match input.axis {
+            Some(axis) => {
+                assert_eq!(axis.len(), n_rows, "axis column length");
+                assert!(axis.is_sorted(), "axis goes backwards");
+                self.push_block(BlockKind::Axis, 0, 0, n_rows, |out| put_u64s(out, axis))?;
+                Some([axis[0], axis[n_rows - 1]])
+            }
+            None => None,
+        };
         for (field, column) in &input.columns {
             assert_eq!(column.n_rows(), n_rows, "column {field} length");
-            let payload = column_payload(column);
             self.push_block(
                 BlockKind::Column,
                 column.kind_code(),
                 *field,
                 n_rows,
-                &payload,
-            );
+                |out| put_column(out, column),
+            )?;
         }
-        let n_levels = self.push_cells(&input.cells);
+        let n_levels = self.push_cells(&input.cells)?;
 
         let measured: Vec<MeasuredRecord> = input
             .cells
@@ -210,7 +350,7 @@ impl SegmentWriter {
         let stream_offset = self.push_heap(input.stream.as_bytes());
         let track_offset = self.push_heap(input.track.as_bytes());
         let measured_offset = self.push_heap(measured.as_bytes());
-        let extent_len = self.bytes.len() as u64 - extent_offset;
+        let extent_len = self.out.offset - extent_offset;
         let positions = [input.positions[0], input.positions[n_rows - 1]];
         let ordinals = [input.ordinals[0], input.ordinals[n_rows - 1]];
         self.partitions.push(PartitionRecord {
@@ -243,49 +383,53 @@ impl SegmentWriter {
             offset: extent_offset,
             len: extent_len,
         });
+        Ok(())
     }
 
-    /// Writes the directory and the footer.
-    pub fn finish(mut self) -> WrittenSegment {
+    /// Writes the directory and the footer, and flushes the sink; answers what was written and
+    /// the sink (a file sink's file still wants its sync).
+    pub fn finish_streamed(mut self) -> io::Result<(SegmentSummary, S)> {
         let dir_header = DirHeader {
             n_partitions: u32_of(self.partitions.len()),
             n_blocks: u32_of(self.blocks.len()),
             heap_len: u32_of(self.heap.len()),
             reserved: U32::new(0),
         };
-        let mut directory = dir_header.as_bytes().to_vec();
-        directory.extend_from_slice(self.partitions.as_bytes());
-        directory.extend_from_slice(self.blocks.as_bytes());
-        directory.extend_from_slice(&self.heap);
-        let dir_offset = self.bytes.len() as u64;
-        self.append_block_bytes(&directory);
+        self.out.begin_block();
+        self.out.put(dir_header.as_bytes())?;
+        self.out.put(self.partitions.as_bytes())?;
+        self.out.put(self.blocks.as_bytes())?;
+        self.out.put(&self.heap)?;
+        let (dir_offset, dir_len) = self.out.end_block()?;
 
         let mut footer = Footer {
             dir_offset: U64::new(dir_offset),
-            dir_len: U64::new(directory.len() as u64),
+            dir_len: U64::new(dir_len),
             magic: FOOTER_MAGIC,
             digest: U32::new(0),
             crc: U32::new(0),
         };
-        let mut digest = crc32c::crc32c(&self.bytes);
-        digest = crc32c::crc32c_append(digest, &footer.as_bytes()[..24]);
+        let digest = crc32c::crc32c_append(self.out.digest, &footer.as_bytes()[..24]);
         footer.digest = U32::new(digest);
         footer.crc = U32::new(crc32c::crc32c(&footer.as_bytes()[..28]));
-        self.bytes.extend_from_slice(footer.as_bytes());
-        WrittenSegment {
-            bytes: self.bytes,
+        self.out.sink.put(footer.as_bytes())?;
+        self.out.offset += footer.as_bytes().len() as u64;
+        self.out.sink.flush()?;
+        let summary = SegmentSummary {
+            len: self.out.offset,
             digest,
             partitions: self.summaries,
-        }
+        };
+        Ok((summary, self.out.sink))
     }
 
-    fn push_cells(&mut self, fields: &[FieldCells<'_>]) -> u8 {
+    fn push_cells(&mut self, fields: &[FieldCells<'_>]) -> io::Result<u8> {
         let Some(first) = fields.first() else {
-            return 0;
+            return Ok(0);
         };
         let n_levels = first.levels.len();
-        let mut records: Vec<CellRecord> = Vec::new();
         let mut previous: Option<u16> = None;
+        let mut n_cells = 0;
         for field in fields {
             assert_eq!(
                 field.levels.len(),
@@ -297,24 +441,34 @@ impl SegmentWriter {
                 "measured fields out of order"
             );
             previous = Some(field.field);
-            for (level, cells) in field.levels.iter().enumerate() {
-                let level = u8::try_from(level).expect("at most 65 levels");
+            for cells in field.levels {
                 assert!(
                     cells.windows(2).all(|w| w[0].index < w[1].index),
                     "cells out of order"
                 );
-                records.extend(cells.iter().map(|cell| cell_record(field, level, cell)));
+                n_cells += cells.len();
             }
         }
-        if !records.is_empty() {
-            self.push_block(BlockKind::Cells, 0, 0, records.len(), records.as_bytes());
+        if n_cells > 0 {
+            self.push_block(BlockKind::Cells, 0, 0, n_cells, |out| {
+                // Record by record: a cell's record is its own bytes, and the sink gathers them.
+                for field in fields {
+                    for (level, cells) in field.levels.iter().enumerate() {
+                        let level = u8::try_from(level).expect("at most 65 levels");
+                        for cell in cells {
+                            out.put(cell_record(field, level, cell).as_bytes())?;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
         }
-        u8::try_from(n_levels).expect("at most 65 levels")
+        Ok(u8::try_from(n_levels).expect("at most 65 levels"))
     }
 
     /// Positions or ordinals, as runs when they take fewer bytes than a plain `u64` a row (a
     /// tie stays plain: plain is read with no arithmetic at all).
-    fn push_row_block(&mut self, role: BlockKind, values: &[u64]) {
+    fn push_row_block(&mut self, role: BlockKind, values: &[u64]) -> io::Result<()> {
         let n_rows = values.len();
         let n_runs = runs::count_runs(values);
         if n_runs * size_of::<RunRecord>() < size_of_val(values) {
@@ -323,40 +477,42 @@ impl SegmentWriter {
                 BlockKind::Ordinals => BlockKind::OrdinalRuns,
                 other => unreachable!("{other:?} is not run-encoded"),
             };
-            let records: Vec<RunRecord> = runs::runs_of(values).collect();
-            debug_assert_eq!(records.len(), n_runs);
-            self.push_block(kind, 0, 0, n_rows, records.as_bytes());
+            self.push_block(kind, 0, 0, n_rows, |out| {
+                let mut written = 0;
+                for run in runs::runs_of(values) {
+                    out.put(run.as_bytes())?;
+                    written += 1;
+                }
+                assert_eq!(written, n_runs, "the runs counted are the runs written");
+                Ok(())
+            })
         } else {
-            self.push_block(role, 0, 0, n_rows, u64s(values).as_bytes());
+            self.push_block(role, 0, 0, n_rows, |out| put_u64s(out, values))
         }
     }
 
+    /// Writes one block: its payload through `payload`, then its crc; records it.
     fn push_block(
         &mut self,
         kind: BlockKind,
         field_kind: u8,
         field: u16,
         n: usize,
-        payload: &[u8],
-    ) {
-        let offset = self.bytes.len() as u64;
-        self.append_block_bytes(payload);
+        payload: impl FnOnce(&mut Out<S>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.out.begin_block();
+        payload(&mut self.out)?;
+        let (offset, len) = self.out.end_block()?;
         self.blocks.push(BlockRecord {
             kind: kind as u8,
             field_kind,
             field: U16::new(field),
             reserved: U32::new(0),
             offset: U64::new(offset),
-            len: U64::new(payload.len() as u64),
+            len: U64::new(len),
             n_items: U64::new(n as u64),
         });
-    }
-
-    fn append_block_bytes(&mut self, payload: &[u8]) {
-        self.bytes.extend_from_slice(payload);
-        let crc = crc32c::crc32c(payload);
-        self.bytes.extend_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(BLOCK_CRC_LEN, 4);
+        Ok(())
     }
 
     fn push_heap(&mut self, bytes: &[u8]) -> U32 {
@@ -366,15 +522,47 @@ impl SegmentWriter {
     }
 }
 
-fn u64s(values: &[u64]) -> Vec<U64> {
-    values.iter().copied().map(U64::new).collect()
+/// How many values are converted at a time where the host's byte order is not the file's.
+#[cfg(not(target_endian = "little"))]
+const SWAP_BATCH: usize = 4096;
+
+/// Puts 8-byte numbers as the file holds them, little-endian: on a little-endian host their
+/// memory already is those bytes, and goes out as it is (no copy); elsewhere they are converted
+/// a batch at a time.
+fn put_words<S: SegmentSink, T: IntoBytes + zerocopy::Immutable + Copy>(
+    out: &mut Out<S>,
+    values: &[T],
+    #[cfg_attr(
+        target_endian = "little",
+        expect(unused_variables, reason = "no swap here")
+    )]
+    to_le: impl Fn(T) -> [u8; 8],
+) -> io::Result<()> {
+    #[cfg(target_endian = "little")]
+    {
+        out.put(values.as_bytes())
+    }
+    #[cfg(not(target_endian = "little"))]
+    {
+        let mut batch = Vec::with_capacity(SWAP_BATCH * 8);
+        for chunk in values.chunks(SWAP_BATCH) {
+            batch.clear();
+            batch.extend(chunk.iter().flat_map(|&v| to_le(v)));
+            out.put(&batch)?;
+        }
+        Ok(())
+    }
 }
 
-fn column_payload(column: &ColumnData<'_>) -> Vec<u8> {
+fn put_u64s<S: SegmentSink>(out: &mut Out<S>, values: &[u64]) -> io::Result<()> {
+    put_words(out, values, u64::to_le_bytes)
+}
+
+fn put_column<S: SegmentSink>(out: &mut Out<S>, column: &ColumnData<'_>) -> io::Result<()> {
     match column {
-        ColumnData::U64(v) => u64s(v).as_bytes().to_vec(),
-        ColumnData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        ColumnData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ColumnData::U64(v) => put_u64s(out, v),
+        ColumnData::I64(v) => put_words(out, v, i64::to_le_bytes),
+        ColumnData::F64(v) => put_words(out, v, f64::to_le_bytes),
         ColumnData::Str(var) | ColumnData::Bytes(var) => {
             assert_eq!(var.offsets.first(), Some(&0), "offsets start at 0");
             assert_eq!(
@@ -383,9 +571,8 @@ fn column_payload(column: &ColumnData<'_>) -> Vec<u8> {
                 "offsets end at the heap's length"
             );
             assert!(var.offsets.is_sorted(), "offsets go backwards");
-            let mut payload = u64s(var.offsets).as_bytes().to_vec();
-            payload.extend_from_slice(var.heap);
-            payload
+            put_u64s(out, var.offsets)?;
+            out.put(var.heap)
         }
     }
 }

@@ -15,3 +15,4 @@ mod generate;
 mod manifest;
 mod roundtrip;
 mod runs;
+mod streaming;
