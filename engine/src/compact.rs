@@ -134,7 +134,10 @@ impl Store {
         let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
             let state = &self.streams[&pick.stream];
             let input = state.partition_input(&pick.track, &merged.rows, &merged.levels);
-            let streamed = SegmentWriter::to_sink(FileSink::new(temp.file())).and_then(|mut w| {
+            let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
+            let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
+            let sink = FileSink::for_input(temp.file(), input_bytes);
+            let streamed = SegmentWriter::to_sink(sink).and_then(|mut w| {
                 w.write_partition(&input)?;
                 w.finish_streamed()
             });

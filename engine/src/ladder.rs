@@ -48,6 +48,12 @@ pub(crate) fn fold_partition(
     };
     let ladder = ladder_of(decl);
     let top = ladder.top_level(lo, hi);
+    // Level 0 has at most a cell per row, and at most the cells the axis range spans: room for
+    // that many is made once, so the fold never holds a vector and its doubled copy.
+    let spanned = ladder.cell(hi, 0) - ladder.cell(lo, 0);
+    let capacity = usize::try_from(spanned)
+        .map_or(usize::MAX, |s| s.saturating_add(1))
+        .min(staged.axis.len());
     decl.measured()
         .into_iter()
         .filter_map(|field| {
@@ -55,15 +61,18 @@ pub(crate) fn fold_partition(
             let kind = num_kind(decl.fields[usize::from(field)].kind)?;
             let axes = staged.axis.iter().copied();
             let mut levels = vec![match &staged.columns[column_idx] {
-                ColumnBuf::U64(v) => {
-                    ladder.fold_rows(field, axes.zip(v.iter().map(|&x| Num::U64(x))))
-                }
-                ColumnBuf::I64(v) => {
-                    ladder.fold_rows(field, axes.zip(v.iter().map(|&x| Num::I64(x))))
-                }
-                ColumnBuf::F64(v) => {
-                    ladder.fold_rows(field, axes.zip(v.iter().map(|&x| Num::F64(x))))
-                }
+                ColumnBuf::U64(v) => ladder.fold_rows_with_capacity(
+                    field,
+                    axes.zip(v.iter().map(|&x| Num::U64(x))),
+                    capacity,
+                ),
+                ColumnBuf::I64(v) => ladder.fold_rows_with_capacity(
+                    field,
+                    axes.zip(v.iter().map(|&x| Num::I64(x))),
+                    capacity,
+                ),
+                // The common measured kind, folded straight from the slices.
+                ColumnBuf::F64(v) => ladder.fold_f64_rows(field, &staged.axis, v, capacity),
                 ColumnBuf::Var { .. } => return None,
             }];
             for _ in 0..top {

@@ -389,16 +389,16 @@ impl Store {
         let vfs: &dyn Vfs = vfs.as_ref();
         // The segment streams to its temp and is synced there before its record exists: the
         // record carries the file's digest and length, known once the last byte has passed.
-        let written =
-            TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
-                match write_staged(&self.streams, FileSink::new(temp.file())) {
-                    Ok((summary, _)) => Ok((summary, temp.sync()?)),
-                    Err(e) => {
-                        let path = temp.tmp_path().to_owned();
-                        Err(temp.abandon(SegmentError::Io { path, source: e }))
-                    }
+        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
+            let sink = FileSink::for_input(temp.file(), self.staged_bytes);
+            match write_staged(&self.streams, sink) {
+                Ok((summary, _)) => Ok((summary, temp.sync()?)),
+                Err(e) => {
+                    let path = temp.tmp_path().to_owned();
+                    Err(temp.abandon(SegmentError::Io { path, source: e }))
                 }
-            });
+            }
+        });
         let (summary, synced) = match written {
             Ok(written) => written,
             Err(error) => {

@@ -338,6 +338,31 @@ pub fn count_runs(values: &[u64]) -> usize {
     RunsOf { values, at: 0 }.count()
 }
 
+/// The runs of `values` counted in one pass, and kept while they number at most `keep_max`.
+#[derive(Debug)]
+pub struct RunScan {
+    /// How many runs [`runs_of`] finds.
+    pub n_runs: usize,
+    /// The runs, if there are at most `keep_max` of them (else empty): the writer then needs no
+    /// second pass over the values.
+    pub runs: Vec<RunRecord>,
+}
+
+/// Counts the runs of `values`, keeping them if they number at most `keep_max`.
+pub fn scan_runs(values: &[u64], keep_max: usize) -> RunScan {
+    let mut runs = Vec::new();
+    let mut n_runs = 0;
+    for run in runs_of(values) {
+        n_runs += 1;
+        if n_runs <= keep_max {
+            runs.push(run);
+        } else if !runs.is_empty() {
+            runs = Vec::new();
+        }
+    }
+    RunScan { n_runs, runs }
+}
+
 /// The greedy arithmetic runs of `values` (each as long as its first two values' step lasts),
 /// as the records a run block stores.
 pub fn runs_of(values: &[u64]) -> impl Iterator<Item = RunRecord> + '_ {

@@ -18,7 +18,10 @@ use strata_levels::{Cell, NumKind};
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{F64, U16, U32, U64};
 
-pub use self::sink::{CountingSink, FileSink, SegmentSink, WRITE_CHUNK_BYTES, WRITE_DIRECT_BYTES};
+pub use self::sink::{
+    CountingSink, FileSink, SegmentSink, WRITE_CHUNK_BYTES, WRITE_CHUNK_MIN_BYTES,
+    WRITE_DIRECT_BYTES,
+};
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
     MeasuredRecord, PartitionRecord, PointRecord, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
@@ -300,11 +303,7 @@ impl<S: SegmentSink> SegmentWriter<S> {
         let n_rows = input.positions.len();
         assert!(n_rows > 0, "a partition holds at least one row");
         assert_eq!(input.ordinals.len(), n_rows, "ordinals column length");
-        assert!(input.positions.is_sorted(), "positions go backwards");
-        assert!(
-            input.ordinals.windows(2).all(|w| w[0] < w[1]),
-            "ordinals not increasing"
-        );
+        // The order of positions and ordinals is asserted where their blocks are made.
         assert!(
             !self
                 .summaries
@@ -468,27 +467,51 @@ impl<S: SegmentSink> SegmentWriter<S> {
 
     /// Positions or ordinals, as runs when they take fewer bytes than a plain `u64` a row (a
     /// tie stays plain: plain is read with no arithmetic at all).
+    ///
+    /// One pass over the values finds their runs; the staging invariant (positions never go
+    /// back, ordinals always climb) is then asserted over the runs, as the reader checks them,
+    /// rather than in passes of its own. Only a column of very many runs is read again.
+    ///
+    /// # Panics
+    /// If the values break that invariant.
     fn push_row_block(&mut self, role: BlockKind, values: &[u64]) -> io::Result<()> {
+        let (kind, order) = match role {
+            BlockKind::Positions => (BlockKind::PositionRuns, runs::Order::NonDecreasing),
+            BlockKind::Ordinals => (BlockKind::OrdinalRuns, runs::Order::Increasing),
+            other => unreachable!("{other:?} is not run-encoded"),
+        };
         let n_rows = values.len();
-        let n_runs = runs::count_runs(values);
-        if n_runs * size_of::<RunRecord>() < size_of_val(values) {
-            let kind = match role {
-                BlockKind::Positions => BlockKind::PositionRuns,
-                BlockKind::Ordinals => BlockKind::OrdinalRuns,
-                other => unreachable!("{other:?} is not run-encoded"),
-            };
-            self.push_block(kind, 0, 0, n_rows, |out| {
-                let mut written = 0;
-                for run in runs::runs_of(values) {
-                    out.put(run.as_bytes())?;
-                    written += 1;
-                }
-                assert_eq!(written, n_runs, "the runs counted are the runs written");
-                Ok(())
-            })
+        let ends = [values[0], values[n_rows - 1]];
+        let scan = runs::scan_runs(values, RUNS_KEPT_MAX);
+        let use_runs = scan.n_runs * size_of::<RunRecord>() < size_of_val(values);
+        if scan.runs.len() == scan.n_runs {
+            let checked = runs::check_runs(&scan.runs, n_rows as u64, order, ends);
+            assert!(checked.is_ok(), "{role:?} out of order: {checked:?}");
         } else {
-            self.push_block(role, 0, 0, n_rows, |out| put_u64s(out, values))
+            let ordered = match order {
+                runs::Order::NonDecreasing => values.is_sorted(),
+                runs::Order::Increasing => values.windows(2).all(|w| w[0] < w[1]),
+            };
+            assert!(ordered, "{role:?} out of order");
         }
+        if !use_runs {
+            return self.push_block(role, 0, 0, n_rows, |out| put_u64s(out, values));
+        }
+        self.push_block(kind, 0, 0, n_rows, |out| {
+            if scan.runs.len() == scan.n_runs {
+                return out.put(scan.runs.as_bytes());
+            }
+            let mut written = 0;
+            for run in runs::runs_of(values) {
+                out.put(run.as_bytes())?;
+                written += 1;
+            }
+            assert_eq!(
+                written, scan.n_runs,
+                "the runs counted are the runs written"
+            );
+            Ok(())
+        })
     }
 
     /// Writes one block: its payload through `payload`, then its crc; records it.
@@ -521,6 +544,10 @@ impl<S: SegmentSink> SegmentWriter<S> {
         offset
     }
 }
+
+/// The most runs of one column the writer keeps from its counting pass (24 KiB of them): more
+/// are counted, then written in a second pass, so no column's runs cost more memory than this.
+const RUNS_KEPT_MAX: usize = 1024;
 
 /// How many values are converted at a time where the host's byte order is not the file's.
 #[cfg(not(target_endian = "little"))]

@@ -53,11 +53,15 @@ pub const WRITE_CHUNK_BYTES: usize = 1 << 20;
 /// column into the buffer would cost a pass over its bytes for nothing.
 pub const WRITE_DIRECT_BYTES: usize = 64 << 10;
 
+/// The fewest bytes a [`FileSink`] sized by [`FileSink::for_input`] gathers: a page.
+pub const WRITE_CHUNK_MIN_BYTES: usize = 4 << 10;
+
 /// Appends a segment to a file in chunks: small pieces (run records, cells, crcs, the
 /// directory) are gathered up to [`WRITE_CHUNK_BYTES`], pieces of [`WRITE_DIRECT_BYTES`] or more
 /// (columns) are written straight from the caller's memory.
 ///
-/// The buffer grows only as far as the small pieces need, so a small segment holds little.
+/// The buffer is allocated once, at its full size, on the first small piece: it never holds a
+/// second, grown copy of itself.
 #[derive(Debug)]
 pub struct FileSink<'f> {
     file: &'f mut dyn VfsFile,
@@ -70,6 +74,15 @@ impl<'f> FileSink<'f> {
     /// A sink into `file` with the default chunk sizes.
     pub fn new(file: &'f mut dyn VfsFile) -> FileSink<'f> {
         FileSink::with_chunks(file, WRITE_CHUNK_BYTES, WRITE_DIRECT_BYTES)
+    }
+
+    /// A sink for a segment written from `input_bytes` of memory (what a seal stages): chunks
+    /// of a 32nd of that, from [`WRITE_CHUNK_MIN_BYTES`] to [`WRITE_CHUNK_BYTES`], so the buffer
+    /// stays a small part of the memory the write already needs; pieces of a chunk or more are
+    /// written as they are.
+    pub fn for_input(file: &'f mut dyn VfsFile, input_bytes: usize) -> FileSink<'f> {
+        let chunk = (input_bytes / 32).clamp(WRITE_CHUNK_MIN_BYTES, WRITE_CHUNK_BYTES);
+        FileSink::with_chunks(file, chunk, chunk)
     }
 
     /// A sink gathering up to `chunk_bytes` and writing pieces of `direct_bytes` or more
@@ -109,6 +122,9 @@ impl SegmentSink for FileSink<'_> {
                 self.file.write_all(chunk)?;
             }
             return Ok(());
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(self.chunk_bytes);
         }
         while !bytes.is_empty() {
             let room = self.chunk_bytes - self.buf.len();
