@@ -29,7 +29,7 @@ pub use strata_engine::{
     EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries,
     Metrics, Num, OPEN_SEGMENTS_LIMIT, Point, QueryRows, QueryRuns, Resource, Retention, Row,
     SegmentError, Series, ServeConfig, Served, Store, StoredRow, Stream, StreamDecl, StreamIntact,
-    Survey, Swept, Trimmed, Value, Values, conformance,
+    Survey, SurveyFill, Swept, Trimmed, Value, Values, conformance,
 };
 pub use strata_index as index;
 pub use strata_levels as levels;

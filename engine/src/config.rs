@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use strata_levels::SurveyFill;
+
 use crate::error::EngineError;
 use crate::retention::Retention;
 
@@ -66,6 +68,11 @@ pub struct Config {
     /// (docs/retention.md). A stream named here must be declared, and its retention must fit
     /// its declaration; anything else is refused at open (`EngineError::Config`).
     pub retention: BTreeMap<String, Retention>,
+    /// Which plan answers a survey: the contract's finest level that fits the budget (the
+    /// default, so that adapters written from the contract answer alike, bucket for bucket),
+    /// or groups of a finer level that spend most of the budget (`SurveyFill::Spend`;
+    /// docs/levels.md). Floors apply to either alike.
+    pub survey_fill: SurveyFill,
 }
 
 impl Default for Config {
@@ -80,6 +87,7 @@ impl Default for Config {
             compact_step_bytes_max: 32 << 20,
             open_segments_max: 1024,
             retention: BTreeMap::new(),
+            survey_fill: SurveyFill::FinestLevel,
         }
     }
 }

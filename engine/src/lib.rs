@@ -39,7 +39,7 @@ pub use series::{BeneathWindow, Series};
 pub use served::{ServeConfig, Served};
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl};
-pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point};
+pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point, SurveyFill};
 pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};
 pub use trim::Trimmed;

@@ -13,7 +13,9 @@ use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_index::{RawFloor, StreamDecl, TrackKey, validate_label};
-use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, plan};
+use strata_levels::{
+    Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, SurveyFill, plan, plan_with,
+};
 
 use crate::error::EngineError;
 use crate::read::StoredRow;
@@ -121,6 +123,8 @@ impl MemStream {
 #[derive(Clone, Debug, Default)]
 pub struct MemorySeries {
     streams: Arc<Mutex<BTreeMap<String, MemStream>>>,
+    /// Which plan answers a survey: `Config::survey_fill`'s twin.
+    fill: SurveyFill,
 }
 
 impl MemorySeries {
@@ -140,6 +144,15 @@ impl MemorySeries {
             .collect();
         MemorySeries {
             streams: Arc::new(Mutex::new(map)),
+            fill: SurveyFill::FinestLevel,
+        }
+    }
+
+    /// `new`, surveying as `fill` asks (as a store with `Config::survey_fill` set to it).
+    pub fn with_fill(streams: &[StreamDecl], fill: SurveyFill) -> MemorySeries {
+        MemorySeries {
+            fill,
+            ..MemorySeries::new(streams)
         }
     }
 
@@ -529,7 +542,8 @@ impl MemorySeries {
     }
 
     /// `Store::survey`, from the rows: the finest level whose cells over the span fit the
-    /// budget; where partitions were retired with levels, the first level from there up whose
+    /// budget, or the plan `with_fill` chose (falling back to the finest level's where the
+    /// chosen level is retired beneath the start); where partitions were retired with levels, the first level from there up whose
     /// floor the span's start is at or above, else refused with the least of those floors.
     pub fn survey(
         &self,
@@ -565,13 +579,30 @@ impl MemorySeries {
                 strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
                 return Ok(empty());
             };
-            let mut plan = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
+            let finest = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
                 .map_err(budget_error)?;
+            let mut plan = plan_with(
+                self.fill,
+                &ladder,
+                LEVELS_MAX,
+                [lo, hi],
+                budget,
+                measured.len(),
+            )
+            .map_err(budget_error)?;
+            let from = if start == Bound::Unbounded { 0 } else { lo };
+            if plan != finest
+                && m.level_floor(&track, plan.level)
+                    .is_some_and(|f| beneath(from, f))
+            {
+                // A spent plan on a level retired beneath the start: the finest-level rule's
+                // answer or refusal instead.
+                plan = finest;
+            }
             if retired_levels {
                 let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
                     .filter_map(|level| Some((level, m.level_floor(&track, level)?)))
                     .collect();
-                let from = if start == Bound::Unbounded { 0 } else { lo };
                 let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| !beneath(from, floor))
                 else {
                     let floor = floors.iter().map(|&(_, f)| f).min().unwrap_or(u64::MAX);

@@ -11,7 +11,9 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 use strata_index::{FileName, PartitionEntry, StreamDecl, Tier, TrackKey};
-use strata_levels::{Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, NumKind, plan};
+use strata_levels::{
+    Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, NumKind, Plan, plan, plan_with,
+};
 use strata_segment::vfs::Mapped;
 use strata_segment::{Column, SegmentError, SegmentReader};
 
@@ -32,9 +34,11 @@ pub struct FieldBuckets {
 /// A budgeted display read: buckets grouped by field in declaration order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Survey {
-    /// The level whose cells answer (the finest that fits the budget).
+    /// The level whose cells answer: the finest that fits the budget, or, with
+    /// `SurveyFill::Spend`, a finer one whose cells are grouped.
     pub level: u8,
-    /// Adjacent cells merged per answer bucket (1: none).
+    /// Adjacent cells of `level` merged per answer bucket, anchored at 0 (cell `c` joins
+    /// group `c / group`; 1: none merge).
     pub group: u128,
     /// The axis span answered, after clamping unbounded ends to the recorded range.
     pub span: Option<[u64; 2]>,
@@ -53,9 +57,9 @@ pub struct FieldStat {
 
 impl Store {
     /// Buckets of every measured field of `stream` under `selection` over the axis range, at the
-    /// finest level whose cells over the span fit `budget` points (4 points a bucket). Whole
-    /// cells answer, so a boundary bucket may fold rows just outside the range. The budget is a
-    /// ceiling and is never exceeded.
+    /// finest level whose cells over the span fit `budget` points (4 points a bucket), or as
+    /// `Config::survey_fill` chooses. Whole cells answer, so a boundary bucket may fold rows
+    /// just outside the range. The budget is a ceiling and is never exceeded.
     pub fn survey(
         &self,
         stream: &str,
@@ -91,8 +95,16 @@ impl Store {
                 fields,
             });
         };
-        let mut plan =
-            plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len()).map_err(budget_error)?;
+        let start = if from_origin { 0 } else { lo };
+        let mut plan = self.survey_plan(
+            stream,
+            &prefix,
+            &ladder,
+            [lo, hi],
+            start,
+            budget,
+            measured.len(),
+        )?;
         if self.has_level_floors(stream, &prefix) {
             // The finest level at or above the plan's whose cells are whole from `lo` (fewer,
             // coarser cells fit the budget too): a survey is never refused on a floor a level
@@ -100,7 +112,6 @@ impl Store {
             let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
                 .map(|level| (level, self.level_floor(stream, &prefix, &ladder, level)))
                 .collect();
-            let start = if from_origin { 0 } else { lo };
             match floors
                 .iter()
                 .find(|(_, floor)| floor.is_none_or(|f| !beneath(start, f)))
@@ -160,6 +171,44 @@ impl Store {
             group: plan.group,
             span: Some([lo, hi]),
             fields,
+        })
+    }
+
+    /// The plan `Config::survey_fill` asks for over `[lo, hi]`. A spent plan whose level is
+    /// retired beneath `start` gives way to the finest-level plan, which the caller then answers
+    /// or refuses on the floors exactly as the contract's rule does: never a short answer.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the selection, its grid, the span and the budget: each is needed once"
+    )]
+    fn survey_plan(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        ladder: &Ladder,
+        span: [u64; 2],
+        start: u64,
+        budget: u64,
+        n_fields: usize,
+    ) -> Result<Plan, EngineError> {
+        let finest = plan(ladder, LEVELS_MAX, span, budget, n_fields).map_err(budget_error)?;
+        let chosen = plan_with(
+            self.config.survey_fill,
+            ladder,
+            LEVELS_MAX,
+            span,
+            budget,
+            n_fields,
+        )
+        .map_err(budget_error)?;
+        let retired = || {
+            self.level_floor(stream, prefix, ladder, chosen.level)
+                .is_some_and(|f| beneath(start, f))
+        };
+        Ok(if chosen != finest && retired() {
+            finest
+        } else {
+            chosen
         })
     }
 
