@@ -218,7 +218,8 @@ pub struct AxisRangeArgs {
     pub to: Option<u64>,
 }
 
-/// `survey STREAM [--track A,B] [--from A] [--to B] --budget N [--format table|json] [--svg FILE]`.
+/// `survey STREAM [--track A,B] [--from A] [--to B] --budget N [--fill finest|spend]
+/// [--format table|json] [--svg FILE]`.
 #[derive(Debug, Args)]
 pub struct SurveyArgs {
     #[command(flatten)]
@@ -226,6 +227,11 @@ pub struct SurveyArgs {
     /// The most points to answer with, over all measured fields (4 points a bucket).
     #[arg(long, value_name = "N", required = true)]
     pub budget: u64,
+    /// Which plan answers: `finest`, the finest level whose cells fit the budget (the
+    /// contract's rule), or `spend`, groups of a finer level's cells that answer with most of
+    /// the buckets the budget buys (docs/levels.md).
+    #[arg(long, value_enum, default_value_t = FillArg::Finest)]
+    pub fill: FillArg,
     /// The output format.
     #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
     pub format: ReadFormat,
@@ -245,6 +251,25 @@ pub struct FoldArgs {
     /// The output format.
     #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
     pub format: ReadFormat,
+}
+
+/// `survey --fill`: `Config::survey_fill`, spelt as `SurveyFill::name` spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FillArg {
+    /// The finest level whose cells over the span fit the budget.
+    Finest,
+    /// Zero-anchored groups of a finer level's cells: most of the budget's buckets.
+    Spend,
+}
+
+impl FillArg {
+    /// The engine's choice of the same name.
+    pub fn fill(self) -> strata::SurveyFill {
+        match self {
+            FillArg::Finest => strata::SurveyFill::FinestLevel,
+            FillArg::Spend => strata::SurveyFill::Spend,
+        }
+    }
 }
 
 /// How `survey` and `fold` print their answer.

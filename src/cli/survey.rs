@@ -1,8 +1,10 @@
 //! `strata --store DIR survey STREAM [--track A,B] [--from A] [--to B] --budget N
-//! [--format table|json] [--svg FILE]`: a point-budgeted display read from the level ladder.
+//! [--fill finest|spend] [--format table|json] [--svg FILE]`: a point-budgeted display read from
+//! the level ladder.
 //!
 //! The engine answers from the finest level whose cells over the span fit the budget (a bucket
-//! is four placed points, per measured field); a budget below `4 x measured fields` is its error
+//! is four placed points, per measured field), or with `--fill spend` from groups of a finer
+//! level's cells that spend most of the budget; a budget below `4 x measured fields` is its error
 //! (exit 1). `--from`/`--to` bound the axis, not positions. In JSON a bucket's `sum` or `sum_sq`
 //! that overflowed f64 is the string `"inf"`, `"-inf"` or `"nan"`, never `null` (see `json.rs`).
 
@@ -11,16 +13,20 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::{Bucket, FieldBuckets, StreamDecl, Survey};
+use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
-use super::{Failure, axis_bounds, compact, json, open_existing, print, selection};
+use super::{Failure, axis_bounds, compact, json, open_existing_with, print, selection};
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
-    let store = open_existing(dir)?;
+    let config = Config {
+        survey_fill: args.fill.fill(),
+        ..Config::default()
+    };
+    let store = open_existing_with(dir, config)?;
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
     let decl = store
         .stream(&args.range.stream)
