@@ -33,4 +33,5 @@ mod retention_twin;
 mod series;
 mod support;
 mod survey_cli;
+mod survey_fill;
 mod trim;

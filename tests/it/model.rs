@@ -304,7 +304,7 @@ pub(crate) async fn run_model_on(
 ) -> Ran {
     let fs = SimFs::new();
     let mut engine = open(&fs, setup, setup.store.clone(), decl);
-    let mut model = MemorySeries::new(std::slice::from_ref(decl));
+    let mut model = MemorySeries::with_fill(std::slice::from_ref(decl), setup.store.survey_fill);
     let mut position = 1;
     let mut axes = [origin; 3];
     let mut ran = Ran::default();

@@ -475,6 +475,25 @@ proptest! {
         };
         block_on_model(ops, &setup);
     }
+
+    /// The same, with both adapters spending the budget (`SurveyFill::Spend`): the model plans
+    /// alike, falls back alike where a level is retired, and answers bucket for bucket alike.
+    #[test]
+    fn the_engine_and_the_model_answer_alike_when_spending_the_budget(
+        ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0, trim: 1, retire: 1, near: 1 }), 1..40)
+    ) {
+        let setup = Setup {
+            store: Config {
+                survey_fill: strata::SurveyFill::Spend,
+                ..Config::default()
+            },
+            serve: ServeConfig {
+                seal_interval: None,
+                ..ServeConfig::default()
+            },
+        };
+        block_on_model(ops, &setup);
+    }
 }
 
 /// Random publish / seal / trim / retire / compact / reopen sequences with reads anchored at the
@@ -534,10 +553,40 @@ fn retirements_on_other_ladders_and_at_the_top_of_the_axis_answer_alike() {
     }
 }
 
+/// Spending the budget meets the same floors: a spent survey whose level is retired beneath
+/// its start answers (or is refused) as the finest-level rule would, in the store, served and
+/// in the model alike; across the runs surveys were both refused and answered.
+#[test]
+fn retirements_answer_alike_when_spending_the_budget() {
+    for (base, fanout) in [(64, 4), (1, 2)] {
+        let decl = capture_on_ladder(base, fanout);
+        let total = retirement_runs_with(&decl, 0, 24, strata::SurveyFill::Spend);
+        assert!(total.retired >= 3, "{base}x{fanout}: {total:?}");
+        assert!(
+            total.refused[1] > 0,
+            "{base}x{fanout}: surveys never refused: {total:?}"
+        );
+        assert!(
+            total.answered[1] > 0,
+            "{base}x{fanout}: surveys never answered: {total:?}"
+        );
+    }
+}
+
 /// `cases` random sequences of the model test (retirements drawn often, reads anchored near
 /// the newest rows, `Direct` comparisons) on stream `decl` with axes from `origin`; panics
 /// with the shrunk sequence if one disagrees, else answers what they exercised in all.
 fn retirement_runs(decl: &StreamDecl, origin: u64, cases: u32) -> Ran {
+    retirement_runs_with(decl, origin, cases, strata::SurveyFill::FinestLevel)
+}
+
+/// `retirement_runs`, with both adapters surveying as `fill` asks.
+fn retirement_runs_with(
+    decl: &StreamDecl,
+    origin: u64,
+    cases: u32,
+    fill: strata::SurveyFill,
+) -> Ran {
     use proptest::test_runner::{Config as RunnerConfig, TestRunner};
     let weights = Weights {
         seal: 2,
@@ -547,7 +596,10 @@ fn retirement_runs(decl: &StreamDecl, origin: u64, cases: u32) -> Ran {
         near: 3,
     };
     let setup = Setup {
-        store: Config::default(),
+        store: Config {
+            survey_fill: fill,
+            ..Config::default()
+        },
         serve: ServeConfig {
             seal_interval: None,
             ..ServeConfig::default()

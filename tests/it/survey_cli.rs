@@ -406,3 +406,42 @@ fn fold_on_a_stream_with_no_measured_field_is_refused_as_survey_is() {
         assert!(run.stderr.contains("no measured field"), "{run:?}");
     }
 }
+
+/// `--fill spend` spends the budget: 10 buckets a field where the finest level that fits answers
+/// 6. The series spans 90 level-0 cells of width 10 (axis 0..=897); a budget of 80 points over
+/// two fields buys 10 a field. Level 4 (cells 160 wide) is the finest that fits: 6 cells.
+/// Spending groups level 0's 90 cells in nines, anchored at 0: cells 0..=89 make 10 groups.
+/// Every row is in one bucket under either, and the default is the finest level's answer.
+#[test]
+fn survey_fill_spend_answers_with_more_of_the_budget() {
+    let s = series();
+    let finest = survey_json(&s, &["--budget", "80"]);
+    assert_eq!(
+        survey_json(&s, &["--budget", "80", "--fill", "finest"]),
+        finest
+    );
+    let spent = survey_json(&s, &["--budget", "80", "--fill", "spend"]);
+    assert_eq!(
+        (finest["level"].as_u64(), finest["group"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(
+        (spent["level"].as_u64(), spent["group"].as_u64()),
+        (Some(0), Some(9))
+    );
+    let all = selected(None, 0, u64::MAX);
+    for field in ["v", "n"] {
+        let (n_finest, rows_finest, ..) = summarise(&finest, field);
+        let (n_spent, rows_spent, ..) = summarise(&spent, field);
+        assert_eq!((n_finest, n_spent), (6, 10), "{field}");
+        assert_eq!(rows_finest, all.len() as u64, "{field}");
+        assert_eq!(rows_spent, all.len() as u64, "{field}");
+    }
+    let refused = s.run(&["survey", "s", "--budget", "80", "--fill", "most"]);
+    assert_eq!(
+        refused.code, 2,
+        "clap refuses a value it does not know: {}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("--fill"), "{}", refused.stderr);
+}
