@@ -703,11 +703,14 @@ fn check_on_grid(
                 .checked_mul(width)
                 .map(|start| [start, start.saturating_add(width - 1)]),
         };
-        let inside = span.is_some_and(|[lo, hi]| {
-            [b.first.axis, b.last.axis, b.min.axis, b.max.axis]
+        // The reader's block check placed `min` and `max` between `first` and `last` on the
+        // axis, so the two ends decide it.
+        debug_assert!(
+            [b.min.axis, b.max.axis]
                 .iter()
-                .all(|&axis| lo <= axis && axis <= hi)
-        });
+                .all(|a| (b.first.axis..=b.last.axis).contains(a))
+        );
+        let inside = span.is_some_and(|[lo, hi]| lo <= b.first.axis && b.last.axis <= hi);
         if !inside {
             return Err(unreadable(SegmentError::Malformed {
                 path: reader.path().to_owned(),
