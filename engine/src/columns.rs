@@ -12,7 +12,7 @@ use strata_index::{FieldKind, TrackKey, validate_label};
 
 use crate::error::EngineError;
 use crate::stage::{ColumnBuf, StreamState};
-use crate::store::{Store, durable_axis, floor_axis, room_to_stage};
+use crate::store::{Store, durable_axis, floor_axis, room_to_stage, stream_state_mut};
 use crate::value::Value;
 
 /// The values of one field for every row of a columnar batch, in row order.
@@ -356,12 +356,7 @@ impl Store {
     ) -> Result<(), EngineError> {
         self.check_poison()?;
         let catalog = &self.catalog;
-        let state = self
-            .streams
-            .get_mut(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let state = stream_state_mut(&mut self.streams, stream)?;
         let checked = state.validate_columns(
             position,
             track,
@@ -394,12 +389,7 @@ impl Store {
     ) -> Result<(), EngineError> {
         self.check_poison()?;
         let catalog = &self.catalog;
-        let state = self
-            .streams
-            .get_mut(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let state = stream_state_mut(&mut self.streams, stream)?;
         let n_rows = columns.first().map_or(0, Values::len);
         if positions.len() != n_rows {
             return Err(EngineError::refused(

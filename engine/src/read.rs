@@ -10,7 +10,7 @@ use strata_segment::{SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::open_segments::OpenSegment;
-use crate::store::Store;
+use crate::store::{Store, stream_state};
 use crate::value::Row;
 
 /// One row read back: the position it was published at, and its values in declaration order.
@@ -61,13 +61,7 @@ impl Store {
                 });
             }
         }
-        let decl = &self
-            .streams
-            .get(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?
-            .decl;
+        let decl = &stream_state(&self.streams, stream)?.decl;
         Ok(Some((decl, prefix, lo, hi)))
     }
 

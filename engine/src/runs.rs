@@ -20,7 +20,7 @@ use zerocopy::little_endian::U64;
 use crate::error::EngineError;
 use crate::open_segments::OpenSegment;
 use crate::read::{StoredRow, mismatch, unreadable};
-use crate::store::Store;
+use crate::store::{Store, stream_state};
 use crate::value::Value;
 
 /// Rows `QueryRows` builds at a time from a run: what rows on top of runs hold beyond the run.
@@ -346,13 +346,7 @@ impl Store {
         positions: impl std::ops::RangeBounds<u64>,
     ) -> Result<QueryRows<'s>, EngineError> {
         let runs = self.query_runs(stream, selection, positions)?;
-        let decl = &self
-            .streams
-            .get(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?
-            .decl;
+        let decl = &stream_state(&self.streams, stream)?.decl;
         Ok(QueryRows {
             decl,
             runs,

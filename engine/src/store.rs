@@ -308,12 +308,7 @@ impl Store {
     ) -> Result<(), EngineError> {
         self.check_poison()?;
         let catalog = &self.catalog;
-        let state = self
-            .streams
-            .get_mut(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let state = stream_state_mut(&mut self.streams, stream)?;
         let (keys, batch_bytes) = state.validate(
             position,
             rows,
@@ -629,6 +624,31 @@ impl Store {
             reason: e.to_string(),
         })
     }
+}
+
+/// `stream`'s state, or [`EngineError::UnknownStream`] naming it.
+pub(crate) fn stream_state<'s>(
+    streams: &'s BTreeMap<String, StreamState>,
+    stream: &str,
+) -> Result<&'s StreamState, EngineError> {
+    streams
+        .get(stream)
+        .ok_or_else(|| EngineError::UnknownStream {
+            stream: stream.to_owned(),
+        })
+}
+
+/// `stream`'s state to stage into, or [`EngineError::UnknownStream`] naming it. A function of
+/// the map, not of the store, so a caller may hold the catalog beside it.
+pub(crate) fn stream_state_mut<'s>(
+    streams: &'s mut BTreeMap<String, StreamState>,
+    stream: &str,
+) -> Result<&'s mut StreamState, EngineError> {
+    streams
+        .get_mut(stream)
+        .ok_or_else(|| EngineError::UnknownStream {
+            stream: stream.to_owned(),
+        })
 }
 
 /// A partition's highest axis value recorded durable (a publish may not go below it).
