@@ -138,8 +138,10 @@ impl Batch {
     }
 
     /// Parses `record` (CSV line `line`) onto the end of the batch, checking it in the order
-    /// `Layout::row` always has: its length, its position, then its fields in declaration
-    /// order. On an error the batch is left part-filled: it is then dropped whole, unpublished.
+    /// `Layout::row` always has: its length, its position column, then its fields in
+    /// declaration order; a row without a position column is assigned one last, so a bad cell
+    /// is named before exhausted positions. On an error the batch is left part-filled: it is
+    /// then dropped whole, unpublished.
     pub fn push(
         &mut self,
         layout: &Layout,
@@ -148,15 +150,15 @@ impl Batch {
         assign_position: impl FnOnce() -> Result<u64, String>,
     ) -> Result<(), String> {
         layout.check_len(record.len())?;
-        let position = match layout.position_column() {
+        let given_position = match layout.position_column() {
             Some(column) => {
                 let bytes = cell(record, column);
-                match fast_u64(bytes) {
+                Some(match fast_u64(bytes) {
                     Some(position) => position,
                     None => parse::position(text(bytes)?)?,
-                }
+                })
             }
-            None => assign_position()?,
+            None => None,
         };
         let same_track = self.continues_run(layout, record);
         let mut track = Vec::new();
@@ -177,6 +179,10 @@ impl Batch {
             };
             push_cell(column, field, bytes)?;
         }
+        let position = match given_position {
+            Some(position) => position,
+            None => assign_position()?,
+        };
         if !same_track {
             self.runs.push(Run {
                 start: self.lines.len(),

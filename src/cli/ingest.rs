@@ -58,8 +58,8 @@ struct Ingest {
     stream: String,
     store: Store,
     layout: Layout,
-    /// The position the next row gets when the CSV has no position column.
-    next_position: u64,
+    /// The position the next row gets when the CSV has no position column; `None`: exhausted.
+    next_position: Option<u64>,
     /// Batches published since the last seal, kept to publish again after a refusal.
     pending: Vec<Batch>,
     n_rows_pending: u64,
@@ -131,10 +131,10 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         ))
     })?;
     let next_position = match store.watermark(&args.stream, &[])? {
-        None => 1,
-        Some(watermark) => watermark.checked_add(1).ok_or_else(|| {
+        None => Some(1),
+        Some(watermark) => Some(watermark.checked_add(1).ok_or_else(|| {
             Failure::new("the stream's positions are exhausted (its watermark is u64::MAX)")
-        })?,
+        })?),
     };
     let ingest = Ingest {
         dir: dir.to_owned(),
@@ -483,12 +483,12 @@ impl Ingest {
     }
 }
 
-/// The position the next row gets when the CSV has none, and the one after it.
-fn assign_position(next_position: &mut u64) -> Result<u64, String> {
-    let position = *next_position;
-    *next_position = position
-        .checked_add(1)
+/// The position the next row gets when the CSV has none, and the one after it: `None` once
+/// `u64::MAX` is taken. The store takes a batch at `u64::MAX`, so that position is assigned too.
+fn assign_position(next_position: &mut Option<u64>) -> Result<u64, String> {
+    let position = next_position
         .ok_or_else(|| "the stream's positions are exhausted (u64::MAX)".to_owned())?;
+    *next_position = position.checked_add(1);
     Ok(position)
 }
 

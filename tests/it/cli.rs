@@ -683,3 +683,51 @@ fn read_commands_leave_no_lock_in_a_folder_that_is_not_a_store() {
         );
     }
 }
+
+/// A stream whose watermark is `u64::MAX - 1`: one position is left to assign.
+fn one_position_left() -> Scratch {
+    let s = Scratch::new();
+    let declare = [
+        "declare", "k", "--field", "id:u64", "--field", "t:u64", "--field", "x:f64", "--track",
+        "id", "--axis", "t",
+    ];
+    s.ok(&declare, "");
+    s.ok(
+        &["ingest", "k", "-"],
+        "position,id,t,x\n18446744073709551614,1,1,1.0\n",
+    );
+    s
+}
+
+#[test]
+fn a_bad_cell_is_named_before_exhausted_positions() {
+    let s = one_position_left();
+    // Line 2 takes the last position; line 3 has both a bad cell and no position left, and
+    // its cells are checked first (as the text path did).
+    let run = s.run_with(&["ingest", "k", "-"], "id,t,x\n1,2,2.0\n1,3,zz\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("line 3:"), "{run:?}");
+    assert!(
+        run.stderr.contains("field \"x\": \"zz\" is not a f64"),
+        "{:?}",
+        run.stderr
+    );
+    // A row with good cells and no position left names the exhaustion.
+    let run = s.run_with(&["ingest", "k", "-"], "id,t,x\n1,2,2.0\n1,3,3.0\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("line 3:") && run.stderr.contains("exhausted (u64::MAX)"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn the_last_position_u64_max_is_assigned_as_the_store_takes_it() {
+    let s = one_position_left();
+    s.ok(&["ingest", "k", "-"], "id,t,x\n1,2,2.0\n");
+    let rows = s.ok(&["query", "k", "--from", "18446744073709551615"], "");
+    assert_eq!(body(&rows), ["18446744073709551615,1,2,2.0"]);
+    let run = s.run_with(&["ingest", "k", "-"], "id,t,x\n1,3,3.0\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("watermark is u64::MAX"), "{run:?}");
+}
