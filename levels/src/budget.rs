@@ -194,7 +194,8 @@ pub fn spend_cells_read_max(
 
 /// Spends the budget: answers the span with zero-anchored groups of `m` cells of a level
 /// `L` (cell `c` joins group `c / m`), where `L` is the coarsest level at or below [`plan`]'s
-/// whose cells over the span number at least `9 * C` (level 0 if none does), and `m` is the
+/// whose cells over the span number at least `9 * C` (level 0 if none does; [`plan`]'s own
+/// level only where it groups cells of `coarsest`, the ladder capped below the span), and `m` is the
 /// group size that touches the most groups without exceeding `C` (the smallest that fits,
 /// or a larger one that touches more). A group of `m` cells of level `L` is a cell of the
 /// zero-anchored grid `m` times as wide, so each bucket is still the fold of a grid cell's
@@ -203,9 +204,9 @@ pub fn spend_cells_read_max(
 ///
 /// Bounds: the budget is never exceeded; where the span holds at least `9 * C` level-0 cells
 /// the answer has more than `0.9 * C - 1` buckets ([`SPEND_SPAN_CELLS_PER_BUCKET`]); `L`'s
-/// cells over the span number at most
-/// [`spend_cells_read_max`] (`L + 1` holds fewer than `9 * C` of them, and each has at most
-/// `fanout` children).
+/// cells over the span number at most [`spend_cells_read_max`] (below [`plan`]'s level,
+/// `L + 1` holds fewer than `9 * C` of them, and each has at most `fanout` children; at it,
+/// `L` is `coarsest`).
 pub fn plan_spend(
     ladder: &Ladder,
     coarsest: u8,
@@ -219,13 +220,18 @@ pub fn plan_spend(
     // `n_k - 1` for the span's cells of level k (`n_k` itself could be 2^64).
     let extra = |level: u8| u128::from(ladder.cell(hi, level) - ladder.cell(lo, level));
     let enough = u128::from(SPEND_SPAN_CELLS_PER_BUCKET) * u128::from(cells_per_field) - 1;
-    let level = (0..finest.level)
+    // The finest level's own cells are searched too: they fit `C` (fewer than `9 * C`) unless
+    // they are `coarsest`'s, grouped. Then stopping there keeps the read within the bound: a
+    // level below could hold `fanout` times as many cells as `coarsest`, itself over `9 * C`.
+    let level = match (0..=finest.level)
         .rev()
         .find(|&level| extra(level) >= enough)
-        .unwrap_or(0);
-    if level >= finest.level {
-        return Ok(finest);
-    }
+    {
+        Some(level) => level,
+        None if finest.level > 0 => 0,
+        None => return Ok(finest),
+    };
+    debug_assert!(level < finest.level || finest.group > 1);
     let [lo_cell, hi_cell] = [ladder.cell(lo, level), ladder.cell(hi, level)];
     let group = fullest_group(lo_cell, hi_cell, cells_per_field);
     let spend = Plan {
@@ -459,21 +465,28 @@ mod spend_tests {
         ]
     }
 
+    /// Where the ladder stops: mostly every level, often a few (capped below most spans).
+    fn coarsests() -> impl Strategy<Value = u8> {
+        prop_oneof![Just(LEVELS_MAX), 0..=LEVELS_MAX, 0u8..4]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         /// Either planner keeps within the budget; spending answers at least as many buckets as
         /// the finest level, at least 90% of the budget's buckets once the span holds 9 times
-        /// that many level-0 cells, and covers at most the stated bound of cells of its level.
+        /// that many level-0 cells, and covers at most the stated bound of cells of its level,
+        /// whether or not the levels are capped below the span.
         #[test]
         fn a_spent_budget_fills_without_exceeding_and_reads_a_bounded_number_of_cells(
             ladder in ladders(),
             span in spans(),
             budget in budgets(),
+            coarsest in coarsests(),
         ) {
             let c = budget / 4;
-            let finest = plan(&ladder, LEVELS_MAX, span, budget, 1).unwrap();
-            let spend = plan_spend(&ladder, LEVELS_MAX, span, budget, 1).unwrap();
+            let finest = plan(&ladder, coarsest, span, budget, 1).unwrap();
+            let spend = plan_spend(&ladder, coarsest, span, budget, 1).unwrap();
             let finest_n = groups(&ladder, finest.level, finest.group, span);
             let spend_n = groups(&ladder, spend.level, spend.group, span);
             prop_assert!(finest_n <= u128::from(c));
@@ -488,13 +501,28 @@ mod spend_tests {
                     "{spend:?} answers {spend_n} of {c} buckets"
                 );
             }
-            let bound = u128::from(ladder.fanout()).saturating_mul(9 * u128::from(c) - 1);
+            // Capped below the span, `coarsest` itself may hold more cells than the fanout
+            // bound; the finest-level plan reads those anyway.
+            let bound = u128::from(ladder.fanout())
+                .saturating_mul(9 * u128::from(c) - 1)
+                .max(n_cells(&ladder, coarsest, span));
             prop_assert!(read <= bound.max(u128::from(c)), "{spend:?} covers {read} cells");
-            prop_assert_eq!(
-                spend_cells_read_max(&ladder, LEVELS_MAX, span, c),
-                bound.max(1),
-            );
+            prop_assert_eq!(spend_cells_read_max(&ladder, coarsest, span, c), bound);
         }
+    }
+
+    #[test]
+    fn spend_reads_within_its_stated_bound_when_levels_are_capped() {
+        // Level 1 (the coarsest) holds 2^22 cells of the axis, too many for C = 11,437, so the
+        // finest-level plan groups them; level 0, four times as many, was spent instead.
+        let ladder = Ladder::new(1 << 40, 4).unwrap();
+        let (coarsest, span, budget, n_fields) = (1u8, [0, u64::MAX], 91_500, 2);
+        let spend = plan_spend(&ladder, coarsest, span, budget, n_fields).unwrap();
+        let cells =
+            u128::from(ladder.cell(u64::MAX, spend.level) - ladder.cell(0, spend.level)) + 1;
+        let bound = spend_cells_read_max(&ladder, coarsest, span, spend.cells_per_field);
+        assert!(cells <= bound, "{spend:?}: {cells} cells, bound {bound}");
+        assert_eq!(spend.level, coarsest, "{spend:?}");
     }
 
     #[test]
