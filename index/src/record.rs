@@ -213,7 +213,9 @@ impl fmt::Display for DeclError {
             } => {
                 write!(
                     f,
-                    "field {field_idx} repeats the name {name:?} of field {first_idx}"
+                    "fields {} and {} are both named {name:?} (counting from 1)",
+                    first_idx + 1,
+                    field_idx + 1
                 )
             }
             Self::TrackTooDeep { n_track } => write!(

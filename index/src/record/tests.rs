@@ -216,6 +216,6 @@ fn decl_errors_display_what_and_where() {
     );
     assert_eq!(
         refused(|d| d.fields[4].name = "v".to_owned()).to_string(),
-        "field 4 repeats the name \"v\" of field 3"
+        "fields 4 and 5 are both named \"v\" (counting from 1)"
     );
 }
