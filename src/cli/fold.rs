@@ -17,13 +17,17 @@ use std::process::ExitCode;
 use strata::{FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
-use super::{Failure, axis_bounds, exact, json, open_existing, print, selection};
+use super::{
+    Failure, axis_bounds, declared, exact, json, open_existing, print, selection, selection_matches,
+};
 
 pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
     let store = open_existing(dir)?;
+    declared(&store, &args.range.stream)?;
     let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    selection_matches(&store, &args.range.stream, &selection)?;
     let text = match args.format {
         ReadFormat::Table => lines(&stats),
         ReadFormat::Json => {

@@ -40,7 +40,9 @@ use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::Layout;
 use super::retention;
-use super::{Failure, duration, grouped, grouped_f64, per_second, print, progress};
+use super::{
+    Failure, count, declared, duration, grouped, grouped_f64, per_second, print, progress,
+};
 
 /// Seal early, between batches, once staging holds this share of `staged_bytes_max`, so a
 /// batch is never refused only because staging is full.
@@ -50,6 +52,8 @@ const STAGED_SHARE_BEFORE_SEAL: usize = 2;
 struct Input {
     read: Box<dyn Read>,
     len_bytes: Option<u64>,
+    /// The file's path, or `standard input`, as messages name it.
+    name: String,
 }
 
 /// One ingest in progress.
@@ -101,27 +105,19 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
     let retention = retention::load(dir)?;
     let retention_set = !retention.is_empty();
     let store = open_to_compact(dir, retention)?;
-    let decl = store
-        .stream(&args.stream)
-        .ok_or_else(|| {
-            let known: Vec<&str> = store.streams().map(|d| d.id.as_str()).collect();
-            Failure::new(format!(
-                "no stream {:?} in the store (declared: {})",
-                args.stream,
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })?
-        .clone();
+    let decl = declared(&store, &args.stream)?.clone();
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(input.read);
     let header = reader
         .headers()
         .map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    if header.is_empty() {
+        return Err(Failure::new(format!(
+            "{} is empty (no header line): nothing to ingest",
+            input.name
+        )));
+    }
     let layout = Layout::new(&decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
     let data_line = reader.position().line();
     let skip_before_line = data_line.checked_add(args.skip_lines).ok_or_else(|| {
@@ -190,15 +186,25 @@ fn open_input(path: Option<&Path>) -> Result<Input, Failure> {
             let cannot =
                 |e: io::Error| Failure::new(format!("cannot read {}: {e}", path.display()));
             let file = File::open(path).map_err(cannot)?;
-            let len_bytes = file.metadata().map_err(cannot)?.len();
+            let metadata = file.metadata().map_err(cannot)?;
+            // Opening a folder succeeds; reading it fails as "Is a directory", which would
+            // otherwise be reported against line 1 of a file that is not there.
+            if metadata.is_dir() {
+                return Err(Failure::new(format!(
+                    "{} is a folder, not a file: ingest reads one CSV file (or standard input)",
+                    path.display()
+                )));
+            }
             Ok(Input {
                 read: Box::new(file),
-                len_bytes: Some(len_bytes),
+                len_bytes: Some(metadata.len()),
+                name: path.display().to_string(),
             })
         }
         _ => Ok(Input {
             read: Box::new(io::stdin().lock()),
             len_bytes: None,
+            name: "standard input".to_owned(),
         }),
     }
 }
@@ -269,10 +275,10 @@ impl Ingest {
         let watermark = self.store.watermark(&self.stream, &[])?;
         let live = LiveFiles::of(self.store.catalog());
         let mut summary = format!(
-            "ingested {} rows into {} in {} ({} rows/s; reading and staging {} rows/s, seals \
+            "ingested {} into {} in {} ({} rows/s; reading and staging {} rows/s, seals \
              {}); barriers: {barriers}; {}; live segment files: {}, most in one partition {}; \
              watermark {}",
-            grouped(n_rows),
+            count(n_rows, "row", "rows"),
             self.stream,
             duration(elapsed),
             grouped_f64(per_second(n_rows, elapsed)),
@@ -286,9 +292,9 @@ impl Ingest {
         if self.skip_before_line > self.data_line {
             let _ = write!(
                 summary,
-                "; skipped {} rows in the first {} lines",
-                grouped(self.n_rows_skipped),
-                grouped(self.skip_before_line - self.data_line)
+                "; skipped {} in the first {}",
+                count(self.n_rows_skipped, "row", "rows"),
+                count(self.skip_before_line - self.data_line, "line", "lines")
             );
         }
         print(&(summary + "\n"))?;
@@ -362,9 +368,9 @@ impl Ingest {
     fn durable(&self) -> String {
         let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
         format!(
-            "sealed {} rows into {} in this run (watermark {}); CSV line {} is the first not \
+            "sealed {} into {} in this run (watermark {}); CSV line {} is the first not \
              stored: resume with the same command and --skip-lines {}",
-            grouped(self.n_rows_sealed),
+            count(self.n_rows_sealed, "row", "rows"),
             self.stream,
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
             self.sealed_line,

@@ -7,7 +7,8 @@
 //! exits 3 after sealing, a `compact` they stopped between steps exits 3, and a second signal ends
 //! either at once with 128 + the signal (130, 143). A read refused because its range reaches
 //! beneath a floor (`strata trim`, `strata retire`, retention swept by `strata compact`) exits 4,
-//! its message carrying the floor.
+//! its message carrying the floor. A `--track` that no sealed partition lies beneath is a
+//! failure (exit 1), as an unknown stream is.
 
 pub mod args;
 mod batch;
@@ -37,7 +38,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::CommandFactory as _;
-use strata::{Config, EngineError, Num, Store};
+use strata::index::TrackKey;
+use strata::{Config, EngineError, FieldKind, Num, Store, StreamDecl};
 
 use args::{AxisRangeArgs, Cli, Command};
 
@@ -113,6 +115,83 @@ fn usage_error(message: &str) -> ! {
     Cli::command()
         .error(clap::error::ErrorKind::MissingRequiredArgument, message)
         .exit()
+}
+
+/// `1 row`, `2 rows`: a count with its noun in the number it takes; `n` is grouped in threes.
+fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{} {many}", grouped(n))
+    }
+}
+
+/// A kind with its article, as it is read aloud: `a u64`, `an i64`, `an f64`, `a str`.
+fn a_kind(kind: FieldKind) -> String {
+    let name = kind.to_string();
+    let article = if name.starts_with(['i', 'f']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
+}
+
+/// The declaration of `stream`, or a failure naming the streams the store declares: every
+/// command that takes a stream refuses an unknown one in these words.
+fn declared<'a>(store: &'a Store, stream: &str) -> Result<&'a StreamDecl, Failure> {
+    store
+        .stream(stream)
+        .ok_or_else(|| unknown_stream(stream, store.streams().map(|d| d.id.as_str())))
+}
+
+/// `no stream "x" in the store (declared: a, b)`, or `(declared: none)`.
+fn unknown_stream<'a>(stream: &str, declared: impl Iterator<Item = &'a str>) -> Failure {
+    let declared: Vec<&str> = declared.collect();
+    Failure::new(format!(
+        "no stream {stream:?} in the store (declared: {})",
+        if declared.is_empty() {
+            "none".to_owned()
+        } else {
+            declared.join(", ")
+        }
+    ))
+}
+
+/// The tracks a refusal of an empty selection lists, at most.
+const TRACKS_LISTED_MAX: usize = 8;
+
+/// Refuses a `--track` selection of `stream` that no sealed partition lies beneath, so a
+/// mistyped track is an error naming a few tracks there are rather than an empty answer.
+/// Call it after the engine accepted the read, so a floor's refusal (exit 4) comes first.
+fn selection_matches(store: &Store, stream: &str, selection: &[&str]) -> Result<(), Failure> {
+    if selection.is_empty() {
+        return Ok(());
+    }
+    let Ok(prefix) = TrackKey::encode(selection) else {
+        return Ok(());
+    };
+    let catalog = store.catalog();
+    if catalog.partitions(stream, &prefix).next().is_some() {
+        return Ok(());
+    }
+    let mut tracks: Vec<String> = catalog
+        .partitions(stream, &TrackKey::ROOT)
+        .take(TRACKS_LISTED_MAX + 1)
+        .map(|p| p.track().labels().collect::<Vec<_>>().join("/"))
+        .collect();
+    let listed = match tracks.len() {
+        0 => "it holds no sealed rows".to_owned(),
+        n if n > TRACKS_LISTED_MAX => {
+            tracks.truncate(TRACKS_LISTED_MAX);
+            format!("its tracks include: {}, ...", tracks.join(", "))
+        }
+        _ => format!("its tracks: {}", tracks.join(", ")),
+    };
+    Err(Failure::new(format!(
+        "no partition of stream {stream:?} matches --track {} ({listed}); nothing was read",
+        selection.join(",")
+    )))
 }
 
 /// The track prefix `--track A,B` names (every track when absent or empty).

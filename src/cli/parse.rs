@@ -4,6 +4,8 @@
 use csv::StringRecord;
 use strata::{FieldKind, StreamDecl, Value};
 
+use super::a_kind;
+
 /// The column name that carries a row's position (unless the stream declares a field of that
 /// name, in which case the column is that field and positions are assigned).
 pub const POSITION_COLUMN: &str = "position";
@@ -128,8 +130,9 @@ impl Field {
     pub fn value(&self, text: &str) -> Result<Value, String> {
         value(self.kind, text).map_err(|why| {
             format!(
-                "field {:?}: {text:?} is not a {}{why}",
-                self.name, self.kind
+                "field {:?}: {text:?} is not {}{why}",
+                self.name,
+                a_kind(self.kind)
             )
         })
     }

@@ -11,7 +11,7 @@ use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell};
-use super::{Failure, open_existing_with, quiet_pipe, usage_error};
+use super::{Failure, declared, open_existing_with, quiet_pipe, selection_matches, usage_error};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
@@ -35,12 +35,11 @@ pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
         ..Config::default()
     };
     let store = open_existing_with(dir, config)?;
+    let decl = declared(&store, &args.stream)?;
     // The selection and the floors are checked here, before anything is written.
     let rows = store.query_iter(&args.stream, &selection, from..=to)?;
-    let names: Vec<&str> = store
-        .stream(&args.stream)
-        .map(|decl| decl.fields.iter().map(|f| f.name.as_str()).collect())
-        .unwrap_or_default();
+    selection_matches(&store, &args.stream, &selection)?;
+    let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
     let out = BufWriter::new(io::stdout().lock());
     let written = match args.format {
         Format::Csv => write_csv(out, &names, rows),

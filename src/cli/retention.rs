@@ -25,7 +25,7 @@ use strata::segment::vfs::RealFs;
 use strata::{Config, EngineError, Lifetime, Retention, Store};
 
 use super::args::{ReadFormat, RetentionArgs};
-use super::{Failure, open_failure, print, warn_healed};
+use super::{Failure, declared, open_failure, print, unknown_stream, warn_healed};
 
 /// Where a change is written before it is renamed over `retention.json`.
 const RETENTION_TEMP: &str = "retention.json.tmp";
@@ -159,6 +159,7 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
         other => open_failure(dir, &other),
     })?;
     warn_healed(dir, store.boot_report());
+    declared(&store, stream)?;
     if before.as_ref() != Some(&file) {
         write_atomically(dir, &render_retention(&file)).map_err(|error| {
             Failure::new(format!(
@@ -222,14 +223,7 @@ fn show(dir: &Path, stream: Option<&str>, format: ReadFormat) -> Result<ExitCode
     let streams: Vec<String> = match stream {
         Some(stream) if declared.iter().any(|d| d == stream) => vec![stream.to_owned()],
         Some(stream) => {
-            return Err(Failure::new(format!(
-                "no stream {stream:?} in the store (declared: {})",
-                if declared.is_empty() {
-                    "none".to_owned()
-                } else {
-                    declared.join(", ")
-                }
-            )));
+            return Err(unknown_stream(stream, declared.iter().map(String::as_str)));
         }
         None => declared,
     };

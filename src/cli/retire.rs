@@ -19,7 +19,7 @@ use strata::index::{Tier, TrackKey};
 use strata::recover::fsck::{level_floors_text, raw_floor_text};
 
 use super::args::{ReadFormat, RetireArgs};
-use super::{Failure, open_existing, print, selection};
+use super::{Failure, declared, open_existing, print, selection};
 
 pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
     let labels = if args.all {
@@ -36,6 +36,7 @@ pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let mut store = open_existing(dir)?;
+    declared(&store, &args.stream)?;
     let swept = store.retire(&args.stream, &labels)?;
     let described = if args.all {
         "every track".to_owned()

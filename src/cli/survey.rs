@@ -17,7 +17,10 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
-use super::{Failure, axis_bounds, compact, json, open_existing_with, print, selection};
+use super::{
+    Failure, axis_bounds, compact, declared, json, open_existing_with, print, selection,
+    selection_matches,
+};
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
@@ -27,10 +30,9 @@ pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
         ..Config::default()
     };
     let store = open_existing_with(dir, config)?;
+    let decl = declared(&store, &args.range.stream)?;
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
-    let decl = store
-        .stream(&args.range.stream)
-        .ok_or_else(|| Failure::new(format!("no stream {:?} in the store", args.range.stream)))?;
+    selection_matches(&store, &args.range.stream, &selection)?;
     let scope = Scope {
         decl,
         selection: &selection,

@@ -14,10 +14,11 @@ use std::process::ExitCode;
 use strata::index::{RawFloor, TrackKey};
 
 use super::args::TrimArgs;
-use super::{Failure, open_existing, print};
+use super::{Failure, declared, open_existing, print};
 
 pub fn run(dir: &Path, args: &TrimArgs) -> Result<ExitCode, Failure> {
     let mut store = open_existing(dir)?;
+    declared(&store, &args.stream)?;
     let trimmed = store.trim_to(&args.stream, args.to)?;
     let mut out = String::new();
     if trimmed.recorded.is_empty() {

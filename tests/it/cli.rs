@@ -371,8 +371,11 @@ fn query_narrows_by_track_prefix_and_position_range() {
     );
     let both = s.ok(&["query", "c", "--track", "r1", "--to", "2"], "");
     assert_eq!(body(&both), ["1,r1,p1,1,1.0", "2,r1,p2,1,2.0"]);
-    let none = s.ok(&["query", "c", "--track", "r3"], "");
-    assert_eq!(none.stdout, "position,run,probe,t,v\n");
+    // A track that holds nothing is refused, not answered with a bare header (#14).
+    let none = s.run(&["query", "c", "--track", "r3"]);
+    assert_eq!(none.code, 1, "{none:?}");
+    assert_eq!(none.stdout, "", "{none:?}");
+    assert!(none.stderr.contains("matches --track r3"), "{none:?}");
 
     let too_deep = s.run(&["query", "c", "--track", "a,b,c"]);
     assert_eq!(too_deep.code, 1, "{too_deep:?}");
@@ -708,7 +711,7 @@ fn a_bad_cell_is_named_before_exhausted_positions() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("line 3:"), "{run:?}");
     assert!(
-        run.stderr.contains("field \"x\": \"zz\" is not a f64"),
+        run.stderr.contains("field \"x\": \"zz\" is not an f64"),
         "{:?}",
         run.stderr
     );

@@ -22,6 +22,7 @@ mod kill;
 mod levels;
 mod limits;
 mod manifest_damage;
+mod messages_cli;
 mod model;
 mod open_segments;
 mod retention;
