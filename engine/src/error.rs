@@ -389,8 +389,14 @@ impl fmt::Display for FailedBarrier {
             let sep = if idx == 0 { " " } else { ", " };
             write!(
                 f,
-                "{sep}stream {:?} {} rows sealed, watermark ",
-                stream.stream, stream.rows_sealed
+                "{sep}stream {:?} {} {} sealed, watermark ",
+                stream.stream,
+                stream.rows_sealed,
+                if stream.rows_sealed == 1 {
+                    "row"
+                } else {
+                    "rows"
+                }
             )?;
             match stream.watermark {
                 Some(position) => write!(f, "{position}")?,

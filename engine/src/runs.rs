@@ -105,7 +105,10 @@ impl ColumnRun {
                     return Value::from_label(field.kind, label)
                         .map(Source::Track)
                         .ok_or_else(|| {
-                            mismatch(path, format!("track label is not a {}", field.kind))
+                            mismatch(
+                                path,
+                                format!("track label is not {}", crate::value::a_kind(field.kind)),
+                            )
                         });
                 }
                 if decl.axis == Some(field_idx) {

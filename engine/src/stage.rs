@@ -215,10 +215,10 @@ impl StreamState {
             for (field, value) in self.decl.fields.iter().zip(row) {
                 if value.kind() != field.kind {
                     return Err(refuse(format!(
-                        "field {:?} is {}, got a {} value",
+                        "field {:?} is {}, got {} value",
                         field.name,
                         field.kind,
-                        value.kind()
+                        crate::value::a_kind(value.kind())
                     )));
                 }
                 if let Value::F64(v) = value {

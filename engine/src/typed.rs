@@ -76,8 +76,9 @@ fn to_row<T: Serialize>(decl: &StreamDecl, row_idx: usize, row: &T) -> Result<Ro
             .ok_or_else(|| refuse(format!("has no field {:?}", field.name)))?;
         let value = from_json(field.kind, &json).ok_or_else(|| {
             refuse(format!(
-                "field {:?} is not a {}: {json}",
-                field.name, field.kind
+                "field {:?} is not {}: {json}",
+                field.name,
+                crate::value::a_kind(field.kind)
             ))
         })?;
         values.push(value);

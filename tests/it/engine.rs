@@ -410,7 +410,7 @@ fn wrong_arity_is_refused() {
 fn wrong_kind_is_refused() {
     let mut bad = row("run_7", 1, 200, 1.0);
     bad[1] = Value::I64(1);
-    assert_refused(&[bad], 10, "field \"probe\" is u64, got a i64 value", 0);
+    assert_refused(&[bad], 10, "field \"probe\" is u64, got an i64 value", 0);
 }
 
 #[test]
