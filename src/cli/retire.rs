@@ -19,7 +19,7 @@ use strata::index::{Tier, TrackKey};
 use strata::recover::fsck::{level_floors_text, raw_floor_text};
 
 use super::args::{ReadFormat, RetireArgs};
-use super::{Failure, declared, open_existing, print, selection};
+use super::{Failure, count, declared, open_existing, print, selection};
 
 pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
     let labels = if args.all {
@@ -57,7 +57,7 @@ pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
             let _ = writeln!(
                 out,
                 "retired {} of {} under {described}: {}",
-                count(view.partitions.len(), "partition", "partitions"),
+                count(view.partitions.len() as u64, "partition", "partitions"),
                 args.stream,
                 view.totals()
             );
@@ -150,9 +150,13 @@ impl SweptView {
     pub(super) fn totals(&self) -> String {
         format!(
             "{} in {}; {} removed",
-            count(self.tiers_retired, "tier", "tiers"),
-            count(self.files_retired.len(), "segment file", "segment files"),
-            count(self.files_removed.len(), "file", "files"),
+            count(self.tiers_retired as u64, "tier", "tiers"),
+            count(
+                self.files_retired.len() as u64,
+                "segment file",
+                "segment files"
+            ),
+            count(self.files_removed.len() as u64, "file", "files"),
         )
     }
 
@@ -172,19 +176,10 @@ impl SweptView {
                 );
                 format!(
                     "  {name}: {} retired; raw floor {raw}, level floors {}",
-                    count(part.tiers_retired, "tier", "tiers"),
+                    count(part.tiers_retired as u64, "tier", "tiers"),
                     level_floors_text(&part.level_floors)
                 )
             })
             .collect()
-    }
-}
-
-/// "1 tier", "2 tiers".
-fn count(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
     }
 }
