@@ -28,10 +28,20 @@ pub use strata_engine::{
     Aggregate, BeneathWindow, Bucket, Cell, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
     EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries,
     Metrics, Num, OPEN_SEGMENTS_LIMIT, Point, QueryRows, QueryRuns, Resource, Retention, Row,
-    SegmentError, Series, ServeConfig, Served, Store, StoredRow, Stream, StreamDecl, StreamIntact,
-    Survey, SurveyFill, Swept, Trimmed, Value, Values, conformance,
+    SegmentError, Series, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill,
+    Swept, Trimmed, Value, Values, conformance, describe, parse_kind,
 };
+/// The store owned by a supervisor behind bounded lanes (docs/embedding.md): the `served`
+/// feature, on by default, which brings tokio.
+#[cfg(feature = "served")]
+pub use strata_engine::{ServeConfig, Served};
 pub use strata_index as index;
 pub use strata_levels as levels;
 pub use strata_recover as recover;
 pub use strata_segment as segment;
+
+/// The README's Rust examples (its embedding example), compiled and run as doc-tests, so the
+/// README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;

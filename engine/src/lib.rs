@@ -18,6 +18,7 @@ mod read;
 mod retention;
 mod runs;
 mod series;
+#[cfg(feature = "served")]
 mod served;
 mod stage;
 mod store;
@@ -36,6 +37,7 @@ pub use read::StoredRow;
 pub use retention::{Lifetime, Retention, Swept};
 pub use runs::{ColumnRun, QueryRows, QueryRuns};
 pub use series::{BeneathWindow, Series};
+#[cfg(feature = "served")]
 pub use served::{ServeConfig, Served};
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl};

@@ -9,6 +9,5 @@
 )]
 
 mod boot;
-mod cli;
 mod repair;
 mod support;

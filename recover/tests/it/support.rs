@@ -1,4 +1,8 @@
 //! A minimal barrier over the real write path, and ways to look at a store's files.
+//!
+//! Shared with strata-cli's tests (`cli/tests/it/main.rs` includes this file), and each test
+//! crate uses only part of it.
+#![allow(dead_code, reason = "shared by two test crates, each using a part")]
 
 use std::collections::BTreeMap;
 use std::path::Path;

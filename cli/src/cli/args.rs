@@ -310,7 +310,7 @@ fn parse_field(word: &str) -> Result<(String, FieldKind), String> {
     if name.is_empty() {
         return Err(format!("{word:?} has an empty field name"));
     }
-    let kind = strata_engine::parse_kind(kind)
+    let kind = strata::parse_kind(kind)
         .ok_or_else(|| format!("unknown kind {kind:?} (one of u64 i64 f64 str bytes)"))?;
     Ok((name.to_owned(), kind))
 }

@@ -1,5 +1,5 @@
 //! `strata --store DIR fsck [--verify] [--json]`: the same report and exit code as
-//! `engine-fsck DIR`, from the same library calls (`strata_recover::fsck`).
+//! `engine-fsck DIR`, from the same library calls (`strata::recover::fsck`).
 
 use std::path::Path;
 use std::process::ExitCode;

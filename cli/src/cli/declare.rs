@@ -35,7 +35,7 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
         "stream {} is declared in {}: {}\n",
         decl.id,
         dir.display(),
-        strata_engine::describe(&decl)
+        strata::describe(&decl)
     ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,11 +18,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
-use strata_recover::fsck::{
+use strata::recover::fsck::{
     self, FsckReport, QuarantineEntry, Status, list_quarantine, purge_quarantine,
 };
-use strata_recover::{RecoverError, RepairPlan, plan_repair};
-use strata_segment::vfs::RealFs;
+use strata::recover::{RecoverError, RepairPlan, plan_repair};
+use strata::segment::vfs::RealFs;
 
 /// Inspects a strata store without changing anything: what boot would find and do, the
 /// quarantine's evidence, and per stream and partition the live files, watermark and floors.
@@ -188,7 +188,7 @@ fn repair(store: &Path, yes: bool) -> u8 {
             Err(error) => usage_error(&format!("{shown}: {error}")),
         };
     }
-    match strata_recover::repair(&vfs) {
+    match strata::recover::repair(&vfs) {
         Ok(repaired) => {
             let mut text = format!(
                 "strata store {shown}: repaired. The manifest was cut at byte {} of {}; \

@@ -1,0 +1,27 @@
+//! Integration tests of the `strata` and `engine-fsck` binaries, driven as a user drives them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod cli;
+mod compact_cli;
+mod fsck_cli;
+mod full_disk;
+mod interrupt;
+mod kill;
+mod levels_cli;
+mod limits;
+mod manifest_damage;
+mod messages_cli;
+mod retention_cli;
+mod survey_cli;
+mod trim_cli;
+
+/// Barriers written through the real write path over the simulated file system, and ways to
+/// look at a store's files: shared with strata-recover's own tests, which own it.
+#[path = "../../../recover/tests/it/support.rs"]
+mod support;
