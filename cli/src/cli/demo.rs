@@ -393,6 +393,7 @@ fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
         decl,
         selection: &selection,
         budget,
+        units: &[],
     };
     let track = timed(|| store.survey(STREAM, &selection, .., SURVEY_BUDGET_POINTS))?;
     let picture = svg::render(&survey::picture(

@@ -7,11 +7,14 @@
 //! signs met; every finite number is written exactly as serde_json writes it. A consumer that
 //! reads a number finds a string instead, which it cannot mistake for `null` or for a value.
 //!
-//! The views mirror the engine's `Survey` and `FieldStat` field for field, so a finite answer
-//! reads the same as the engine's own serialization.
+//! The fold view mirrors the engine's `FieldStat` field for field. The survey view is the
+//! engine's `Survey` with the axis named and each bucket's width in axis units added, and
+//! without the engine's per-bucket field index (each field's buckets sit under its name).
 
 use serde::{Serialize, Serializer};
 use strata::{Bucket, FieldBuckets, FieldStat, Num, Point, Survey};
+
+use super::survey::Scope;
 
 /// The word for a float that is not finite: `inf`, `-inf` or `nan`.
 pub fn non_finite_word(value: f64) -> &'static str {
@@ -69,13 +72,17 @@ pub fn fold(stats: &[FieldStat]) -> serde_json::Result<String> {
     serde_json::to_string(&stats)
 }
 
-/// A survey's answer, shaped as `strata::Survey` serializes.
-pub fn survey(survey: &Survey) -> serde_json::Result<String> {
+/// A survey's answer: the axis field's name, the span covered, each bucket's width in axis
+/// units (`null` where one bucket holds the whole axis), the ladder level and the cells of it
+/// merged per bucket, and the buckets of each measured field under its name.
+pub fn survey(survey: &Survey, scope: &Scope<'_>) -> serde_json::Result<String> {
     #[derive(Serialize)]
     struct SurveyView<'a> {
+        axis: String,
+        span: Option<[u64; 2]>,
+        bucket_width: Option<u64>,
         level: u8,
         group: u128,
-        span: Option<[u64; 2]>,
         fields: Vec<FieldView<'a>>,
     }
     #[derive(Serialize)]
@@ -84,9 +91,13 @@ pub fn survey(survey: &Survey) -> serde_json::Result<String> {
         buckets: Vec<BucketView>,
     }
     let view = SurveyView {
+        axis: scope.axis_name(),
+        span: survey.span,
+        bucket_width: scope
+            .bucket_width(survey)
+            .and_then(|w| u64::try_from(w).ok()),
         level: survey.level,
         group: survey.group,
-        span: survey.span,
         fields: survey
             .fields
             .iter()
@@ -116,7 +127,6 @@ impl PointView {
 
 #[derive(Serialize)]
 struct BucketView {
-    field: u16,
     first: PointView,
     last: PointView,
     min: PointView,
@@ -129,9 +139,10 @@ struct BucketView {
 impl BucketView {
     fn of(bucket: &Bucket) -> BucketView {
         // Destructured whole, so a field added to `Bucket` fails to compile here instead of
-        // silently missing from the JSON.
+        // silently missing from the JSON. The field index is left out: the buckets sit under
+        // their field's name.
         let Bucket {
-            field,
+            field: _,
             first,
             last,
             min,
@@ -141,7 +152,6 @@ impl BucketView {
             sum_sq,
         } = *bucket;
         BucketView {
-            field,
             first: PointView::of(first),
             last: PointView::of(last),
             min: PointView::of(min),

@@ -29,6 +29,7 @@ mod seal;
 mod survey;
 mod svg;
 mod trim;
+mod units;
 
 use std::fmt;
 use std::io::{self, Write as _};

@@ -18,8 +18,8 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
-    Failure, axis_bounds, compact, declared, json, open_existing_with, print, selection,
-    selection_matches,
+    Failure, axis_bounds, compact, count, declared, grouped, json, open_existing_with, print,
+    selection, selection_matches, units,
 };
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
@@ -37,6 +37,7 @@ pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
         decl,
         selection: &selection,
         budget: args.budget,
+        units: &[],
     };
     // The picture first: if it cannot be written, nothing was printed as if all went well.
     if let Some(path) = &args.svg {
@@ -46,7 +47,7 @@ pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     match args.format {
         ReadFormat::Table => print(&table(&survey, &scope)),
         ReadFormat::Json => {
-            let text = json::survey(&survey)
+            let text = json::survey(&survey, &scope)
                 .map_err(|e| Failure::new(format!("cannot write the survey as JSON: {e}")))?;
             print(&(text + "\n"))
         }
@@ -54,12 +55,16 @@ pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What a survey was asked for: the stream, the track prefix and the budget.
+/// What a survey was asked for: the stream, the track prefix and the budget, and the units of
+/// its fields where the caller knows them.
 #[derive(Debug)]
 pub struct Scope<'a> {
     pub decl: &'a StreamDecl,
     pub selection: &'a [&'a str],
     pub budget: u64,
+    /// `(field, unit)` pairs, the axis among them: `("t", "µs")`. A stream does not record its
+    /// units, so the `survey` command knows none and the demo knows its own.
+    pub units: &'a [(&'a str, &'a str)],
 }
 
 impl Scope<'_> {
@@ -72,25 +77,75 @@ impl Scope<'_> {
         }
     }
 
-    /// `level 2 (cells 1024000 wide), group 1, span 0..=99999000`.
+    /// The unit of `field`, if the caller gave one.
+    pub fn unit(&self, field: &str) -> Option<&str> {
+        self.units
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map(|&(_, unit)| unit)
+    }
+
+    pub fn axis_unit(&self) -> Option<&str> {
+        self.unit(&self.axis_name())
+    }
+
+    /// `t 0 .. 99.999 s`: the axis range the survey covers, or `t: no rows in this range`.
+    pub fn range(&self, survey: &Survey) -> String {
+        match survey.span {
+            Some([lo, hi]) => format!(
+                "{} {}",
+                self.axis_name(),
+                units::range(lo, hi, self.axis_unit())
+            ),
+            None => format!("{}: no rows in this range", self.axis_name()),
+        }
+    }
+
+    /// `196 buckets a field, each summarising 512 ms of t`.
+    pub fn buckets(&self, survey: &Survey) -> String {
+        let n = buckets_per_field(survey) as u64;
+        let each = self.bucket_width(survey).map_or_else(
+            || format!("each summarising all of {}", self.axis_name()),
+            |w| {
+                format!(
+                    "each summarising {} of {}",
+                    units::amount(w, self.axis_unit()),
+                    self.axis_name()
+                )
+            },
+        );
+        format!("{}, {each}", count(n, "bucket a field", "buckets a field"))
+    }
+
+    /// `t 0 .. 99.999 s: 4 buckets a field, each summarising 32.768 s of t; 32 of the 48 points
+    /// asked for, from 100,000 rows`.
     fn answered(&self, survey: &Survey) -> String {
-        let width = self.cell_width(survey).map_or_else(
-            || "one cell holds the whole axis".to_owned(),
-            |w| format!("cells {w} wide"),
-        );
-        let span = survey.span.map_or_else(
-            || "none recorded".to_owned(),
-            |[lo, hi]| format!("{lo}..={hi}"),
-        );
+        let n_points: u64 = survey
+            .fields
+            .iter()
+            .map(|f| f.buckets.len() as u64 * 4)
+            .sum();
+        let n_rows = rows_beneath(survey);
+        if survey.span.is_none() {
+            return format!(
+                "{}; 0 of the {} points asked for",
+                self.range(survey),
+                grouped(self.budget)
+            );
+        }
         format!(
-            "level {} ({width}), group {}, span {span}",
-            survey.level, survey.group
+            "{}: {}; {} of the {} points asked for, from {}",
+            self.range(survey),
+            self.buckets(survey),
+            grouped(n_points),
+            grouped(self.budget),
+            count(n_rows, "row", "rows"),
         )
     }
 
     /// An answer bucket's width in axis units: `base * fanout^level * group`; `None` once it
     /// covers every u64 (the top levels hold one cell).
-    fn cell_width(&self, survey: &Survey) -> Option<u128> {
+    pub fn bucket_width(&self, survey: &Survey) -> Option<u128> {
         let ladder = self.decl.ladder;
         let width = u128::from(ladder.fanout)
             .checked_pow(u32::from(survey.level))?
@@ -99,12 +154,23 @@ impl Scope<'_> {
         (width <= u128::from(u64::MAX)).then_some(width)
     }
 
-    fn axis_name(&self) -> String {
+    pub fn axis_name(&self) -> String {
         self.decl
             .axis
             .and_then(|idx| self.decl.fields.get(usize::from(idx)))
             .map_or_else(|| "axis".to_owned(), |f| f.name.clone())
     }
+}
+
+/// The rows the buckets summarise: every measured field of a row is counted in one bucket, so
+/// this is any field's total (the largest, should they ever differ).
+pub fn rows_beneath(survey: &Survey) -> u64 {
+    survey
+        .fields
+        .iter()
+        .map(|f| f.buckets.iter().map(|b| b.count).sum::<u64>())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The most buckets any field answered with.
@@ -117,40 +183,41 @@ pub fn buckets_per_field(survey: &Survey) -> usize {
         .unwrap_or(0)
 }
 
-/// The survey as a picture: its stream and selection as the title, how it was answered below.
-pub fn picture<'a>(survey: &'a Survey, scope: &Scope<'_>) -> Picture<'a> {
+/// The survey as a picture: its stream and selection as the title, what it covers below.
+pub fn picture<'a>(survey: &'a Survey, scope: &'a Scope<'_>) -> Picture<'a> {
     Picture {
         title: format!("{} · {}", scope.decl.id, scope.tracks()),
-        subtitle: format!(
-            "M4 survey within {} points: {}; {} buckets a field",
-            scope.budget,
-            scope.answered(survey),
-            buckets_per_field(survey)
-        ),
+        subtitle: format!("M4 survey of {}", scope.answered(survey)),
         axis_name: scope.axis_name(),
+        axis_unit: scope.axis_unit(),
+        units: scope.units,
+        bucket_width: scope.bucket_width(survey),
         survey,
     }
 }
 
-/// A header line (the stream, the selection, the budget, the level, group and span), then one
-/// compact table per measured field.
+/// A header line (the stream, the selection, the axis range, the buckets and what they cost and
+/// summarise), then one compact table per measured field.
 pub fn table(survey: &Survey, scope: &Scope<'_>) -> String {
     let mut out = format!(
-        "{} {} within {} points: {}\n",
+        "{} {}, {}\n",
         scope.decl.id,
         scope.tracks(),
-        scope.budget,
         scope.answered(survey)
     );
+    let axis = match scope.axis_unit() {
+        Some(unit) => format!("{} ({unit})", scope.axis_name()),
+        None => scope.axis_name(),
+    };
     for field in &survey.fields {
-        out.push_str(&field_table(field));
+        out.push_str(&field_table(field, &axis, &scope.axis_name()));
     }
     out
 }
 
 /// `FIELD: N buckets`, then a row per bucket: where it lies on the axis, its first and last
 /// values, its min and max with where they occurred, its count and mean.
-fn field_table(field: &FieldBuckets) -> String {
+fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> String {
     let n = field.buckets.len();
     let mut out = format!(
         "{}: {n} bucket{}\n",
@@ -161,12 +228,17 @@ fn field_table(field: &FieldBuckets) -> String {
         out.push_str("  (no rows in this range)\n");
         return out;
     }
+    let (span_header, min_header, max_header) = (
+        format!("{axis_header} first..last"),
+        format!("min @ {axis_name}"),
+        format!("max @ {axis_name}"),
+    );
     let header = [
-        "axis first..last",
+        span_header.as_str(),
         "first",
         "last",
-        "min @ axis",
-        "max @ axis",
+        min_header.as_str(),
+        max_header.as_str(),
         "count",
         "mean",
     ];
@@ -179,12 +251,12 @@ fn field_table(field: &FieldBuckets) -> String {
         .zip(max)
         .map(|((b, min), max)| {
             [
-                format!("{}..{}", b.first.axis, b.last.axis),
+                format!("{}..{}", grouped(b.first.axis), grouped(b.last.axis)),
                 compact(b.first.value),
                 compact(b.last.value),
                 min,
                 max,
-                b.count.to_string(),
+                grouped(b.count),
                 super::compact_f64(b.mean()),
             ]
         })
@@ -223,7 +295,7 @@ fn placed(buckets: &[Bucket], pick: impl Fn(&Bucket) -> strata::Point) -> Vec<St
         .iter()
         .map(|b| {
             let point = pick(b);
-            (compact(point.value), point.axis.to_string())
+            (compact(point.value), grouped(point.axis))
         })
         .collect();
     let value_width = cells.iter().map(|c| c.0.len()).max().unwrap_or(0);

@@ -1,9 +1,17 @@
 //! A survey as an SVG picture: one panel per measured field, stacked, each with the M4 envelope
-//! (a min–max band and the first/last line) over axis and value ticks.
+//! (a min–max band, and a line through every bucket's four points in axis order) over axis and
+//! value ticks, with the axis and each field named and their units where known.
 //!
 //! Hand-written SVG text, no dependency. Every point sits at its own axis coordinate
 //! (`first.axis`, `last.axis`, `min.axis`, `max.axis`): that is what M4 keeps them for, and it is
-//! why a few hundred buckets draw the same outline as the millions of rows beneath them.
+//! why a few hundred buckets draw the same outline as the millions of rows beneath them. A lone
+//! spike is some bucket's min or max, so the line reaches it: a full-height stroke, not a blur.
+//!
+//! Where the answer skips a bucket (no rows fell in it), the band and the line break there and a
+//! pale stripe marks the stretch with no rows: a dropout is drawn as a gap, never bridged.
+//!
+//! The axis ticks are round steps that run from at or before the first data point to at or past
+//! the last, so the ruler covers the whole of the data.
 //!
 //! Coordinates are computed so that no input yields a NaN or an infinity: axes are subtracted in
 //! integers before they become f64 (u64 axes near 2^64 stay exact relative to the panel), values
@@ -14,17 +22,19 @@ use std::fmt::Write as _;
 
 use strata::{Bucket, FieldBuckets, Point, Survey};
 
+use super::units;
+
 /// The picture's width, in px.
 const WIDTH_PX: f64 = 900.0;
 /// One field's panel, title and tick labels included, in px.
 const PANEL_HEIGHT_PX: f64 = 220.0;
-/// The title and legend above the first panel, in px.
-const HEADER_HEIGHT_PX: f64 = 58.0;
+/// The title, the subtitle and the legend above the first panel, in px.
+const HEADER_HEIGHT_PX: f64 = 72.0;
 /// Below the last panel, in px.
 const FOOTER_HEIGHT_PX: f64 = 8.0;
-/// The plot area inside a panel: room for value labels on the left, the field's name above,
-/// axis labels below.
-const PLOT_LEFT_PX: f64 = 76.0;
+/// The plot area inside a panel: room for the value axis's name and labels on the left, the
+/// field's name above, axis labels below.
+const PLOT_LEFT_PX: f64 = 84.0;
 const PLOT_RIGHT_PX: f64 = WIDTH_PX - 24.0;
 const PLOT_TOP_PX: f64 = 28.0;
 const PLOT_BOTTOM_PX: f64 = PANEL_HEIGHT_PX - 38.0;
@@ -36,28 +46,40 @@ const LABEL_CHAR_PX: f64 = 7.0;
 const LABEL_GAP_PX: f64 = 12.0;
 /// Axis labels longer than this count from an offset instead, if that makes them shorter.
 const LABEL_CHARS_MAX: usize = 8;
-/// With at most this many buckets a field, the first and last points are marked with dots, so a
-/// sparse survey (one bucket, a few) still shows where its points are.
+/// With at most this many buckets a field, every point is marked with a dot, so a sparse survey
+/// (one bucket, a few) still shows where its points are.
 const DOTS_BUCKETS_MAX: usize = 64;
 /// Ticks one scale may draw, whatever its span: a bound, not a target.
 const TICKS_MAX: usize = 24;
+/// A stretch with no rows at least this wide is labelled `no rows` (the label's width), in px.
+const GAP_LABEL_MIN_PX: f64 = 44.0;
 
 const BAND_FILL: &str = "#9ecae1";
 const BAND_STROKE: &str = "#6baed6";
 const LINE_STROKE: &str = "#08519c";
+const GAP_FILL: &str = "#fde0dd";
+const GAP_TEXT: &str = "#c51b8a";
 const GRID_STROKE: &str = "#e6e6e6";
 const FRAME_STROKE: &str = "#888888";
 const TEXT_MUTED: &str = "#555555";
 
-/// What to draw: a survey, the words around it, and the name of its axis.
+/// What to draw: a survey, the words around it, and the axis and units to label it with.
 #[derive(Debug)]
 pub struct Picture<'a> {
     /// The first line above the panels (stream and selection).
     pub title: String,
-    /// The second line (how the survey was answered).
+    /// The second line (what the survey covers and how finely).
     pub subtitle: String,
     /// The axis field's name, written under each panel's axis labels.
     pub axis_name: String,
+    /// The axis's unit, where the caller knows it (`µs`); a time unit is shown in the largest
+    /// unit that keeps the tick labels whole (seconds for the demo).
+    pub axis_unit: Option<&'a str>,
+    /// `(field, unit)` for the measured fields whose unit the caller knows (`("temp", "°C")`).
+    pub units: &'a [(&'a str, &'a str)],
+    /// Each bucket's width in axis units; with it, a skipped bucket is drawn as a gap. `None`
+    /// where one bucket covers the whole axis.
+    pub bucket_width: Option<u128>,
     pub survey: &'a Survey,
 }
 
@@ -65,7 +87,7 @@ pub struct Picture<'a> {
 pub fn render(picture: &Picture<'_>) -> String {
     let n_panels = picture.survey.fields.len().max(1);
     let height_px = HEADER_HEIGHT_PX + n_panels as f64 * PANEL_HEIGHT_PX + FOOTER_HEIGHT_PX;
-    let mut out = String::with_capacity(4096 + 64 * bucket_count(picture.survey));
+    let mut out = String::with_capacity(4096 + 96 * bucket_count(picture.survey));
     let _ = write!(
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH_PX}\" height=\"{height_px}\" \
@@ -77,11 +99,16 @@ pub fn render(picture: &Picture<'_>) -> String {
     let _ = writeln!(
         out,
         "<text x=\"16\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n\
-         <text x=\"16\" y=\"44\" fill=\"{TEXT_MUTED}\">{}</text>",
+         <text x=\"16\" y=\"43\" fill=\"{TEXT_MUTED}\">{}</text>",
         escape(&picture.title),
         escape(&picture.subtitle)
     );
-    legend(&mut out);
+    let any_gap = picture
+        .survey
+        .fields
+        .iter()
+        .any(|f| runs(&f.buckets, picture.bucket_width).len() > 1);
+    legend(&mut out, any_gap);
     if picture.survey.fields.is_empty() {
         let _ = writeln!(
             out,
@@ -102,25 +129,87 @@ fn bucket_count(survey: &Survey) -> usize {
     survey.fields.iter().map(|f| f.buckets.len()).sum()
 }
 
-/// A swatch of the band and a stroke of the line, top right.
-fn legend(out: &mut String) {
-    let x = PLOT_RIGHT_PX - 250.0;
-    let _ = writeln!(
+/// A swatch of the band, a stroke of the line and, if any panel has one, a gap; under the
+/// subtitle.
+fn legend(out: &mut String, any_gap: bool) {
+    let (x, y) = (16.0, 58.0);
+    let _ = write!(
         out,
         "<g fill=\"{TEXT_MUTED}\">\
-         <rect x=\"{x}\" y=\"16\" width=\"22\" height=\"10\" fill=\"{BAND_FILL}\" \
+         <rect x=\"{x}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{BAND_FILL}\" \
          stroke=\"{BAND_STROKE}\" stroke-width=\"0.5\"/>\
-         <text x=\"{}\" y=\"25\">min–max</text>\
-         <line x1=\"{}\" y1=\"21\" x2=\"{}\" y2=\"21\" stroke=\"{LINE_STROKE}\" stroke-width=\"1.5\"/>\
-         <text x=\"{}\" y=\"25\">first → last of each bucket</text></g>",
+         <text x=\"{}\" y=\"{y}\">lowest to highest value in each bucket</text>\
+         <line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{LINE_STROKE}\" stroke-width=\"1.5\"/>\
+         <text x=\"{}\" y=\"{y}\">each bucket's first, lowest, highest and last row, in axis order</text>",
+        y - 9.0,
         x + 28.0,
-        x + 92.0,
-        x + 114.0,
-        x + 120.0,
+        x + 246.0,
+        y - 4.0,
+        x + 268.0,
+        y - 4.0,
+        x + 274.0,
     );
+    if any_gap {
+        let _ = write!(
+            out,
+            "<rect x=\"{}\" y=\"{}\" width=\"22\" height=\"10\" fill=\"{GAP_FILL}\"/>\
+             <text x=\"{}\" y=\"{y}\">no rows</text>",
+            x + 640.0,
+            y - 9.0,
+            x + 668.0,
+        );
+    }
+    out.push_str("</g>\n");
 }
 
-/// One field: its name, grid and ticks, the band, the line, and a frame around the plot.
+/// The unit of `field`, if the picture was given one.
+fn unit_of<'a>(picture: &Picture<'a>, field: &str) -> Option<&'a str> {
+    picture
+        .units
+        .iter()
+        .find(|(name, _)| *name == field)
+        .map(|&(_, unit)| unit)
+}
+
+/// The buckets split where the answer skips a bucket (no rows fell in it): each run is drawn
+/// joined, and the runs apart. Bucket `k` of width `w` covers axis `k*w ..= (k+1)*w - 1` (the
+/// ladder's cells are anchored at 0), so two neighbours in the answer are adjacent exactly when
+/// their `k` differ by one. Without a width (one bucket holds the whole axis) nothing is skipped.
+fn runs(buckets: &[Bucket], bucket_width: Option<u128>) -> Vec<&[Bucket]> {
+    let Some(width) = bucket_width.filter(|&w| w > 0) else {
+        return if buckets.is_empty() {
+            Vec::new()
+        } else {
+            vec![buckets]
+        };
+    };
+    let index = |b: &Bucket| u128::from(b.first.axis) / width;
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for idx in 1..buckets.len() {
+        if index(&buckets[idx]) > index(&buckets[idx - 1]) + 1 {
+            runs.push(&buckets[start..idx]);
+            start = idx;
+        }
+    }
+    if start < buckets.len() {
+        runs.push(&buckets[start..]);
+    }
+    runs
+}
+
+/// A bucket's four points in axis order: the path M4 keeps them for. The first and last bound
+/// the bucket, so only the min and max can trade places.
+fn in_axis_order(bucket: &Bucket) -> [Point; 4] {
+    let (a, b) = if bucket.min.axis <= bucket.max.axis {
+        (bucket.min, bucket.max)
+    } else {
+        (bucket.max, bucket.min)
+    };
+    [bucket.first, a, b, bucket.last]
+}
+
+/// One field: its name, grid and ticks, the gaps, the band, the line, and a frame around the plot.
 fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: f64) {
     let plot = Plot {
         left: PLOT_LEFT_PX,
@@ -129,17 +218,25 @@ fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: 
         bottom: top_px + PLOT_BOTTOM_PX,
     };
     let n_buckets = field.buckets.len();
+    let value_name = match unit_of(picture, &field.field) {
+        Some(unit) => format!("{} ({unit})", field.field),
+        None => field.field.clone(),
+    };
     let _ = writeln!(
         out,
         "<text x=\"{}\" y=\"{:.1}\"><tspan font-size=\"13\" font-weight=\"bold\">{}</tspan>\
-         <tspan fill=\"{TEXT_MUTED}\" dx=\"8\">{n_buckets} bucket{}</tspan></text>",
+         <tspan fill=\"{TEXT_MUTED}\" dx=\"8\">{n_buckets} bucket{}</tspan></text>\n\
+         <text transform=\"translate(16,{:.1}) rotate(-90)\" text-anchor=\"middle\" \
+         fill=\"{TEXT_MUTED}\">{}</text>",
         plot.left,
         top_px + 20.0,
         escape(&field.field),
         if n_buckets == 1 { "" } else { "s" },
+        f64::midpoint(plot.top, plot.bottom),
+        escape(&value_name),
     );
-    let (Some(leftmost), Some(rightmost)) = (field.buckets.first(), field.buckets.last()) else {
-        axis_name(out, &plot, &picture.axis_name, None);
+    if field.buckets.is_empty() {
+        axis_caption(out, &plot, picture, None, None);
         let _ = writeln!(
             out,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{TEXT_MUTED}\">no rows in this range</text>",
@@ -148,40 +245,49 @@ fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: 
         );
         frame(out, &plot);
         return;
-    };
-    let x = AxisScale::new(axis_extent(&field.buckets, picture.survey.span));
-    let x_ticks = x.ticks(plot.width());
-    let y = ValueScale::new(value_extent(&field.buckets), plot.height());
-    grid(out, &plot, &x, &x_ticks, &y);
-    axis_name(out, &plot, &picture.axis_name, x_ticks.offset);
-    // Out through the maxima and back through the minima, closed at the very first and very
-    // last points, so the band spans what the line spans.
-    let band: Vec<Point> = std::iter::once(leftmost.first)
-        .chain(field.buckets.iter().map(|b| b.max))
-        .chain(std::iter::once(rightmost.last))
-        .chain(field.buckets.iter().rev().map(|b| b.min))
-        .collect();
-    let _ = writeln!(
-        out,
-        "<polygon points=\"{}\" fill=\"{BAND_FILL}\" fill-opacity=\"0.75\" stroke=\"{BAND_STROKE}\" \
-         stroke-width=\"0.6\" stroke-linejoin=\"round\"/>",
-        path_points(&band, &plot, &x, &y)
+    }
+    let (x, x_ticks) = axis_ticks(
+        axis_extent(&field.buckets, picture.survey.span),
+        plot.width(),
+        picture.axis_unit,
     );
-    let line: Vec<Point> = field
-        .buckets
-        .iter()
-        .flat_map(|b| [b.first, b.last])
-        .collect();
+    let y = ValueScale::new(value_extent(&field.buckets), plot.height());
+    let runs = runs(&field.buckets, picture.bucket_width);
+    gaps(out, &plot, &x, &runs);
+    grid(out, &plot, &x, &x_ticks, &y);
+    axis_caption(out, &plot, picture, x_ticks.offset, x_ticks.scale_name);
+    // Per run: along each bucket's max from its first row to its last, and back along its min,
+    // so each bucket is a step as wide as its rows and as tall as their range: a lone spike is a
+    // bar the height of the spike, not a wedge shared with its neighbours.
+    let mut band = String::new();
+    let mut line = String::new();
+    for run in &runs {
+        let at = |axis, value| Point { axis, value };
+        let outline: Vec<Point> = run
+            .iter()
+            .flat_map(|b| [at(b.first.axis, b.max.value), at(b.last.axis, b.max.value)])
+            .chain(
+                run.iter()
+                    .rev()
+                    .flat_map(|b| [at(b.last.axis, b.min.value), at(b.first.axis, b.min.value)]),
+            )
+            .collect();
+        subpath(&mut band, &outline, &plot, &x, &y);
+        band.push_str(" Z");
+        let points: Vec<Point> = run.iter().flat_map(in_axis_order).collect();
+        subpath(&mut line, &points, &plot, &x, &y);
+    }
     let _ = writeln!(
         out,
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"{LINE_STROKE}\" stroke-width=\"1.2\" \
-         stroke-linejoin=\"round\"/>",
-        path_points(&line, &plot, &x, &y)
+        "<path class=\"band\" d=\"{band}\" fill=\"{BAND_FILL}\" fill-opacity=\"0.75\" \
+         stroke=\"{BAND_STROKE}\" stroke-width=\"0.6\" stroke-linejoin=\"round\"/>\n\
+         <path class=\"line\" d=\"{line}\" fill=\"none\" stroke=\"{LINE_STROKE}\" \
+         stroke-width=\"1\" stroke-linejoin=\"round\"/>",
     );
     if n_buckets <= DOTS_BUCKETS_MAX {
         let _ = write!(out, "<g fill=\"{LINE_STROKE}\">");
-        for point in &line {
-            let (px, py) = plot.place(point, &x, &y);
+        for point in field.buckets.iter().flat_map(in_axis_order) {
+            let (px, py) = plot.place(&point, &x, &y);
             let _ = write!(out, "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"2\"/>");
         }
         out.push_str("</g>\n");
@@ -189,16 +295,57 @@ fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: 
     frame(out, &plot);
 }
 
-/// The axis field's name under the plot's right end, with the offset the tick labels are
-/// relative to, if any (`t − 18446744073709550000 →`).
-fn axis_name(out: &mut String, plot: &Plot, name: &str, offset: Option<u64>) {
-    let offset = offset.map_or_else(String::new, |o| format!(" − {o}"));
+/// A pale stripe over each stretch with no rows between two runs (from the last row before it to
+/// the first row after it), labelled where it is wide enough.
+fn gaps(out: &mut String, plot: &Plot, x: &AxisScale, runs: &[&[Bucket]]) {
+    for pair in runs.windows(2) {
+        let (Some(before), Some(after)) = (pair[0].last(), pair[1].first()) else {
+            continue;
+        };
+        let from_px = plot.x(x.fraction(before.last.axis));
+        let to_px = plot.x(x.fraction(after.first.axis));
+        let _ = write!(
+            out,
+            "<rect class=\"gap\" x=\"{from_px:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" \
+             fill=\"{GAP_FILL}\"/>",
+            plot.top,
+            to_px - from_px,
+            plot.height()
+        );
+        if to_px - from_px >= GAP_LABEL_MIN_PX {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{GAP_TEXT}\">no rows</text>",
+                f64::midpoint(from_px, to_px),
+                plot.top + 14.0
+            );
+        }
+        out.push('\n');
+    }
+}
+
+/// The axis field's name (and the unit its tick labels are in) under the plot's right end, with
+/// the offset the tick labels are relative to, if any (`t − 18446744073709550000 →`).
+fn axis_caption(
+    out: &mut String,
+    plot: &Plot,
+    picture: &Picture<'_>,
+    offset: Option<u64>,
+    scale_name: Option<&str>,
+) {
+    let unit = scale_name.map_or_else(String::new, |u| format!(" ({u})"));
+    let offset = offset.map_or_else(String::new, |o| {
+        let unit = picture
+            .axis_unit
+            .map_or_else(String::new, |u| format!(" {u}"));
+        format!(" − {o}{unit}")
+    });
     let _ = writeln!(
         out,
-        "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"{TEXT_MUTED}\">{}{offset} →</text>",
+        "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"{TEXT_MUTED}\">{}{unit}{offset} →</text>",
         plot.right,
         plot.bottom + 30.0,
-        escape(name)
+        escape(&picture.axis_name)
     );
 }
 
@@ -235,16 +382,15 @@ impl Plot {
     }
 }
 
-fn path_points(points: &[Point], plot: &Plot, x: &AxisScale, y: &ValueScale) -> String {
-    let mut text = String::with_capacity(points.len() * 14);
+/// `M x,y L x,y ...` through `points`, appended to a path's data.
+fn subpath(d: &mut String, points: &[Point], plot: &Plot, x: &AxisScale, y: &ValueScale) {
     for (idx, point) in points.iter().enumerate() {
         let (px, py) = plot.place(point, x, y);
-        if idx > 0 {
-            text.push(' ');
+        if !d.is_empty() {
+            d.push(' ');
         }
-        let _ = write!(text, "{px:.1},{py:.1}");
+        let _ = write!(d, "{}{px:.1},{py:.1}", if idx == 0 { "M" } else { "L" });
     }
-    text
 }
 
 fn frame(out: &mut String, plot: &Plot) {
@@ -259,10 +405,10 @@ fn frame(out: &mut String, plot: &Plot) {
 }
 
 /// Grid lines with their labels: axis values below the plot, field values to its left.
-fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks, y: &ValueScale) {
+fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks<'_>, y: &ValueScale) {
     let _ = write!(out, "<g stroke=\"{GRID_STROKE}\" stroke-width=\"1\">");
     for &(axis, _) in &x_ticks.ticks {
-        let px = plot.x(x.fraction(axis));
+        let px = plot.x(x.fraction_wide(axis));
         let _ = write!(
             out,
             "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",
@@ -280,7 +426,7 @@ fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks, y: &V
     out.push_str("</g>\n");
     let _ = write!(out, "<g fill=\"{TEXT_MUTED}\">");
     for (axis, label) in &x_ticks.ticks {
-        let px = plot.x(x.fraction(*axis));
+        let px = plot.x(x.fraction_wide(*axis));
         let _ = write!(
             out,
             "<line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\" stroke=\"{FRAME_STROKE}\"/>\
@@ -336,21 +482,21 @@ fn value_extent(buckets: &[Bucket]) -> [f64; 2] {
     }
 }
 
-/// Axis coordinates (u64) to fractions of the plot's width. Differences are taken in integers,
-/// so an axis near 2^64 loses nothing before it is scaled; a zero-width span centres.
+/// Axis coordinates to fractions of the plot's width, over the data widened to whole ticks (so
+/// in u128: the tick past `u64::MAX` can be the last). Differences are taken in integers, so an
+/// axis near 2^64 loses nothing before it is scaled; a zero-width span centres.
 #[derive(Debug)]
 struct AxisScale {
-    lo: u64,
-    hi: u64,
+    lo: u128,
+    hi: u128,
 }
 
 impl AxisScale {
-    fn new([lo, hi]: [u64; 2]) -> AxisScale {
-        debug_assert!(lo <= hi);
-        AxisScale { lo, hi }
+    fn fraction(&self, axis: u64) -> f64 {
+        self.fraction_wide(u128::from(axis))
     }
 
-    fn fraction(&self, axis: u64) -> f64 {
+    fn fraction_wide(&self, axis: u128) -> f64 {
         let width = self.hi - self.lo;
         if width == 0 {
             return 0.5;
@@ -358,70 +504,96 @@ impl AxisScale {
         let offset = axis.clamp(self.lo, self.hi) - self.lo;
         offset as f64 / width as f64
     }
+}
 
-    /// Round axis values inside the span, about `X_TICK_SPACING_PX` apart, with their labels.
-    /// Where whole values would be long or would not fit between ticks (a narrow window of a
-    /// huge axis, such as nanosecond timestamps), the labels count from a round offset below the
-    /// span instead.
-    fn ticks(&self, width_px: f64) -> AxisTicks {
-        let target = (width_px / X_TICK_SPACING_PX).max(2.0);
-        let width = self.hi - self.lo;
-        if width == 0 {
-            return AxisTicks {
-                ticks: vec![(self.lo, axis_label(self.lo, 1))],
+/// Axis ticks and their labels; with an offset, each label is `axis - offset`. `scale_name` is
+/// the unit the labels are written in, where the axis's unit is known.
+#[derive(Debug)]
+struct AxisTicks<'a> {
+    ticks: Vec<(u128, String)>,
+    offset: Option<u64>,
+    scale_name: Option<&'a str>,
+}
+
+/// The scale for the data `[lo, hi]` and its ticks: round steps about `X_TICK_SPACING_PX` apart,
+/// the first at or before `lo` and the last at or past `hi`. Labels are whole numbers in the
+/// largest unit that divides the step (seconds for a microsecond axis ticked in whole seconds),
+/// or with an SI suffix (`20M`) where no unit is known. Where whole values would be long or
+/// would not fit between ticks (a narrow window of a huge axis, such as nanosecond timestamps),
+/// the labels count from a round offset below the span instead.
+fn axis_ticks([lo, hi]: [u64; 2], width_px: f64, unit: Option<&str>) -> (AxisScale, AxisTicks<'_>) {
+    debug_assert!(lo <= hi);
+    let (lo, hi) = (u128::from(lo), u128::from(hi));
+    let scale_name = |step: u128| units::scale_dividing(step, unit).name;
+    let label = |value: u128, step: u128| {
+        if unit.is_some_and(units::is_time) {
+            units::number_in(value, units::scale_dividing(step, unit))
+        } else {
+            axis_label(value, step)
+        }
+    };
+    if hi == lo {
+        return (
+            AxisScale { lo, hi },
+            AxisTicks {
+                ticks: vec![(lo, label(lo, 1))],
                 offset: None,
-            };
-        }
-        let step = integer_step(width as f64 / target);
-        let first = u128::from(self.lo).div_ceil(step) * step;
-        let values: Vec<u64> = (0..TICKS_MAX as u128)
-            .map(|k| first + k * step)
-            .take_while(|&tick| tick <= u128::from(self.hi))
-            .filter_map(|tick| u64::try_from(tick).ok())
-            .collect();
-        let labelled = |offset: u64| -> Vec<(u64, String)> {
-            values
-                .iter()
-                .map(|&tick| (tick, axis_label(tick - offset, step)))
-                .collect()
-        };
-        let ticks = labelled(0);
-        let spacing_px = step as f64 / width as f64 * width_px;
-        let widest = ticks.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
-        let fits = widest as f64 * LABEL_CHAR_PX + LABEL_GAP_PX <= spacing_px;
-        if fits && widest <= LABEL_CHARS_MAX {
-            return AxisTicks {
-                ticks,
-                offset: None,
-            };
-        }
-        // The lowest multiple of a power of ten above the width: labels count up from it.
-        let mut power: u128 = 10;
-        while power <= u128::from(width) {
-            power *= 10;
-        }
-        let offset = u64::try_from(u128::from(self.lo) / power * power).unwrap_or(0);
-        let relative = labelled(offset);
-        let widest_relative = relative.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
-        if offset > 0 && widest_relative < widest {
+                scale_name: scale_name(1),
+            },
+        );
+    }
+    let target = (width_px / X_TICK_SPACING_PX).max(2.0);
+    let width = hi - lo;
+    let step = integer_step(width as f64 / target);
+    let first = lo / step * step;
+    let last = hi.div_ceil(step) * step;
+    let values: Vec<u128> = (0..=TICKS_MAX as u128)
+        .map(|k| first + k * step)
+        .take_while(|&tick| tick <= last)
+        .collect();
+    let scale = AxisScale {
+        lo: first,
+        hi: values.last().copied().unwrap_or(last).max(hi),
+    };
+    let labelled = |offset: u64| -> Vec<(u128, String)> {
+        values
+            .iter()
+            .map(|&tick| (tick, label(tick - u128::from(offset), step)))
+            .collect()
+    };
+    let ticks = labelled(0);
+    let spacing_px = step as f64 / (scale.hi - scale.lo) as f64 * width_px;
+    let widest = ticks.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
+    let fits = widest as f64 * LABEL_CHAR_PX + LABEL_GAP_PX <= spacing_px;
+    let plain = AxisTicks {
+        ticks,
+        offset: None,
+        scale_name: scale_name(step),
+    };
+    if fits && widest <= LABEL_CHARS_MAX {
+        return (scale, plain);
+    }
+    // The lowest multiple of a power of ten above the width: labels count up from it. It is a
+    // multiple of the step too, so it lies at or below the first tick.
+    let mut power: u128 = 10;
+    while power <= width {
+        power *= 10;
+    }
+    let offset = u64::try_from(lo / power * power).unwrap_or(0);
+    let relative = labelled(offset);
+    let widest_relative = relative.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
+    if offset > 0 && widest_relative < widest {
+        (
+            scale,
             AxisTicks {
                 ticks: relative,
                 offset: Some(offset),
-            }
-        } else {
-            AxisTicks {
-                ticks,
-                offset: None,
-            }
-        }
+                scale_name: plain.scale_name,
+            },
+        )
+    } else {
+        (scale, plain)
     }
-}
-
-/// Axis ticks and their labels; with an offset, each label is `axis - offset`.
-#[derive(Debug)]
-struct AxisTicks {
-    ticks: Vec<(u64, String)>,
-    offset: Option<u64>,
 }
 
 /// A round step of at least 1 near `raw`: 1, 2 or 5 times a power of ten, in u128 (steps up to
@@ -465,7 +637,7 @@ fn nice_step(raw: f64) -> f64 {
 
 /// An axis tick's label: the value with an SI suffix (k, M, G, T, P, E) when the step is a
 /// whole multiple of it, so `40000000` with a step of `20000000` reads `40M`.
-fn axis_label(value: u64, step: u128) -> String {
+fn axis_label(value: u128, step: u128) -> String {
     const SUFFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
     let mut power = 0;
     let mut unit: u128 = 1;
@@ -476,7 +648,7 @@ fn axis_label(value: u64, step: u128) -> String {
     if value == 0 {
         return "0".to_owned();
     }
-    format!("{}{}", u128::from(value) / unit, SUFFIXES[power])
+    format!("{}{}", value / unit, SUFFIXES[power])
 }
 
 /// Field values (as f64) to fractions of the plot's height, over a span widened to whole ticks.
@@ -613,35 +785,72 @@ mod tests {
     }
 
     fn draw(survey: &Survey) -> String {
+        draw_with(survey, None)
+    }
+
+    fn draw_with(survey: &Survey, bucket_width: Option<u128>) -> String {
         render(&Picture {
             title: "s <&> \"t\"".to_owned(),
             subtitle: "sub".to_owned(),
             axis_name: "t".to_owned(),
+            axis_unit: None,
+            units: &[],
+            bucket_width,
             survey,
         })
     }
 
-    /// The numbers inside every `points="..."` attribute.
-    fn coordinates(svg: &str) -> Vec<f64> {
-        svg.split("points=\"")
+    /// The subpaths of the `nth` path of `class` (`band` or `line`): each a list of (x, y).
+    fn subpaths(svg: &str, class: &str, nth: usize) -> Vec<Vec<(f64, f64)>> {
+        let d = svg
+            .split(&format!("<path class=\"{class}\" d=\""))
+            .nth(nth + 1)
+            .unwrap_or_else(|| panic!("no {class} path {nth}: {svg}"))
+            .split('"')
+            .next()
+            .unwrap();
+        d.split('M')
             .skip(1)
-            .flat_map(|rest| {
-                rest.split('"')
-                    .next()
-                    .unwrap()
-                    .split([' ', ','])
-                    .map(|n| n.parse::<f64>().unwrap())
-                    .collect::<Vec<_>>()
+            .map(|sub| {
+                sub.split(['L', 'Z'])
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect()
             })
             .collect()
+    }
+
+    /// Every coordinate of every path.
+    fn coordinates(svg: &str) -> Vec<f64> {
+        let mut all = Vec::new();
+        for class in ["band", "line"] {
+            for nth in 0..svg.matches(&format!("class=\"{class}\"")).count() {
+                for sub in subpaths(svg, class, nth) {
+                    all.extend(sub.into_iter().flat_map(|(x, y)| [x, y]));
+                }
+            }
+        }
+        all
     }
 
     fn assert_well_formed(svg: &str, n_fields: usize) {
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
-        assert_eq!(svg.matches("<polygon").count(), n_fields, "{svg}");
-        assert_eq!(svg.matches("<polyline").count(), n_fields, "{svg}");
+        assert_eq!(
+            svg.matches("<path class=\"band\"").count(),
+            n_fields,
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches("<path class=\"line\"").count(),
+            n_fields,
+            "{svg}"
+        );
         for c in coordinates(svg) {
             assert!(
                 c.is_finite() && (0.0..=WIDTH_PX).contains(&c),
@@ -702,28 +911,70 @@ mod tests {
         assert_eq!(value_label(-1.5e-9, 5e-10), "-1.5e-9");
     }
 
+    /// The labels of the axis ticks over `[lo, hi]` on an 800 px plot, the offset they count
+    /// from, and the unit they are written in.
+    fn axis_labels(lo: u64, hi: u64, unit: Option<&str>) -> (Vec<String>, Option<u64>, String) {
+        let (_, ticks) = axis_ticks([lo, hi], 800.0, unit);
+        let labels = ticks.ticks.into_iter().map(|(_, l)| l).collect();
+        (
+            labels,
+            ticks.offset,
+            ticks.scale_name.unwrap_or_default().to_owned(),
+        )
+    }
+
     #[test]
     fn axis_ticks_are_round_and_labelled_with_si_suffixes() {
-        let labels = |lo, hi| {
-            let ticks = AxisScale::new([lo, hi]).ticks(800.0);
-            let labels: Vec<String> = ticks.ticks.into_iter().map(|(_, l)| l).collect();
-            (labels, ticks.offset)
-        };
-        let (ticks, offset) = labels(0, 99_999_000);
-        assert_eq!(ticks, ["0", "20M", "40M", "60M", "80M"]);
+        let (ticks, offset, _) = axis_labels(0, 99_999_000, None);
+        assert_eq!(ticks, ["0", "20M", "40M", "60M", "80M", "100M"]);
         assert_eq!(offset, None);
-        let (ticks, offset) = labels(1_000, 1_950);
-        assert_eq!(ticks, ["1000", "1200", "1400", "1600", "1800"]);
+        let (ticks, offset, _) = axis_labels(1_000, 1_950, None);
+        assert_eq!(ticks, ["1000", "1200", "1400", "1600", "1800", "2000"]);
         assert_eq!(offset, None);
         // A second's window of nanosecond timestamps: whole values would not fit, so the labels
-        // count from a round offset.
-        let (ticks, offset) = labels(1_700_000_000_123_456_789, 1_700_000_001_123_456_789);
+        // count from a round offset; the first tick is the round one at or before the data.
+        let (ticks, offset, _) =
+            axis_labels(1_700_000_000_123_456_789, 1_700_000_001_123_456_789, None);
         assert_eq!(offset, Some(1_700_000_000_000_000_000));
-        assert_eq!(ticks[0], "200M");
+        assert_eq!(ticks.first().map(String::as_str), Some("0"));
+        assert_eq!(ticks.last().map(String::as_str), Some("1200M"));
         assert!(ticks.iter().all(|l| l.len() <= 5), "{ticks:?}");
         assert_eq!(axis_label(45_000, 5_000), "45k");
         assert_eq!(axis_label(45_500, 500), "45500");
         assert_eq!(axis_label(0, 1_000_000), "0");
+    }
+
+    #[test]
+    fn ticks_run_from_at_or_before_the_first_point_to_at_or_past_the_last() {
+        // The demo's axis: 100,000 samples a millisecond apart, in µs. The ticks are whole
+        // seconds, and the last is 100 s, past the last sample at 99.999 s.
+        let (ticks, offset, unit) = axis_labels(0, 99_999_000, Some("µs"));
+        assert_eq!(ticks, ["0", "20", "40", "60", "80", "100"]);
+        assert_eq!((offset, unit.as_str()), (None, "s"));
+        // Half a second of it: ticks in ms.
+        let (ticks, _, unit) = axis_labels(0, 499_000, Some("µs"));
+        assert_eq!(ticks, ["0", "100", "200", "300", "400", "500"]);
+        assert_eq!(unit, "ms");
+        // A stream of unknown unit whose data starts and ends off the round numbers.
+        for [lo, hi] in [[3, 997], [1, 1], [17, 18], [999, 1_000_001]] {
+            let (scale, ticks) = axis_ticks([lo, hi], 800.0, None);
+            let first = ticks.ticks.first().unwrap().0;
+            let last = ticks.ticks.last().unwrap().0;
+            assert!(first <= u128::from(lo), "{lo}..{hi}: {ticks:?}");
+            assert!(last >= u128::from(hi), "{lo}..{hi}: {ticks:?}");
+            assert!(
+                (scale.lo, scale.hi) == (first, last) || lo == hi,
+                "{scale:?}"
+            );
+            let steps: Vec<u128> = ticks.ticks.windows(2).map(|w| w[1].0 - w[0].0).collect();
+            assert!(
+                steps.windows(2).all(|w| w[0] == w[1]),
+                "even steps: {steps:?}"
+            );
+        }
+        let (_, ticks) = axis_ticks([3, 997], 800.0, None);
+        let labels: Vec<&str> = ticks.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0", "200", "400", "600", "800", "1000"]);
     }
 
     #[test]
@@ -733,12 +984,16 @@ mod tests {
             [u64::MAX - 10, u64::MAX],
             [u64::MAX, u64::MAX],
         ] {
-            let scale = AxisScale::new([lo, hi]);
-            let ticks = scale.ticks(800.0).ticks;
-            assert!(!ticks.is_empty() && ticks.len() <= TICKS_MAX, "{ticks:?}");
+            let (scale, ticks) = axis_ticks([lo, hi], 800.0, None);
+            let ticks = ticks.ticks;
+            assert!(
+                !ticks.is_empty() && ticks.len() <= TICKS_MAX + 1,
+                "{ticks:?}"
+            );
+            assert!(ticks[0].0 <= u128::from(lo), "{ticks:?}");
+            assert!(ticks[ticks.len() - 1].0 >= u128::from(hi), "{ticks:?}");
             for (tick, _) in &ticks {
-                assert!((lo..=hi).contains(tick));
-                assert!((0.0..=1.0).contains(&scale.fraction(*tick)));
+                assert!((0.0..=1.0).contains(&scale.fraction_wide(*tick)));
             }
             let mid = lo + (hi - lo) / 2;
             let b = bucket([(lo, 1.0), (hi, 2.0), (mid, 0.5), (hi, 3.0)], 9);
@@ -806,27 +1061,152 @@ mod tests {
         assert!(svg.contains("s &lt;&amp;&gt; &quot;t&quot;"));
         assert!(svg.contains("no rows in this range"));
         assert_eq!(
-            svg.matches("<polygon").count(),
+            svg.matches("<path class=\"band\"").count(),
             1,
             "the empty field has no band"
         );
-        // The band starts at the first point (axis 0), goes out through the maxima (60, 120) to
-        // the last point (190) and back through the minima (150, 40): each point at its own
-        // axis coordinate.
-        let band = svg.split("<polygon points=\"").nth(1).unwrap();
-        let xs: Vec<f64> = band
-            .split('"')
-            .next()
-            .unwrap()
-            .split(' ')
-            .map(|p| p.split(',').next().unwrap().parse().unwrap())
-            .collect();
-        let x_of = |axis: u64| PLOT_LEFT_PX + axis as f64 / 199.0 * (PLOT_RIGHT_PX - PLOT_LEFT_PX);
-        let expected = [x_of(0), x_of(60), x_of(120), x_of(190), x_of(150), x_of(40)];
-        for (got, want) in xs.iter().zip(expected) {
-            assert!((got - want).abs() < 0.06, "{xs:?} vs {expected:?}");
+        // The ruler runs from 0 to the first tick at or past 199: 200 (steps of 50).
+        let x_of = |axis: u64| PLOT_LEFT_PX + axis as f64 / 200.0 * (PLOT_RIGHT_PX - PLOT_LEFT_PX);
+        let xs = |class| -> Vec<f64> {
+            let subpaths = subpaths(&svg, class, 0);
+            assert_eq!(
+                subpaths.len(),
+                1,
+                "{class}: adjacent buckets, one run: {svg}"
+            );
+            subpaths[0].iter().map(|&(x, _)| x).collect()
+        };
+        // The band is a step per bucket: out along each max from the bucket's first row to its
+        // last (0..90, 100..190), back along each min (190..100, 90..0).
+        let band = [0, 90, 100, 190, 190, 100, 90, 0].map(x_of);
+        // The line visits each bucket's four points in axis order: first, then min or max,
+        // whichever came first, then last (0, 40, 60, 90; 100, 120, 150, 190).
+        let line = [0, 40, 60, 90, 100, 120, 150, 190].map(x_of);
+        for (class, expected) in [("band", band), ("line", line)] {
+            let got = xs(class);
+            assert_eq!(got.len(), expected.len(), "{class}: {got:?}");
+            for (got_x, want) in got.iter().zip(expected) {
+                assert!(
+                    (got_x - want).abs() < 0.06,
+                    "{class}: {got:?} vs {expected:?}"
+                );
+            }
         }
-        assert_eq!(xs.len(), expected.len());
+    }
+
+    /// Buckets 10 wide at the given bucket indices, each with values around 1 and its rows at
+    /// `10k .. 10k + 9`.
+    fn buckets_at(indices: &[u64]) -> Vec<Bucket> {
+        indices
+            .iter()
+            .map(|&k| {
+                let a = k * 10;
+                bucket([(a, 1.0), (a + 9, 1.0), (a + 3, 0.5), (a + 6, 1.5)], 10)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_skipped_bucket_breaks_the_band_and_the_line_and_is_marked_as_no_rows() {
+        // Buckets 0..=9 and 30..=39 of width 10: 20 buckets skipped, axis 99 ..= 300 holds no
+        // rows. The ruler runs 0 ..= 400 (ticks 100 apart, the first past 399 is 400).
+        let buckets = buckets_at(&(0..10).chain(30..40).collect::<Vec<_>>());
+        let survey = survey(vec![("v", buckets)], Some([0, 399]));
+        let svg = draw_with(&survey, Some(10));
+        assert_well_formed(&svg, 1);
+        for class in ["band", "line"] {
+            assert_eq!(
+                subpaths(&svg, class, 0).len(),
+                2,
+                "{class} breaks once: {svg}"
+            );
+        }
+        let x_of = |axis: u64| PLOT_LEFT_PX + axis as f64 / 400.0 * (PLOT_RIGHT_PX - PLOT_LEFT_PX);
+        let line = subpaths(&svg, "line", 0);
+        let end_of_first = line[0].last().unwrap().0;
+        let start_of_second = line[1][0].0;
+        assert!((end_of_first - x_of(99)).abs() < 0.06, "{line:?}");
+        assert!((start_of_second - x_of(300)).abs() < 0.06, "{line:?}");
+        assert_eq!(svg.matches("class=\"gap\"").count(), 1, "{svg}");
+        let gap = svg.split("<rect class=\"gap\" x=\"").nth(1).unwrap();
+        let gap_x: f64 = gap.split('"').next().unwrap().parse().unwrap();
+        assert!((gap_x - x_of(99)).abs() < 0.06, "{gap}");
+        assert!(
+            svg.contains(">no rows</text>"),
+            "wide enough for its label: {svg}"
+        );
+
+        // Neighbours one bucket apart are adjacent: no break, no gap. And without a bucket
+        // width (one bucket holds the whole axis), nothing is taken for a gap.
+        let adjacent = survey_of(buckets_at(&[0, 1, 2, 3]));
+        let svg = draw_with(&adjacent, Some(10));
+        assert_eq!(subpaths(&svg, "line", 0).len(), 1, "{svg}");
+        assert!(
+            !svg.contains("class=\"gap\"") && !svg.contains(">no rows<"),
+            "{svg}"
+        );
+        let apart = survey_of(buckets_at(&[0, 5]));
+        assert_eq!(subpaths(&draw_with(&apart, None), "line", 0).len(), 1);
+        assert_eq!(subpaths(&draw_with(&apart, Some(10)), "line", 0).len(), 2);
+    }
+
+    fn survey_of(buckets: Vec<Bucket>) -> Survey {
+        survey(vec![("v", buckets)], None)
+    }
+
+    #[test]
+    fn a_lone_spike_is_drawn_to_its_full_height_at_its_own_axis() {
+        // 50 buckets of values within 0.5 ..= 1.5; bucket 20 also holds one row of 100 at axis
+        // 205. The value ticks run 0 ..= 100 in steps of 50, so 100 sits at the plot's top.
+        let mut buckets = buckets_at(&(0..50).collect::<Vec<_>>());
+        buckets[20].max = Point {
+            axis: 205,
+            value: strata::Num::F64(100.0),
+        };
+        let svg = draw_with(&survey(vec![("v", buckets)], Some([0, 499])), Some(10));
+        let line = subpaths(&svg, "line", 0);
+        let top = line[0]
+            .iter()
+            .copied()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        let x_of = |axis: u64| PLOT_LEFT_PX + axis as f64 / 500.0 * (PLOT_RIGHT_PX - PLOT_LEFT_PX);
+        assert!((top.0 - x_of(205)).abs() < 0.06, "{top:?}");
+        assert!(
+            (top.1 - (HEADER_HEIGHT_PX + PLOT_TOP_PX)).abs() < 0.06,
+            "{top:?}"
+        );
+        let band = subpaths(&svg, "band", 0);
+        let band_top = band[0].iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        assert!(
+            (band_top - top.1).abs() < 0.06,
+            "the band reaches the spike too"
+        );
+    }
+
+    #[test]
+    fn the_axes_are_named_with_their_units() {
+        let survey = survey(
+            vec![
+                ("value", buckets_at(&[0, 1])),
+                ("temp", buckets_at(&[0, 1])),
+            ],
+            Some([0, 19_000]),
+        );
+        let svg = render(&Picture {
+            title: "capture".to_owned(),
+            subtitle: "sub".to_owned(),
+            axis_name: "t".to_owned(),
+            axis_unit: Some("µs"),
+            units: &[("temp", "°C")],
+            bucket_width: Some(10),
+            survey: &survey,
+        });
+        assert!(svg.contains(">t (ms) →<"), "ticks 5 ms apart: {svg}");
+        assert!(svg.contains("rotate(-90)\" text-anchor=\"middle\" fill=\"#555555\">value<"));
+        assert!(svg.contains(">temp (°C)<"), "{svg}");
+        let plain = draw(&survey);
+        assert!(plain.contains(">t →<"), "no unit known: {plain}");
     }
 
     #[test]

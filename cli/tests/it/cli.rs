@@ -593,7 +593,11 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
     }
     let svg = std::fs::read_to_string(cwd.path().join("strata-demo/survey.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert_eq!(svg.matches("<polygon").count(), 2, "value and temp: {svg}");
+    assert_eq!(
+        svg.matches("<path class=\"band\"").count(),
+        2,
+        "value and temp: {svg}"
+    );
     assert!(!svg.contains("NaN"), "{svg}");
 
     // Run again: the old demo store is replaced, and the new one is clean.

@@ -191,18 +191,84 @@ fn a_budget_below_four_points_a_field_exits_1_naming_the_minimum() {
     assert_eq!(unknown.code, 1, "{unknown:?}");
 }
 
+/// South over 40 points: 5 buckets a field at most (two fields, 4 points a bucket). The series
+/// spans 0 ..= 897; cells are 10 x 2^level wide, so level 4 (160 wide) would take 6 buckets and
+/// level 5 (320 wide) takes 3: 24 points, from south's 300 rows.
 #[test]
-fn the_table_names_the_level_and_each_field() {
+fn the_table_says_the_axis_range_and_the_bucket_width_in_axis_units() {
     let s = series();
     let run = s.ok(&["survey", "s", "--track", "south", "--budget", "40"], "");
     let first = run.stdout.lines().next().unwrap();
-    assert!(
-        first.starts_with("s south within 40 points: level ") && first.contains("span 0..=897"),
-        "{first}"
+    assert_eq!(
+        first,
+        "s south, t 0 .. 897: 3 buckets a field, each summarising 320 of t; 24 of the 40 points \
+         asked for, from 300 rows"
     );
-    assert!(run.stdout.contains("\nv: "), "{}", run.stdout);
-    assert!(run.stdout.contains("\nn: "), "{}", run.stdout);
-    assert!(run.stdout.contains("min @ axis"), "{}", run.stdout);
+    for word in ["level", "group", "cells", "span"] {
+        assert!(!run.stdout.contains(word), "{word:?}: {}", run.stdout);
+    }
+    assert!(run.stdout.contains("\nv: 3 buckets\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("\nn: 3 buckets\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("t first..last"), "{}", run.stdout);
+    assert!(run.stdout.contains("min @ t"), "{}", run.stdout);
+    // Every bucket's rows: 320 axis units hold 107 or 106 of south's rows (one every 3).
+    assert!(run.stdout.contains("  0..318  "), "{}", run.stdout);
+
+    // A range with no rows says so, and what it cost.
+    let empty = s.ok(&["survey", "s", "--budget", "40", "--from", "5000"], "");
+    assert_eq!(
+        empty.stdout.lines().next().unwrap(),
+        "s every track, t: no rows in this range; 0 of the 40 points asked for"
+    );
+}
+
+/// The JSON names the axis and gives the bucket width in axis units; each field's buckets sit
+/// under its name, with no numeric field index beside it.
+#[test]
+fn survey_json_names_the_axis_and_bucket_width_and_has_no_field_index() {
+    let s = series();
+    let survey = survey_json(&s, &["--track", "south", "--budget", "40"]);
+    assert_eq!(survey["axis"], "t", "{survey}");
+    assert_eq!(survey["bucket_width"], 320, "{survey}");
+    assert_eq!(survey["span"], serde_json::json!([0, 897]), "{survey}");
+    let mut keys: Vec<&str> = survey
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["axis", "bucket_width", "fields", "group", "level", "span"]
+    );
+    let fields = survey["fields"].as_array().unwrap();
+    let names: Vec<&str> = fields
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["v", "n"]);
+    for field in fields {
+        for bucket in field["buckets"].as_array().unwrap() {
+            let mut keys: Vec<&str> = bucket
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            assert_eq!(
+                keys,
+                ["count", "first", "last", "max", "min", "sum", "sum_sq"],
+                "{bucket}"
+            );
+        }
+    }
+    assert!(
+        !s.ok(&["survey", "s", "--budget", "40", "--format", "json"], "")
+            .stdout
+            .contains("\"field\":0")
+    );
 }
 
 #[test]
@@ -273,14 +339,14 @@ fn svg_is_a_well_formed_picture_with_a_band_per_field() {
     for budget in ["8", "400"] {
         let run = s.ok(&["survey", "s", "--budget", budget, "--svg", "pic.svg"], "");
         assert!(
-            run.stdout.contains("within"),
+            run.stdout.contains("points asked for"),
             "the table still prints: {run:?}"
         );
         let svg = std::fs::read_to_string(s.dir.path().join("pic.svg")).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
-        assert_eq!(svg.matches("<polygon").count(), 2, "{svg}");
-        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<path class=\"band\"").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<path class=\"line\"").count(), 2, "{svg}");
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         for name in [">v<", ">n<"] {
             assert!(svg.contains(name), "the panel titles: {svg}");
