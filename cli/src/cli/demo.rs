@@ -2,6 +2,11 @@
 //! seal cadence, a reopen, a few reads (rows, budgeted surveys drawn as `survey.svg`, folds), and
 //! a summary of what happened.
 //!
+//! The series is sine waves with what a display read must not lose: lone spikes, a dropout
+//! where the recorder sent no rows, and a stretch where `value` is stuck at zero. Their times are
+//! fractions of the series, so a demo of any size has them, and the summary says whether the
+//! survey kept each spike and left the dropout as a gap.
+//!
 //! Every figure printed is measured in this run: times by the wall clock around the work,
 //! barriers, syncs and bytes by the store's own `metrics()`, the watermark by `watermark()` on the
 //! reopened store, and the rows read back are compared with what was published.
@@ -9,21 +14,22 @@
 use std::f64::consts::TAU;
 use std::fs;
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use strata::{
-    Aggregate, Config, FieldKind, FieldStat, Metrics, Row, Store, StoredRow, Stream, Survey, Value,
-    Values,
+    Aggregate, Config, FieldKind, FieldStat, Metrics, Num, Point, Row, Store, StoredRow, Stream,
+    Survey, Value, Values,
 };
 
 use super::args::DemoArgs;
 use super::parse::cell;
-use super::survey::{self, Scope, buckets_per_field};
+use super::survey::{self, Scope};
 use super::{
-    Failure, compact, duration, grouped, grouped_f64, open_existing, per_second, print, progress,
-    svg,
+    Failure, compact, count, duration, grouped, grouped_f64, open_existing, per_second, print,
+    progress, svg, units,
 };
 
 /// The folder the demo makes, relative to where it runs.
@@ -36,6 +42,17 @@ const N_PROBES: u64 = 8;
 const TICKS_PER_BATCH: u64 = 32;
 /// The axis `t` is in microseconds; probes sample at 1 kHz.
 const SAMPLE_INTERVAL_US: u64 = 1000;
+/// The units the demo knows of its fields (a stream records none): written on the survey's
+/// table and picture.
+const UNITS: [(&str, &str); 2] = [("t", "µs"), ("temp", "°C")];
+/// Lone spikes in `value`: where (per mille of the series' ticks) and the value read there, far
+/// outside every probe's swing (at most ±2.55), up and down. A survey keeps each as some
+/// bucket's max or min.
+const SPIKES: [(u64, f64); 4] = [(130, 6.0), (310, -5.0), (580, 7.5), (860, -6.5)];
+/// The recorder was offline over these ticks (per mille): no rows from any track.
+const OFFLINE_PER_MILLE: Range<u64> = 400..440;
+/// `value` is stuck at zero over these ticks (per mille); `temp` goes on.
+const STUCK_PER_MILLE: Range<u64> = 700..740;
 /// Level-0 cells span this many samples; each level is `LADDER_FANOUT` times wider. A ladder
 /// sized to the sampling keeps the levels a small fraction of the raw rows (the default 64-unit
 /// base would give every microsecond-stamped sample a level-0 cell of its own).
@@ -97,6 +114,10 @@ struct Surveys {
     small: Timed<Survey>,
     folds: Vec<(Aggregate, Timed<Vec<FieldStat>>)>,
     table: String,
+    /// What each survey covers and how finely, in words: `t 0 .. 99.999 s` and `196 buckets a
+    /// field, each summarising 512 ms of t`.
+    words: [[String; 2]; 3],
+    kept: Kept,
 }
 
 pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
@@ -109,21 +130,26 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
         )));
     }
     clear(dir)?;
+    let signal = Signal { n_ticks };
     print(&format!(
-        "strata demo: {} runs x {} probes x {} ticks into ./{DEMO_DIR}, sealing every {} rows\n",
+        "strata demo: {} runs x {} probes = {} tracks, {} ticks each at 1 kHz (t in µs, {}), \
+         into ./{DEMO_DIR}, sealing every {} rows\n{}\n",
         N_RUNS,
         N_PROBES,
+        N_RUNS * N_PROBES,
         grouped(n_ticks),
-        grouped(args.seal_every)
+        units::range(0, axis_of(n_ticks.saturating_sub(1)), Some("µs")),
+        grouped(args.seal_every),
+        signal.describe(),
     ))?;
-    let ingested = ingest(dir, n_ticks, args.seal_every)?;
+    let ingested = ingest(dir, &signal, args.seal_every)?;
     let start = Instant::now();
     let store = open_existing(dir)?;
     let reopen = start.elapsed();
     let watermark = store.watermark(STREAM, &[])?;
-    let track = read_track(&store, n_ticks)?;
+    let track = read_track(&store, &signal)?;
     let span = read_span(&store, ingested.n_batches)?;
-    let surveys = survey_reads(&store, dir)?;
+    let surveys = survey_reads(&store, dir, &signal)?;
     report(&ingested, reopen, watermark, &track, &span, &surveys)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -185,16 +211,16 @@ fn declaration() -> Result<strata::StreamDecl, Failure> {
         .build()?)
 }
 
-/// Publishes `n_ticks` of every track in batches (one position each), sealing every
+/// Publishes the signal's ticks of every track in batches (one position each; a stretch of
+/// ticks the recorder missed publishes nothing and takes no position), sealing every
 /// `seal_every` rows and at the end; times it all by the wall clock. A batch is published as a
 /// host should publish: by columns (`Store::publish_columns`), one call per track, so staging
 /// is a copy of each column rather than a `Value` per field and a `String` per label.
-fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure> {
+fn ingest(dir: &Path, signal: &Signal, seal_every: u64) -> Result<Ingested, Failure> {
     let mut store = Store::open(dir, Config::default(), &[declaration()?])?;
-    let bar = progress::rows(n_ticks * N_RUNS * N_PROBES);
+    let bar = progress::rows(signal.n_ticks * N_RUNS * N_PROBES);
     let start = Instant::now();
     let (mut n_rows, mut n_batches, mut n_unsealed) = (0, 0, 0);
-    let mut tick = 0;
     let mut columns = Columns::default();
     let tracks: Vec<[Value; 2]> = (0..N_RUNS)
         .flat_map(|run| {
@@ -202,12 +228,11 @@ fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure
                 .map(move |probe| [Value::Str(run_label(run)), Value::Str(probe_label(probe))])
         })
         .collect();
-    while tick < n_ticks {
-        let ticks_end = (tick + TICKS_PER_BATCH).min(n_ticks);
+    for ticks in signal.batches() {
         n_batches += 1;
         for (track_idx, track) in (0u64..).zip(&tracks) {
             let (run, probe) = (track_idx / N_PROBES, track_idx % N_PROBES);
-            columns.fill(run, probe, tick..ticks_end);
+            columns.fill(signal, run, probe, &ticks);
             store.publish_columns(
                 STREAM,
                 n_batches,
@@ -226,7 +251,6 @@ fn ingest(dir: &Path, n_ticks: u64, seal_every: u64) -> Result<Ingested, Failure
             n_unsealed = 0;
         }
         bar.set_position(n_rows);
-        tick = ticks_end;
     }
     store.seal()?;
     let elapsed = start.elapsed();
@@ -251,12 +275,12 @@ struct Columns {
 }
 
 impl Columns {
-    fn fill(&mut self, run: u64, probe: u64, ticks: std::ops::Range<u64>) {
+    fn fill(&mut self, signal: &Signal, run: u64, probe: u64, ticks: &[u64]) {
         self.t.clear();
         self.value.clear();
         self.temp.clear();
-        for tick in ticks {
-            let (t, value, temp) = measure(run, probe, tick);
+        for &tick in ticks {
+            let (t, value, temp) = signal.measure(run, probe, tick);
             self.t.push(t);
             self.value.push(value);
             self.temp.push(temp);
@@ -303,28 +327,117 @@ fn probe_label(probe: u64) -> String {
     format!("probe_{probe}")
 }
 
-/// One deterministic sample as a row, in declaration order.
-fn sample(run: u64, probe: u64, tick: u64) -> Row {
-    let (t, value, temp) = measure(run, probe, tick);
-    vec![
-        Value::Str(run_label(run)),
-        Value::Str(probe_label(probe)),
-        Value::U64(t),
-        Value::F64(value),
-        Value::F64(temp),
-    ]
+/// A tick's place on the axis, in µs.
+fn axis_of(tick: u64) -> u64 {
+    tick * SAMPLE_INTERVAL_US
 }
 
-/// One deterministic sample's axis and measured values: a sine per probe with a run's
-/// amplitude and a probe's phase, a little hashed noise, and a slowly drifting temperature.
-fn measure(run: u64, probe: u64, tick: u64) -> (u64, f64, f64) {
-    let (run_f, probe_f, tick_f) = (run as f64, probe as f64, tick as f64);
-    // Periods of 5 to 13.75 s: a survey of the whole series shows each wave, not a blur.
-    let period_ticks = 5000.0 + 1250.0 * probe_f;
-    let noise = (unit(mix(run << 48 ^ probe << 40 ^ tick)) - 0.5) * 0.1;
-    let value = (1.0 + 0.5 * run_f) * (TAU * tick_f / period_ticks + 0.7 * probe_f).sin() + noise;
-    let temp = 20.0 + 1.5 * run_f + 0.1 * probe_f + 0.8 * (TAU * tick_f / 60_000.0).sin();
-    (tick * SAMPLE_INTERVAL_US, value, temp)
+/// The demo's series: `n_ticks` ticks of every track, less the ones the recorder missed.
+struct Signal {
+    n_ticks: u64,
+}
+
+impl Signal {
+    /// The tick `per_mille` thousandths of the way through the series.
+    fn tick_at(&self, per_mille: u64) -> u64 {
+        self.n_ticks * per_mille / 1000
+    }
+
+    fn ticks(&self, per_mille: &Range<u64>) -> Range<u64> {
+        self.tick_at(per_mille.start)..self.tick_at(per_mille.end)
+    }
+
+    /// The ticks no track has a row at.
+    fn offline(&self) -> Range<u64> {
+        self.ticks(&OFFLINE_PER_MILLE)
+    }
+
+    /// The ticks where `value` reads zero.
+    fn stuck(&self) -> Range<u64> {
+        self.ticks(&STUCK_PER_MILLE)
+    }
+
+    /// Each spike's tick and value.
+    fn spikes(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        SPIKES
+            .iter()
+            .map(|&(per_mille, value)| (self.tick_at(per_mille), value))
+    }
+
+    /// The ticks of each batch that publishes anything, in order: batch `k` (position `k`, from
+    /// 1) holds the present ticks of the `k`-th window of `TICKS_PER_BATCH` that has any.
+    fn batches(&self) -> impl Iterator<Item = Vec<u64>> + '_ {
+        let offline = self.offline();
+        (0..self.n_ticks.div_ceil(TICKS_PER_BATCH))
+            .map(move |window| {
+                let start = window * TICKS_PER_BATCH;
+                (start..(start + TICKS_PER_BATCH).min(self.n_ticks))
+                    .filter(|tick| !offline.contains(tick))
+                    .collect::<Vec<u64>>()
+            })
+            .filter(|ticks| !ticks.is_empty())
+    }
+
+    /// `signal    sine waves; spikes at t 13 s, ...; no rows at t 40 .. 43.999 s; ...`.
+    fn describe(&self) -> String {
+        let at = |ticks: Range<u64>| {
+            units::range(
+                axis_of(ticks.start),
+                axis_of(ticks.end.saturating_sub(1)),
+                Some("µs"),
+            )
+        };
+        let spikes: Vec<String> = self
+            .spikes()
+            .map(|(tick, value)| {
+                format!(
+                    "{} at t {}",
+                    compact(Num::F64(value)),
+                    units::amount(u128::from(axis_of(tick)), Some("µs"))
+                )
+            })
+            .collect();
+        format!(
+            "signal    a sine wave per probe, with {} in value ({}), a dropout with no rows from any \
+             track (t {}) and value stuck at 0 (t {})",
+            count(SPIKES.len() as u64, "spike", "spikes"),
+            spikes.join(", "),
+            at(self.offline()),
+            at(self.stuck()),
+        )
+    }
+
+    /// One deterministic sample as a row, in declaration order.
+    fn sample(&self, run: u64, probe: u64, tick: u64) -> Row {
+        let (t, value, temp) = self.measure(run, probe, tick);
+        vec![
+            Value::Str(run_label(run)),
+            Value::Str(probe_label(probe)),
+            Value::U64(t),
+            Value::F64(value),
+            Value::F64(temp),
+        ]
+    }
+
+    /// One deterministic sample's axis and measured values: a sine per probe with a run's
+    /// amplitude and a probe's phase, a little hashed noise, and a slowly drifting temperature;
+    /// at a spike's tick `value` is the spike, and over the stuck stretch it is zero.
+    fn measure(&self, run: u64, probe: u64, tick: u64) -> (u64, f64, f64) {
+        let (run_f, probe_f, tick_f) = (run as f64, probe as f64, tick as f64);
+        // Periods of 5 to 13.75 s: a survey of the whole series shows each wave, not a blur.
+        let period_ticks = 5000.0 + 1250.0 * probe_f;
+        let noise = (unit(mix(run << 48 ^ probe << 40 ^ tick)) - 0.5) * 0.1;
+        let wave = (1.0 + 0.5 * run_f) * (TAU * tick_f / period_ticks + 0.7 * probe_f).sin();
+        let value = if self.stuck().contains(&tick) {
+            0.0
+        } else {
+            self.spikes()
+                .find(|&(at, _)| at == tick)
+                .map_or(wave + noise, |(_, spike)| spike)
+        };
+        let temp = 20.0 + 1.5 * run_f + 0.1 * probe_f + 0.8 * (TAU * tick_f / 60_000.0).sin();
+        (axis_of(tick), value, temp)
+    }
 }
 
 /// splitmix64's finaliser: a well-mixed u64 from any u64.
@@ -341,17 +454,23 @@ fn unit(x: u64) -> f64 {
 }
 
 /// One track's first batches, timed, and checked row by row against what was published.
-fn read_track(store: &Store, n_ticks: u64) -> Result<Read, Failure> {
+fn read_track(store: &Store, signal: &Signal) -> Result<Read, Failure> {
     let (run, probe) = (run_label(READ_RUN), probe_label(READ_PROBE));
     let start = Instant::now();
     let rows = store.query(STREAM, &[&run, &probe], ..=READ_BATCHES)?;
     let elapsed = start.elapsed();
-    let n_expected = n_ticks.min(READ_BATCHES * TICKS_PER_BATCH);
-    let expected = (0..n_expected).map(|tick| StoredRow {
-        position: tick / TICKS_PER_BATCH + 1,
-        values: sample(READ_RUN, READ_PROBE, tick),
-    });
-    if rows.len() as u64 != n_expected || !rows.iter().cloned().eq(expected) {
+    let expected: Vec<StoredRow> = (1..)
+        .zip(signal.batches())
+        .take_while(|&(position, _)| position <= READ_BATCHES)
+        .flat_map(|(position, ticks)| {
+            ticks.into_iter().map(move |tick| StoredRow {
+                position,
+                values: signal.sample(READ_RUN, READ_PROBE, tick),
+            })
+        })
+        .collect();
+    let n_expected = expected.len();
+    if rows != expected {
         return Err(Failure::new(format!(
             "read back {} rows of {run}/{probe}, which differ from the {n_expected} published",
             rows.len()
@@ -383,7 +502,7 @@ fn demo_folds() -> [Aggregate; 5] {
 
 /// Surveys one track (drawn into `survey.svg`) and every track at `SURVEY_BUDGET_POINTS`, one
 /// track again at `TABLE_BUDGET_POINTS` for a table, and folds of one track; each read timed.
-fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
+fn survey_reads(store: &Store, dir: &Path, signal: &Signal) -> Result<Surveys, Failure> {
     let (run, probe) = (run_label(READ_RUN), probe_label(READ_PROBE));
     let selection = [run.as_str(), probe.as_str()];
     let decl = store
@@ -393,7 +512,7 @@ fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
         decl,
         selection: &selection,
         budget,
-        units: &[],
+        units: &UNITS,
     };
     let track = timed(|| store.survey(STREAM, &selection, .., SURVEY_BUDGET_POINTS))?;
     let picture = svg::render(&survey::picture(
@@ -406,6 +525,13 @@ fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
     let every_track = timed(|| store.survey(STREAM, &[], .., SURVEY_BUDGET_POINTS))?;
     let small = timed(|| store.survey(STREAM, &selection, .., TABLE_BUDGET_POINTS))?;
     let table = survey::table(&small.answer, &scope(TABLE_BUDGET_POINTS));
+    let words = [&track, &every_track, &small].map(|survey| {
+        [
+            scope(0).range(&survey.answer),
+            scope(0).buckets(&survey.answer),
+        ]
+    });
+    let kept = Kept::check(&track.answer, signal, scope(0).bucket_width(&track.answer));
     let folds = demo_folds()
         .into_iter()
         .map(|aggregate| {
@@ -421,36 +547,106 @@ fn survey_reads(store: &Store, dir: &Path) -> Result<Surveys, Failure> {
         small,
         folds,
         table,
+        words,
+        kept,
     })
 }
 
-/// `level 1, 196 buckets a field in 1.2 ms`.
-fn answered(survey: &Timed<Survey>) -> String {
-    format!(
-        "level {}, {} buckets a field in {}",
-        survey.answer.level,
-        buckets_per_field(&survey.answer),
-        duration(survey.elapsed)
-    )
+/// What the drawn survey kept of the signal's features, checked against the schedule.
+struct Kept {
+    /// Spikes found as their bucket's max (or min, for a spike down) at the spike's own axis.
+    n_spikes: usize,
+    /// Buckets skipped over the dropout, in `value`'s answer: no bucket covers it.
+    n_skipped: Option<u128>,
+}
+
+impl Kept {
+    fn check(survey: &Survey, signal: &Signal, bucket_width: Option<u128>) -> Kept {
+        let Some(value) = survey.fields.iter().find(|f| f.field == "value") else {
+            return Kept {
+                n_spikes: 0,
+                n_skipped: None,
+            };
+        };
+        let n_spikes = signal
+            .spikes()
+            .filter(|&(tick, spike)| {
+                let at = Point {
+                    axis: axis_of(tick),
+                    value: Num::F64(spike),
+                };
+                value.buckets.iter().any(|b| {
+                    if spike > 0.0 {
+                        b.max == at
+                    } else {
+                        b.min == at
+                    }
+                })
+            })
+            .count();
+        let offline = signal.offline();
+        let [from, to] = [offline.start, offline.end.saturating_sub(1)].map(axis_of);
+        let covered = value
+            .buckets
+            .iter()
+            .any(|b| b.first.axis <= to && b.last.axis >= from);
+        let n_skipped = bucket_width.filter(|_| !covered).and_then(|width| {
+            let before = value.buckets.iter().rev().find(|b| b.last.axis < from)?;
+            let after = value.buckets.iter().find(|b| b.first.axis > to)?;
+            let index = |axis: u64| u128::from(axis) / width;
+            Some(index(after.first.axis) - index(before.last.axis) - 1)
+        });
+        Kept {
+            n_spikes,
+            n_skipped,
+        }
+    }
+
+    /// `kept      4 of 4 spikes ...; the dropout is a gap of 7 buckets`.
+    fn line(&self, track: &str) -> String {
+        let dropout = match self.n_skipped {
+            Some(n) if n > 0 => format!(
+                "no bucket covers the dropout: it is a gap of {}",
+                count(u64::try_from(n).unwrap_or(u64::MAX), "bucket", "buckets")
+            ),
+            _ => "the dropout is narrower than a bucket, so no gap shows".to_owned(),
+        };
+        format!(
+            "kept      in the drawn survey of {track}: {} of {} spikes, each as its bucket's \
+             highest or lowest value; {dropout}",
+            self.n_spikes,
+            SPIKES.len()
+        )
+    }
 }
 
 /// The survey and fold lines of the summary.
 fn survey_lines(surveys: &Surveys) -> Vec<String> {
     let track = format!("{}/{}", run_label(READ_RUN), probe_label(READ_PROBE));
+    let [
+        [track_range, track_buckets],
+        [every_range, every_buckets],
+        [small_range, small_buckets],
+    ] = &surveys.words;
     let mut lines = vec![
         format!(
-            "survey    {track} within {} points: {}; drawn in ./{DEMO_DIR}/{SURVEY_SVG}",
+            "survey    {track}, {track_range}, within {} points: {track_buckets}, in {}; drawn \
+             in ./{DEMO_DIR}/{SURVEY_SVG}",
             grouped(SURVEY_BUDGET_POINTS),
-            answered(&surveys.track),
+            duration(surveys.track.elapsed),
+        ),
+        surveys.kept.line(&track),
+        format!(
+            "survey    every track, {every_range}, within {} points: {every_buckets}, in {} (the \
+             {} tracks merged bucket by bucket)",
+            grouped(SURVEY_BUDGET_POINTS),
+            duration(surveys.every_track.elapsed),
+            N_RUNS * N_PROBES,
         ),
         format!(
-            "survey    every track within {} points: {} (tracks merged cell by cell)",
-            grouped(SURVEY_BUDGET_POINTS),
-            answered(&surveys.every_track),
-        ),
-        format!(
-            "survey    {track} within {TABLE_BUDGET_POINTS} points: {}",
-            answered(&surveys.small),
+            "survey    {track}, {small_range}, within {TABLE_BUDGET_POINTS} points: \
+             {small_buckets}, in {}",
+            duration(surveys.small.elapsed),
         ),
     ];
     lines.extend(
@@ -505,17 +701,23 @@ fn report(
             ingested.on_disk.n_bytes as f64 / ingested.n_rows.max(1) as f64,
         ),
         format!(
-            "sealed    {} rows, {} bytes ({:.1} MiB) in {} barriers: {} syncs, {syncs_per_barrier:.1} per barrier",
+            "sealed    {} rows, {} bytes ({:.1} MiB) in {}: {}, {syncs_per_barrier:.1} per barrier",
             grouped(m.rows_sealed),
             grouped(m.bytes_sealed),
             m.bytes_sealed as f64 / f64::from(1 << 20),
-            grouped(m.barriers),
-            grouped(m.barrier_syncs),
+            count(m.barriers, "barrier", "barriers"),
+            count(m.barrier_syncs, "sync", "syncs"),
         ),
         format!(
-            "reopened  in {}: watermark {}",
+            "reopened  in {}: watermark {}, the last position durable",
             duration(reopen),
             watermark.map_or_else(|| "none".to_owned(), grouped)
+        ),
+        "            (a position is the number of the batch a row was published in: the demo"
+            .to_owned(),
+        format!(
+            "            publishes {TICKS_PER_BATCH} ticks of every track as one batch, and those \
+             rows share its position)"
         ),
         format!(
             "query     {}/{} positions ..={READ_BATCHES}: {} rows in {}, equal to what was published",

@@ -524,27 +524,31 @@ fn number_after(text: &str, word: &str) -> u64 {
 #[test]
 fn the_demo_reports_what_it_measured_at_a_tiny_size() {
     let cwd = tempfile::tempdir().unwrap();
-    // 200 ticks of 32 tracks in batches of 32 ticks: 7 batches (the last of 8 ticks); a seal
-    // after every two full batches (2,048 rows) and one at the end: 4 barriers.
+    // 200 ticks of 32 tracks in windows of 32 ticks (the last of 8), less the dropout (ticks
+    // 80..88, 40% to 44% of the series): 192 ticks, 6,144 rows in 7 batches of 1,024, 1,024,
+    // 768, 1,024, 1,024, 1,024 and 256 rows. Sealing once 2,048 rows are unsealed: after the
+    // 2nd batch and the 5th, and at the end: 3 barriers.
     let args = ["demo", "--rows", "6400", "--seal-every", "2048"];
     let run = strata_in(cwd.path(), &args, "");
     assert_eq!(run.code, 0, "{run:?}");
     let out = &run.stdout;
-    assert_eq!(number_after(out, "ingested"), 6400, "{out}");
+    assert_eq!(number_after(out, "ingested"), 6144, "{out}");
     assert_eq!(number_after(out, "rows in"), 7, "batches: {out}");
-    assert_eq!(number_after(out, "sealed"), 6400, "{out}");
-    assert_eq!(number_after(out, "MiB) in"), 4, "barriers: {out}");
+    assert_eq!(number_after(out, "sealed"), 6144, "{out}");
+    assert_eq!(number_after(out, "MiB) in"), 3, "barriers: {out}");
     assert_eq!(number_after(out, "watermark"), 7, "{out}");
     let syncs = number_after(out, "barriers:");
     assert!(syncs >= 4, "at least one sync a barrier: {out}");
     assert!(out.contains("equal to what was published"), "{out}");
     for label in [
+        "signal ",
         "ingested ",
         "on disk ",
         "sealed ",
         "reopened ",
         "query ",
         "survey ",
+        "kept ",
         "fold ",
     ] {
         let lines: Vec<&str> = out.lines().filter(|l| l.starts_with(label)).collect();
@@ -581,7 +585,7 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
         .parse()
         .unwrap();
     assert!(
-        (per_row - n_bytes as f64 / 6400.0).abs() < 0.05 + 1e-9,
+        (per_row - n_bytes as f64 / 6144.0).abs() < 0.05 + 1e-9,
         "{per_row} bytes per row, {n_bytes} bytes: {on_disk}"
     );
     assert!(on_disk.contains("bytes per row"), "{on_disk}");
@@ -605,6 +609,171 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
     assert_eq!(again.code, 0, "{again:?}");
     let fsck = strata_in(cwd.path(), &["--store", "strata-demo", "fsck"], "");
     assert_eq!(fsck.code, 0, "{fsck:?}");
+}
+
+/// The demo's schedule, restated from its description (not read from its code): spikes in
+/// `value` at these thousandths of the series' ticks, with these values; no rows from any track
+/// over 400..440 thousandths; `value` stuck at 0 over 700..740 thousandths. A tick is 1 ms, and
+/// `t` counts µs.
+const DEMO_SPIKES: [(u64, f64); 4] = [(130, 6.0), (310, -5.0), (580, 7.5), (860, -6.5)];
+const DEMO_OFFLINE: (u64, u64) = (400, 440);
+const DEMO_STUCK: (u64, u64) = (700, 740);
+
+/// A demo of `n_ticks` ticks a track in a fresh folder.
+fn demo_of(n_ticks: u64) -> (tempfile::TempDir, Run) {
+    let cwd = tempfile::tempdir().unwrap();
+    let rows = (n_ticks * 32).to_string();
+    let run = strata_in(cwd.path(), &["demo", "--rows", &rows], "");
+    assert_eq!(run.code, 0, "{run:?}");
+    (cwd, run)
+}
+
+/// 4,000 ticks a track: the drawn survey (2,000 points over two fields: at most 250 buckets a
+/// field) answers from level 0, whose cells are 64 ticks (64,000 µs) wide: 63 buckets over
+/// 0 ..= 3,999,000 µs. The dropout, ticks 1,600 ..= 1,759, empties buckets 25 and 26 whole.
+#[test]
+fn the_demo_survey_keeps_every_spike_and_leaves_the_dropout_as_a_gap() {
+    let n_ticks = 4000;
+    let (cwd, run) = demo_of(n_ticks);
+    let at = |per_mille: u64| n_ticks * per_mille / 1000;
+    let survey = strata_in(
+        cwd.path(),
+        &[
+            "--store",
+            "strata-demo",
+            "survey",
+            "capture",
+            "--track",
+            "run_1,probe_3",
+            "--budget",
+            "2000",
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    assert_eq!(survey.code, 0, "{survey:?}");
+    let json: serde_json::Value = serde_json::from_str(&survey.stdout).unwrap();
+    assert_eq!(json["bucket_width"], 64_000, "{json}");
+    let field = |name: &str| {
+        json["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {json}"))["buckets"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let value = field("value");
+    let point = |b: &serde_json::Value, which: &str| {
+        (
+            b[which]["axis"].as_u64().unwrap(),
+            b[which]["value"].as_f64().unwrap(),
+        )
+    };
+    for (per_mille, spike) in DEMO_SPIKES {
+        let want = (at(per_mille) * 1000, spike);
+        let which = if spike > 0.0 { "max" } else { "min" };
+        assert!(
+            value.iter().any(|b| point(b, which) == want),
+            "the spike {spike} at t {} is no bucket's {which}: {json}",
+            want.0
+        );
+    }
+    let (from, to) = (at(DEMO_OFFLINE.0) * 1000, (at(DEMO_OFFLINE.1) - 1) * 1000);
+    for name in ["value", "temp"] {
+        let buckets = field(name);
+        let axis = |b: &serde_json::Value, p: &str| b[p]["axis"].as_u64().unwrap();
+        assert!(
+            buckets
+                .iter()
+                .all(|b| axis(b, "last") < from || axis(b, "first") > to),
+            "{name}: a bucket covers the dropout {from}..={to}: {json}"
+        );
+        // The rows either side of it are there: the gap is exactly the dropout.
+        assert!(
+            buckets.iter().any(|b| axis(b, "last") == from - 1000),
+            "{json}"
+        );
+        assert!(
+            buckets.iter().any(|b| axis(b, "first") == to + 1000),
+            "{json}"
+        );
+        assert_eq!(buckets.len(), 63 - 2, "{name}: two buckets skipped");
+    }
+    // Buckets wholly inside the stuck stretch (ticks 2,800 ..= 2,959) read 0 throughout.
+    let (stuck_from, stuck_to) = (at(DEMO_STUCK.0) * 1000, (at(DEMO_STUCK.1) - 1) * 1000);
+    let inside: Vec<&serde_json::Value> = value
+        .iter()
+        .filter(|b| point(b, "first").0 >= stuck_from && point(b, "last").0 <= stuck_to)
+        .collect();
+    assert_eq!(inside.len(), 2, "{json}");
+    for b in inside {
+        assert_eq!((point(b, "min").1, point(b, "max").1), (0.0, 0.0), "{b}");
+    }
+
+    // The picture breaks both panels' band and line once, at a stripe marking no rows.
+    let svg = std::fs::read_to_string(cwd.path().join("strata-demo/survey.svg")).unwrap();
+    assert_eq!(
+        svg.matches("class=\"gap\"").count(),
+        2,
+        "one a panel: {svg}"
+    );
+    for path in svg.split("<path class=\"line\" d=\"").skip(1) {
+        let d = path.split('"').next().unwrap();
+        assert_eq!(d.matches('M').count(), 2, "the line breaks once: {d}");
+    }
+    // And the demo says so, from what it measured.
+    let out = &run.stdout;
+    assert!(
+        out.contains("4 of 4 spikes, each as its bucket's highest or lowest value"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no bucket covers the dropout: it is a gap of 2 buckets"),
+        "{out}"
+    );
+}
+
+/// The demo speaks in the axis's units and says what a position is where it first shows one;
+/// no ladder level, group or cell width appears.
+#[test]
+fn the_demo_speaks_in_axis_units_and_explains_a_position() {
+    let (_cwd, run) = demo_of(4000);
+    let out = &run.stdout;
+    // 4,000 ticks 1 ms apart: t 0 .. 3.999 s; level-0 cells of 64 ticks at 2,000 points (63 of
+    // them, less the 2 the dropout empties), and level 2 (64 x 8^2 ticks = 4.096 s) at 48 points.
+    assert!(out.contains("(t in µs, 0 .. 3.999 s)"), "{out}");
+    assert!(
+        out.contains("61 buckets a field, each summarising 64 ms of t"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 bucket a field, each summarising 4.096 s of t"),
+        "{out}"
+    );
+    assert!(
+        out.contains("6 at t 520 ms, -5 at t 1.24 s, 7.5 at t 2.32 s, -6.5 at t 3.44 s"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no rows from any track (t 1.6 .. 1.759 s)"),
+        "{out}"
+    );
+    let first_position = out.find("position").unwrap();
+    let explained = out
+        .find("a position is the number of the batch a row was published in")
+        .unwrap();
+    let line_of = |at: usize| out[..at].matches('\n').count();
+    assert!(
+        line_of(explained) <= line_of(first_position) + 1,
+        "explained where a position is first shown: {out}"
+    );
+    for word in ["level", "group", "cells", "wide)"] {
+        assert!(!out.contains(word), "{word:?} in {out}");
+    }
 }
 
 #[test]
