@@ -53,6 +53,8 @@ const DOTS_BUCKETS_MAX: usize = 64;
 const TICKS_MAX: usize = 24;
 /// A stretch with no rows at least this wide is labelled `no rows` (the label's width), in px.
 const GAP_LABEL_MIN_PX: f64 = 44.0;
+/// A narrower stretch at least this wide is labelled up the stripe (the label's height), in px.
+const GAP_LABEL_UPRIGHT_MIN_PX: f64 = 14.0;
 
 const BAND_FILL: &str = "#9ecae1";
 const BAND_STROKE: &str = "#6baed6";
@@ -312,12 +314,21 @@ fn gaps(out: &mut String, plot: &Plot, x: &AxisScale, runs: &[&[Bucket]]) {
             to_px - from_px,
             plot.height()
         );
+        let mid_px = f64::midpoint(from_px, to_px);
         if to_px - from_px >= GAP_LABEL_MIN_PX {
             let _ = write!(
                 out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{GAP_TEXT}\">no rows</text>",
-                f64::midpoint(from_px, to_px),
+                "<text x=\"{mid_px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"{GAP_TEXT}\">no rows</text>",
                 plot.top + 14.0
+            );
+        } else if to_px - from_px >= GAP_LABEL_UPRIGHT_MIN_PX {
+            // Too narrow to read across: the label runs up the stripe.
+            let _ = write!(
+                out,
+                "<text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\" \
+                 fill=\"{GAP_TEXT}\">no rows</text>",
+                mid_px + 4.0,
+                f64::midpoint(plot.top, plot.bottom)
             );
         }
         out.push('\n');
@@ -1111,8 +1122,8 @@ mod tests {
         // Buckets 0..=9 and 30..=39 of width 10: 20 buckets skipped, axis 99 ..= 300 holds no
         // rows. The ruler runs 0 ..= 400 (ticks 100 apart, the first past 399 is 400).
         let buckets = buckets_at(&(0..10).chain(30..40).collect::<Vec<_>>());
-        let survey = survey(vec![("v", buckets)], Some([0, 399]));
-        let svg = draw_with(&survey, Some(10));
+        let skipped = survey(vec![("v", buckets)], Some([0, 399]));
+        let svg = draw_with(&skipped, Some(10));
         assert_well_formed(&svg, 1);
         for class in ["band", "line"] {
             assert_eq!(
@@ -1143,6 +1154,19 @@ mod tests {
         assert_eq!(subpaths(&svg, "line", 0).len(), 1, "{svg}");
         assert!(
             !svg.contains("class=\"gap\"") && !svg.contains(">no rows<"),
+            "{svg}"
+        );
+        // One bucket skipped of 50 (about 16 px): labelled up the stripe instead of across.
+        let narrow: Vec<u64> = (0..50).filter(|&k| k != 20).collect();
+        let svg = draw_with(
+            &survey(vec![("v", buckets_at(&narrow))], Some([0, 499])),
+            Some(10),
+        );
+        assert_eq!(svg.matches("class=\"gap\"").count(), 1, "{svg}");
+        assert!(
+            svg.contains(&format!(
+                "rotate(-90)\" text-anchor=\"middle\" fill=\"{GAP_TEXT}\">no rows<"
+            )),
             "{svg}"
         );
         let apart = survey_of(buckets_at(&[0, 5]));
