@@ -57,18 +57,16 @@ impl fmt::Display for KeyError {
         match self {
             Self::TooDeep { component_idx } => write!(
                 f,
-                "track component {component_idx} is past the depth limit of {TRACK_DEPTH_MAX}"
+                "track label {} is past the limit: a track has at most {TRACK_DEPTH_MAX} labels",
+                component_idx + 1
             ),
+            // Counted from 1 as the user wrote the labels; the key byte is for a debugger, not
+            // for the message.
             Self::Label {
                 component_idx,
-                byte_offset,
                 error,
-            } => {
-                write!(
-                    f,
-                    "track component {component_idx} (key byte {byte_offset}): {error}"
-                )
-            }
+                ..
+            } => write!(f, "track label {}: {error}", component_idx + 1),
             Self::NotUtf8 { byte_offset } => {
                 write!(f, "track key is not UTF-8 at byte {byte_offset}")
             }

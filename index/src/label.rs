@@ -49,15 +49,18 @@ impl fmt::Display for LabelError {
                 f,
                 "label {start:?}… is {n_bytes} bytes long; a label has at most {LABEL_BYTES_MAX}"
             ),
+            // The label is printed escaped, so its characters counted from 1 find the culprit;
+            // a byte offset would be one more number to misread.
             Self::ControlChar {
                 label,
                 char_idx,
-                byte_offset,
                 ch,
+                ..
             } => write!(
                 f,
-                "label {label:?} holds control character U+{:04X} at char {char_idx} (byte {byte_offset})",
-                u32::from(*ch)
+                "label {label:?} holds control character U+{:04X} at character {}",
+                u32::from(*ch),
+                char_idx + 1
             ),
         }
     }
@@ -199,7 +202,7 @@ mod tests {
         let err = validate_label("é\u{85}").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "label \"é\\u{85}\" holds control character U+0085 at char 1 (byte 2)"
+            "label \"é\\u{85}\" holds control character U+0085 at character 2"
         );
     }
 }

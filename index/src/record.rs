@@ -62,6 +62,19 @@ impl FieldKind {
     pub fn is_numeric(self) -> bool {
         matches!(self, Self::U64 | Self::I64 | Self::F64)
     }
+
+    /// The kind with its article, as a message reads it aloud: `a u64`, `an i64`, `an f64`,
+    /// `a str`, `a bytes`. Every message that says what kind a value is or is not uses this, so
+    /// the engine and the command line word it alike.
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Self::U64 => "a u64",
+            Self::I64 => "an i64",
+            Self::F64 => "an f64",
+            Self::Str => "a str",
+            Self::Bytes => "a bytes",
+        }
+    }
 }
 
 impl fmt::Display for FieldKind {
@@ -109,7 +122,8 @@ pub struct StreamDecl {
     pub ladder: LadderSpec,
 }
 
-/// Why a stream declaration was refused. Field positions are indexes into `fields`.
+/// Why a stream declaration was refused. Field positions are 0-based indexes into `fields`; the
+/// messages name a field by its name where it has one, and count from 1 where they must count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DeclError {
@@ -159,6 +173,8 @@ pub enum DeclError {
         track_idx: usize,
         /// The repeated field index.
         field_idx: u16,
+        /// The repeated field's name.
+        name: String,
     },
     /// A track component is not `U64`, `I64` or `Str` (nothing orders by float or by bytes).
     TrackKind {
@@ -166,6 +182,8 @@ pub enum DeclError {
         track_idx: usize,
         /// The field index.
         field_idx: u16,
+        /// The field's name.
+        name: String,
         /// Its kind.
         kind: FieldKind,
     },
@@ -180,6 +198,8 @@ pub enum DeclError {
     AxisKind {
         /// The field index.
         field_idx: u16,
+        /// The field's name.
+        name: String,
         /// Its kind.
         kind: FieldKind,
     },
@@ -187,6 +207,8 @@ pub enum DeclError {
     AxisIsTrack {
         /// The field index.
         field_idx: u16,
+        /// The field's name.
+        name: String,
     },
     /// `ladder.base` is 0 or `ladder.fanout` is below 2.
     Ladder {
@@ -205,7 +227,13 @@ impl fmt::Display for DeclError {
                     "{n_fields} fields declared; a stream has 1..={FIELDS_MAX}"
                 )
             }
-            Self::FieldName { field_idx, error } => write!(f, "field {field_idx} name: {error}"),
+            Self::FieldName { field_idx, error } => {
+                write!(
+                    f,
+                    "field {} (counting from 1) has no legal name: {error}",
+                    field_idx + 1
+                )
+            }
             Self::DuplicateField {
                 name,
                 first_idx,
@@ -220,44 +248,42 @@ impl fmt::Display for DeclError {
             }
             Self::TrackTooDeep { n_track } => write!(
                 f,
-                "{n_track} track components declared; at most {TRACK_DEPTH_MAX}"
+                "the track names {n_track} fields; a track has at most {TRACK_DEPTH_MAX}"
             ),
             Self::TrackOutOfRange {
-                track_idx,
                 field_idx,
                 n_fields,
+                ..
             } => write!(
                 f,
-                "track component {track_idx} names field {field_idx}, but there are {n_fields} fields"
+                "the track names field {} (counting from 1), but the stream has {}",
+                usize::from(*field_idx) + 1,
+                n_of(*n_fields, "field", "fields")
             ),
-            Self::TrackRepeated {
-                track_idx,
-                field_idx,
-            } => {
-                write!(f, "track component {track_idx} repeats field {field_idx}")
+            Self::TrackRepeated { name, .. } => {
+                write!(f, "the track names field {name:?} twice")
             }
-            Self::TrackKind {
-                track_idx,
-                field_idx,
-                kind,
-            } => write!(
+            Self::TrackKind { name, kind, .. } => write!(
                 f,
-                "track component {track_idx} (field {field_idx}) is {kind}; tracks are u64, i64 or str"
+                "track field {name:?} is {}; a track field is a u64, an i64 or a str",
+                kind.with_article()
             ),
             Self::AxisOutOfRange {
                 field_idx,
                 n_fields,
-            } => {
-                write!(
-                    f,
-                    "axis names field {field_idx}, but there are {n_fields} fields"
-                )
-            }
-            Self::AxisKind { field_idx, kind } => {
-                write!(f, "axis (field {field_idx}) is {kind}; the axis is u64")
-            }
-            Self::AxisIsTrack { field_idx } => {
-                write!(f, "axis (field {field_idx}) is also a track component")
+            } => write!(
+                f,
+                "the axis is field {} (counting from 1), but the stream has {}",
+                usize::from(*field_idx) + 1,
+                n_of(*n_fields, "field", "fields")
+            ),
+            Self::AxisKind { name, kind, .. } => write!(
+                f,
+                "axis field {name:?} is {}; the axis is a u64",
+                kind.with_article()
+            ),
+            Self::AxisIsTrack { name, .. } => {
+                write!(f, "field {name:?} is both the axis and a track field")
             }
             Self::Ladder { ladder } => write!(
                 f,
@@ -269,6 +295,15 @@ impl fmt::Display for DeclError {
 }
 
 impl std::error::Error for DeclError {}
+
+/// `1 field`, `3 fields`: a count that agrees in number.
+fn n_of(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
 
 impl StreamDecl {
     /// Checks the declaration's own consistency (see [`DeclError`] for every rule).
@@ -319,12 +354,14 @@ impl StreamDecl {
                 return Err(DeclError::TrackRepeated {
                     track_idx,
                     field_idx,
+                    name: field.name.clone(),
                 });
             }
             if !matches!(field.kind, FieldKind::U64 | FieldKind::I64 | FieldKind::Str) {
                 return Err(DeclError::TrackKind {
                     track_idx,
                     field_idx,
+                    name: field.name.clone(),
                     kind: field.kind,
                 });
             }
@@ -345,11 +382,15 @@ impl StreamDecl {
         if field.kind != FieldKind::U64 {
             return Err(DeclError::AxisKind {
                 field_idx,
+                name: field.name.clone(),
                 kind: field.kind,
             });
         }
         if self.track.contains(&field_idx) {
-            return Err(DeclError::AxisIsTrack { field_idx });
+            return Err(DeclError::AxisIsTrack {
+                field_idx,
+                name: field.name.clone(),
+            });
         }
         Ok(())
     }

@@ -349,12 +349,14 @@ fn debug_prints_labels() {
 }
 
 #[test]
-fn display_of_errors_names_the_component() {
+fn display_of_errors_counts_labels_from_one() {
     let err = TrackKey::encode(&["a", "b", "c", "d", "e"]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "track component 4 is past the depth limit of 4"
+        "track label 5 is past the limit: a track has at most 4 labels"
     );
+    let err = TrackKey::encode(&["a", ""]).unwrap_err();
+    assert_eq!(err.to_string(), "track label 2: label is empty");
     let err = TrackKey::decode(b"a\x1fb").unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -148,7 +148,8 @@ fn track_rules() {
         refused(|d| d.track = vec![0, 1, 0]),
         DeclError::TrackRepeated {
             track_idx: 2,
-            field_idx: 0
+            field_idx: 0,
+            name: "run".to_owned()
         }
     );
     assert_eq!(
@@ -156,6 +157,7 @@ fn track_rules() {
         DeclError::TrackKind {
             track_idx: 0,
             field_idx: 3,
+            name: "v".to_owned(),
             kind: FieldKind::F64
         }
     );
@@ -164,6 +166,7 @@ fn track_rules() {
         DeclError::TrackKind {
             track_idx: 1,
             field_idx: 5,
+            name: "blob".to_owned(),
             kind: FieldKind::Bytes
         }
     );
@@ -182,12 +185,16 @@ fn axis_rules() {
         refused(|d| d.axis = Some(4)),
         DeclError::AxisKind {
             field_idx: 4,
+            name: "n".to_owned(),
             kind: FieldKind::I64
         }
     );
     assert_eq!(
         refused(|d| d.axis = Some(1)),
-        DeclError::AxisIsTrack { field_idx: 1 }
+        DeclError::AxisIsTrack {
+            field_idx: 1,
+            name: "probe".to_owned()
+        }
     );
 }
 
@@ -208,14 +215,80 @@ fn ladder_rules() {
     );
 }
 
+/// One change to the good declaration.
+type Edit = dyn Fn(&mut StreamDecl);
+
 #[test]
-fn decl_errors_display_what_and_where() {
+fn decl_errors_name_fields_and_count_from_one() {
+    // Each refusal in the words a user reads: a field by its name where it has one, any number
+    // counted from 1, and no 0-based index anywhere.
+    let cases: [(&Edit, &str); 10] = [
+        (
+            &|d| d.fields[3].name = String::new(),
+            "field 4 (counting from 1) has no legal name: label is empty",
+        ),
+        (
+            &|d| d.fields[4].name = "v".to_owned(),
+            "fields 4 and 5 are both named \"v\" (counting from 1)",
+        ),
+        (
+            &|d| d.track = vec![0, 1, 6, 4, 3],
+            "the track names 5 fields; a track has at most 4",
+        ),
+        (
+            &|d| d.track = vec![0, 7],
+            "the track names field 8 (counting from 1), but the stream has 7 fields",
+        ),
+        (
+            &|d| d.track = vec![0, 1, 0],
+            "the track names field \"run\" twice",
+        ),
+        (
+            &|d| d.track = vec![3],
+            "track field \"v\" is an f64; a track field is a u64, an i64 or a str",
+        ),
+        (
+            &|d| d.track = vec![5],
+            "track field \"blob\" is a bytes; a track field is a u64, an i64 or a str",
+        ),
+        (
+            &|d| d.axis = Some(9),
+            "the axis is field 10 (counting from 1), but the stream has 7 fields",
+        ),
+        (
+            &|d| d.axis = Some(4),
+            "axis field \"n\" is an i64; the axis is a u64",
+        ),
+        (
+            &|d| d.axis = Some(1),
+            "field \"probe\" is both the axis and a track field",
+        ),
+    ];
+    for (edit, expected) in cases {
+        assert_eq!(refused(edit).to_string(), expected);
+    }
+    // One field is singular.
+    let mut one = decl();
+    one.fields.truncate(1);
+    one.track = vec![0];
+    one.axis = Some(1);
     assert_eq!(
-        refused(|d| d.track = vec![3]).to_string(),
-        "track component 0 (field 3) is f64; tracks are u64, i64 or str"
+        one.validate().unwrap_err().to_string(),
+        "the axis is field 2 (counting from 1), but the stream has 1 field"
     );
-    assert_eq!(
-        refused(|d| d.fields[4].name = "v".to_owned()).to_string(),
-        "fields 4 and 5 are both named \"v\" (counting from 1)"
-    );
+}
+
+#[test]
+fn kinds_take_their_article() {
+    let said: Vec<&str> = [
+        FieldKind::U64,
+        FieldKind::I64,
+        FieldKind::F64,
+        FieldKind::Str,
+        FieldKind::Bytes,
+    ]
+    .into_iter()
+    .map(FieldKind::with_article)
+    .collect();
+    assert_eq!(said, ["a u64", "an i64", "an f64", "a str", "a bytes"]);
 }
