@@ -134,8 +134,10 @@ impl StreamState {
                 return Err(refuse(
                     0,
                     format!(
-                        "field {:?} is {}, got a {kind} value",
-                        field.name, field.kind
+                        "field {:?} is {}, got {} value",
+                        field.name,
+                        field.kind.with_article(),
+                        kind.with_article()
                     ),
                 ));
             }

@@ -21,7 +21,7 @@ pub enum EngineError {
     Refused {
         /// The stream.
         stream: String,
-        /// The index of the offending row in the batch.
+        /// The 0-based index of the offending row in the batch (the message counts from 1).
         row_idx: usize,
         /// What is wrong with it.
         reason: String,
@@ -123,7 +123,9 @@ impl fmt::Display for EngineError {
                 reason,
             } => write!(
                 f,
-                "batch refused for stream {stream:?}: row {row_idx}: {reason} (nothing of the batch was staged)"
+                "batch refused for stream {stream:?}: row {} of the batch (counting from 1): {reason} \
+                 (nothing of the batch was staged)",
+                row_idx + 1
             ),
             EngineError::StagingFull {
                 staged_bytes,

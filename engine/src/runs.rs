@@ -107,7 +107,7 @@ impl ColumnRun {
                         .ok_or_else(|| {
                             mismatch(
                                 path,
-                                format!("track label is not {}", crate::value::a_kind(field.kind)),
+                                format!("track label is not {}", field.kind.with_article()),
                             )
                         });
                 }

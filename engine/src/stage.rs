@@ -217,8 +217,8 @@ impl StreamState {
                     return Err(refuse(format!(
                         "field {:?} is {}, got {} value",
                         field.name,
-                        field.kind,
-                        crate::value::a_kind(value.kind())
+                        field.kind.with_article(),
+                        value.kind().with_article()
                     )));
                 }
                 if let Value::F64(v) = value {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
-    encode_frame, split_record,
+    encode_frame, split_record, validate_label,
 };
 use strata_recover::{Booted, Report, boot};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
@@ -611,14 +611,28 @@ impl Store {
             .ok_or_else(|| EngineError::UnknownStream {
                 stream: stream.to_owned(),
             })?;
-        if selection.len() > state.decl.track.len() {
+        let track = &state.decl.track;
+        if selection.len() > track.len() {
             return Err(EngineError::BadRead {
                 reason: format!(
-                    "stream {stream:?} has {} track components; the selection names {}",
-                    state.decl.track.len(),
-                    selection.len()
+                    "the selection names {} but stream {stream:?} has {}",
+                    labels(selection.len()),
+                    match track.len() {
+                        0 => "no track".to_owned(),
+                        n => format!("a track of {}", labels(n)),
+                    }
                 ),
             });
+        }
+        // Each label is checked here, where the field it selects has a name to give; what
+        // `encode` checks besides is the depth, which the length check above already bounds.
+        for (label, &field_idx) in selection.iter().zip(track) {
+            validate_label(label).map_err(|error| EngineError::BadRead {
+                reason: format!(
+                    "the selection's label for track field {:?}: {error}",
+                    state.decl.fields[usize::from(field_idx)].name
+                ),
+            })?;
         }
         TrackKey::encode(selection).map_err(|e| EngineError::BadRead {
             reason: e.to_string(),
@@ -756,4 +770,13 @@ fn write_staged<S: SegmentSink>(
         }
     }
     writer.finish_streamed()
+}
+
+/// `1 label`, `3 labels`.
+fn labels(n: usize) -> String {
+    if n == 1 {
+        "1 label".to_owned()
+    } else {
+        format!("{n} labels")
+    }
 }

@@ -78,7 +78,7 @@ fn to_row<T: Serialize>(decl: &StreamDecl, row_idx: usize, row: &T) -> Result<Ro
             refuse(format!(
                 "field {:?} is not {}: {json}",
                 field.name,
-                crate::value::a_kind(field.kind)
+                field.kind.with_article()
             ))
         })?;
         values.push(value);

@@ -24,17 +24,6 @@ pub enum Value {
 /// One row: a value per declared field, in declaration order.
 pub type Row = Vec<Value>;
 
-/// A kind with its article, as it is read aloud in a message: `a u64`, `an i64`, `an f64`.
-pub(crate) fn a_kind(kind: FieldKind) -> String {
-    let name = kind.to_string();
-    let article = if name.starts_with(['i', 'f']) {
-        "an"
-    } else {
-        "a"
-    };
-    format!("{article} {name}")
-}
-
 impl Value {
     /// The kind of field this value fits.
     pub fn kind(&self) -> FieldKind {

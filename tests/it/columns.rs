@@ -236,7 +236,7 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
                 Values::I64(&n),
                 Values::Str(&notes),
             ],
-            "is f64",
+            "field \"v\" is an f64, got an i64 value",
         ),
     ];
     for (track, columns, why) in &shapes {

@@ -354,7 +354,10 @@ fn typed_rows_round_trip_by_field_name() {
         .publish_as("capture", 2, &[Short { run: "r".into() }])
         .unwrap_err();
     assert!(
-        error.to_string().contains("row 0") && error.to_string().contains("probe"),
+        error
+            .to_string()
+            .contains("row 1 of the batch (counting from 1)")
+            && error.to_string().contains("probe"),
         "{error}"
     );
 }
@@ -382,7 +385,14 @@ fn assert_refused(bad: &[Row], position: u64, what: &str, row_idx: usize) {
         }
         other => panic!("{other}"),
     }
-    assert!(text.contains(&format!("row {row_idx}")), "{text}");
+    // The message counts rows from 1, as a user does; the field keeps the 0-based index.
+    assert!(
+        text.contains(&format!(
+            "row {} of the batch (counting from 1)",
+            row_idx + 1
+        )),
+        "{text}"
+    );
     store.seal().unwrap();
     let back: Vec<Row> = values(&store);
     assert_eq!(back, good, "nothing of the refused batch was staged");
@@ -410,7 +420,7 @@ fn wrong_arity_is_refused() {
 fn wrong_kind_is_refused() {
     let mut bad = row("run_7", 1, 200, 1.0);
     bad[1] = Value::I64(1);
-    assert_refused(&[bad], 10, "field \"probe\" is u64, got an i64 value", 0);
+    assert_refused(&[bad], 10, "field \"probe\" is a u64, got an i64 value", 0);
 }
 
 #[test]

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use clap::CommandFactory as _;
 use strata::index::TrackKey;
-use strata::{Config, EngineError, FieldKind, Num, Store, StreamDecl};
+use strata::{Config, EngineError, Num, Store, StreamDecl};
 
 use args::{AxisRangeArgs, Cli, Command};
 
@@ -125,17 +125,6 @@ fn count(n: u64, one: &str, many: &str) -> String {
     } else {
         format!("{} {many}", grouped(n))
     }
-}
-
-/// A kind with its article, as it is read aloud: `a u64`, `an i64`, `an f64`, `a str`.
-fn a_kind(kind: FieldKind) -> String {
-    let name = kind.to_string();
-    let article = if name.starts_with(['i', 'f']) {
-        "an"
-    } else {
-        "a"
-    };
-    format!("{article} {name}")
 }
 
 /// The declaration of `stream`, or a failure naming the streams the store declares: every

@@ -4,8 +4,6 @@
 use csv::StringRecord;
 use strata::{FieldKind, StreamDecl, Value};
 
-use super::a_kind;
-
 /// The column name that carries a row's position (unless the stream declares a field of that
 /// name, in which case the column is that field and positions are assigned).
 pub const POSITION_COLUMN: &str = "position";
@@ -132,7 +130,7 @@ impl Field {
             format!(
                 "field {:?}: {text:?} is not {}{why}",
                 self.name,
-                a_kind(self.kind)
+                self.kind.with_article()
             )
         })
     }

@@ -118,3 +118,124 @@ fn one_row_is_singular_and_kinds_take_their_article() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("is not an f64"), "{run:?}");
 }
+
+/// Runs `declare d` with `args` after it and returns its one line of refusal.
+fn declare_refused(s: &Scratch, args: &[&str]) -> String {
+    let mut all = vec!["declare", "d"];
+    all.extend_from_slice(args);
+    let run = s.run(&all);
+    assert_eq!(run.code, 1, "{args:?}: {run:?}");
+    assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {run:?}");
+    run.stderr
+}
+
+#[test]
+fn declaration_refusals_name_the_field_and_count_from_one() {
+    let s = Scratch::new();
+    let fields = ["--field", "run:str", "--field", "t:u64", "--field", "v:f64"];
+    let with = |more: &[&'static str]| -> Vec<&'static str> {
+        fields.iter().chain(more).copied().collect()
+    };
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            with(&["--track", "v"]),
+            "stream \"d\": track field \"v\" is an f64; a track field is a u64, an i64 or a str",
+        ),
+        (
+            with(&["--axis", "v"]),
+            "stream \"d\": axis field \"v\" is an f64; the axis is a u64",
+        ),
+        (
+            with(&["--track", "run,run"]),
+            "stream \"d\": the track names field \"run\" twice",
+        ),
+        (
+            with(&["--track", "t", "--axis", "t"]),
+            "stream \"d\": field \"t\" is both the axis and a track field",
+        ),
+        (
+            vec![
+                "--field",
+                "a:str",
+                "--field",
+                "b:str",
+                "--field",
+                "c:str",
+                "--field",
+                "d:str",
+                "--field",
+                "e:str",
+                "--track",
+                "a,b,c,d,e",
+            ],
+            "stream \"d\": the track names 5 fields; a track has at most 4",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = declare_refused(&s, &args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("component"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("field 0"), "{args:?}: {stderr}");
+    }
+    // A name holding a control character: the field and the character are counted from 1.
+    let stderr = declare_refused(&s, &["--field", "t:u64", "--field", "a\tb:u64"]);
+    assert!(
+        stderr.contains(
+            "field 2 (counting from 1) has no legal name: \
+             label \"a\\tb\" holds control character U+0009 at character 2"
+        ),
+        "{stderr}"
+    );
+    // A refused declaration is refused before the store is opened: nothing was created.
+    assert!(!s.dir.path().join("store").exists());
+}
+
+#[test]
+fn a_control_character_in_a_track_label_is_counted_from_one() {
+    let s = store_c();
+    let run = s.run_with(&["ingest", "c"], "run,t,v\nr\u{1},1,1.5\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(
+            "line 2: track field \"run\": label \"r\\u{1}\" holds control character U+0001 \
+             at character 2"
+        ),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_selection_deeper_than_the_track_counts_labels_in_the_singular() {
+    let s = store_c();
+    s.ok(&["ingest", "c"], "run,t,v\nr1,1,1.5\n");
+    let run = s.run(&["query", "c", "--track", "r1,x"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the selection names 2 labels but stream \"c\" has a track of 1 label"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("1 track components"), "{run:?}");
+}
+
+#[test]
+fn an_empty_label_in_a_selection_names_its_track_field() {
+    let s = Scratch::new();
+    s.ok(
+        &[
+            "declare", "e", "--field", "site:str", "--field", "run:str", "--field", "v:f64",
+            "--track", "site,run",
+        ],
+        "",
+    );
+    s.ok(&["ingest", "e"], "site,run,v\nnorth,r1,1.5\n");
+    let run = s.run(&["query", "e", "--track", ",r1"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the selection's label for track field \"site\": label is empty"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("component 0"), "{run:?}");
+}
