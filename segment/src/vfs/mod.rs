@@ -147,7 +147,11 @@ pub trait VfsLock: Send + fmt::Debug {}
 /// One name in a directory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DirEntry {
+    /// The entry's name within its directory: one path component, never a path. A name that is
+    /// not UTF-8 is not listed; listing the directory fails instead, naming it.
     pub name: String,
+    /// Whether the entry is a directory. A symbolic link counts as what it is, a link, not what it
+    /// points to, so a link to a directory is `false`.
     pub is_dir: bool,
 }
 
