@@ -398,8 +398,9 @@ impl Store {
                 stream,
                 0,
                 format!(
-                    "expected a position per row: {} positions for {n_rows} rows",
-                    positions.len()
+                    "expected a position per row: {} for {}",
+                    crate::store::count(positions.len(), "position", "positions"),
+                    crate::store::count(n_rows, "row", "rows")
                 ),
             ));
         }

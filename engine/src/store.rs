@@ -774,9 +774,14 @@ fn write_staged<S: SegmentSink>(
 
 /// `1 label`, `3 labels`.
 fn labels(n: usize) -> String {
+    count(n, "label", "labels")
+}
+
+/// A count that agrees in number: `1 row`, `0 rows`, `3 rows`.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
-        "1 label".to_owned()
+        format!("1 {one}")
     } else {
-        format!("{n} labels")
+        format!("{n} {many}")
     }
 }

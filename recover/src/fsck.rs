@@ -697,11 +697,11 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
     };
     write!(
         out,
-        "manifest {}: {} bytes, {} trusted, {} frames",
+        "manifest {}: {} bytes, {} trusted, {}",
         manifest_name(manifest.generation),
         manifest.length,
         manifest.trusted_length,
-        manifest.frames
+        count(manifest.frames, "frame", "frames")
     )?;
     if manifest.length > manifest.trusted_length {
         write!(

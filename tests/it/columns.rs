@@ -465,7 +465,7 @@ fn positions_of_another_length_than_the_columns_are_refused() {
         refusal(&error),
         Some((
             0,
-            "expected a position per row: 1 positions for 2 rows".to_owned()
+            "expected a position per row: 1 position for 2 rows".to_owned()
         ))
     );
     assert_eq!(store.staged_bytes(), 0);

@@ -239,3 +239,16 @@ fn an_empty_label_in_a_selection_names_its_track_field() {
     );
     assert!(!run.stderr.contains("component 0"), "{run:?}");
 }
+
+#[test]
+fn fsck_counts_one_manifest_frame_in_the_singular() {
+    // The declaration is the store's one frame.
+    let s = store_c();
+    let run = s.ok(&["fsck"], "");
+    let manifest = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("manifest "))
+        .unwrap_or_else(|| panic!("no manifest line: {run:?}"));
+    assert!(manifest.ends_with(" trusted, 1 frame"), "{run:?}");
+}
