@@ -49,16 +49,21 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Unknown { field } => {
-                write!(f, "field `{field}` is not declared by the stream")
+                write!(f, "field \"{field}\" is not declared by the stream")
             }
             Fault::Missing { field, kind } => {
-                write!(f, "field `{field}` (declared {kind}) is missing")
+                write!(
+                    f,
+                    "field \"{field}\" (declared as {}) is missing",
+                    kind.with_article()
+                )
             }
-            Fault::Twice { field } => write!(f, "field `{field}` is given twice"),
+            Fault::Twice { field } => write!(f, "field \"{field}\" is given twice"),
             Fault::Kind { field, kind, given } => {
                 write!(
                     f,
-                    "field `{field}` is declared {kind} but the row gives {given}"
+                    "field \"{field}\" is declared as {} but the row gives {given}",
+                    kind.with_article()
                 )
             }
             Fault::Extra { n_fields } => write!(

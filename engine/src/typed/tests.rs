@@ -462,7 +462,7 @@ fn a_field_of_the_wrong_kind_is_named_with_both_kinds() {
     };
     assert_eq!(
         refusal(&weather(), &row),
-        "field `temp` is declared f64 but the row gives a string"
+        "field \"temp\" is declared as an f64 but the row gives a string"
     );
 }
 
@@ -481,7 +481,7 @@ fn an_unknown_field_is_named() {
     };
     assert_eq!(
         refusal(&weather(), &row),
-        "field `wind` is not declared by the stream"
+        "field \"wind\" is not declared by the stream"
     );
 }
 
@@ -496,7 +496,7 @@ fn a_missing_field_is_named_with_its_kind() {
     };
     assert_eq!(
         refusal(&weather(), &row),
-        "field `temp` (declared f64) is missing"
+        "field \"temp\" (declared as an f64) is missing"
     );
 }
 
@@ -504,7 +504,7 @@ fn a_missing_field_is_named_with_its_kind() {
 fn a_field_given_twice_is_refused() {
     let decl = decl(&[("a", FieldKind::F64), ("b", FieldKind::F64)]);
     let row = Pairs(&[("a", 1.0), ("b", 2.0), ("a", 3.0)]);
-    assert_eq!(refusal(&decl, &row), "field `a` is given twice");
+    assert_eq!(refusal(&decl, &row), "field \"a\" is given twice");
     // The old path kept the last of them; the new one accepts each field once.
     assert!(oracle_to_row(&decl, &row).is_ok());
 }
@@ -517,7 +517,7 @@ fn an_integer_out_of_its_fields_range_is_refused() {
     row.insert("m", 0);
     assert_eq!(
         refusal(&decl, &row),
-        "field `n` is declared u64 but the row gives -3, out of its range"
+        "field \"n\" is declared as a u64 but the row gives -3, out of its range"
     );
     let mut row = BTreeMap::new();
     row.insert("n", 0u64);
@@ -525,7 +525,7 @@ fn an_integer_out_of_its_fields_range_is_refused() {
     assert_eq!(
         refusal(&decl, &row),
         format!(
-            "field `m` is declared i64 but the row gives {}, out of its range",
+            "field \"m\" is declared as an i64 but the row gives {}, out of its range",
             u64::MAX
         )
     );
@@ -535,7 +535,7 @@ fn an_integer_out_of_its_fields_range_is_refused() {
     assert_eq!(
         refusal(&decl, &row),
         format!(
-            "field `n` is declared u64 but the row gives {}, beyond 64 bits",
+            "field \"n\" is declared as a u64 but the row gives {}, beyond 64 bits",
             1u128 << 64
         )
     );
@@ -548,7 +548,7 @@ fn none_is_refused_for_no_field_is_optional() {
     row.insert("n", None::<u64>);
     assert_eq!(
         refusal(&decl, &row),
-        "field `n` is declared u64 but the row gives none"
+        "field \"n\" is declared as a u64 but the row gives none"
     );
 }
 
@@ -559,13 +559,13 @@ fn a_bytes_field_takes_a_sequence_of_bytes_only() {
     row.insert("b", vec![1u16, 300]);
     assert_eq!(
         refusal(&decl, &row),
-        "field `b` is declared bytes but the row gives a sequence holding 300, not a byte"
+        "field \"b\" is declared as a bytes but the row gives a sequence holding 300, not a byte"
     );
     let mut row = BTreeMap::new();
     row.insert("b", vec![0.5f64]);
     assert_eq!(
         refusal(&decl, &row),
-        "field `b` is declared bytes but the row gives a sequence holding the float 0.5"
+        "field \"b\" is declared as a bytes but the row gives a sequence holding the float 0.5"
     );
     let mut row = BTreeMap::new();
     row.insert("b", [7u8, 255]);
@@ -584,7 +584,7 @@ fn a_tuple_row_gives_every_field_by_place() {
     );
     assert_eq!(
         refusal(&decl, &("north",)),
-        "field `temp` (declared f64) is missing"
+        "field \"temp\" (declared as an f64) is missing"
     );
     assert_eq!(
         refusal(&decl, &("north", 1.5, 2.5)),
@@ -592,7 +592,7 @@ fn a_tuple_row_gives_every_field_by_place() {
     );
     assert_eq!(
         refusal(&decl, &(1.5, "north")),
-        "field `station` is declared str but the row gives the float 1.5"
+        "field \"station\" is declared as a str but the row gives the float 1.5"
     );
 }
 
@@ -658,7 +658,7 @@ fn a_refused_row_refuses_its_batch_and_stages_nothing() {
     let error = store.publish_as("s", 2, &batch).unwrap_err();
     assert!(
         matches!(&error, EngineError::Refused { row_idx: 1, reason, .. }
-            if reason == "field `temp` is declared f64 but the row gives a bool"),
+            if reason == "field \"temp\" is declared as an f64 but the row gives a bool"),
         "{error}"
     );
     assert!(
@@ -695,7 +695,7 @@ fn a_stored_row_that_does_not_fit_names_the_field() {
     let error = de::from_row::<Counted>(&decl, values).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "field `temp`: invalid type: floating point `1.5`, expected u8"
+        "field \"temp\": invalid type: floating point `1.5`, expected u8"
     );
 }
 
@@ -737,7 +737,7 @@ fn a_query_as_that_does_not_fit_is_a_bad_read_naming_position_and_field() {
     assert!(matches!(error, EngineError::BadRead { .. }), "{error}");
     assert_eq!(
         error.to_string(),
-        "cannot read: the stored row at position 4 does not deserialize: field `temp`: \
+        "cannot read: the stored row at position 4 does not deserialize: field \"temp\": \
          invalid type: floating point `1.5`, expected u8"
     );
 }
