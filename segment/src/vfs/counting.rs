@@ -156,6 +156,10 @@ impl Vfs for Counting {
     fn lock(&self) -> io::Result<Box<dyn VfsLock>> {
         self.inner.lock()
     }
+
+    fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>> {
+        self.inner.lock_shared()
+    }
 }
 
 #[cfg(test)]

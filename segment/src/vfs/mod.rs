@@ -79,6 +79,13 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// the returned guard drops. A second holder — another process, or another lock() on the
     /// same store in this process — gets io::ErrorKind::WouldBlock, never a wait.
     fn lock(&self) -> io::Result<Box<dyn VfsLock>>;
+    /// Takes a shared hold of the store's lock without creating or writing anything: `LOCK`
+    /// opened read-only, if it exists (`None` if it does not: nothing to hold). Held until the
+    /// returned guard drops. Any number of shared holders coexist; while one lives, `lock()`
+    /// gets WouldBlock, and while an exclusive holder lives, this does. What a read-only open
+    /// takes, so that no writer changes the store under it and it never reads a store a writer
+    /// is changing; it works on a read-only mount (flock is not a write).
+    fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>>;
 }
 
 /// How a file system renames without replacing: what [`Vfs::rename_noreplace`] does there.

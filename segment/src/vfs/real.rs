@@ -224,6 +224,29 @@ impl Vfs for RealFs {
     fn lock(&self) -> io::Result<Box<dyn VfsLock>> {
         Ok(Box::new(self.lock_file()?))
     }
+
+    fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>> {
+        let at = self.join("LOCK");
+        // O_RDONLY, no O_CREAT: nothing is created or written, so this works on a read-only
+        // mount and leaves a copied store's bytes as they are.
+        let file = match File::open(&at) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared).map_err(|errno| {
+            let err = io::Error::from(errno);
+            if err.kind() == io::ErrorKind::WouldBlock {
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("store {} is locked by a writer", self.root.display()),
+                )
+            } else {
+                err
+            }
+        })?;
+        Ok(Some(Box::new(RealLock { file })))
+    }
 }
 
 impl RealFs {

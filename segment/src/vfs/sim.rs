@@ -78,6 +78,13 @@ struct State {
     link_unlink: bool,
     /// Maps fail with this until cleared (maps are reads, not numbered operations).
     map_fault: Option<Fault>,
+    /// Shared locks held now ([`Vfs::lock_shared`]); the exclusive lock waits for none.
+    shared_locks: usize,
+    /// Whether this models a read-only mount: every mutating or sync operation, opening a file
+    /// for appending and the exclusive lock fail with EROFS and change nothing.
+    read_only: bool,
+    /// Operations refused because of `read_only`, so a test can assert none was attempted.
+    refused_writes: u64,
 }
 
 /// One directory operation's effects on directory entries: `(dir, name, Some(ino))` sets an
@@ -154,6 +161,20 @@ impl SimFs {
             RenameMode::LinkUnlink => Self::without_noreplace(),
             _ => Self::new(),
         }
+    }
+
+    /// Makes this file system a read-only mount (`true`) or a writable one again. While it is
+    /// read-only, every operation that would write or sync (creating, appending, renaming,
+    /// removing, cutting, syncing, and the exclusive lock, which creates or opens `LOCK` for
+    /// writing) fails with EROFS, changes nothing, and is counted in
+    /// [`refused_writes`](Self::refused_writes); reads, listings and shared locks work.
+    pub fn set_read_only(&self, read_only: bool) {
+        self.state().read_only = read_only;
+    }
+
+    /// How many operations were refused because the file system was read-only.
+    pub fn refused_writes(&self) -> u64 {
+        self.state().refused_writes
     }
 
     /// Every map from now on fails with `fault` (`None`: maps work again). A map is a read, so
@@ -359,11 +380,26 @@ impl State {
             recent_dir_ops: Vec::new(),
             link_unlink: false,
             map_fault: None,
+            shared_locks: 0,
+            read_only: false,
+            refused_writes: 0,
         }
+    }
+
+    /// Refuses an operation that would write, on a read-only mount (and counts it).
+    fn refuse_if_read_only(&mut self, path: &str) -> io::Result<()> {
+        if self.read_only {
+            self.refused_writes += 1;
+            return Err(read_only_error(path));
+        }
+        Ok(())
     }
 
     /// Numbers one mutating or sync operation and decides whether it may run at all.
     fn begin_op(&mut self) -> io::Result<()> {
+        // Refused before it is numbered: a read-only mount refuses at the system call, and
+        // crash points keep their numbers whether or not the mount is read-only.
+        self.refuse_if_read_only("")?;
         let op = self.ops;
         self.ops += 1;
         if let Some(crash_op) = self.crash_at {
@@ -571,7 +607,8 @@ impl Vfs for SimFs {
     }
 
     fn open_append(&self, path: &str) -> io::Result<Box<dyn VfsFile>> {
-        let state = self.state();
+        let mut state = self.state();
+        state.refuse_if_read_only(path)?;
         let (dirs, name) = entry_components(path)?;
         let parent = state.parent_dir(path, &dirs)?;
         let ino = *state
@@ -738,6 +775,9 @@ impl Vfs for SimFs {
 
     fn lock(&self) -> io::Result<Box<dyn VfsLock>> {
         let mut state = self.state();
+        // The real lock opens LOCK for writing (creating it if missing): EROFS on a read-only
+        // mount, whoever holds it.
+        state.refuse_if_read_only("LOCK")?;
         // Like the real one, lock() leaves a LOCK file in the live root (not synced, not counted:
         // the real lock() does not sync it either), so both list the same names.
         if let Some(&ino) = state.dir(ROOT, "")?.live.get("LOCK") {
@@ -746,7 +786,7 @@ impl Vfs for SimFs {
             let ino = state.alloc(Node::File(FileNode::default()));
             state.dir_mut(ROOT, "")?.live.insert("LOCK".to_owned(), ino);
         }
-        if state.locked {
+        if state.locked || state.shared_locks > 0 {
             return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 "sim: store is locked by another holder",
@@ -755,7 +795,27 @@ impl Vfs for SimFs {
         state.locked = true;
         Ok(Box::new(SimLock {
             state: Arc::clone(&self.state),
+            shared: false,
         }))
+    }
+
+    fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>> {
+        let mut state = self.state();
+        let Some(&ino) = state.dir(ROOT, "")?.live.get("LOCK") else {
+            return Ok(None);
+        };
+        state.file(ino, "LOCK")?;
+        if state.locked {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "sim: store is locked by a writer",
+            ));
+        }
+        state.shared_locks += 1;
+        Ok(Some(Box::new(SimLock {
+            state: Arc::clone(&self.state),
+            shared: true,
+        })))
     }
 }
 
@@ -834,9 +894,11 @@ impl VfsFile for SimFile {
     }
 }
 
-/// The simulated lock: a flag in the state, cleared when this guard drops.
+/// The simulated lock: a flag (exclusive) or a count (shared) in the state, cleared when this
+/// guard drops.
 struct SimLock {
     state: Arc<Mutex<State>>,
+    shared: bool,
 }
 
 impl fmt::Debug for SimLock {
@@ -849,12 +911,24 @@ impl VfsLock for SimLock {}
 
 impl Drop for SimLock {
     fn drop(&mut self) {
-        lock_state(&self.state).locked = false;
+        let mut state = lock_state(&self.state);
+        if self.shared {
+            state.shared_locks -= 1;
+        } else {
+            state.locked = false;
+        }
     }
 }
 
 /// The errno link(2) answers for a directory.
 const EPERM: i32 = 1;
+
+fn read_only_error(path: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ReadOnlyFilesystem,
+        format!("sim: {path:?}: read-only file system"),
+    )
+}
 
 fn not_found(path: &str) -> io::Error {
     io::Error::new(

@@ -103,6 +103,7 @@ behaviour_suite!(
     root_is_a_directory_not_a_file,
     syncs_succeed_on_what_exists,
     lock_is_exclusive_until_dropped,
+    shared_locks_coexist_and_exclude_the_exclusive_one,
 );
 
 mod behaviour {
@@ -428,6 +429,27 @@ mod behaviour {
         drop(second);
         drop(fs.lock().unwrap());
         assert_eq!(fs.list("").unwrap(), vec![entry("LOCK", false)]);
+    }
+
+    pub(super) fn shared_locks_coexist_and_exclude_the_exclusive_one(store: &Store) {
+        let fs = &*store.fs;
+        let other = (store.reopen)();
+        assert!(
+            fs.lock_shared().unwrap().is_none(),
+            "no LOCK: nothing to hold"
+        );
+        assert!(fs.list("").unwrap().is_empty(), "and nothing created");
+        drop(fs.lock().unwrap());
+        let first = fs.lock_shared().unwrap().expect("LOCK exists now");
+        let second = other.lock_shared().unwrap().expect("shared holds coexist");
+        assert_eq!(err_kind(fs.lock()), ErrorKind::WouldBlock);
+        drop(first);
+        assert_eq!(err_kind(other.lock()), ErrorKind::WouldBlock);
+        drop(second);
+        let writer = fs.lock().unwrap();
+        assert_eq!(err_kind(other.lock_shared()), ErrorKind::WouldBlock);
+        drop(writer);
+        drop(other.lock_shared().unwrap());
     }
 }
 
@@ -897,6 +919,43 @@ mod crash {
         // Clones share the counter, as they share the file system.
         fs.clone().sync_dir("d").unwrap();
         count(14);
+    }
+
+    /// A read-only mount refuses every write with EROFS and changes nothing, live or durable;
+    /// reads, listings and shared locks still work, and every refusal is counted.
+    #[test]
+    fn a_read_only_sim_refuses_every_write_and_changes_nothing() {
+        let fs = SimFs::new();
+        fs.create_dir("d").unwrap();
+        let mut file = fs.create("d/f").unwrap();
+        file.write_all(b"abc").unwrap();
+        file.sync_data().unwrap();
+        fs.sync_dir("d").unwrap();
+        fs.sync_dir("").unwrap();
+        drop(fs.lock().unwrap());
+        let ops = fs.ops();
+        fs.set_read_only(true);
+        let erofs = ErrorKind::ReadOnlyFilesystem;
+        assert_eq!(err_kind(fs.create_dir("e")), erofs);
+        assert_eq!(err_kind(fs.create("d/g")), erofs);
+        assert_eq!(err_kind(fs.open_append("d/f")), erofs);
+        assert_eq!(err_kind(fs.rename_noreplace("d/f", "d/h")), erofs);
+        assert_eq!(err_kind(fs.remove("d/f")), erofs);
+        assert_eq!(err_kind(fs.sync_dir("d")), erofs);
+        assert_eq!(err_kind(fs.lock()), erofs);
+        // A handle opened before the mount turned read-only cannot write through it either.
+        assert_eq!(err_kind(file.write_all(b"d")), erofs);
+        assert_eq!(err_kind(file.set_len(0)), erofs);
+        assert_eq!(err_kind(file.sync_data()), erofs);
+        assert_eq!(fs.refused_writes(), 10);
+        assert_eq!(fs.ops(), ops, "refused writes are not numbered operations");
+        assert_eq!(&*fs.map("d/f").unwrap(), b"abc");
+        assert_eq!(fs.read("d/f").unwrap(), b"abc");
+        assert_eq!(fs.paths(), vec!["LOCK", "d/f"]);
+        assert_eq!(fs.durable_bytes("d/f").unwrap(), b"abc");
+        drop(fs.lock_shared().unwrap().expect("LOCK is there"));
+        fs.set_read_only(false);
+        fs.create_dir("e").unwrap();
     }
 
     #[test]
