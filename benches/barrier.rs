@@ -50,7 +50,8 @@ struct Bench {
 impl Bench {
     fn new() -> Bench {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let store = Store::open(dir.path(), Config::default(), &[decl()]).expect("a store");
+        let store =
+            Store::open_or_create(dir.path(), Config::default(), &[decl()]).expect("a store");
         Bench {
             _dir: dir,
             store,
@@ -161,7 +162,7 @@ fn staged_store(n_batches: u64) -> (tempfile::TempDir, Store) {
         .build()
         .expect("a valid declaration");
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut store = Store::open(dir.path(), Config::default(), &[decl]).expect("a store");
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[decl]).expect("a store");
     let mut walk = 0.0f64;
     for batch_idx in 0..n_batches {
         let first = batch_idx * SEAL_BATCH_ROWS;

@@ -41,10 +41,7 @@ fn decl() -> StreamDecl {
 
 /// The same config for both stores; staging is large enough for all rows in one barrier.
 fn config() -> Config {
-    Config {
-        staged_bytes_max: 1 << 30,
-        ..Config::default()
-    }
+    Config::default().staged_bytes_max(1 << 30)
 }
 
 fn rows_total() -> u64 {
@@ -122,7 +119,7 @@ fn build_many(n: u64) -> Built {
     let dir = tempfile::tempdir().expect("a temp dir");
     let steps_per_barrier = ServeConfig::default().compact_steps_per_tick;
     let start = Instant::now();
-    let mut store = Store::open(dir.path(), config(), &[decl()]).expect("a store");
+    let mut store = Store::open_or_create(dir.path(), config(), &[decl()]).expect("a store");
     let mut walk = Walk::new();
     let mut steps_between_barriers = 0;
     let barriers = n / ROWS_PER_BARRIER;
@@ -158,7 +155,7 @@ fn build_many(n: u64) -> Built {
 fn build_one(n: u64) -> Built {
     let dir = tempfile::tempdir().expect("a temp dir");
     let start = Instant::now();
-    let mut store = Store::open(dir.path(), config(), &[decl()]).expect("a store");
+    let mut store = Store::open_or_create(dir.path(), config(), &[decl()]).expect("a store");
     let mut walk = Walk::new();
     for position in 0..n / ROWS_PER_BARRIER {
         store
@@ -190,7 +187,7 @@ fn fold_mean(store: &Store) -> Vec<strata::FieldStat> {
 fn reopen(built: &mut Built) -> Duration {
     drop(built.store.take());
     let start = Instant::now();
-    let store = Store::open(built.dir.path(), config(), &[decl()]).expect("reopen");
+    let store = Store::open_or_create(built.dir.path(), config(), &[decl()]).expect("reopen");
     let elapsed = start.elapsed();
     built.store = Some(store);
     elapsed

@@ -40,11 +40,8 @@ fn row(row_idx: usize, walk: &mut f64) -> (u64, f64) {
 /// A store in a temp dir holding `N_ROWS` rows of one track, 10 positions a batch apart.
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let config = Config {
-        staged_bytes_max: 1 << 30,
-        ..Config::default()
-    };
-    let mut store = Store::open(dir.path(), config, &[decl()]).expect("a store");
+    let config = Config::default().staged_bytes_max(1 << 30);
+    let mut store = Store::open_or_create(dir.path(), config, &[decl()]).expect("a store");
     let (mut t, mut v) = (
         Vec::with_capacity(BATCH_ROWS),
         Vec::with_capacity(BATCH_ROWS),

@@ -37,11 +37,8 @@ fn decl() -> StreamDecl {
 /// A store holding `n` rows on one partition, sealed every `SEAL_EVERY` rows.
 fn build(n: u64) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let config = Config {
-        staged_bytes_max: 1 << 30,
-        ..Config::default()
-    };
-    let mut store = Store::open(dir.path(), config, &[decl()]).expect("a store");
+    let config = Config::default().staged_bytes_max(1 << 30);
+    let mut store = Store::open_or_create(dir.path(), config, &[decl()]).expect("a store");
     let mut position = 0;
     let mut t = 0;
     while t < n {

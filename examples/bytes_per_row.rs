@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .axis("t")
         .build()?;
     let dir = tempfile::tempdir()?;
-    let mut store = Store::open(dir.path(), Config::default(), &[decl])?;
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[decl])?;
     let mut walk = 0.0f64;
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for batch_idx in 0..n_rows / BATCH_ROWS {

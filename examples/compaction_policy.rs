@@ -58,12 +58,10 @@ fn measure(
         .build()?;
     let dir = tempfile::tempdir()?;
     let seg = dir.path().join("store").join("seg");
-    let config = Config {
-        compact_inputs_min: inputs_min,
-        compact_step_bytes_max: step_bytes_cap,
-        ..Config::default()
-    };
-    let mut store = Store::open(dir.path().join("store"), config, &[decl])?;
+    let config = Config::default()
+        .compact_inputs_min(inputs_min)
+        .compact_step_bytes_max(step_bytes_cap);
+    let mut store = Store::open_or_create(dir.path().join("store"), config, &[decl])?;
     let mut figures = Figures {
         n_barriers,
         inputs_min,

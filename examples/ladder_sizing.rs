@@ -32,11 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .ladder(base, fanout)
             .build()?;
         let fs = SimFs::new();
-        let config = Config {
-            staged_bytes_max: 1 << 30,
-            ..Config::default()
-        };
-        let mut store = Store::open_in(std::sync::Arc::new(fs), config, &[decl])?;
+        let config = Config::default().staged_bytes_max(1 << 30);
+        let mut store = Store::open_or_create_in(std::sync::Arc::new(fs), config, &[decl])?;
         let rows: Vec<Row> = (0..N)
             .map(|t| vec![Value::U64(t), Value::F64((t as f64 * 0.01).sin())])
             .collect();

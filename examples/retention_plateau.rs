@@ -66,7 +66,7 @@ fn dir_bytes(path: &Path) -> std::io::Result<u64> {
 fn retained_bytes(first: u64, end: u64) -> Result<u64, Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("store");
-    let mut store = Store::open(&path, Config::default(), &[decl()?])?;
+    let mut store = Store::open_or_create(&path, Config::default(), &[decl()?])?;
     let mut walk = [0.0; N_TRACKS];
     let mut seed = 0x9e37_79b9_7f4a_7c15;
     let mut batch = Vec::new();
@@ -94,13 +94,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let span = (n_rows / TRACKS) * STEP;
     let lifetime = Lifetime::AxisSpan(span / 10);
     let retention = Retention::raw(lifetime).levels_from(0, lifetime);
-    let config = Config {
-        retention: BTreeMap::from([("s".to_owned(), retention)]),
-        ..Config::default()
-    };
+    let config = Config::default().retention(BTreeMap::from([("s".to_owned(), retention)]));
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("store");
-    let mut store = Store::open(&path, config, &[decl()?])?;
+    let mut store = Store::open_or_create(&path, config, &[decl()?])?;
     let mut walk = [0.0; N_TRACKS];
     let mut seed = 0x9e37_79b9_7f4a_7c15;
     let mut batch = Vec::new();

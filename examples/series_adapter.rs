@@ -101,11 +101,8 @@ async fn boot(dir: &std::path::Path) -> Result<Host, Box<dyn std::error::Error>>
         .track(["probe"])
         .axis("t")
         .build()?;
-    let store = Store::open(dir, Config::default(), &[decl])?;
-    let config = ServeConfig {
-        seal_interval: Some(Duration::from_millis(20)),
-        ..ServeConfig::default()
-    };
+    let store = Store::open_or_create(dir, Config::default(), &[decl])?;
+    let config = ServeConfig::default().seal_interval(Some(Duration::from_millis(20)));
     let mut served = Served::spawn(store, config);
     // Stand the window on what the tier below is durable through.
     let floor = served.seal("capture", &[]).await?;

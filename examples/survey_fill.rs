@@ -90,11 +90,8 @@ fn store_of(n: u64) -> tempfile::TempDir {
         .axis("t")
         .build()
         .expect("a declaration");
-    let config = Config {
-        staged_bytes_max: 1 << 30,
-        ..Config::default()
-    };
-    let mut store = Store::open(dir.path(), config, &[decl]).expect("a store");
+    let config = Config::default().staged_bytes_max(1 << 30);
+    let mut store = Store::open_or_create(dir.path(), config, &[decl]).expect("a store");
     let mut t = 0;
     while t < n {
         let end = (t + 100_000).min(n);
@@ -112,10 +109,7 @@ fn store_of(n: u64) -> tempfile::TempDir {
 /// Opens the store in `dir` surveying as `fill`; answers buckets and cells read by one full
 /// survey.
 fn survey(dir: &std::path::Path, fill: SurveyFill) -> (u64, u64) {
-    let config = Config {
-        survey_fill: fill,
-        ..Config::default()
-    };
+    let config = Config::default().survey_fill(fill);
     let reopened = Store::open(dir, config, &[]).expect("reopen");
     let before = reopened.metrics().cells_read;
     let survey = reopened.survey("series", &[], .., BUDGET).expect("survey");

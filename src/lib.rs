@@ -1,6 +1,7 @@
 //! strata: an embedded, log-structured segment engine for partitioned numeric time series.
 //!
-//! This crate is the facade. Open a [`Store`], declare streams with [`Stream`], `publish` rows
+//! This crate is the facade. Create a [`Store`] (or open one: [`Store::open`] refuses a folder
+//! holding no store, [`Store::open_read_only`] writes nothing), declare streams with [`Stream`], `publish` rows
 //! (staged in memory), `seal` them durable with one barrier, and `query` them back in publish
 //! order. The workspace crates are re-exported for their finer-grained pieces.
 //!
@@ -15,12 +16,15 @@
 //!     .track(["run"])
 //!     .axis("t")
 //!     .build()?;
-//! let mut store = Store::open(dir.path(), Config::default(), &[capture])?;
+//! let mut store = Store::create(dir.path(), Config::default(), &[capture])?;
 //! let row = vec![Value::Str("run_7".into()), Value::U64(10), Value::F64(0.5)];
 //! store.publish("capture", 1, &[row.clone()])?;
 //! store.seal()?;
 //! let rows = store.query("capture", &["run_7"], ..)?;
 //! assert_eq!(rows[0].values, row);
+//! drop(store);
+//! let reader = Store::open_read_only(dir.path(), Config::default(), &[])?;
+//! assert_eq!(reader.query("capture", &["run_7"], ..)?, rows);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -164,7 +164,7 @@ struct Strata {
 impl Strata {
     fn new() -> Strata {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let store = Store::open(dir.path(), Config::default(), &[decl()]).expect("a store");
+        let store = Store::open_or_create(dir.path(), Config::default(), &[decl()]).expect("a store");
         Strata {
             dir,
             store,
@@ -521,12 +521,9 @@ fn main() {
     // finest-level rule): a copy of the store, opened with that choice.
     let spend_dir = tempfile::tempdir().expect("a temp dir");
     copy_store(strata.dir.path(), spend_dir.path());
-    let spend = Store::open(
+    let spend = Store::open_or_create(
         spend_dir.path(),
-        Config {
-            survey_fill: SurveyFill::Spend,
-            ..Config::default()
-        },
+        Config::default().survey_fill(SurveyFill::Spend),
         &[decl()],
     )
     .expect("the copy");

@@ -356,7 +356,7 @@ impl Store {
         track: &[Value],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
-        self.check_poison()?;
+        self.check_writable("publish_columns")?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let checked = state.validate_columns(
@@ -389,7 +389,7 @@ impl Store {
         track: &[Value],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
-        self.check_poison()?;
+        self.check_writable("publish_columns_at")?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let n_rows = columns.first().map_or(0, Values::len);

@@ -88,6 +88,7 @@ impl Store {
     /// bounded by `compact_inputs_max` and `compact_step_bytes_max` and is one manifest record;
     /// see [`Store::compact_step`].
     pub fn compact(&mut self) -> Result<Vec<CompactStep>, EngineError> {
+        self.check_writable("compact")?;
         self.sweep()?;
         let mut steps = Vec::new();
         while let Some(step) = self.compact_step()? {
@@ -105,7 +106,7 @@ impl Store {
     /// of an input fails the step before anything is written, and leaves the store as it was;
     /// a failed write, sync or removal poisons the store.
     pub fn compact_step(&mut self) -> Result<Option<CompactStep>, EngineError> {
-        self.check_poison()?;
+        self.check_writable("compact_step")?;
         // Retention first: what it retires is neither merged nor rewritten.
         if self.sweep_due && !self.config.retention.is_empty() {
             self.sweep()?;

@@ -13,8 +13,23 @@ use crate::retention::Retention;
 /// cap above half of that would let the cache alone exhaust the maps it exists to protect.
 pub const OPEN_SEGMENTS_LIMIT: usize = 32_768;
 
-/// How a store behaves. `Config::default()` is a sane start.
+/// How a store behaves. `Config::default()` is a sane start; change what you need with the
+/// builder methods, one per field and named after it:
+///
+/// ```
+/// use strata_engine::Config;
+///
+/// let config = Config::default()
+///     .staged_bytes_max(64 << 20)
+///     .open_segments_max(256);
+/// assert_eq!(config.open_segments_max, 256);
+/// ```
+///
+/// The fields stay public to read (and to assign on a value you hold), but the struct is
+/// `#[non_exhaustive]`: it cannot be built with a struct literal outside this crate, so a new
+/// setting is not a breaking change.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// The most bytes publish may stage before it asks for a seal (`StagingFull`). Staging is
     /// what a crash loses, and what one barrier writes.
@@ -27,8 +42,6 @@ pub struct Config {
     /// snapshot, or this many bytes. The snapshot lists only live files, so boot follows the
     /// live state, not the history. The default, 1 MiB, is a few milliseconds of boot.
     pub manifest_rewrite_bytes: u64,
-    /// Whether opening an empty folder creates a store there.
-    pub create_if_missing: bool,
     /// Live raw segments a partition may have once compaction has caught up: past it, a step
     /// merges the partition's newest (smallest) segments back down to it. Below it, the
     /// size-tiered policy still merges runs of similar size (docs/compaction.md).
@@ -80,7 +93,6 @@ impl Default for Config {
         Config {
             staged_bytes_max: 256 << 20,
             manifest_rewrite_bytes: 1 << 20,
-            create_if_missing: true,
             compact_files_max: 16,
             compact_inputs_min: 4,
             compact_inputs_max: 16,
@@ -89,6 +101,81 @@ impl Default for Config {
             retention: BTreeMap::new(),
             survey_fill: SurveyFill::FinestLevel,
         }
+    }
+}
+
+/// The builder: each method sets the field of its name and answers the config, so calls chain
+/// from `Config::default()`. What each value means, and what is refused at open, is the
+/// field's documentation.
+impl Config {
+    /// Sets [`Config::staged_bytes_max`].
+    #[must_use]
+    pub fn staged_bytes_max(mut self, staged_bytes_max: usize) -> Self {
+        self.staged_bytes_max = staged_bytes_max;
+        self
+    }
+
+    /// Sets [`Config::manifest_rewrite_bytes`].
+    #[must_use]
+    pub fn manifest_rewrite_bytes(mut self, manifest_rewrite_bytes: u64) -> Self {
+        self.manifest_rewrite_bytes = manifest_rewrite_bytes;
+        self
+    }
+
+    /// Sets [`Config::compact_files_max`].
+    #[must_use]
+    pub fn compact_files_max(mut self, compact_files_max: usize) -> Self {
+        self.compact_files_max = compact_files_max;
+        self
+    }
+
+    /// Sets [`Config::compact_inputs_min`].
+    #[must_use]
+    pub fn compact_inputs_min(mut self, compact_inputs_min: usize) -> Self {
+        self.compact_inputs_min = compact_inputs_min;
+        self
+    }
+
+    /// Sets [`Config::compact_inputs_max`].
+    #[must_use]
+    pub fn compact_inputs_max(mut self, compact_inputs_max: usize) -> Self {
+        self.compact_inputs_max = compact_inputs_max;
+        self
+    }
+
+    /// Sets [`Config::compact_step_bytes_max`].
+    #[must_use]
+    pub fn compact_step_bytes_max(mut self, compact_step_bytes_max: u64) -> Self {
+        self.compact_step_bytes_max = compact_step_bytes_max;
+        self
+    }
+
+    /// Sets [`Config::open_segments_max`].
+    #[must_use]
+    pub fn open_segments_max(mut self, open_segments_max: usize) -> Self {
+        self.open_segments_max = open_segments_max;
+        self
+    }
+
+    /// Sets [`Config::retention`] whole, replacing every stream's.
+    #[must_use]
+    pub fn retention(mut self, retention: BTreeMap<String, Retention>) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets the retention of one stream in [`Config::retention`], replacing its earlier one.
+    #[must_use]
+    pub fn retain(mut self, stream: impl Into<String>, retention: Retention) -> Self {
+        self.retention.insert(stream.into(), retention);
+        self
+    }
+
+    /// Sets [`Config::survey_fill`].
+    #[must_use]
+    pub fn survey_fill(mut self, survey_fill: SurveyFill) -> Self {
+        self.survey_fill = survey_fill;
+        self
     }
 }
 

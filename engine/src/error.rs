@@ -92,6 +92,14 @@ pub enum EngineError {
         /// The failure that poisoned it (also its `source`).
         cause: Arc<EngineError>,
     },
+    /// The store was opened read-only (`Store::open_read_only`) and `operation` would write to
+    /// it: refused before anything was touched. The store stays usable for reads.
+    ReadOnly {
+        /// Where the store lives.
+        store: String,
+        /// The refused call, as `Store` names it (`publish`, `compact`, `trim_to`, ...).
+        operation: &'static str,
+    },
     /// The supervisor serving the store has stopped (or is gone): nothing answers requests.
     /// Not a failure of the store: it was closed.
     Stopped,
@@ -176,6 +184,11 @@ impl fmt::Display for EngineError {
             EngineError::Poisoned { cause } => write!(
                 f,
                 "the store is poisoned by an earlier failed write ({cause}); reopen it"
+            ),
+            EngineError::ReadOnly { store, operation } => write!(
+                f,
+                "store {store} is open read-only: {operation} would write to it, and was \
+                 refused (nothing was changed); open it writable to {operation}"
             ),
             EngineError::Stopped => f.write_str("the store's supervisor has stopped"),
             EngineError::Internal { reason } => {
@@ -301,6 +314,10 @@ impl EngineError {
             },
             EngineError::Poisoned { cause } => EngineError::Poisoned {
                 cause: Arc::clone(cause),
+            },
+            EngineError::ReadOnly { store, operation } => EngineError::ReadOnly {
+                store: store.clone(),
+                operation,
             },
             EngineError::Stopped => EngineError::Stopped,
             EngineError::Internal { reason } => EngineError::Internal {

@@ -51,7 +51,7 @@ pub fn reads_seed() -> Vec<u8> {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
     let mut store =
-        Store::open_in(vfs, Config::default(), &[reads_decl()]).expect("a fresh store opens");
+        Store::create_in(vfs, Config::default(), &[reads_decl()]).expect("a fresh store opens");
     let mut n_published = 0u64;
     for (run, start) in [("run_7", 0u64), ("run_70", 3)] {
         let rows: Vec<Vec<Value>> = (0..12u64)
@@ -122,11 +122,7 @@ pub fn store_over(segment: &[u8]) -> Result<Store, String> {
     let fs = SimFs::new();
     create_store(&fs, &records).map_err(|e| e.to_string())?;
     write_two_phase(&fs, SEG_DIR, &file, segment).map_err(|e| e.to_string())?;
-    let config = Config {
-        create_if_missing: false,
-        ..Config::default()
-    };
-    Store::open_in(Arc::new(fs), config, &[decl]).map_err(|e| e.to_string())
+    Store::open_in(Arc::new(fs), Config::default(), &[decl]).map_err(|e| e.to_string())
 }
 
 /// Reseals `bytes` as a segment, claims it in a fresh store, and runs every read over it.

@@ -93,7 +93,11 @@ impl Lifetime {
 /// assert_eq!(retention.level(1), Lifetime::AxisSpan(86_400));
 /// assert_eq!(retention.level(9), Lifetime::AxisSpan(365 * 86_400));
 /// ```
+///
+/// `#[non_exhaustive]`: built with [`Retention::raw`] and [`Retention::levels_from`], which
+/// keep `levels` ascending, never with a struct literal outside this crate.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Retention {
     /// The raw rows' lifetime.
     pub raw: Lifetime,
@@ -250,7 +254,7 @@ impl Store {
     /// merges; this is the sweep alone. Refused while the store is poisoned; a failed write
     /// poisons it.
     pub fn sweep(&mut self) -> Result<Vec<Swept>, EngineError> {
-        self.check_poison()?;
+        self.check_writable("sweep")?;
         let mut swept = Vec::new();
         let streams: Vec<String> = self.config.retention.keys().cloned().collect();
         for stream in streams {
@@ -279,7 +283,7 @@ impl Store {
     /// stays retired. Refused (nothing recorded) while rows of the stream are staged (seal
     /// first). A selection with nothing live answers an empty `Swept`.
     pub fn retire(&mut self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
-        self.check_poison()?;
+        self.check_writable("retire")?;
         let prefix = self.selection_key(stream, selection)?;
         if !self.streams[stream].staged.is_empty() {
             return Err(EngineError::BadRead {

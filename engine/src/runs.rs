@@ -570,7 +570,7 @@ mod tests {
             open_segments_max: 4,
             ..Config::default()
         };
-        let mut store = Store::open(dir, config, std::slice::from_ref(&decl)).unwrap();
+        let mut store = Store::create(dir, config, std::slice::from_ref(&decl)).unwrap();
         let mut published: BTreeMap<&str, Vec<StoredRow>> = BTreeMap::new();
         let mut t = 0u64;
         for barrier in 0..N_BARRIERS {

@@ -26,8 +26,11 @@ use crate::survey::{FieldBuckets, FieldStat};
 use crate::trim::Trimmed;
 use crate::value::Row;
 
-/// How a served store runs.
+/// How a served store runs. `ServeConfig::default()` is a sane start; the builder methods,
+/// one per field and named after it, change it (`ServeConfig::default().seal_interval(None)`).
+/// `#[non_exhaustive]`, like `Config`, so a new setting is not a breaking change.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServeConfig {
     /// How often the supervisor closes a barrier on its own; `None`: only when asked.
     pub seal_interval: Option<Duration>,
@@ -48,6 +51,29 @@ impl Default for ServeConfig {
             lane_max: 1024,
             compact_steps_per_tick: 4,
         }
+    }
+}
+
+impl ServeConfig {
+    /// Sets [`ServeConfig::seal_interval`] (`None`: barriers only when asked).
+    #[must_use]
+    pub fn seal_interval(mut self, seal_interval: Option<Duration>) -> Self {
+        self.seal_interval = seal_interval;
+        self
+    }
+
+    /// Sets [`ServeConfig::lane_max`].
+    #[must_use]
+    pub fn lane_max(mut self, lane_max: usize) -> Self {
+        self.lane_max = lane_max;
+        self
+    }
+
+    /// Sets [`ServeConfig::compact_steps_per_tick`].
+    #[must_use]
+    pub fn compact_steps_per_tick(mut self, compact_steps_per_tick: usize) -> Self {
+        self.compact_steps_per_tick = compact_steps_per_tick;
+        self
     }
 }
 
@@ -559,7 +585,7 @@ mod tests {
                 .axis("t")
                 .build()
                 .unwrap();
-            let store = Store::open_in(Arc::new(fs.clone()), Config::default(), &[decl]).unwrap();
+            let store = Store::create_in(Arc::new(fs.clone()), Config::default(), &[decl]).unwrap();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_time()
                 .build()
@@ -605,7 +631,7 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let store = Store::open_in(Arc::new(SimFs::new()), Config::default(), &[]).unwrap();
+            let store = Store::create_in(Arc::new(SimFs::new()), Config::default(), &[]).unwrap();
             let served = Served::spawn(
                 store,
                 ServeConfig {

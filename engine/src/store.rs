@@ -9,7 +9,7 @@ use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
     encode_frame, split_record, validate_label,
 };
-use strata_recover::{Booted, Report, boot};
+use strata_recover::{Booted, Report, Viewed, boot, boot_new, boot_read_only};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
@@ -63,7 +63,40 @@ pub struct Metrics {
     pub tiers_retired: u64,
 }
 
-/// An open store. One per folder: opening takes an exclusive lock.
+/// How a store is being opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opening {
+    Create,
+    Open,
+    OpenOrCreate,
+    ReadOnly,
+}
+
+/// What boot answered, for a writable or a read-only store.
+enum Boot {
+    Writable(Booted),
+    ReadOnly(Viewed),
+}
+
+/// A store folder opened without creating it: a missing folder is `NotAStore`, naming it.
+fn open_folder(dir: &Path) -> Result<RealFs, EngineError> {
+    if !dir.exists() {
+        return Err(EngineError::Open(strata_recover::RecoverError::NotAStore {
+            reason: format!("{} does not exist", dir.display()),
+        }));
+    }
+    RealFs::open(dir).map_err(|e| folder_error(dir, e))
+}
+
+fn folder_error(dir: &Path, source: std::io::Error) -> EngineError {
+    EngineError::write(SegmentError::Io {
+        path: dir.display().to_string(),
+        source,
+    })
+}
+
+/// An open store. One writer per folder: a writable open takes an exclusive lock; read-only
+/// opens share it.
 pub struct Store {
     pub(crate) vfs: Arc<Counting>,
     pub(crate) catalog: Catalog,
@@ -86,7 +119,11 @@ pub struct Store {
     pub(crate) rewrite_failed: Option<FileName>,
     pub(crate) next_name: FileName,
     pub(crate) unreadable: BTreeMap<FileName, String>,
-    _lock: Box<dyn VfsLock>,
+    /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
+    /// a `LOCK` file, for a read-only one.
+    _lock: Option<Box<dyn VfsLock>>,
+    /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
+    read_only: bool,
     pub(crate) streams: BTreeMap<String, StreamState>,
     pub(crate) staged_bytes: usize,
     pub(crate) poisoned: Option<Arc<EngineError>>,
@@ -113,10 +150,11 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (or, with `config.create_if_missing`, creates) the store in folder `dir`, declaring
-    /// `streams`. A stream the store already recorded must be declared identically; streams it
-    /// recorded but `streams` omits are opened as recorded.
-    pub fn open(
+    /// Creates a new store in folder `dir`, declaring `streams`. The folder is created (with
+    /// its missing ancestors) if it does not exist; one that already holds a store, or holds
+    /// anything else, is refused (`EngineError::Open` of `RecoverError::AlreadyAStore`, naming
+    /// it) and left as it was.
+    pub fn create(
         dir: impl AsRef<Path>,
         config: Config,
         streams: &[StreamDecl],
@@ -124,42 +162,137 @@ impl Store {
         let dir = dir.as_ref();
         // Before the folder is created: a refused config leaves nothing behind.
         config.validate()?;
-        let vfs = if dir.exists() {
-            RealFs::open(dir)
-        } else if config.create_if_missing {
-            RealFs::create(dir)
-        } else {
-            return Err(EngineError::Open(strata_recover::RecoverError::NotAStore {
-                reason: format!("{} does not exist", dir.display()),
-            }));
-        };
-        let vfs = vfs.map_err(|e| {
-            EngineError::write(SegmentError::Io {
-                path: dir.display().to_string(),
-                source: e,
-            })
-        })?;
+        let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
+        Store::create_in(Arc::new(vfs), config, streams)
+    }
+
+    /// Opens the store in folder `dir`, declaring `streams`. A stream the store already
+    /// recorded must be declared identically; streams it recorded but `streams` omits are
+    /// opened as recorded. A folder that does not exist or holds no store is refused
+    /// (`EngineError::Open` of `RecoverError::NotAStore`, naming the folder) and nothing is
+    /// created: a mistyped path is an error, never a new store.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        let dir = dir.as_ref();
+        config.validate()?;
+        let vfs = open_folder(dir)?;
         Store::open_in(Arc::new(vfs), config, streams)
     }
 
-    /// Opens the store on any file system (the simulated one, in tests).
+    /// Opens the store in folder `dir`, or creates one there if the folder does not exist or is
+    /// empty: the convenience of a program that owns its folder. A folder holding anything
+    /// else is refused as [`Store::open`] refuses it.
+    pub fn open_or_create(
+        dir: impl AsRef<Path>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        let dir = dir.as_ref();
+        config.validate()?;
+        let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
+        Store::open_or_create_in(Arc::new(vfs), config, streams)
+    }
+
+    /// Opens the store in folder `dir` for reading only: nothing is written, created, renamed,
+    /// removed or synced, so it works on a read-only mount and leaves a copied store
+    /// byte-identical. Boot is planned and not carried out: what a writable open would heal
+    /// (a torn manifest tail, orphan temps, unrecorded segments, retired files) stays on disk,
+    /// and [`Store::boot_report`] lists it with `heal_pending` set; reads answer from the
+    /// manifest's trusted prefix exactly as a writable open would. No `LOCK` is created; if
+    /// the store has one, a shared hold of it keeps writers out while this store lives, and a
+    /// store a writer holds is refused (`Locked`). Every write (publish, seal of staged rows,
+    /// compact, sweep, retire, trim, checkpoint) is refused with [`EngineError::ReadOnly`].
+    /// Streams in `streams` the store has not recorded are served as empty and not recorded.
+    pub fn open_read_only(
+        dir: impl AsRef<Path>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        let dir = dir.as_ref();
+        config.validate()?;
+        let vfs = open_folder(dir)?;
+        Store::open_read_only_in(Arc::new(vfs), config, streams)
+    }
+
+    /// [`Store::create`] on any file system (the simulated one, in tests), whose root must
+    /// exist.
+    pub fn create_in(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        Store::boot_in(vfs, config, streams, Opening::Create)
+    }
+
+    /// [`Store::open`] on any file system (the simulated one, in tests).
     pub fn open_in(
         vfs: Arc<dyn Vfs>,
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
+        Store::boot_in(vfs, config, streams, Opening::Open)
+    }
+
+    /// [`Store::open_or_create`] on any file system (the simulated one, in tests).
+    pub fn open_or_create_in(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        Store::boot_in(vfs, config, streams, Opening::OpenOrCreate)
+    }
+
+    /// [`Store::open_read_only`] on any file system (the simulated one, in tests).
+    pub fn open_read_only_in(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        streams: &[StreamDecl],
+    ) -> Result<Store, EngineError> {
+        Store::boot_in(vfs, config, streams, Opening::ReadOnly)
+    }
+
+    fn boot_in(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        streams: &[StreamDecl],
+        opening: Opening,
+    ) -> Result<Store, EngineError> {
         // A bound no store can honour is refused before boot changes anything.
         config.validate()?;
         let vfs = Arc::new(Counting::new(vfs));
-        let Booted {
-            mut catalog,
-            mut manifest,
-            report,
-            next_name,
-            unreadable,
-            lock,
-            ..
-        } = boot(vfs.as_ref(), config.create_if_missing).map_err(EngineError::Open)?;
+        let booted = match opening {
+            Opening::Create => boot_new(vfs.as_ref()).map(Boot::Writable),
+            Opening::Open => boot(vfs.as_ref(), false).map(Boot::Writable),
+            Opening::OpenOrCreate => boot(vfs.as_ref(), true).map(Boot::Writable),
+            Opening::ReadOnly => boot_read_only(vfs.as_ref()).map(Boot::ReadOnly),
+        }
+        .map_err(EngineError::Open)?;
+        let (mut catalog, mut manifest, report, next_name, unreadable, lock) = match booted {
+            Boot::Writable(Booted {
+                catalog,
+                manifest,
+                report,
+                next_name,
+                unreadable,
+                lock,
+                ..
+            }) => (catalog, manifest, report, next_name, unreadable, Some(lock)),
+            Boot::ReadOnly(Viewed {
+                catalog,
+                report,
+                next_name,
+                unreadable,
+                lock,
+            }) => {
+                // Never appended to: every write is refused before it reaches the manifest.
+                let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
+                (catalog, manifest, report, next_name, unreadable, lock)
+            }
+        };
+        let read_only = opening == Opening::ReadOnly;
         let mut declare = Vec::new();
         for decl in streams {
             decl.validate().map_err(|e| EngineError::Declaration {
@@ -189,11 +322,15 @@ impl Store {
                     stream: String::new(),
                     reason: e.to_string(),
                 })?;
-            let manifest_len = manifest.len();
-            if let Err(error) = manifest.append(&record) {
-                let frame_bytes = encode_frame(&record).len() as u64;
-                cut_partial_frame(vfs.as_ref(), &manifest, manifest_len, frame_bytes);
-                return Err(EngineError::write(error));
+            // A read-only store declares in memory only: a stream it never recorded holds
+            // nothing, and reads of it answer as a writable open's would, empty.
+            if !read_only {
+                let manifest_len = manifest.len();
+                if let Err(error) = manifest.append(&record) {
+                    let frame_bytes = encode_frame(&record).len() as u64;
+                    cut_partial_frame(vfs.as_ref(), &manifest, manifest_len, frame_bytes);
+                    return Err(EngineError::write(error));
+                }
             }
         }
         let streams = catalog
@@ -214,7 +351,7 @@ impl Store {
             dir_syncs: vfs.counts().dir_syncs(),
             ..Metrics::default()
         };
-        let manifest_base_len = if manifest.len() > config.manifest_rewrite_bytes {
+        let manifest_base_len = if !read_only && manifest.len() > config.manifest_rewrite_bytes {
             snapshot_len(&catalog)
         } else {
             0
@@ -231,6 +368,7 @@ impl Store {
             next_name,
             unreadable,
             _lock: lock,
+            read_only,
             streams,
             staged_bytes: 0,
             poisoned: None,
@@ -306,7 +444,7 @@ impl Store {
         position: u64,
         rows: &[Row],
     ) -> Result<(), EngineError> {
-        self.check_poison()?;
+        self.check_writable("publish")?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let (keys, batch_bytes) = state.validate(
@@ -324,9 +462,14 @@ impl Store {
     /// Closes one barrier for everything staged, across every stream: one segment file written
     /// two-phase, then one manifest frame that claims it. With nothing staged, no barrier.
     /// Answers each stream's watermark (the position through which it is durable).
+    ///
+    /// A read-only store stages nothing (publish is refused), so its seal writes nothing and
+    /// only answers the watermarks, as a seal with nothing staged always does: that is how a
+    /// host reads them, and a read-only host may too.
     pub fn seal(&mut self) -> Result<BTreeMap<String, Option<u64>>, EngineError> {
         self.check_poison()?;
         if self.streams.values().any(|s| !s.staged.is_empty()) {
+            self.check_writable("seal")?;
             let syncs_before = self.vfs.counts().total();
             if let Err(error) = self.barrier() {
                 if !matches!(error, EngineError::Internal { .. }) {
@@ -500,7 +643,7 @@ impl Store {
     /// up to `manifest_rewrite_bytes` of frames, milliseconds of boot against microseconds.
     /// Costs one encoding of the live state and, if it rewrites, one two-phase write of it.
     pub fn checkpoint(&mut self) -> Result<bool, EngineError> {
-        self.check_poison()?;
+        self.check_writable("checkpoint")?;
         self.manifest_base_len = snapshot_len(&self.catalog);
         self.retired_since_measure = false;
         if self.manifest.len() <= self.manifest_base_len * 2 {
@@ -584,6 +727,23 @@ impl Store {
                 intact,
             })),
         }
+    }
+
+    /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store.
+    pub(crate) fn check_writable(&self, operation: &'static str) -> Result<(), EngineError> {
+        if self.read_only {
+            return Err(EngineError::ReadOnly {
+                store: self.vfs.location(),
+                operation,
+            });
+        }
+        self.check_poison()
+    }
+
+    /// Whether the store was opened with [`Store::open_read_only`], so that every write is
+    /// refused.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     pub(crate) fn check_poison(&self) -> Result<(), EngineError> {

@@ -53,7 +53,7 @@ impl Store {
     /// durable) and while rows of the stream are staged (seal first). A horizon at or below an
     /// earlier one is a no-op that answers the current floors. A failed write poisons the store.
     pub fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Trimmed, EngineError> {
-        self.check_poison()?;
+        self.check_writable("trim_to")?;
         let state = self
             .streams
             .get(stream)

@@ -67,6 +67,82 @@ pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError
     })
 }
 
+/// A store booted for reading only: the state derived from its trusted prefix and what boot
+/// found, with nothing changed on disk. Reads served from it answer as a writable boot's would:
+/// what a heal changes (evidence moved to quarantine, a torn tail cut, retired files removed)
+/// is nothing the trusted prefix claims.
+#[derive(Debug)]
+pub struct Viewed {
+    /// The catalog derived from the manifest's trusted prefix.
+    pub catalog: Catalog,
+    /// What boot found and would do; `heal_pending` says whether any of it is left to do.
+    pub report: Report,
+    /// The next file name a writable boot would issue (above every name seen anywhere).
+    pub next_name: FileName,
+    /// Recorded files that reads must answer `Unreadable`, with why.
+    pub unreadable: BTreeMap<FileName, String>,
+    /// A shared hold of the store's lock, if it has a `LOCK` file: keeps a writer out for as
+    /// long as this (or what takes it over) lives. `None` for a store without one (a copy made
+    /// without it): nothing to hold, and nothing is created.
+    pub lock: Option<Box<dyn VfsLock>>,
+}
+
+/// Boots the store in `vfs` for reading only, writing nothing: no `LOCK` is created or opened
+/// for writing, and nothing is healed. Boot's plan is computed (`inspect`) and reported, its
+/// steps left for the next writable open (`Report::heal_pending`). A folder without a manifest
+/// is refused (`NotAStore`), as is a store a writer holds (`Locked`): a read-only open never
+/// serves a store that is changing under it.
+pub fn boot_read_only(vfs: &dyn Vfs) -> Result<Viewed, RecoverError> {
+    refuse_a_foreign_folder(vfs, false)?;
+    let lock = vfs.lock_shared().map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => RecoverError::Locked,
+        _ => RecoverError::io(LOCK_FILE, e),
+    })?;
+    let plan = inspect(vfs)?;
+    let mut report = plan.report;
+    report.heal_pending = !plan.steps.is_empty();
+    Ok(Viewed {
+        catalog: plan.catalog,
+        report,
+        next_name: plan.next_name,
+        unreadable: plan.unreadable,
+        lock,
+    })
+}
+
+/// Creates a new, empty store in `vfs`, which must be empty (or hold only what a crash during an
+/// earlier creation leaves): a folder that holds a store, or anything else, is refused
+/// (`AlreadyAStore`) with nothing written but, for a folder a creation may use, its `LOCK`.
+/// Decided under the lock, so of two creators racing on one empty folder exactly one creates
+/// and the other is refused, never handed the first one's store.
+pub fn boot_new(vfs: &dyn Vfs) -> Result<Booted, RecoverError> {
+    refuse_unless_creatable(vfs)?;
+    let lock = vfs.lock().map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => RecoverError::Locked,
+        _ => RecoverError::io(LOCK_FILE, e),
+    })?;
+    refuse_unless_creatable(vfs)?;
+    create(vfs, lock)
+}
+
+/// Refuses, without writing anything, a folder a new store cannot be created in.
+fn refuse_unless_creatable(vfs: &dyn Vfs) -> Result<(), RecoverError> {
+    if unfinished_creation(vfs)? {
+        return Ok(());
+    }
+    let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
+    let reason = if root
+        .iter()
+        .any(|e| !e.is_dir && parse_manifest_name(&e.name).is_some())
+    {
+        format!("{} already holds a store (open it instead)", vfs.location())
+    } else {
+        let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
+        format!("{} is not empty: it holds {names:?}", vfs.location())
+    };
+    Err(RecoverError::AlreadyAStore { reason })
+}
+
 fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError> {
     // A crash during an earlier creation can have left its manifest temp; keep it as evidence.
     if vfs
@@ -101,6 +177,7 @@ fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError>
             trusted_len: manifest.len(),
             n_frames: 0,
             findings: Vec::new(),
+            heal_pending: false,
         },
         manifest,
         next_name: 1,
@@ -124,7 +201,10 @@ fn refuse_a_foreign_folder(vfs: &dyn Vfs, create_if_empty: bool) -> Result<(), R
     }
     let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
     Err(RecoverError::NotAStore {
-        reason: format!("no manifest-NNNNNN in a folder holding {names:?}"),
+        reason: format!(
+            "{} holds no manifest-NNNNNN (it holds {names:?})",
+            vfs.location()
+        ),
     })
 }
 

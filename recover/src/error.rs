@@ -18,6 +18,12 @@ pub enum RecoverError {
         /// What was found instead.
         reason: String,
     },
+    /// A new store was asked for in a folder that already holds one (or holds anything but
+    /// what a crashed creation leaves): nothing was changed.
+    AlreadyAStore {
+        /// What was found.
+        reason: String,
+    },
     /// The current manifest's own header is bad, so not even an empty prefix can be trusted.
     ManifestUnusable {
         /// The manifest file.
@@ -54,6 +60,9 @@ impl fmt::Display for RecoverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RecoverError::NotAStore { reason } => write!(f, "not a strata store: {reason}"),
+            RecoverError::AlreadyAStore { reason } => {
+                write!(f, "refusing to create a store: {reason}")
+            }
             RecoverError::ManifestUnusable { file, fault } => {
                 write!(f, "the manifest {file} is unusable: {fault}")
             }

@@ -84,7 +84,10 @@ pub fn inspect(vfs: &dyn Vfs) -> Result<Plan, RecoverError> {
     let Some(&generation) = generations.last() else {
         let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
         return Err(RecoverError::NotAStore {
-            reason: format!("no manifest-NNNNNN in a folder holding {names:?}"),
+            reason: format!(
+                "{} holds no manifest-NNNNNN (it holds {names:?})",
+                vfs.location()
+            ),
         });
     };
 

@@ -161,6 +161,12 @@ pub struct Report {
     pub n_frames: usize,
     /// What boot found.
     pub findings: Vec<Finding>,
+    /// Whether the changes the findings' actions name were left undone: a read-only open
+    /// (`Store::open_read_only`) plans boot and writes nothing, so what it found is still on
+    /// disk as found, and the next writable open carries the actions out. `false` when boot
+    /// acted, or found nothing to act on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub heal_pending: bool,
 }
 
 impl Report {

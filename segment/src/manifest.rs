@@ -52,7 +52,8 @@ pub fn truncate_manifest(vfs: &dyn Vfs, generation: u32, len: u64) -> Result<(),
 pub struct ManifestWriter {
     generation: u32,
     path: String,
-    file: Box<dyn VfsFile>,
+    /// `None` for a detached writer (a read-only store's), which refuses every append.
+    file: Option<Box<dyn VfsFile>>,
     len: u64,
 }
 
@@ -94,19 +95,38 @@ impl ManifestWriter {
         Ok(ManifestWriter {
             generation,
             path,
-            file,
+            file: Some(file),
             len,
         })
+    }
+
+    /// The manifest of `generation`, `len` bytes long, known but not opened: what a read-only
+    /// store holds, so that it knows the generation and length without opening the file for
+    /// writing (which a read-only mount refuses). Every `append` fails with EROFS and writes
+    /// nothing.
+    pub fn detached(generation: u32, len: u64) -> ManifestWriter {
+        ManifestWriter {
+            generation,
+            path: manifest_name(generation),
+            file: None,
+            len,
+        }
     }
 
     /// Appends one frame holding `record` and syncs it: when this returns, the record is the
     /// store's claim. On error the store must be poisoned (the tail is unknown; boot will keep it
     /// as evidence and cut it off).
     pub fn append(&mut self, record: &Record) -> Result<(), SegmentError> {
-        let frame = encode_frame(record);
         let io = |e| SegmentError::io(&self.path, e);
-        self.file.write_all(&frame).map_err(io)?;
-        self.file.sync_data().map_err(io)?;
+        let Some(file) = self.file.as_mut() else {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::ReadOnlyFilesystem,
+                "the manifest was opened read-only",
+            )));
+        };
+        let frame = encode_frame(record);
+        file.write_all(&frame).map_err(io)?;
+        file.sync_data().map_err(io)?;
         self.len += frame.len() as u64;
         Ok(())
     }

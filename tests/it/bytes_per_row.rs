@@ -88,7 +88,7 @@ fn cells_bytes(dir: &Path) -> u64 {
 /// compacted.
 fn measure(n_tracks: u64) -> [(f64, f64); 2] {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), Config::default(), &[decl()]).unwrap();
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[decl()]).unwrap();
     let mut walk = 0x9e37_79b9_7f4a_7c15;
     let n_rows = (N_BATCHES * BATCH_ROWS) as f64;
     let per_row = |dir: &Path| {

@@ -76,7 +76,7 @@ fn batch(run: &str, t: &[u64], v: &[f64]) -> Batch {
 }
 
 fn open(fs: &SimFs, config: Config) -> Store {
-    Store::open_in(sim(fs), config, &[decl()]).unwrap()
+    Store::open_or_create_in(sim(fs), config, &[decl()]).unwrap()
 }
 
 /// Publishes `batch` at `position` as rows into `rows` and as columns into `cols`: both accept
@@ -119,10 +119,7 @@ fn same_rows(rows: &mut Store, cols: &mut Store) {
 #[test]
 fn each_rule_refuses_columns_as_it_refuses_rows() {
     let (fa, fb) = (SimFs::new(), SimFs::new());
-    let config = Config {
-        staged_bytes_max: 4096,
-        ..Config::default()
-    };
+    let config = Config::default().staged_bytes_max(4096);
     let (mut rows, mut cols) = (open(&fa, config.clone()), open(&fb, config));
     // Accepted, then each refusal, none of which stages anything.
     both(
@@ -331,7 +328,7 @@ proptest! {
         staged_bytes_max in 200usize..2000,
     ) {
         let (fa, fb) = (SimFs::new(), SimFs::new());
-        let config = Config { staged_bytes_max, ..Config::default() };
+        let config = Config::default().staged_bytes_max(staged_bytes_max);
         let (mut rows, mut cols) = (open(&fa, config.clone()), open(&fb, config));
         for (i, (position, batch)) in steps.iter().enumerate() {
             let _ = both(&mut rows, &mut cols, *position, batch);

@@ -47,11 +47,9 @@ fn row(run: &str, probe: u64, t: u64, value: i32) -> Row {
 }
 
 fn config(files_max: usize, inputs_max: usize) -> Config {
-    Config {
-        compact_files_max: files_max,
-        compact_inputs_max: inputs_max,
-        ..Config::default()
-    }
+    Config::default()
+        .compact_files_max(files_max)
+        .compact_inputs_max(inputs_max)
 }
 
 /// Seals `n_barriers` barriers, each with rows in partitions a/1 and b/2 (and c/3 every third
@@ -159,7 +157,7 @@ fn segments(fs: &SimFs) -> usize {
 #[test]
 fn compaction_bounds_live_files_and_changes_no_answer() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), config(4, 4), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), config(4, 4), &[capture()]).unwrap();
     fill(&mut store, 40, 1);
     let before = answers(&store);
     assert_eq!(segments(&fs), 40);
@@ -205,11 +203,8 @@ fn compaction_bounds_live_files_and_changes_no_answer() {
 fn a_byte_cap_bounds_every_step_and_changes_no_answer() {
     let run = |step_bytes_max: u64| {
         let fs = SimFs::new();
-        let policy = Config {
-            compact_step_bytes_max: step_bytes_max,
-            ..config(4, 8)
-        };
-        let mut store = Store::open_in(sim(&fs), policy, &[capture()]).unwrap();
+        let policy = config(4, 8).compact_step_bytes_max(step_bytes_max);
+        let mut store = Store::open_or_create_in(sim(&fs), policy, &[capture()]).unwrap();
         let mut steps_read = Vec::new();
         for barrier in 0..150 {
             fill_one(&mut store, 1, 1 + barrier);
@@ -220,7 +215,8 @@ fn a_byte_cap_bounds_every_step_and_changes_no_answer() {
         }
         let unmerged = {
             let plain = SimFs::new();
-            let mut plain_store = Store::open_in(sim(&plain), config(4, 8), &[capture()]).unwrap();
+            let mut plain_store =
+                Store::open_or_create_in(sim(&plain), config(4, 8), &[capture()]).unwrap();
             fill_one(&mut plain_store, 150, 1);
             answers(&plain_store)
         };
@@ -261,11 +257,8 @@ fn a_byte_cap_bounds_every_step_and_changes_no_answer() {
 #[test]
 fn a_byte_cap_of_zero_is_refused_at_open() {
     let fs = SimFs::new();
-    let policy = Config {
-        compact_step_bytes_max: 0,
-        ..Config::default()
-    };
-    let error = Store::open_in(sim(&fs), policy, &[capture()]).unwrap_err();
+    let policy = Config::default().compact_step_bytes_max(0);
+    let error = Store::open_or_create_in(sim(&fs), policy, &[capture()]).unwrap_err();
     assert!(
         matches!(
             &error,
@@ -277,7 +270,7 @@ fn a_byte_cap_of_zero_is_refused_at_open() {
         "{error:?}"
     );
     assert!(fs.list("").unwrap().is_empty(), "nothing is created");
-    drop(Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap());
+    drop(Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap());
     assert!(
         !fs.list("").unwrap().is_empty(),
         "a store is created where one is allowed"
@@ -291,11 +284,8 @@ fn a_byte_cap_of_zero_is_refused_at_open() {
 #[test]
 fn merging_the_newest_segments_changes_no_rounded_sum() {
     let fs = SimFs::new();
-    let policy = Config {
-        compact_inputs_min: 2,
-        ..config(3, 3)
-    };
-    let mut store = Store::open_in(sim(&fs), policy, &[capture()]).unwrap();
+    let policy = config(3, 3).compact_inputs_min(2);
+    let mut store = Store::open_or_create_in(sim(&fs), policy, &[capture()]).unwrap();
     let mut n_steps = 0;
     for barrier in 1..=60u64 {
         // Three rows a barrier, axis advancing by 1: level-0 cells (4 wide) straddle barriers,
@@ -326,11 +316,8 @@ fn merging_the_newest_segments_changes_no_rounded_sum() {
 #[test]
 fn a_manifest_rewritten_after_compactions_boots_to_the_same_answers() {
     let fs = SimFs::new();
-    let rewriting = Config {
-        manifest_rewrite_bytes: 1,
-        ..config(2, 3)
-    };
-    let mut store = Store::open_in(sim(&fs), rewriting.clone(), &[capture()]).unwrap();
+    let rewriting = config(2, 3).manifest_rewrite_bytes(1);
+    let mut store = Store::open_or_create_in(sim(&fs), rewriting.clone(), &[capture()]).unwrap();
     fill(&mut store, 12, 1);
     store.compact().unwrap();
     fill(&mut store, 6, 13);
@@ -364,11 +351,8 @@ fn a_manifest_rewritten_after_compactions_boots_to_the_same_answers() {
 #[test]
 fn a_compacted_store_boots_from_its_live_state_not_its_history() {
     let fs = SimFs::new();
-    let config = Config {
-        manifest_rewrite_bytes: 4096,
-        ..config(4, 8)
-    };
-    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    let config = config(4, 8).manifest_rewrite_bytes(4096);
+    let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[capture()]).unwrap();
     fill(&mut store, 600, 1);
     let history = store.catalog().written();
     assert_eq!(history.barrier_files, 600);
@@ -423,7 +407,7 @@ fn compact_checkpoints_the_manifest_whatever_its_threshold() {
     let fs = SimFs::new();
     let config = config(4, 8);
     assert!(config.manifest_rewrite_bytes >= 1 << 20);
-    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[capture()]).unwrap();
     fill(&mut store, 300, 1);
     // Every file is live: a snapshot is about as long as the records, nothing to gain.
     assert!(!store.checkpoint().unwrap());
@@ -464,7 +448,7 @@ fn compact_checkpoints_the_manifest_whatever_its_threshold() {
 #[test]
 fn compaction_steps_go_round_every_partition_with_work() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), config(4, 8), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), config(4, 8), &[capture()]).unwrap();
     let n_partitions = 12u64;
     let mut steps_of = vec![0u64; 12];
     let mut published = Vec::new();
@@ -523,7 +507,7 @@ fn compaction_steps_go_round_every_partition_with_work() {
 fn a_failed_write_of_a_compaction_poisons_the_store_and_a_reopen_answers_as_before() {
     for op in 0..4 {
         let fs = SimFs::new();
-        let mut store = Store::open_in(sim(&fs), config(1, 3), &[capture()]).unwrap();
+        let mut store = Store::open_or_create_in(sim(&fs), config(1, 3), &[capture()]).unwrap();
         fill(&mut store, 3, 1);
         let before = answers(&store);
         // The output's create, write, fdatasync and rename.
@@ -544,7 +528,7 @@ fn a_failed_write_of_a_compaction_poisons_the_store_and_a_reopen_answers_as_befo
 
 #[test]
 fn a_compaction_step_crashed_at_every_operation_leaves_the_state_before_or_after() {
-    let open = |fs: &SimFs| Store::open_in(sim(fs), config(1, 3), &[capture()]).unwrap();
+    let open = |fs: &SimFs| Store::open_or_create_in(sim(fs), config(1, 3), &[capture()]).unwrap();
     let mut points = 0;
     let (mut n_before, mut n_after) = (0, 0);
     let fills: [(&str, Fill); 2] = [("one partition", fill_one), ("three partitions", fill)];
@@ -624,11 +608,9 @@ fn a_compaction_step_crashed_at_every_operation_leaves_the_state_before_or_after
 /// missing or a forgotten input still claimed.
 #[test]
 fn a_compaction_and_its_manifest_rewrite_crashed_at_every_operation_answer_as_before() {
-    let config = Config {
-        manifest_rewrite_bytes: 1,
-        ..config(1, 4)
-    };
-    let open = |fs: &SimFs| Store::open_in(sim(fs), config.clone(), &[capture()]).unwrap();
+    let config = config(1, 4).manifest_rewrite_bytes(1);
+    let open =
+        |fs: &SimFs| Store::open_or_create_in(sim(fs), config.clone(), &[capture()]).unwrap();
     let generation = |fs: &SimFs| -> Vec<String> {
         let mut names: Vec<String> = fs
             .list("")
@@ -708,20 +690,15 @@ const COMPACTING: Weights = Weights {
 /// continuing barriers, between its reads.
 fn compacting_setup() -> Setup {
     Setup {
-        store: Config {
-            compact_inputs_min: 2,
-            ..config(3, 3)
-        },
-        serve: ServeConfig {
-            seal_interval: None,
-            compact_steps_per_tick: 2,
-            ..ServeConfig::default()
-        },
+        store: config(3, 3).compact_inputs_min(2),
+        serve: ServeConfig::default()
+            .seal_interval(None)
+            .compact_steps_per_tick(2),
     }
 }
 
 fn open_served(fs: &SimFs, streams: &[StreamDecl], config: Config) -> Store {
-    Store::open_in(sim(fs), config, streams).expect("a store")
+    Store::open_or_create_in(sim(fs), config, streams).expect("a store")
 }
 
 proptest! {
@@ -858,16 +835,11 @@ fn a_served_store_compacts_between_barriers_and_answers_like_the_model() {
         .unwrap();
     runtime.block_on(async {
         let fs = SimFs::new();
-        let policy = Config {
-            compact_inputs_min: 2,
-            ..config(FILES_MAX, 4)
-        };
+        let policy = config(FILES_MAX, 4).compact_inputs_min(2);
         let store = open_served(&fs, &[suite_stream()], policy.clone());
-        let serve_config = ServeConfig {
-            seal_interval: None,
-            compact_steps_per_tick: 2,
-            ..ServeConfig::default()
-        };
+        let serve_config = ServeConfig::default()
+            .seal_interval(None)
+            .compact_steps_per_tick(2);
         let mut engine = Served::spawn(store, serve_config.clone());
         let mut model = MemorySeries::new(&[suite_stream()]);
         let track = labels(&["run_7", "1"]);
@@ -955,18 +927,13 @@ fn a_served_store_compacts_under_traffic_that_never_pauses() {
         .unwrap();
     runtime.block_on(async {
         let fs = SimFs::new();
-        let policy = Config {
-            compact_inputs_min: 2,
-            ..config(FILES_MAX, 4)
-        };
+        let policy = config(FILES_MAX, 4).compact_inputs_min(2);
         let store = open_served(&fs, &[suite_stream()], policy);
         let engine = Served::spawn(
             store,
-            ServeConfig {
-                seal_interval: Some(std::time::Duration::from_millis(2)),
-                compact_steps_per_tick: 2,
-                ..ServeConfig::default()
-            },
+            ServeConfig::default()
+                .seal_interval(Some(std::time::Duration::from_millis(2)))
+                .compact_steps_per_tick(2),
         );
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let track = labels(&["run_7", "1"]);

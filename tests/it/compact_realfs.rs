@@ -80,7 +80,7 @@ fn rows_in(reader: &SegmentReader<Mapped>, track: &str) -> Vec<StoredRow> {
 fn maps_of_inputs_read_whole_after_compaction_removes_the_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let mut store = Store::open(root, Config::default(), &[decl()]).unwrap();
+    let mut store = Store::open_or_create(root, Config::default(), &[decl()]).unwrap();
     let mut published: BTreeMap<&str, Vec<StoredRow>> = BTreeMap::new();
     let mut t = 0u64;
     for barrier in 0..N_BARRIERS {
@@ -173,7 +173,7 @@ fn maps_of_inputs_read_whole_after_compaction_removes_the_files() {
     }
     drop(held);
     drop(store);
-    let store = Store::open(root, Config::default(), &[decl()]).unwrap();
+    let store = Store::open_or_create(root, Config::default(), &[decl()]).unwrap();
     assert!(store.boot_report().is_clean(), "{:?}", store.boot_report());
     for track in TRACKS {
         assert!(store.query("c", &[track], ..).unwrap() == published[track]);

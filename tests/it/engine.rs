@@ -191,7 +191,7 @@ proptest! {
     #[test]
     fn publish_seal_reopen_query_round_trips(case in case(), lo in 0u64..10, width in 0u64..40) {
         let fs = SimFs::new();
-        let mut store = Store::open_in(sim(&fs), Config::default(), std::slice::from_ref(&case.decl)).unwrap();
+        let mut store = Store::open_or_create_in(sim(&fs), Config::default(), std::slice::from_ref(&case.decl)).unwrap();
         let mut staged: Vec<(u64, Row)> = Vec::new();
         let mut sealed: Vec<(u64, Row)> = Vec::new();
         for op in &case.ops {
@@ -248,7 +248,7 @@ proptest! {
 #[test]
 fn a_run_7_selection_does_not_read_run_70() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     store
         .publish(
             "capture",
@@ -289,7 +289,7 @@ fn a_run_7_selection_does_not_read_run_70() {
 #[test]
 fn the_real_file_system_round_trips_and_refuses_a_second_opener() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[capture()]).unwrap();
     let rows: Vec<Row> = (0..100)
         .map(|i| row("run_7", i % 3, i, i as f64 * 0.5))
         .collect();
@@ -323,7 +323,7 @@ fn typed_rows_round_trip_by_field_name() {
         run: String,
     }
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     let rows = vec![
         Capture {
             note: "a".into(),
@@ -369,7 +369,7 @@ fn typed_rows_round_trip_by_field_name() {
 /// store holds exactly the good batch and stays usable.
 fn assert_refused(bad: &[Row], position: u64, what: &str, row_idx: usize) {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     let good = vec![row("run_7", 1, 100, 1.0), row("run_7", 2, 100, 2.0)];
     store.publish("capture", 10, &good).unwrap();
     let error = store.publish("capture", position, bad).unwrap_err();
@@ -476,7 +476,7 @@ fn an_axis_going_backwards_in_its_partition_is_refused() {
 #[test]
 fn an_axis_going_backwards_against_sealed_rows_is_refused_after_a_reopen() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     store
         .publish("capture", 1, &[row("run_7", 1, 500, 1.0)])
         .unwrap();
@@ -496,7 +496,7 @@ fn an_axis_going_backwards_against_sealed_rows_is_refused_after_a_reopen() {
 #[test]
 fn an_unknown_stream_is_refused() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     let error = store
         .publish("captur", 1, &[row("run_7", 1, 1, 1.0)])
         .unwrap_err();
@@ -511,11 +511,8 @@ fn an_unknown_stream_is_refused() {
 #[test]
 fn staging_past_its_bound_asks_for_a_seal_and_stages_nothing() {
     let fs = SimFs::new();
-    let config = Config {
-        staged_bytes_max: 1000,
-        ..Config::default()
-    };
-    let mut store = Store::open_in(sim(&fs), config, &[capture()]).unwrap();
+    let config = Config::default().staged_bytes_max(1000);
+    let mut store = Store::open_or_create_in(sim(&fs), config, &[capture()]).unwrap();
     let batch: Vec<Row> = (0..10).map(|t| row("run_7", 1, t, 0.0)).collect();
     store.publish("capture", 1, &batch).unwrap();
     let staged = store.staged_bytes();
@@ -538,13 +535,13 @@ fn staging_past_its_bound_asks_for_a_seal_and_stages_nothing() {
 #[test]
 fn a_conflicting_redeclaration_is_an_error_and_the_recorded_one_stays() {
     let fs = SimFs::new();
-    drop(Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap());
+    drop(Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap());
     let other = Stream::new("capture")
         .field("run", FieldKind::Str)
         .track(["run"])
         .build()
         .unwrap();
-    let error = Store::open_in(sim(&fs), Config::default(), &[other]).unwrap_err();
+    let error = Store::open_or_create_in(sim(&fs), Config::default(), &[other]).unwrap_err();
     assert!(
         error
             .to_string()
@@ -561,7 +558,7 @@ fn a_conflicting_redeclaration_is_an_error_and_the_recorded_one_stays() {
 #[test]
 fn a_failed_sync_poisons_the_store_until_it_is_reopened() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     store
         .publish("capture", 1, &[row("run_7", 1, 1, 1.0)])
         .unwrap();
@@ -591,7 +588,8 @@ fn a_barrier_costs_a_fixed_number_of_syncs_however_many_partitions_it_touches() 
     let mut per_barrier = Vec::new();
     for n_partitions in [1u64, 3, 64] {
         let fs = SimFs::new();
-        let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+        let mut store =
+            Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
         let rows: Vec<Row> = (0..n_partitions).map(|p| row("run", p, 1, 0.0)).collect();
         store.publish("capture", 1, &rows).unwrap();
         store.seal().unwrap();
@@ -612,7 +610,9 @@ fn a_seal_of_three_partitions_crashed_at_every_operation_is_all_or_nothing() {
             row("b", 1, 2, 4.0),
             row("c", 9, 2, 5.0),
         ];
-        let open = |fs: &SimFs| Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
+        let open = |fs: &SimFs| {
+            Store::open_or_create_in(sim(fs), Config::default(), &[capture()]).unwrap()
+        };
         // How many operations the second barrier takes, uncrashed.
         let probe = SimFs::with_rename_mode(mode);
         let mut store = open(&probe);
@@ -679,7 +679,8 @@ fn a_seal_streamed_in_several_writes_crashed_at_every_operation_is_all_or_nothin
     let second: Vec<Row> = (0..20_000u64)
         .map(|i| row("a", i % 2, 2 + i / 2, i as f64))
         .collect();
-    let open = |fs: &SimFs| Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
+    let open =
+        |fs: &SimFs| Store::open_or_create_in(sim(fs), Config::default(), &[capture()]).unwrap();
     for mode in MODES {
         let probe = SimFs::with_rename_mode(mode);
         let mut store = open(&probe);
@@ -735,7 +736,7 @@ fn a_store_on_a_real_file_system_without_noreplace_seals_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
     let open = || {
         let fs = RealFs::open_link_unlink(dir.path()).unwrap();
-        Store::open_in(Arc::new(fs), Config::default(), &[capture()]).unwrap()
+        Store::open_or_create_in(Arc::new(fs), Config::default(), &[capture()]).unwrap()
     };
     let mut store = open();
     assert_eq!(store.rename_mode(), RenameMode::LinkUnlink);
@@ -750,7 +751,8 @@ fn a_store_on_a_real_file_system_without_noreplace_seals_and_reopens() {
     // On an ordinary file system the flag works, and the first rename says so.
     let plain = tempfile::tempdir().unwrap();
     let fs = RealFs::open(plain.path()).unwrap();
-    let mut store = Store::open_in(Arc::new(fs), Config::default(), &[capture()]).unwrap();
+    let mut store =
+        Store::open_or_create_in(Arc::new(fs), Config::default(), &[capture()]).unwrap();
     store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
     store.seal().unwrap();
     assert_eq!(store.rename_mode(), RenameMode::Noreplace);
@@ -759,7 +761,7 @@ fn a_store_on_a_real_file_system_without_noreplace_seals_and_reopens() {
 #[test]
 fn rows_published_after_a_crash_continue_the_ordinals() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
     store.seal().unwrap();
     store.publish("capture", 2, &[row("a", 1, 2, 2.0)]).unwrap();
@@ -785,11 +787,8 @@ fn rows_published_after_a_crash_continue_the_ordinals() {
 #[test]
 fn a_snapshot_past_the_rewrite_threshold_is_not_rewritten_after_every_barrier() {
     let fs = SimFs::new();
-    let config = Config {
-        manifest_rewrite_bytes: 1,
-        ..Config::default()
-    };
-    let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    let config = Config::default().manifest_rewrite_bytes(1);
+    let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[capture()]).unwrap();
     let mut all = Vec::new();
     for position in 1..=200u64 {
         let rows = vec![row("run_7", position % 4, position, position as f64)];
@@ -814,11 +813,8 @@ fn a_snapshot_past_the_rewrite_threshold_is_not_rewritten_after_every_barrier() 
 fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_the_same() {
     for mode in MODES {
         let fs = SimFs::with_rename_mode(mode);
-        let config = Config {
-            manifest_rewrite_bytes: 1,
-            ..Config::default()
-        };
-        let mut store = Store::open_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+        let config = Config::default().manifest_rewrite_bytes(1);
+        let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[capture()]).unwrap();
         let mut all = Vec::new();
         for position in 1..=5u64 {
             let rows: Vec<Row> = (0..3)
@@ -857,7 +853,7 @@ fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_th
 fn ranges_that_hold_no_value_answer_nothing() {
     use std::ops::Bound::{Excluded, Included, Unbounded};
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     let mut model = strata::MemorySeries::new(&[capture()]);
     let rows = [row("run_7", 1, 0, 1.5), row("run_7", 1, u64::MAX, 2.5)];
     store.publish("capture", 0, &rows[..1]).unwrap();
@@ -918,7 +914,7 @@ fn ranges_that_hold_no_value_answer_nothing() {
 #[test]
 fn a_streamed_read_ends_with_an_error_at_a_damaged_block() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[capture()]).unwrap();
     for (position, t) in [(1, 10), (2, 20)] {
         let rows = [row("a", 1, t, 1.0), row("b", 2, t, 2.0)];
         store.publish("capture", position, &rows).unwrap();
@@ -935,7 +931,7 @@ fn a_streamed_read_ends_with_an_error_at_a_damaged_block() {
     let mut bytes = std::fs::read(&names[1]).unwrap();
     bytes[32] ^= 0xff;
     std::fs::write(&names[1], bytes).unwrap();
-    let store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    let store = Store::open_or_create(dir.path(), Config::default(), &[capture()]).unwrap();
 
     // A prefix of the answer from the first file (a partition moves on to the second file when
     // its rows there run out, before the merge has handed out the other's), then the error.

@@ -32,7 +32,7 @@ fn row(run: &str, t: u64, value: f64) -> Row {
 
 /// A store on `fs` holding one sealed barrier: two rows at position 1.
 fn one_barrier(fs: &SimFs) -> Store {
-    let mut store = Store::open_in(sim(fs), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(fs), Config::default(), &[capture()]).unwrap();
     store
         .publish("capture", 1, &[row("a", 1, 1.0), row("b", 1, 2.0)])
         .unwrap();
@@ -52,11 +52,8 @@ fn segment_error(error: &EngineError) -> &SegmentError {
 fn unreadable_keeps_the_segment_error_and_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store");
-    let config = Config {
-        create_if_missing: true,
-        ..Config::default()
-    };
-    let mut store = Store::open(&root, config.clone(), &[capture()]).unwrap();
+    let config = Config::default();
+    let mut store = Store::open_or_create(&root, config.clone(), &[capture()]).unwrap();
     let rows: Vec<Row> = (0..200).map(|t| row("a", t, t as f64)).collect();
     store.publish("capture", 1, &rows).unwrap();
     store.seal().unwrap();
@@ -150,14 +147,10 @@ fn a_stopped_served_answers_stopped_not_poisoned() {
         .unwrap();
     runtime.block_on(async {
         let fs = SimFs::new();
-        let store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+        let store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
         let mut served = Served::spawn(
             store,
-            ServeConfig {
-                seal_interval: None,
-                lane_max: 8,
-                ..ServeConfig::default()
-            },
+            ServeConfig::default().seal_interval(None).lane_max(8),
         );
         served.stop().await.unwrap();
         let publish = served
@@ -333,9 +326,9 @@ fn a_full_disk_while_declaring_at_open_leaves_no_torn_tail() {
     drop(Store::open_in(sim(&fs), Config::default(), &[]).unwrap());
     // The open's first numbered operation is the declaration frame's write.
     fs.fail_at_after_writing(fs.ops(), Fault::Enospc, 5);
-    let error = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap_err();
+    let error = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap_err();
     assert_eq!(error.exhausted(), Some(Resource::DiskSpace), "{error:?}");
-    let store = Store::open_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    let store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
     assert!(
         store.boot_report().findings.is_empty(),
         "{:?}",

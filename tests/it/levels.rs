@@ -181,7 +181,8 @@ fn rows_and_cuts() -> impl Strategy<Value = (Vec<R>, Vec<(usize, bool)>)> {
 
 /// Publishes `rows` one per position, sealing (and maybe reopening) at the cuts.
 fn load(fs: &SimFs, d: &StreamDecl, rows: &[R], cuts: &[(usize, bool)]) -> Store {
-    let mut store = Store::open_in(sim(fs), Config::default(), std::slice::from_ref(d)).unwrap();
+    let mut store =
+        Store::open_or_create_in(sim(fs), Config::default(), std::slice::from_ref(d)).unwrap();
     let mut cut_iter = cuts.iter().cycle();
     let mut next_cut = cut_iter.next().copied().unwrap_or((usize::MAX, false));
     let mut since = 0;
@@ -352,11 +353,8 @@ fn a_full_range_mean_over_ten_million_rows_reads_levels_times_fanout_cells() {
         .build()
         .unwrap();
     let fs = SimFs::new();
-    let config = Config {
-        staged_bytes_max: 1 << 30,
-        ..Config::default()
-    };
-    let mut store = Store::open_in(sim(&fs), config, &[d]).unwrap();
+    let config = Config::default().staged_bytes_max(1 << 30);
+    let mut store = Store::open_or_create_in(sim(&fs), config, &[d]).unwrap();
     let value = |t: u64| (t % 1000) as f64;
     let (mut sum, mut count) = (0.0, 0u64);
     for batch in 0..N / BATCH {
@@ -495,7 +493,7 @@ proptest! {
             .build()
             .unwrap();
         let fs = SimFs::new();
-        let mut store = Store::open_in(sim(&fs), Config::default(), &[d]).unwrap();
+        let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[d]).unwrap();
         let mut cut = cuts.iter().copied();
         let mut next_cut = cut.next();
         for (position, &(run, t, v)) in rows.iter().enumerate() {

@@ -198,7 +198,7 @@ pub(crate) struct Setup {
 
 fn open(fs: &SimFs, setup: &Setup, store: Config, decl: &StreamDecl) -> Served {
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let store = Store::open_in(vfs, store, std::slice::from_ref(decl)).expect("a store");
+    let store = Store::open_or_create_in(vfs, store, std::slice::from_ref(decl)).expect("a store");
     Served::spawn(store, setup.serve.clone())
 }
 
@@ -333,11 +333,11 @@ pub(crate) async fn run_model_on(
             } => {
                 // A clean stop seals; the store that compacts then serves the reads below,
                 // without a reopen in between.
-                let bounds = Config {
-                    compact_files_max: files_max,
-                    compact_inputs_max: inputs_max,
-                    ..setup.store.clone()
-                };
+                let bounds = setup
+                    .store
+                    .clone()
+                    .compact_files_max(files_max)
+                    .compact_inputs_max(inputs_max);
                 let mut store = unserve(engine, &mut model, &fs, bounds).await;
                 ran.steps += store.compact().unwrap().len();
                 engine = Served::spawn(store, setup.serve.clone());

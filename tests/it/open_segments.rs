@@ -27,10 +27,7 @@ fn capture() -> StreamDecl {
 }
 
 fn capped(open_segments_max: usize) -> Config {
-    Config {
-        open_segments_max,
-        ..Config::default()
-    }
+    Config::default().open_segments_max(open_segments_max)
 }
 
 /// The rows of barrier `barrier`, published at position `barrier + 1`: three rows for each track
@@ -84,7 +81,7 @@ fn seal_barriers(store: &mut Store, n_barriers: u64) -> Vec<StoredRow> {
 /// The same rows sealed in one barrier per position, but all into one store with the default
 /// cap: the reference for surveys, whose cells only the store can lay out.
 fn reference_store(dir: &Path, n_barriers: u64) -> Store {
-    let mut store = Store::open(dir, Config::default(), &[capture()]).unwrap();
+    let mut store = Store::open_or_create(dir, Config::default(), &[capture()]).unwrap();
     let mut t = 0;
     for barrier in 0..n_barriers {
         let rows = barrier_rows(barrier, &mut t);
@@ -231,7 +228,7 @@ fn more_barriers_than_the_open_segment_cap_still_read_back_exactly() {
     let n_barriers = 4 * OPEN_SEGMENTS_MAX as u64;
     let dir = tempfile::tempdir().unwrap();
     let reference = reference_store(&dir.path().join("reference"), n_barriers);
-    let mut store = Store::open(
+    let mut store = Store::open_or_create(
         dir.path().join("store"),
         capped(OPEN_SEGMENTS_MAX),
         &[capture()],
@@ -273,7 +270,7 @@ fn a_read_keeps_the_segments_it_holds_while_they_are_evicted() {
     // With a cap of one, every file a cursor reaches evicts the one another cursor is reading:
     // the query holds it past eviction and reads it whole.
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), capped(1), &[capture()]).unwrap();
+    let mut store = Store::open_or_create(dir.path(), capped(1), &[capture()]).unwrap();
     let expected = seal_barriers(&mut store, 40);
     assert_eq!(store.query("capture", &[], ..).unwrap(), expected);
     let metrics = store.metrics();
@@ -299,7 +296,8 @@ fn a_map_that_fails_after_eviction_is_exhaustion_not_damage() {
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
     let open_segments_max = 8;
     let mut store =
-        Store::open_in(Arc::clone(&vfs), capped(open_segments_max), &[capture()]).unwrap();
+        Store::open_or_create_in(Arc::clone(&vfs), capped(open_segments_max), &[capture()])
+            .unwrap();
     let expected = seal_barriers(&mut store, 40);
     assert_eq!(store.query("capture", &[], ..).unwrap(), expected);
     assert_eq!(store.metrics().segments_open, open_segments_max as u64);
@@ -340,7 +338,8 @@ fn a_cap_of_zero_or_beyond_the_limit_is_refused_at_open() {
     for open_segments_max in [0, OPEN_SEGMENTS_LIMIT + 1, usize::MAX] {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("store");
-        let error = Store::open(&folder, capped(open_segments_max), &[capture()]).unwrap_err();
+        let error =
+            Store::open_or_create(&folder, capped(open_segments_max), &[capture()]).unwrap_err();
         assert!(
             matches!(
                 &error,
@@ -362,6 +361,6 @@ fn a_cap_of_zero_or_beyond_the_limit_is_refused_at_open() {
     // The limit itself, and a cap of one, open.
     for open_segments_max in [1, OPEN_SEGMENTS_LIMIT] {
         let dir = tempfile::tempdir().unwrap();
-        drop(Store::open(dir.path(), capped(open_segments_max), &[capture()]).unwrap());
+        drop(Store::open_or_create(dir.path(), capped(open_segments_max), &[capture()]).unwrap());
     }
 }

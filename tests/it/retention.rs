@@ -34,10 +34,7 @@ fn row(run: &str, t: u64) -> Row {
 }
 
 fn config(retention: Retention) -> Config {
-    Config {
-        retention: BTreeMap::from([("series".to_owned(), retention)]),
-        ..Config::default()
-    }
+    Config::default().retention(BTreeMap::from([("series".to_owned(), retention)]))
 }
 
 /// Barriers at positions `first..first + n`, 10 rows of run `a` each, axis 10p..10p+9.
@@ -52,7 +49,7 @@ fn fill(store: &mut Store, first: u64, n: u64) {
 #[test]
 fn a_sweep_raises_the_raw_floor_past_segments_older_than_the_axis_span() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(
+    let mut store = Store::open_or_create_in(
         sim(&fs),
         config(Retention::raw(Lifetime::AxisSpan(100))),
         &[series()],
@@ -97,7 +94,7 @@ fn levels_retire_on_their_own_lifetimes_and_surveys_answer_from_the_ones_that_ou
     let retention = Retention::raw(Lifetime::AxisSpan(100))
         .levels_from(0, Lifetime::AxisSpan(100))
         .levels_from(3, Lifetime::AxisSpan(250));
-    let mut store = Store::open_in(sim(&fs), config(retention), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), config(retention), &[series()]).unwrap();
     fill(&mut store, 0, 30);
     store.sweep().unwrap();
     let key = TrackKey::encode(&["a"]).unwrap();
@@ -125,7 +122,7 @@ fn levels_retire_on_their_own_lifetimes_and_surveys_answer_from_the_ones_that_ou
 #[test]
 fn retire_ends_a_track_whole_and_an_unnarrowed_read_takes_its_floor() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[series()]).unwrap();
     for position in 0..5 {
         let rows: Vec<Row> = (0..4)
             .flat_map(|i| [row("a", position * 10 + i), row("b", position * 10 + i)])
@@ -146,7 +143,7 @@ fn retire_ends_a_track_whole_and_an_unnarrowed_read_takes_its_floor() {
     ));
     // Reopened: the same.
     drop(store);
-    let store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let store = Store::open_or_create_in(sim(&fs), Config::default(), &[series()]).unwrap();
     assert!(matches!(
         store.survey("series", &["a"], 0..=49, 400),
         Err(EngineError::Floor { .. })
@@ -160,7 +157,7 @@ fn retire_ends_a_track_whole_and_an_unnarrowed_read_takes_its_floor() {
 fn a_range_with_nothing_live_beneath_a_floor_answers_the_floor_not_an_empty_answer() {
     let fs = SimFs::new();
     let retention = Retention::raw(Lifetime::AxisSpan(100)).levels_from(0, Lifetime::AxisSpan(100));
-    let mut store = Store::open_in(sim(&fs), config(retention), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), config(retention), &[series()]).unwrap();
     fill(&mut store, 0, 30);
     store.sweep().unwrap();
     // An open start ending beneath everything live: the origin is beneath every floor.
@@ -176,7 +173,7 @@ fn a_range_with_nothing_live_beneath_a_floor_answers_the_floor_not_an_empty_answ
     }
     // After a retire: a live track beneath the range, the retired one's floor above its start.
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[series()]).unwrap();
     let mut rows: Vec<Row> = (0..=10).map(|i| row("a", i * 100)).collect();
     rows.extend((0..=10).map(|i| row("b", i * 10)));
     store.publish("series", 0, &rows).unwrap();
@@ -202,7 +199,7 @@ fn a_range_with_nothing_live_beneath_a_floor_answers_the_floor_not_an_empty_answ
 #[test]
 fn with_levels_outliving_raw_rows_segment_files_stay_bounded() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(
+    let mut store = Store::open_or_create_in(
         sim(&fs),
         config(Retention::raw(Lifetime::AxisSpan(2000))),
         &[series()],
@@ -246,7 +243,7 @@ fn with_levels_outliving_raw_rows_segment_files_stay_bounded() {
 fn a_rewrite_that_cannot_be_read_does_not_take_every_step() {
     use strata::segment::vfs::Fault;
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[series()]).unwrap();
     let mut rows: Vec<Row> = (0..200).map(|i| row("a", i)).collect();
     rows.push(row("b", 0));
     store.publish("series", 0, &rows).unwrap();
@@ -259,7 +256,7 @@ fn a_rewrite_that_cannot_be_read_does_not_take_every_step() {
     }
     store.retire("series", &["a"]).unwrap();
     drop(store);
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[series()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[series()]).unwrap();
     store.query("series", &["c"], ..).unwrap();
     fs.fail_maps(Some(Fault::Emfile));
     let mut merged_c = false;

@@ -107,12 +107,10 @@ fn by_positions() -> Config {
 }
 
 fn compacting() -> Config {
-    Config {
-        compact_files_max: 2,
-        compact_inputs_min: 2,
-        compact_inputs_max: 4,
-        ..config(folded())
-    }
+    config(folded())
+        .compact_files_max(2)
+        .compact_inputs_min(2)
+        .compact_inputs_max(4)
 }
 
 fn scenarios() -> Vec<Scenario> {

@@ -127,14 +127,11 @@ pub(crate) fn folded() -> Retention {
 }
 
 pub(crate) fn config(retention: Retention) -> Config {
-    Config {
-        retention: BTreeMap::from([(STREAM.to_owned(), retention)]),
-        ..Config::default()
-    }
+    Config::default().retention(BTreeMap::from([(STREAM.to_owned(), retention)]))
 }
 
 pub(crate) fn open(fs: &SimFs, config: Config) -> Store {
-    Store::open_in(sim(fs), config, &[series(), notes()]).unwrap()
+    Store::open_or_create_in(sim(fs), config, &[series(), notes()]).unwrap()
 }
 
 /// A store of the fixture swept under `retention`, and its file system.
@@ -717,10 +714,10 @@ fn a_positions_lifetime_retires_by_position() {
 #[test]
 fn a_positions_sweep_of_a_stream_without_levels_removes_its_files() {
     let fs = SimFs::new();
-    let config = Config {
-        retention: BTreeMap::from([("notes".to_owned(), Retention::raw(Lifetime::Positions(2)))]),
-        ..Config::default()
-    };
+    let config = Config::default().retention(BTreeMap::from([(
+        "notes".to_owned(),
+        Retention::raw(Lifetime::Positions(2)),
+    )]));
     let mut store = open(&fs, config.clone());
     for position in 1..=6 {
         let note = vec![Value::Str("x".into()), Value::Str(format!("n{position}"))];
@@ -786,17 +783,13 @@ fn a_served_store_sweeps_after_its_barriers() {
             // Nothing to merge: only the sweeps of the steps move anything.
             open(
                 &fs,
-                Config {
-                    compact_files_max: 1000,
-                    compact_inputs_min: 1000,
-                    ..config(folded())
-                },
+                config(folded())
+                    .compact_files_max(1000)
+                    .compact_inputs_min(1000),
             ),
-            ServeConfig {
-                seal_interval: None,
-                compact_steps_per_tick: 2,
-                ..ServeConfig::default()
-            },
+            ServeConfig::default()
+                .seal_interval(None)
+                .compact_steps_per_tick(2),
         );
         for position in 0..N_BARRIERS {
             served
@@ -923,11 +916,9 @@ fn a_retention_no_sweep_can_honour_is_refused_at_open() {
         ),
     ];
     for (stream, retention, why) in cases {
-        let refused = Config {
-            retention: BTreeMap::from([(stream.to_owned(), retention.clone())]),
-            ..Config::default()
-        };
-        match Store::open_in(sim(&SimFs::new()), refused, &[series(), notes()]) {
+        let refused =
+            Config::default().retention(BTreeMap::from([(stream.to_owned(), retention.clone())]));
+        match Store::open_or_create_in(sim(&SimFs::new()), refused, &[series(), notes()]) {
             Err(EngineError::Config { setting, reason }) => {
                 assert_eq!(setting, "retention");
                 assert!(reason.contains(why), "{retention:?}: {reason}");
@@ -935,11 +926,8 @@ fn a_retention_no_sweep_can_honour_is_refused_at_open() {
             other => panic!("{retention:?}: expected a Config refusal, got {other:?}"),
         }
     }
-    let unknown = Config {
-        retention: BTreeMap::from([("nope".to_owned(), raw_only())]),
-        ..Config::default()
-    };
-    match Store::open_in(sim(&SimFs::new()), unknown, &[series(), notes()]) {
+    let unknown = Config::default().retention(BTreeMap::from([("nope".to_owned(), raw_only())]));
+    match Store::open_or_create_in(sim(&SimFs::new()), unknown, &[series(), notes()]) {
         Err(EngineError::Config { setting, reason }) => {
             assert_eq!(setting, "retention");
             assert!(reason.contains("not declared"), "{reason}");
@@ -948,7 +936,7 @@ fn a_retention_no_sweep_can_honour_is_refused_at_open() {
     }
     // Forever, and a coarser level outliving a finer one, are fine.
     let fine = folded().levels_from(3, Lifetime::Forever);
-    Store::open_in(sim(&SimFs::new()), config(fine), &[series(), notes()]).unwrap();
+    Store::open_or_create_in(sim(&SimFs::new()), config(fine), &[series(), notes()]).unwrap();
 }
 
 /// Over a grid of ranges and every selection, under four retentions: whatever a swept store

@@ -46,13 +46,11 @@ fn answers(store: &Store, run: &str) -> String {
 #[test]
 fn a_barrier_file_mostly_retired_is_rewritten_without_the_retired_tracks_and_goes() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(
+    let mut store = Store::open_or_create_in(
         sim(&fs),
-        Config {
+        Config::default()
             // No merges of similar sizes: only the rewrite moves anything.
-            compact_inputs_min: 16,
-            ..Config::default()
-        },
+            .compact_inputs_min(16),
         &[series()],
     )
     .unwrap();
@@ -94,11 +92,8 @@ fn a_barrier_file_mostly_retired_is_rewritten_without_the_retired_tracks_and_goe
     );
     // Reopened: the same, and nothing more to do.
     drop(store);
-    let config = Config {
-        compact_inputs_min: 16,
-        ..Config::default()
-    };
-    let mut store = Store::open_in(sim(&fs), config, &[series()]).unwrap();
+    let config = Config::default().compact_inputs_min(16);
+    let mut store = Store::open_or_create_in(sim(&fs), config, &[series()]).unwrap();
     assert_eq!(answers(&store, "b"), before);
     assert!(store.compact().unwrap().is_empty());
 }
@@ -108,12 +103,9 @@ fn a_file_whose_retired_tracks_keep_levels_is_not_rewritten() {
     // Rows of `a` trimmed away keep their levels, so the files cannot go: a rewrite of `b`
     // would free nothing.
     let fs = SimFs::new();
-    let mut store = Store::open_in(
+    let mut store = Store::open_or_create_in(
         sim(&fs),
-        Config {
-            compact_inputs_min: 16,
-            ..Config::default()
-        },
+        Config::default().compact_inputs_min(16),
         &[series()],
     )
     .unwrap();
@@ -133,13 +125,11 @@ fn under_retention_merges_span_at_most_an_eighth_of_the_lifetime_and_files_stay_
     let lifetime = 800;
     let retention =
         Retention::raw(Lifetime::AxisSpan(lifetime)).levels_from(0, Lifetime::AxisSpan(lifetime));
-    let mut store = Store::open_in(
+    let mut store = Store::open_or_create_in(
         sim(&fs),
-        Config {
-            retention: BTreeMap::from([("series".to_owned(), retention)]),
-            compact_inputs_min: 2,
-            ..Config::default()
-        },
+        Config::default()
+            .retention(BTreeMap::from([("series".to_owned(), retention)]))
+            .compact_inputs_min(2),
         &[series()],
     )
     .unwrap();

@@ -101,13 +101,12 @@ fn twin_case(
     {
         let fs = SimFs::new();
         let twin_fs = SimFs::new();
-        let config = Config {
-            retention: BTreeMap::from([("s".to_owned(), retention.clone())]),
-            compact_inputs_min: 2,
-            ..Config::default()
-        };
-        let mut store = Store::open_in(sim(&fs), config.clone(), &[decl()]).unwrap();
-        let mut twin = Store::open_in(sim(&twin_fs), Config::default(), &[decl()]).unwrap();
+        let config = Config::default()
+            .retention(BTreeMap::from([("s".to_owned(), retention.clone())]))
+            .compact_inputs_min(2);
+        let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[decl()]).unwrap();
+        let mut twin =
+            Store::open_or_create_in(sim(&twin_fs), Config::default(), &[decl()]).unwrap();
         let mut axis = [0u64; 3];
         for (position, (barrier, compact, retire)) in barriers.iter().enumerate() {
             let rows: Vec<Row> = barrier
@@ -136,7 +135,7 @@ fn twin_case(
         store.compact().unwrap();
         // Floors are what the records say: a reopen answers alike.
         drop(store);
-        let store = Store::open_in(sim(&fs), config, &[decl()]).unwrap();
+        let store = Store::open_or_create_in(sim(&fs), config, &[decl()]).unwrap();
         let (mut refused, mut answered) = (0, 0);
         let n_folds = Aggregate::all()
             .filter(|a| a.folds_levels() || a.name() == "p50")

@@ -20,14 +20,8 @@ use strata::{
 
 fn serve(fs: &SimFs, streams: &[StreamDecl]) -> Served {
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let store = Store::open_in(vfs, Config::default(), streams).expect("a store");
-    Served::spawn(
-        store,
-        ServeConfig {
-            seal_interval: None,
-            ..ServeConfig::default()
-        },
-    )
+    let store = Store::open_or_create_in(vfs, Config::default(), streams).expect("a store");
+    Served::spawn(store, ServeConfig::default().seal_interval(None))
 }
 
 /// The served engine over a simulated file system; a reopen stops the supervisor (a clean stop
@@ -284,7 +278,7 @@ impl SeriesFactory for StoreFactory {
 
     async fn create(&mut self, streams: Vec<StreamDecl>) -> Store {
         let vfs: Arc<dyn Vfs> = Arc::new(self.fs.clone());
-        Store::open_in(vfs, Config::default(), &streams).expect("a store")
+        Store::open_or_create_in(vfs, Config::default(), &streams).expect("a store")
     }
 
     async fn reopen(&mut self, mut adapter: Store) -> Store {
@@ -318,13 +312,11 @@ async fn sixteen_tasks_through_one_handle_read_every_row_exactly_once() {
     let fs = SimFs::new();
     let streams: Vec<StreamDecl> = (0..TASKS).map(tick_stream).collect();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let store = Store::open_in(vfs, Config::default(), &streams).unwrap();
+    let store = Store::open_or_create_in(vfs, Config::default(), &streams).unwrap();
     // A short cadence, so barriers land while tasks publish and read.
-    let config = ServeConfig {
-        seal_interval: Some(Duration::from_millis(5)),
-        lane_max: 8,
-        ..ServeConfig::default()
-    };
+    let config = ServeConfig::default()
+        .seal_interval(Some(Duration::from_millis(5)))
+        .lane_max(8);
     let served = Served::spawn(store, config);
     let mut tasks = Vec::new();
     for i in 0..TASKS {
@@ -468,10 +460,7 @@ proptest! {
     ) {
         let setup = Setup {
             store: Config::default(),
-            serve: ServeConfig {
-                seal_interval: None,
-                ..ServeConfig::default()
-            },
+            serve: ServeConfig::default().seal_interval(None),
         };
         block_on_model(ops, &setup);
     }
@@ -483,14 +472,8 @@ proptest! {
         ops in prop::collection::vec(op(&Weights { seal: 1, compact: 0, trim: 1, retire: 1, near: 1 }), 1..40)
     ) {
         let setup = Setup {
-            store: Config {
-                survey_fill: strata::SurveyFill::Spend,
-                ..Config::default()
-            },
-            serve: ServeConfig {
-                seal_interval: None,
-                ..ServeConfig::default()
-            },
+            store: Config::default().survey_fill(strata::SurveyFill::Spend),
+            serve: ServeConfig::default().seal_interval(None),
         };
         block_on_model(ops, &setup);
     }
@@ -596,14 +579,8 @@ fn retirement_runs_with(
         near: 3,
     };
     let setup = Setup {
-        store: Config {
-            survey_fill: fill,
-            ..Config::default()
-        },
-        serve: ServeConfig {
-            seal_interval: None,
-            ..ServeConfig::default()
-        },
+        store: Config::default().survey_fill(fill),
+        serve: ServeConfig::default().seal_interval(None),
     };
     let total = std::sync::Mutex::new(Ran::default());
     let mut runner = TestRunner::new(RunnerConfig {
@@ -675,10 +652,7 @@ fn a_fixed_history_of_retirements_answers_like_the_model() {
     }
     let setup = Setup {
         store: Config::default(),
-        serve: ServeConfig {
-            seal_interval: None,
-            ..ServeConfig::default()
-        },
+        serve: ServeConfig::default().seal_interval(None),
     };
     let ran = block_on_model(ops, &setup);
     eprintln!("{ran:?}");
@@ -732,21 +706,16 @@ async fn served_sweeps_and_retires_across_the_command_lane() {
     use strata::{Lifetime, Retention};
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let config = Config {
-        retention: std::collections::BTreeMap::from([(
-            "capture".to_owned(),
-            Retention::raw(Lifetime::Positions(2)),
-        )]),
-        ..Config::default()
-    };
-    let store = Store::open_in(vfs, config, &[suite_stream()]).unwrap();
+    let config = Config::default().retention(std::collections::BTreeMap::from([(
+        "capture".to_owned(),
+        Retention::raw(Lifetime::Positions(2)),
+    )]));
+    let store = Store::open_or_create_in(vfs, config, &[suite_stream()]).unwrap();
     let mut served = Served::spawn(
         store,
-        ServeConfig {
-            seal_interval: None,
-            compact_steps_per_tick: 0,
-            ..ServeConfig::default()
-        },
+        ServeConfig::default()
+            .seal_interval(None)
+            .compact_steps_per_tick(0),
     );
     let row = |run: &str, t: u64| {
         vec![
@@ -795,7 +764,7 @@ async fn served_sweeps_and_retires_across_the_command_lane() {
 fn a_trim_after_retiring_another_track_still_trims() {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store = Store::open_in(vfs, Config::default(), &[suite_stream()]).unwrap();
+    let mut store = Store::open_or_create_in(vfs, Config::default(), &[suite_stream()]).unwrap();
     let row = |run: &str, t: u64| {
         vec![
             Value::Str(run.into()),
@@ -833,7 +802,7 @@ fn a_trim_after_retiring_another_track_still_trims() {
 fn a_retired_row_at_the_top_of_the_axis_is_not_answered_short() {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store = Store::open_in(vfs, Config::default(), &[suite_stream()]).unwrap();
+    let mut store = Store::open_or_create_in(vfs, Config::default(), &[suite_stream()]).unwrap();
     let row = vec![
         Value::Str("run_7".into()),
         Value::U64(1),

@@ -88,8 +88,8 @@ proptest! {
             .build()
             .unwrap();
         let fs = SimFs::new();
-        let config = Config { survey_fill: SurveyFill::Spend, ..Config::default() };
-        let mut store = Store::open_in(sim(&fs), config, &[d]).unwrap();
+        let config = Config::default().survey_fill(SurveyFill::Spend);
+        let mut store = Store::open_or_create_in(sim(&fs), config, &[d]).unwrap();
         let mut n_barriers = 1;
         for (position, &(run, t, v)) in rows.iter().enumerate() {
             let row = vec![Value::Str(["a", "b"][run].into()), Value::U64(t), Value::I64(v)];
@@ -200,7 +200,7 @@ fn the_default_is_the_finest_level_and_spending_answers_more() {
     };
     assert_eq!(Config::default().survey_fill, SurveyFill::FinestLevel);
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[d()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[d()]).unwrap();
     let rows: Vec<Vec<Value>> = (0..500_000u64)
         .map(|t| vec![Value::U64(t), Value::F64((t % 97) as f64)])
         .collect();
@@ -208,11 +208,8 @@ fn the_default_is_the_finest_level_and_spending_answers_more() {
     store.seal().unwrap();
     drop(store);
     let open = |fill| {
-        let config = Config {
-            survey_fill: fill,
-            ..Config::default()
-        };
-        Store::open_in(sim(&fs), config, &[d()]).unwrap()
+        let config = Config::default().survey_fill(fill);
+        Store::open_or_create_in(sim(&fs), config, &[d()]).unwrap()
     };
     // 500,000 rows: level 2 has 489 cells (level 1's 1,954 do not fit 1,000); spending groups
     // level 0's 7,813 cells in eights: 977.

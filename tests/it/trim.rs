@@ -103,7 +103,7 @@ fn fill_notes(store: &mut Store, first: u64, n: u64) {
 type Fill = fn(&mut Store, u64, u64);
 
 fn open(fs: &SimFs, config: Config) -> Store {
-    Store::open_in(sim(fs), config, &[capture(), notes()]).unwrap()
+    Store::open_or_create_in(sim(fs), config, &[capture(), notes()]).unwrap()
 }
 
 fn key(labels: &[&str]) -> TrackKey {
@@ -342,11 +342,9 @@ fn a_trim_above_the_watermark_or_over_staged_rows_is_refused_and_a_lower_one_cha
 #[test]
 fn a_reopen_and_a_manifest_rewrite_keep_the_floor() {
     let fs = SimFs::new();
-    let config = Config {
-        compact_files_max: 1,
-        compact_inputs_max: 32,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .compact_files_max(1)
+        .compact_inputs_max(32);
     let generation = |fs: &SimFs| -> Vec<String> {
         let mut names: Vec<String> = fs
             .list("")
@@ -402,7 +400,7 @@ fn a_reopen_and_a_manifest_rewrite_keep_the_floor() {
 #[test]
 fn files_a_trim_wholly_retires_are_removed_after_its_record() {
     let fs = SimFs::new();
-    let mut store = Store::open_in(sim(&fs), Config::default(), &[notes()]).unwrap();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[notes()]).unwrap();
     for position in 1..=6 {
         store
             .publish("notes", position, &[note("x", position)])

@@ -112,11 +112,9 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     )?;
     let retention = retention::load(dir)?;
     let retention_set = !retention.is_empty();
-    let uncapped = Config {
-        compact_step_bytes_max: u64::MAX,
-        retention,
-        ..Config::default()
-    };
+    let uncapped = Config::default()
+        .compact_step_bytes_max(u64::MAX)
+        .retention(retention);
     let mut store = retention::open_to_compact(dir, uncapped)?;
     let before = LiveFiles::of(store.catalog());
     let bar = progress::spinner();

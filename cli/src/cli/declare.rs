@@ -23,12 +23,10 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
     let decl = stream.build()?;
     // Opening with the declaration records it (or checks it against the recorded one): a
     // conflict is the engine's `Declaration` error, printed as it words it.
-    let store =
-        Store::open(dir, Config::default(), std::slice::from_ref(&decl)).map_err(|error| {
-            match error {
-                EngineError::Declaration { .. } => Failure::from(error),
-                other => open_failure(dir, &other),
-            }
+    let store = Store::open_or_create(dir, Config::default(), std::slice::from_ref(&decl))
+        .map_err(|error| match error {
+            EngineError::Declaration { .. } => Failure::from(error),
+            other => open_failure(dir, &other),
         })?;
     drop(store);
     print(&format!(

@@ -217,7 +217,7 @@ fn declaration() -> Result<strata::StreamDecl, Failure> {
 /// host should publish: by columns (`Store::publish_columns`), one call per track, so staging
 /// is a copy of each column rather than a `Value` per field and a `String` per label.
 fn ingest(dir: &Path, signal: &Signal, seal_every: u64) -> Result<Ingested, Failure> {
-    let mut store = Store::open(dir, Config::default(), &[declaration()?])?;
+    let mut store = Store::open_or_create(dir, Config::default(), &[declaration()?])?;
     let bar = progress::rows(signal.n_ticks * N_RUNS * N_PROBES);
     let start = Instant::now();
     let (mut n_rows, mut n_batches, mut n_unsealed) = (0, 0, 0);

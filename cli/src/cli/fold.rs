@@ -14,17 +14,17 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use strata::{FieldStat, Num};
+use strata::{Config, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
 use super::{
-    Failure, axis_bounds, declared, exact, json, open_existing, print, selection, selection_matches,
+    Failure, axis_bounds, declared, exact, json, open_to_read, print, selection, selection_matches,
 };
 
 pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
-    let store = open_existing(dir)?;
+    let store = open_to_read(dir, Config::default())?;
     declared(&store, &args.range.stream)?;
     let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
     selection_matches(&store, &args.range.stream, &selection)?;

@@ -171,13 +171,7 @@ fn open_to_compact(
     dir: &Path,
     retention: std::collections::BTreeMap<String, strata::Retention>,
 ) -> Result<Store, Failure> {
-    retention::open_to_compact(
-        dir,
-        Config {
-            retention,
-            ..Config::default()
-        },
-    )
+    retention::open_to_compact(dir, Config::default().retention(retention))
 }
 
 fn open_input(path: Option<&Path>) -> Result<Input, Failure> {

@@ -213,12 +213,41 @@ fn open_existing(dir: &Path) -> Result<Store, Failure> {
     open_existing_with(dir, Config::default())
 }
 
-/// `open_existing`, with `config` but for `create_if_missing`.
-fn open_existing_with(dir: &Path, config: Config) -> Result<Store, Failure> {
-    let config = Config {
-        create_if_missing: false,
-        ..config
+/// Opens the store in `dir` for reading only (`Store::open_read_only`), with `config`: it
+/// writes nothing (no LOCK, no heal), so the read commands work on a read-only mount and on a
+/// copied store, and a missing store is an error naming the folder, never created.
+fn open_to_read(dir: &Path, config: Config) -> Result<Store, Failure> {
+    let store =
+        Store::open_read_only(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
+    warn_heal_pending(dir, store.boot_report());
+    Ok(store)
+}
+
+/// Says on stderr that a crash left something a writable open would heal, so that a read on a
+/// store that needs healing is never silent about it. Nothing was changed: the answer comes
+/// from the manifest's trusted prefix, as a writable open's would.
+fn warn_heal_pending(dir: &Path, report: &strata::recover::Report) {
+    if !report.heal_pending {
+        return;
+    }
+    let Some(first) = report.findings.first() else {
+        return;
     };
+    let more = match report.findings.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {n} more)"),
+    };
+    eprintln!(
+        "strata: warning: {} holds what a crash left, not healed by this read-only open: \
+         {first}{more}; the next writable open (seal, compact, ...) heals it, and \
+         `engine-fsck {}` lists it",
+        dir.display(),
+        dir.display()
+    );
+}
+
+/// `open_existing`, with `config`.
+fn open_existing_with(dir: &Path, config: Config) -> Result<Store, Failure> {
     let store = Store::open(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
     warn_healed(dir, store.boot_report());
     Ok(store)

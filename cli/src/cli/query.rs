@@ -11,7 +11,7 @@ use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell};
-use super::{Failure, declared, open_existing_with, quiet_pipe, selection_matches, usage_error};
+use super::{Failure, declared, open_to_read, quiet_pipe, selection_matches, usage_error};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
@@ -30,11 +30,8 @@ pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
     };
     // A query reads each file once, in order: a file done with is let go (unmapped) rather
     // than cached, so the pages of what was printed leave the process as the rows do.
-    let config = Config {
-        open_segments_max: QUERY_OPEN_SEGMENTS_MAX,
-        ..Config::default()
-    };
-    let store = open_existing_with(dir, config)?;
+    let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
+    let store = open_to_read(dir, config)?;
     let decl = declared(&store, &args.stream)?;
     // The selection and the floors are checked here, before anything is written.
     let rows = store.query_iter(&args.stream, &selection, from..=to)?;

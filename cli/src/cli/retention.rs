@@ -52,10 +52,6 @@ pub(super) fn load(dir: &Path) -> Result<BTreeMap<String, Retention>, Failure> {
 /// `retention.json`, to compact (the sweeps compaction runs apply it). A refused retention is a
 /// failure naming the file.
 pub(super) fn open_to_compact(dir: &Path, config: Config) -> Result<Store, Failure> {
-    let config = Config {
-        create_if_missing: false,
-        ..config
-    };
     let store = Store::open(dir, config, &[]).map_err(|error| match error {
         EngineError::Config {
             setting: "retention",
@@ -93,10 +89,11 @@ fn read(dir: &Path) -> Result<Option<RetentionFile>, Failure> {
 }
 
 fn to_engine(kept: &StreamRetention) -> Retention {
-    Retention {
-        raw: lifetime(kept.raw),
-        levels: kept.levels.iter().map(|&(k, l)| (k, lifetime(l))).collect(),
-    }
+    kept.levels
+        .iter()
+        .fold(Retention::raw(lifetime(kept.raw)), |retention, &(k, l)| {
+            retention.levels_from(k, lifetime(l))
+        })
 }
 
 fn lifetime(spec: LifetimeSpec) -> Lifetime {
@@ -143,14 +140,11 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
     }
     // The store checks the whole setting as `compact` will open it; its lock is held until the
     // file is written.
-    let config = Config {
-        create_if_missing: false,
-        retention: file
-            .iter()
+    let config = Config::default().retention(
+        file.iter()
             .map(|(s, k)| (s.clone(), to_engine(k)))
             .collect(),
-        ..Config::default()
-    };
+    );
     let store = Store::open(dir, config, &[]).map_err(|error| match error {
         EngineError::Config {
             setting: "retention",

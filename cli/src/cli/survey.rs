@@ -18,18 +18,15 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
-    Failure, axis_bounds, compact, count, declared, grouped, json, open_existing_with, print,
+    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print,
     selection, selection_matches, units,
 };
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
-    let config = Config {
-        survey_fill: args.fill.fill(),
-        ..Config::default()
-    };
-    let store = open_existing_with(dir, config)?;
+    let config = Config::default().survey_fill(args.fill.fill());
+    let store = open_to_read(dir, config)?;
     let decl = declared(&store, &args.range.stream)?;
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
     selection_matches(&store, &args.range.stream, &selection)?;

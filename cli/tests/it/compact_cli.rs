@@ -557,7 +557,7 @@ fn one_long_step(s: &Scratch) -> Vec<StoredRow> {
         .unwrap();
     let dir = s.dir.path().join("store");
     std::fs::create_dir(&dir).unwrap();
-    let mut store = Store::open(&dir, Config::default(), &[decl]).unwrap();
+    let mut store = Store::create(&dir, Config::default(), &[decl]).unwrap();
     let mut published = Vec::new();
     for barrier in 0..LONG_STEP_BARRIERS {
         let position = barrier + 1;
@@ -603,11 +603,7 @@ fn finding_kinds(report: &Json) -> Vec<&str> {
 
 /// Every row of the store's stream `c`, from a fresh open (which heals what a crash left).
 fn rows_after_reopen(s: &Scratch) -> Vec<StoredRow> {
-    let config = Config {
-        create_if_missing: false,
-        ..Config::default()
-    };
-    let store = Store::open(s.dir.path().join("store"), config, &[]).unwrap();
+    let store = Store::open(s.dir.path().join("store"), Config::default(), &[]).unwrap();
     store.query("c", &[], ..).unwrap()
 }
 
@@ -726,7 +722,7 @@ fn two_long_steps(s: &Scratch) -> Vec<StoredRow> {
         .unwrap();
     let dir = s.dir.path().join("store");
     std::fs::create_dir(&dir).unwrap();
-    let mut store = Store::open(&dir, Config::default(), &[decl]).unwrap();
+    let mut store = Store::create(&dir, Config::default(), &[decl]).unwrap();
     let mut published = Vec::new();
     let per_barrier = 2 * TWO_STEPS_ROWS;
     for barrier in 0..TWO_STEPS_BARRIERS {

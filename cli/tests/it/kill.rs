@@ -36,15 +36,8 @@ fn write_csv(path: &Path, from: u64, to: u64) {
 /// The rows the store serves: they must be exactly rows 0..n of the series, in order, at
 /// positions 1..=n, with n a whole number of barriers and the watermark at n.
 fn check_prefix(dir: &Path, context: &str) -> u64 {
-    let store = Store::open(
-        dir,
-        Config {
-            create_if_missing: false,
-            ..Config::default()
-        },
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
+    let store = Store::open(dir, Config::default(), &[])
+        .unwrap_or_else(|e| panic!("{context}: reopen failed: {e}"));
     let rows = store.query("s", &[], ..).unwrap();
     let n = rows.len() as u64;
     for (i, row) in rows.iter().enumerate() {

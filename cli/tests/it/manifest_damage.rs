@@ -40,7 +40,7 @@ fn barrier_rows(seq: u64) -> Vec<Row> {
 /// A store the engine wrote: a declare frame and four seal frames (positions 1..=4).
 fn five_frame_store() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    let mut store = Store::create(dir.path(), Config::default(), &[capture()]).unwrap();
     for seq in 1..=4 {
         store.publish("cap", seq, &barrier_rows(seq)).unwrap();
         store.seal().unwrap();
