@@ -70,7 +70,7 @@ fn seal_peak(n_batches: u64, batch_rows: u64) -> (usize, usize, usize) {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path(), Config::default(), &[decl]).unwrap();
+    let mut store = Store::create(dir.path(), Config::default(), &[decl]).unwrap();
     for batch_idx in 0..n_batches {
         let t: Vec<u64> = (0..batch_rows)
             .map(|i| batch_idx * batch_rows + i)

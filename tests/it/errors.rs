@@ -323,7 +323,7 @@ fn a_missing_segment_is_unreadable_naming_the_file() {
 #[test]
 fn a_full_disk_while_declaring_at_open_leaves_no_torn_tail() {
     let fs = SimFs::new();
-    drop(Store::open_in(sim(&fs), Config::default(), &[]).unwrap());
+    drop(Store::create_in(sim(&fs), Config::default(), &[]).unwrap());
     // The open's first numbered operation is the declaration frame's write.
     fs.fail_at_after_writing(fs.ops(), Fault::Enospc, 5);
     let error = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap_err();

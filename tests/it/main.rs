@@ -17,6 +17,7 @@ mod errors;
 mod levels;
 mod model;
 mod open_segments;
+mod read_only;
 mod retention;
 mod retention_crash;
 mod retention_reads;

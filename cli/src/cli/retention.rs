@@ -89,11 +89,11 @@ fn read(dir: &Path) -> Result<Option<RetentionFile>, Failure> {
 }
 
 fn to_engine(kept: &StreamRetention) -> Retention {
-    kept.levels
-        .iter()
-        .fold(Retention::raw(lifetime(kept.raw)), |retention, &(k, l)| {
-            retention.levels_from(k, lifetime(l))
-        })
+    // The file's order is kept, not sorted as `levels_from` would: a file whose levels do not
+    // ascend is refused at open, naming the file, rather than silently reordered.
+    let mut retention = Retention::raw(lifetime(kept.raw));
+    retention.levels = kept.levels.iter().map(|&(k, l)| (k, lifetime(l))).collect();
+    retention
 }
 
 fn lifetime(spec: LifetimeSpec) -> Lifetime {
