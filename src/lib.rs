@@ -1,9 +1,9 @@
 //! strata: an embedded, log-structured segment engine for partitioned numeric time series.
 //!
 //! This crate is the facade. Create a [`Store`] (or open one: [`Store::open`] refuses a folder
-//! holding no store, [`Store::open_read_only`] writes nothing), declare streams with [`Stream`], `publish` rows
-//! (staged in memory), `seal` them durable with one barrier, and `query` them back in publish
-//! order. The workspace crates are re-exported for their finer-grained pieces.
+//! holding no store, [`Store::open_read_only`] writes nothing), declare streams with
+//! [`Stream`], `publish` rows (staged in memory), `seal` them durable with one barrier, and
+//! `query` them back in publish order. The workspace crates are re-exported for their finer-grained pieces.
 //!
 //! ```
 //! use strata::{Config, FieldKind, Store, Stream, Value};

@@ -290,7 +290,10 @@ fn a_read_only_open_reads_everything_exactly_and_leaves_the_store_byte_identical
     let want = answers(&store);
     let answered = want.iter().filter(|a| a.starts_with("Ok([")).count();
     assert!(answered > 50, "most reads answer rows: {answered}");
-    assert!(want.iter().any(|a| a.contains("Floor")), "a floor refuses alike");
+    assert!(
+        want.iter().any(|a| a.contains("Floor")),
+        "a floor refuses alike"
+    );
     drop(store);
     fs.remove("LOCK").unwrap();
     fs.set_read_only(true);

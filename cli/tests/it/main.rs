@@ -17,6 +17,7 @@ mod levels_cli;
 mod limits;
 mod manifest_damage;
 mod messages_cli;
+mod read_only_cli;
 mod retention_cli;
 mod survey_cli;
 mod trim_cli;
