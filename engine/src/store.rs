@@ -293,46 +293,14 @@ impl Store {
             }
         };
         let read_only = opening == Opening::ReadOnly;
-        let mut declare = Vec::new();
-        for decl in streams {
-            decl.validate().map_err(|e| EngineError::Declaration {
-                stream: decl.id.clone(),
-                reason: e.to_string(),
-            })?;
-            match catalog.stream(&decl.id) {
-                Some(recorded) if recorded == decl => {}
-                Some(recorded) => {
-                    return Err(EngineError::Declaration {
-                        stream: decl.id.clone(),
-                        reason: format!(
-                            "conflicts with the recorded declaration {}",
-                            describe(recorded)
-                        ),
-                    });
-                }
-                None => declare.push(Entry::Declare(decl.clone())),
-            }
-        }
-        validate_retention(&config, &catalog, streams)?;
-        if !declare.is_empty() {
-            let record = Record { entries: declare };
-            catalog
-                .apply(&record)
-                .map_err(|e| EngineError::Declaration {
-                    stream: String::new(),
-                    reason: e.to_string(),
-                })?;
-            // A read-only store declares in memory only: a stream it never recorded holds
-            // nothing, and reads of it answer as a writable open's would, empty.
-            if !read_only {
-                let manifest_len = manifest.len();
-                if let Err(error) = manifest.append(&record) {
-                    let frame_bytes = encode_frame(&record).len() as u64;
-                    cut_partial_frame(vfs.as_ref(), &manifest, manifest_len, frame_bytes);
-                    return Err(EngineError::write(error));
-                }
-            }
-        }
+        declare_streams(
+            &mut catalog,
+            &mut manifest,
+            vfs.as_ref(),
+            streams,
+            &config,
+            read_only,
+        )?;
         let streams = catalog
             .streams()
             .map(|decl| {
@@ -850,6 +818,60 @@ pub(crate) fn room_to_stage(
             batch_bytes,
             staged_bytes_max,
         });
+    }
+    Ok(())
+}
+
+/// Checks each of `streams` against the recorded declarations (a conflict is refused) and
+/// `config`'s retention against them, then records the streams not recorded yet, in one frame,
+/// so that a refusal writes nothing; a read-only store declares them in memory only.
+fn declare_streams(
+    catalog: &mut Catalog,
+    manifest: &mut ManifestWriter,
+    vfs: &dyn Vfs,
+    streams: &[StreamDecl],
+    config: &Config,
+    read_only: bool,
+) -> Result<(), EngineError> {
+    let mut declare = Vec::new();
+    for decl in streams {
+        decl.validate().map_err(|e| EngineError::Declaration {
+            stream: decl.id.clone(),
+            reason: e.to_string(),
+        })?;
+        match catalog.stream(&decl.id) {
+            Some(recorded) if recorded == decl => {}
+            Some(recorded) => {
+                return Err(EngineError::Declaration {
+                    stream: decl.id.clone(),
+                    reason: format!(
+                        "conflicts with the recorded declaration {}",
+                        describe(recorded)
+                    ),
+                });
+            }
+            None => declare.push(Entry::Declare(decl.clone())),
+        }
+    }
+    validate_retention(config, catalog, streams)?;
+    if !declare.is_empty() {
+        let record = Record { entries: declare };
+        catalog
+            .apply(&record)
+            .map_err(|e| EngineError::Declaration {
+                stream: String::new(),
+                reason: e.to_string(),
+            })?;
+        // A read-only store declares in memory only: a stream it never recorded holds
+        // nothing, and reads of it answer as a writable open's would, empty.
+        if !read_only {
+            let manifest_len = manifest.len();
+            if let Err(error) = manifest.append(&record) {
+                let frame_bytes = encode_frame(&record).len() as u64;
+                cut_partial_frame(vfs, manifest, manifest_len, frame_bytes);
+                return Err(EngineError::write(error));
+            }
+        }
     }
     Ok(())
 }

@@ -194,8 +194,11 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
     entries
 }
 
+/// Every file of a simulated file system: its path, its live bytes and its durable bytes.
+type SimTree = Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)>;
+
 /// Every file of a simulated file system, with its live and its durable bytes.
-fn sim_tree(fs: &SimFs) -> Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)> {
+fn sim_tree(fs: &SimFs) -> SimTree {
     fs.paths()
         .into_iter()
         .map(|path| {
@@ -206,9 +209,7 @@ fn sim_tree(fs: &SimFs) -> Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)> {
         .collect()
 }
 
-fn without_lock(
-    tree: Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)>,
-) -> Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)> {
+fn without_lock(tree: SimTree) -> SimTree {
     tree.into_iter()
         .filter(|(path, ..)| path != "LOCK")
         .collect()

@@ -18,8 +18,8 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
-    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print,
-    selection, selection_matches, units,
+    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print, selection,
+    selection_matches, units,
 };
 
 pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
