@@ -111,11 +111,8 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let config = Config {
-            staged_bytes_max: 1 << 30,
-            ..Config::default()
-        };
-        let store = Store::open(dir.path(), config, &[decl()]).expect("a store");
+        let config = Config::default().staged_bytes_max(1 << 30);
+        let store = Store::create(dir.path(), config, &[decl()]).expect("a store");
         Fixture {
             _dir: dir,
             store,

@@ -420,7 +420,7 @@ fn store_of(decl: &StreamDecl) -> Store {
         })
         .build()
         .unwrap();
-    Store::open_in(Arc::new(SimFs::new()), Config::default(), &[stream]).unwrap()
+    Store::create_in(Arc::new(SimFs::new()), Config::default(), &[stream]).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
