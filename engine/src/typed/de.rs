@@ -42,7 +42,7 @@ impl Fault {
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.field {
-            Some(field) => write!(f, "field \"{field}\": {}", self.message),
+            Some(field) => write!(f, "field {field:?}: {}", self.message),
             None => f.write_str(&self.message),
         }
     }

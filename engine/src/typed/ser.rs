@@ -13,6 +13,10 @@ use strata_index::{FieldDecl, FieldKind, StreamDecl};
 
 use crate::value::{Row, Value};
 
+/// The most bytes a `bytes` field's length hint may reserve up front; past it the vector grows
+/// as the elements come, so a hostile hint (`usize::MAX`) costs nothing.
+const BYTES_HINT_MAX: usize = 4096;
+
 /// A typed row as values, in declaration order, or what is wrong with it.
 pub(crate) fn to_row<T: Serialize + ?Sized>(decl: &StreamDecl, row: &T) -> Result<Row, Fault> {
     let values = row.serialize(RowSerializer { decl })?;
@@ -49,20 +53,20 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Unknown { field } => {
-                write!(f, "field \"{field}\" is not declared by the stream")
+                write!(f, "field {field:?} is not declared by the stream")
             }
             Fault::Missing { field, kind } => {
                 write!(
                     f,
-                    "field \"{field}\" (declared as {}) is missing",
+                    "field {field:?} (declared as {}) is missing",
                     kind.with_article()
                 )
             }
-            Fault::Twice { field } => write!(f, "field \"{field}\" is given twice"),
+            Fault::Twice { field } => write!(f, "field {field:?} is given twice"),
             Fault::Kind { field, kind, given } => {
                 write!(
                     f,
-                    "field \"{field}\" is declared as {} but the row gives {given}",
+                    "field {field:?} is declared as {} but the row gives {given}",
                     kind.with_article()
                 )
             }
@@ -760,7 +764,9 @@ impl<'d> FieldSerializer<'d> {
         match self.kind {
             FieldKind::Bytes => Ok(ByteSeq {
                 name: self.name,
-                bytes: Vec::with_capacity(len),
+                // The length is the row's hint, not a fact: a hostile one must not size an
+                // allocation (the bytes grow as they come).
+                bytes: Vec::with_capacity(len.min(BYTES_HINT_MAX)),
             }),
             _ => self.wrong(given),
         }

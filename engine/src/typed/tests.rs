@@ -575,6 +575,41 @@ fn a_bytes_field_takes_a_sequence_of_bytes_only() {
     );
 }
 
+/// A row whose `bytes` field claims `usize::MAX` elements and gives two: the hint reserved
+/// `usize::MAX` bytes and panicked ("capacity overflow"); the value is what was given.
+#[test]
+fn a_hostile_length_hint_does_not_size_an_allocation() {
+    struct Liar;
+    impl serde::Serialize for Liar {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq as _;
+            let mut seq = serializer.serialize_seq(Some(usize::MAX))?;
+            seq.serialize_element(&1u8)?;
+            seq.serialize_element(&2u8)?;
+            seq.end()
+        }
+    }
+    let decl = decl(&[("b", FieldKind::Bytes)]);
+    let mut row = BTreeMap::new();
+    row.insert("b", Liar);
+    assert_eq!(
+        ser::to_row(&decl, &row).unwrap(),
+        vec![Value::Bytes(vec![1, 2])]
+    );
+}
+
+/// A name that needs escaping is escaped in the refusal, as every other message does.
+#[test]
+fn a_field_name_in_a_refusal_is_escaped() {
+    let decl = decl(&[("b", FieldKind::U64)]);
+    let mut row = BTreeMap::new();
+    row.insert("we\"ird\nkey", 1u64);
+    assert_eq!(
+        refusal(&decl, &row),
+        "field \"we\\\"ird\\nkey\" is not declared by the stream"
+    );
+}
+
 #[test]
 fn a_tuple_row_gives_every_field_by_place() {
     let decl = weather();
