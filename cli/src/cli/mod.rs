@@ -280,7 +280,30 @@ fn warn_healed(dir: &Path, report: &strata::recover::Report) {
 }
 
 fn open_failure(dir: &Path, error: &EngineError) -> Failure {
-    Failure::new(format!("cannot open the store {}: {error}", dir.display()))
+    let hint = if on_a_read_only_file_system(error) {
+        "; the store is on a read-only file system, where query, survey, fold and fsck still \
+         read it"
+    } else {
+        ""
+    };
+    Failure::new(format!(
+        "cannot open the store {}: {error}{hint}",
+        dir.display()
+    ))
+}
+
+/// Whether `error` comes, somewhere down its chain, from a read-only file system (EROFS).
+fn on_a_read_only_file_system(error: &EngineError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<io::Error>()
+            && io.kind() == io::ErrorKind::ReadOnlyFilesystem
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// Writes `text` to stdout. A reader that went away (`strata query ... | head`) is not a

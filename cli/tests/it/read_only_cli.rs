@@ -159,6 +159,12 @@ fn the_read_commands_answer_exactly_on_a_read_only_mount_and_change_nothing() {
         sealed.code, 0,
         "a writing command on a read-only mount: {sealed:?}"
     );
+    assert!(
+        sealed
+            .stderr
+            .contains("read-only file system, where query, survey, fold and fsck"),
+        "a writing command on a read-only mount says what still works: {sealed:?}"
+    );
     drop(mount);
     assert_eq!(tree(&source), before, "byte-identical");
 }
