@@ -57,7 +57,7 @@ impl Fixture {
         }
         self.position += 1;
         // Staging grows without a seal; clear it now and then, outside the timed part.
-        if self.position % 100 == 0 {
+        if self.position.is_multiple_of(100) {
             self.store.seal().expect("a seal");
         }
     }

@@ -59,7 +59,7 @@ fn store() -> (tempfile::TempDir, Store) {
         store
             .publish_columns("s", position, &[], &[Values::U64(&t), Values::F64(&v)])
             .expect("staged");
-        if (batch_start + BATCH_ROWS) % SEAL_ROWS == 0 {
+        if (batch_start + BATCH_ROWS).is_multiple_of(SEAL_ROWS) {
             store.seal().expect("sealed");
         }
     }

@@ -124,7 +124,7 @@ impl Fixture {
     /// The next batch, with staging cleared now and then outside the timed part.
     fn next(&mut self) -> Vec<Sample> {
         self.position += 1;
-        if self.position % 100 == 0 {
+        if self.position.is_multiple_of(100) {
             self.store.seal().expect("a seal");
         }
         batch(self.position)

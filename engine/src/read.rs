@@ -52,14 +52,14 @@ impl Store {
         let Some((lo, hi)) = inclusive(positions) else {
             return Ok(None);
         };
-        if let Some(floor) = self.raw_floor(stream, &prefix, false) {
-            if beneath(lo, floor) {
-                return Err(EngineError::Floor {
-                    stream: stream.to_owned(),
-                    floor,
-                    unit: "position",
-                });
-            }
+        if let Some(floor) = self.raw_floor(stream, &prefix, false)
+            && beneath(lo, floor)
+        {
+            return Err(EngineError::Floor {
+                stream: stream.to_owned(),
+                floor,
+                unit: "position",
+            });
         }
         let decl = &stream_state(&self.streams, stream)?.decl;
         Ok(Some((decl, prefix, lo, hi)))

@@ -153,14 +153,14 @@ impl StreamState {
     /// the floor.
     pub(crate) fn check_position(&self, position: u64) -> Result<(), EngineError> {
         let id = self.decl.id.clone();
-        if let Some(last) = self.last_position {
-            if position < last {
-                return Err(EngineError::refused(
-                    &id,
-                    0,
-                    format!("position {position} is below the stream's last position {last}"),
-                ));
-            }
+        if let Some(last) = self.last_position
+            && position < last
+        {
+            return Err(EngineError::refused(
+                &id,
+                0,
+                format!("position {position} is below the stream's last position {last}"),
+            ));
         }
         if let Some(fence) = self.fence.filter(|&fence| position <= fence) {
             return Err(EngineError::refused(
@@ -221,10 +221,10 @@ impl StreamState {
                         value.kind().with_article()
                     )));
                 }
-                if let Value::F64(v) = value {
-                    if !v.is_finite() {
-                        return Err(refuse(format!("field {:?} is not finite: {v}", field.name)));
-                    }
+                if let Value::F64(v) = value
+                    && !v.is_finite()
+                {
+                    return Err(refuse(format!("field {:?} is not finite: {v}", field.name)));
                 }
             }
             let mut labels = Vec::with_capacity(self.decl.track.len());
@@ -261,13 +261,13 @@ impl StreamState {
                         floor - 1
                     )));
                 }
-                if let Some(previous) = previous {
-                    if axis < previous {
-                        let name = &self.decl.fields[usize::from(axis_idx)].name;
-                        return Err(refuse(format!(
-                            "axis {name:?} goes backwards in its partition: {axis} after {previous}"
-                        )));
-                    }
+                if let Some(previous) = previous
+                    && axis < previous
+                {
+                    let name = &self.decl.fields[usize::from(axis_idx)].name;
+                    return Err(refuse(format!(
+                        "axis {name:?} goes backwards in its partition: {axis} after {previous}"
+                    )));
                 }
                 batch_axis.insert(key.clone(), axis);
             }
@@ -330,11 +330,11 @@ impl StreamState {
             staged.positions.push(position);
             staged.ordinals.push(self.next_ordinal);
             self.next_ordinal += 1;
-            if let Some(axis_idx) = self.decl.axis {
-                if let Value::U64(axis) = row[usize::from(axis_idx)] {
-                    staged.axis.push(axis);
-                    self.last_axis.insert(key, axis);
-                }
+            if let Some(axis_idx) = self.decl.axis
+                && let Value::U64(axis) = row[usize::from(axis_idx)]
+            {
+                staged.axis.push(axis);
+                self.last_axis.insert(key, axis);
             }
             for (column, &field_idx) in staged.columns.iter_mut().zip(&self.stored) {
                 column.push(&row[usize::from(field_idx)]);

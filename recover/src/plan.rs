@@ -233,13 +233,13 @@ impl Planner {
         let file = manifest_name(generation);
         let bytes = read_manifest(vfs, generation)?;
         let parsed = parse_log(&bytes);
-        if let Some(fault) = &parsed.fault {
-            if !matches!(fault.reason, FaultReason::Frame(_)) {
-                return Err(RecoverError::ManifestUnusable {
-                    file,
-                    fault: fault.clone(),
-                });
-            }
+        if let Some(fault) = &parsed.fault
+            && !matches!(fault.reason, FaultReason::Frame(_))
+        {
+            return Err(RecoverError::ManifestUnusable {
+                file,
+                fault: fault.clone(),
+            });
         }
         self.report.manifest_len = bytes.len() as u64;
         let mut trusted_len = LOG_HEADER_LEN as u64;

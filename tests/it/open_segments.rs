@@ -35,7 +35,7 @@ fn capped(open_segments_max: usize) -> Config {
 /// with the axis rising across the whole store and whole-number values, so that every sum is
 /// exact in any grouping.
 fn barrier_rows(barrier: u64, t: &mut u64) -> Vec<Row> {
-    let tracks: Vec<&str> = if barrier % 5 == 0 {
+    let tracks: Vec<&str> = if barrier.is_multiple_of(5) {
         vec![TRACKS[(barrier / 5) as usize % TRACKS.len()]]
     } else {
         TRACKS

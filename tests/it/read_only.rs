@@ -60,7 +60,7 @@ fn barrier(store: &mut Store, position: u64) {
 fn stage(store: &mut Store, position: u64) {
     let mut rows: Vec<Row> = Vec::new();
     for (run, probe) in [("a", 1), ("a", 2), ("b", 1)] {
-        if run == "b" && position % 3 == 0 {
+        if run == "b" && position.is_multiple_of(3) {
             continue;
         }
         for k in 0..4 {

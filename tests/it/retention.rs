@@ -102,7 +102,7 @@ fn levels_retire_on_their_own_lifetimes_and_surveys_answer_from_the_ones_that_ou
     assert!(!floors.levels.is_empty(), "{floors:?}");
     // Level 0 (cells of 4) is past from 190 up... its floor is a cell start at or above 190.
     let f0 = floors.levels[&0];
-    assert!(f0 >= 190 && f0 % 4 == 0, "{floors:?}");
+    assert!(f0 >= 190 && f0.is_multiple_of(4), "{floors:?}");
     match store.level_cells("series", &[], "value", 0, 0..=299) {
         Err(EngineError::Floor { floor, .. }) => assert_eq!(floor, f0),
         other => panic!("{other:?}"),

@@ -84,7 +84,7 @@ pub(crate) fn rows_at(position: u64) -> Vec<Row> {
     let mut rows: Vec<Row> = (0..4)
         .map(|i| row("a", 16 * p + 4 * i, int(16 * p + 4 * i)))
         .collect();
-    if p % 3 == 0 {
+    if p.is_multiple_of(3) {
         for t in [16 * p + 2, 16 * p + 10] {
             rows.push(row("b", t, 1000 + int(t)));
         }

@@ -196,12 +196,12 @@ fn selection(track: Option<&str>) -> Vec<&str> {
 /// engine clamps it to the selection's recorded axis range (an explicit `0..=u64::MAX` would plan
 /// over the whole u64 axis instead). `--from` above `--to` is a usage error (exit 2).
 fn axis_bounds(range: &AxisRangeArgs) -> (Bound<u64>, Bound<u64>) {
-    if let (Some(from), Some(to)) = (range.from, range.to) {
-        if from > to {
-            usage_error(&format!(
-                "--from {from} is above --to {to}: the axis range is empty"
-            ));
-        }
+    if let (Some(from), Some(to)) = (range.from, range.to)
+        && from > to
+    {
+        usage_error(&format!(
+            "--from {from} is above --to {to}: the axis range is empty"
+        ));
     }
     let bound = |end: Option<u64>| end.map_or(Bound::Unbounded, Bound::Included);
     (bound(range.from), bound(range.to))
@@ -340,7 +340,7 @@ fn grouped_f64(x: f64) -> String {
 fn group_digits(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (idx, c) in digits.chars().enumerate() {
-        if idx > 0 && (digits.len() - idx) % 3 == 0 && c.is_ascii_digit() {
+        if idx > 0 && (digits.len() - idx).is_multiple_of(3) && c.is_ascii_digit() {
             out.push(',');
         }
         out.push(c);

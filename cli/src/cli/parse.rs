@@ -184,7 +184,7 @@ fn value(kind: FieldKind, text: &str) -> Result<Value, String> {
 
 /// Hex text (two digits a byte, either case) to bytes.
 pub fn unhex(text: &str) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!(
             "hex needs two digits a byte; {} digits",
             text.len()

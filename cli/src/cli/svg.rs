@@ -652,7 +652,7 @@ fn axis_label(value: u128, step: u128) -> String {
     const SUFFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
     let mut power = 0;
     let mut unit: u128 = 1;
-    while power + 1 < SUFFIXES.len() && step % (unit * 1000) == 0 {
+    while power + 1 < SUFFIXES.len() && step.is_multiple_of(unit * 1000) {
         unit *= 1000;
         power += 1;
     }

@@ -70,7 +70,7 @@ pub fn scale_dividing(step: u128, unit: Option<&str>) -> Scale<'_> {
     let smallest = all[0];
     all.into_iter()
         .rev()
-        .find(|s| step % s.axis_units == 0)
+        .find(|s| step.is_multiple_of(s.axis_units))
         .unwrap_or(smallest)
 }
 

@@ -693,7 +693,7 @@ const TWO_STEPS_INGESTED: u64 = 25_000;
 /// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`.
 fn two_steps_row(i: u64) -> Vec<Value> {
     vec![
-        Value::Str(if i % 2 == 0 { "a" } else { "b" }.to_owned()),
+        Value::Str(if i.is_multiple_of(2) { "a" } else { "b" }.to_owned()),
         Value::U64(i),
         Value::F64(i as f64 / 10.0 + 1.0 / 3.0),
         Value::F64((i as f64 / 37.0).sin()),

@@ -204,6 +204,10 @@ impl Vfs for RealFs {
             let entry = entry?;
             // Every name strata issues is ASCII; a name that is not UTF-8 was put there by
             // someone else, and passing it on lossily would name a file that cannot be opened.
+            #[allow(
+                clippy::unnecessary_debug_formatting,
+                reason = "Debug escapes the bytes that are not UTF-8; Display would replace them"
+            )]
             let name = entry.file_name().into_string().map_err(|raw| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,

@@ -402,10 +402,10 @@ impl State {
         self.refuse_if_read_only("")?;
         let op = self.ops;
         self.ops += 1;
-        if let Some(crash_op) = self.crash_at {
-            if op >= crash_op {
-                return Err(io::Error::other(SimCrash { op: crash_op }));
-            }
+        if let Some(crash_op) = self.crash_at
+            && op >= crash_op
+        {
+            return Err(io::Error::other(SimCrash { op: crash_op }));
         }
         match self.faults.remove(&op) {
             Some(fault) => Err(fault.error()),

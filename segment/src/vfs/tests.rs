@@ -1172,10 +1172,10 @@ mod laws {
         let fs = SimFs::new();
         let mut files = Vec::new();
         for op in ops {
-            if let Op::Rename(from, _) = op {
-                if fs.live_bytes(from).is_none() {
-                    continue;
-                }
+            if let Op::Rename(from, _) = op
+                && fs.live_bytes(from).is_none()
+            {
+                continue;
             }
             apply(&fs, &mut files, op);
         }
