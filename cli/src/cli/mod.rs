@@ -223,27 +223,37 @@ fn open_to_read(dir: &Path, config: Config) -> Result<Store, Failure> {
     Ok(store)
 }
 
-/// Says on stderr that a crash left something a writable open would heal, so that a read on a
-/// store that needs healing is never silent about it. Nothing was changed: the answer comes
-/// from the manifest's trusted prefix, as a writable open's would.
+/// Says on stderr what a crash (or damage) left that this read-only open found, so that a read
+/// on a store that needs healing is never silent about it. Nothing was changed: the answer
+/// comes from the manifest's trusted prefix, as a writable open's would.
 fn warn_heal_pending(dir: &Path, report: &strata::recover::Report) {
-    if !report.heal_pending {
+    let Some(found) = worth_telling(report) else {
         return;
-    }
-    let Some(first) = report.findings.first() else {
-        return;
-    };
-    let more = match report.findings.len() - 1 {
-        0 => String::new(),
-        n => format!(" (and {n} more)"),
     };
     eprintln!(
-        "strata: warning: {} holds what a crash left, not healed by this read-only open: \
-         {first}{more}; the next writable open (seal, compact, ...) heals it, and \
-         `engine-fsck {}` lists it",
+        "strata: warning: {} holds what a crash or damage left: {found}; this read-only open \
+         changed nothing (the next writable open, such as seal or compact, heals what it can), \
+         and `engine-fsck {}` lists it",
         dir.display(),
         dir.display()
     );
+}
+
+/// The first finding of a boot worth telling a user about, and how many more there are. A
+/// missing empty folder (a backup tool may drop one) and a file whose retirement is recorded
+/// are routine, not damage, and are not told.
+fn worth_telling(report: &strata::recover::Report) -> Option<String> {
+    let mut told = report.findings.iter().filter(|f| {
+        !matches!(
+            f.kind,
+            strata::recover::FindingKind::MissingFolder | strata::recover::FindingKind::RetiredFile
+        )
+    });
+    let first = told.next()?;
+    Some(match told.count() {
+        0 => first.to_string(),
+        n => format!("{first} (and {n} more)"),
+    })
 }
 
 /// `open_existing`, with `config`.
@@ -257,22 +267,11 @@ fn open_existing_with(dir: &Path, config: Config) -> Result<Store, Failure> {
 /// is the last barrier's record, cut back (it may have been acknowledged: a flipped bit in a
 /// synced last frame looks exactly like an append that never finished).
 fn warn_healed(dir: &Path, report: &strata::recover::Report) {
-    let mut healed = report.findings.iter().filter(|f| {
-        !matches!(
-            f.kind,
-            strata::recover::FindingKind::MissingFolder | strata::recover::FindingKind::RetiredFile
-        )
-    });
-    let Some(first) = healed.next() else {
+    let Some(found) = worth_telling(report) else {
         return;
     };
-    let n_more = healed.count();
-    let more = match n_more {
-        0 => String::new(),
-        n => format!(" (and {n} more)"),
-    };
     eprintln!(
-        "strata: warning: opening {} healed what a crash left: {first}{more}; \
+        "strata: warning: opening {} healed what a crash left: {found}; \
          `engine-fsck {}` lists the evidence kept in quarantine/",
         dir.display(),
         dir.display()

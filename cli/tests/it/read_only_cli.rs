@@ -189,3 +189,43 @@ fn a_read_command_on_a_missing_folder_fails_naming_it_and_creates_nothing() {
         );
     }
 }
+
+/// A store whose empty `tmp/` and `quarantine/` a backup tool dropped is not damaged: a read
+/// answers exactly and warns of nothing (the boot's "missing folder" findings are routine).
+#[test]
+fn a_read_warns_of_nothing_when_only_empty_folders_are_missing() {
+    let s = store();
+    let want = read(&s, "store", READS[0]);
+    for folder in ["tmp", "quarantine"] {
+        std::fs::remove_dir(s.dir.path().join("store").join(folder)).unwrap();
+    }
+    let run = s.ok(READS[0], "");
+    assert_eq!((run.code, run.stdout), want);
+    assert!(
+        run.stderr.is_empty(),
+        "a routine finding was told: {}",
+        run.stderr
+    );
+}
+
+/// A segment file gone from under the manifest (damage, not a crash: a writable open cannot
+/// heal it either) is told by every read, which the read-only open used to keep quiet.
+#[test]
+fn a_read_tells_of_a_recorded_file_that_is_missing() {
+    let s = store();
+    let seg = s.dir.path().join("store").join("seg");
+    let mut files: Vec<_> = std::fs::read_dir(&seg)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    std::fs::remove_file(&files[0]).unwrap();
+    let run = s.run(&["fold", "s", "--agg", "count"]);
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        run.stderr.contains("warning")
+            && run.stderr.contains(&name)
+            && run.stderr.contains("this read-only open changed nothing"),
+        "{run:?}"
+    );
+}
