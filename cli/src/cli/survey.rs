@@ -258,7 +258,7 @@ fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> Stri
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
+    let mut widths = header.map(|h| h.chars().count());
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());

@@ -13,6 +13,12 @@
 //! The axis ticks are round steps that run from at or before the first data point to at or past
 //! the last, so the ruler covers the whole of the data.
 //!
+//! Value ticks are multiples of a round step held as exact decimals, so their labels never go
+//! through f64 formatting: one format per axis (grouped plain digits, or scientific with one
+//! exponent), at most `VALUE_LABEL_CHARS_MAX` long, counting from a round offset named above the
+//! plot where whole values would be longer (large counters, u64 values near 2^64). The step is
+//! at least two ulps of the values, so no two ticks share a place or a label.
+//!
 //! Coordinates are computed so that no input yields a NaN or an infinity: axes are subtracted in
 //! integers before they become f64 (u64 axes near 2^64 stay exact relative to the panel), values
 //! are scaled by halves (so `-f64::MAX ..= f64::MAX` does not overflow), and a span of zero width
@@ -46,6 +52,16 @@ const LABEL_CHAR_PX: f64 = 7.0;
 const LABEL_GAP_PX: f64 = 12.0;
 /// Axis labels longer than this count from an offset instead, if that makes them shorter.
 const LABEL_CHARS_MAX: usize = 8;
+/// Value labels are at most this long: longer ones count from an offset instead.
+const VALUE_LABEL_CHARS_MAX: usize = 10;
+/// An offset in a caption written out in full up to this long, else in scientific notation.
+const OFFSET_CHARS_MAX: usize = 32;
+/// The rotated field name left of the value labels reaches this far right, plus a gap, in px.
+const FIELD_NAME_PX: f64 = 24.0;
+/// Value labels end this far left of the plot, in px.
+const VALUE_LABEL_INSET_PX: f64 = 7.0;
+/// The widest the left margin grows to fit the value labels, in px.
+const PLOT_LEFT_MAX_PX: f64 = 120.0;
 /// With at most this many buckets a field, every point is marked with a dot, so a sparse survey
 /// (one bucket, a few) still shows where its points are.
 const DOTS_BUCKETS_MAX: usize = 64;
@@ -119,12 +135,27 @@ pub fn render(picture: &Picture<'_>) -> String {
             HEADER_HEIGHT_PX + PANEL_HEIGHT_PX / 2.0
         );
     }
+    let left_px = plot_left(picture.survey);
     for (panel_idx, field) in picture.survey.fields.iter().enumerate() {
         let top_px = HEADER_HEIGHT_PX + panel_idx as f64 * PANEL_HEIGHT_PX;
-        panel(&mut out, field, picture, top_px);
+        panel(&mut out, field, picture, top_px, left_px);
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The plot's left edge, the same in every panel (so their axes line up): `PLOT_LEFT_PX`, or
+/// wider where some panel's value labels need it to clear the rotated field name, up to
+/// `PLOT_LEFT_MAX_PX`.
+fn plot_left(survey: &Survey) -> f64 {
+    let widest = survey
+        .fields
+        .iter()
+        .filter(|f| !f.buckets.is_empty())
+        .flat_map(|f| ValueScale::new(value_extent(&f.buckets), PLOT_BOTTOM_PX - PLOT_TOP_PX).ticks)
+        .map(|(_, label)| label_px(&label))
+        .fold(0.0, f64::max);
+    (FIELD_NAME_PX + widest + VALUE_LABEL_INSET_PX).clamp(PLOT_LEFT_PX, PLOT_LEFT_MAX_PX)
 }
 
 fn bucket_count(survey: &Survey) -> usize {
@@ -212,9 +243,9 @@ fn in_axis_order(bucket: &Bucket) -> [Point; 4] {
 }
 
 /// One field: its name, grid and ticks, the gaps, the band, the line, and a frame around the plot.
-fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: f64) {
+fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: f64, left_px: f64) {
     let plot = Plot {
-        left: PLOT_LEFT_PX,
+        left: left_px,
         right: PLOT_RIGHT_PX,
         top: top_px + PLOT_TOP_PX,
         bottom: top_px + PLOT_BOTTOM_PX,
@@ -258,6 +289,19 @@ fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: 
     gaps(out, &plot, &x, &runs);
     grid(out, &plot, &x, &x_ticks, &y);
     axis_caption(out, &plot, picture, x_ticks.offset, x_ticks.scale_name);
+    if let Some(offset) = &y.offset {
+        // The value labels count from an offset: say so above the plot's right end, as the
+        // axis's caption does below it.
+        let _ = writeln!(
+            out,
+            "<text class=\"value-offset\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" \
+             fill=\"{TEXT_MUTED}\">{} {} ↑</text>",
+            plot.right,
+            top_px + 20.0,
+            escape(&field.field),
+            escape(offset)
+        );
+    }
     // Per run: along each bucket's max from its first row to its last, and back along its min,
     // so each bucket is a step as wide as its rows and as tall as their range: a lone spike is a
     // bar the height of the spike, not a wedge shared with its neighbours.
@@ -456,7 +500,7 @@ fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks<'_>, y
              <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             plot.left - 4.0,
             plot.left,
-            plot.left - 7.0,
+            plot.left - VALUE_LABEL_INSET_PX,
             py + 3.5,
             escape(label)
         );
@@ -627,23 +671,33 @@ fn integer_step(raw: f64) -> u128 {
 
 /// 1, 2 or 5 times a power of ten: the smallest such step at least `raw` (`raw` > 0, finite).
 fn nice_step(raw: f64) -> f64 {
+    let (m, e) = nice_parts(raw);
+    decimal_f64(m, e)
+}
+
+/// The nice step at least `raw` as `(m, e)`, the step being `m × 10^e` with `m` 1, 2 or 5.
+fn nice_parts(raw: f64) -> (i128, i32) {
     if !(raw.is_finite() && raw > 0.0) {
-        return 1.0;
+        return (1, 0);
     }
     let exponent = raw.log10().floor();
     let magnitude = 10f64.powf(exponent);
     let residual = raw / magnitude;
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "the power of ten of a finite positive f64 lies in -324..=308"
+    )]
+    let e = exponent as i32;
     // Rounding in log10/powf can leave `residual` a hair above a nice number: allow for it.
-    let nice = if residual <= 1.0 + 1e-9 {
-        1.0
+    if residual <= 1.0 + 1e-9 {
+        (1, e)
     } else if residual <= 2.0 + 1e-9 {
-        2.0
+        (2, e)
     } else if residual <= 5.0 + 1e-9 {
-        5.0
+        (5, e)
     } else {
-        10.0
-    };
-    nice * magnitude
+        (1, e + 1)
+    }
 }
 
 /// An axis tick's label: the value with an SI suffix (k, M, G, T, P, E) when the step is a
@@ -663,38 +717,88 @@ fn axis_label(value: u128, step: u128) -> String {
 }
 
 /// Field values (as f64) to fractions of the plot's height, over a span widened to whole ticks.
+///
+/// Each tick is a whole multiple of a round step `m × 10^e`, held as the exact decimal
+/// `d × 10^e` (`d` an integer): its label is written from `d`, never from the f64, so two ticks
+/// never share a label and no label carries f64 noise. Where whole labels would be long (a
+/// narrow window of large values), they count from a round offset below the ticks instead, and
+/// `offset` is the caption that says so (`− 1,234,567,890,000`).
 #[derive(Debug)]
 struct ValueScale {
     lo: f64,
     hi: f64,
     ticks: Vec<(f64, String)>,
+    offset: Option<String>,
 }
 
 impl ValueScale {
     fn new([lo, hi]: [f64; 2], height_px: f64) -> ValueScale {
-        let (lo, hi) = if lo < hi { (lo, hi) } else { flat_span(lo) };
+        // Distinct f64 values differ by at least one ulp, so a span below one ulp is no span.
+        if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
+            return ValueScale::flat(lo);
+        }
         let target = (height_px / Y_TICK_SPACING_PX).max(2.0);
-        // Halves, so that `hi - lo` cannot overflow for values near ±f64::MAX.
-        let step = nice_step((hi / 2.0 - lo / 2.0) / target * 2.0);
-        let nice_lo = (lo / step).floor() * step;
-        let nice_hi = (hi / step).ceil() * step;
-        let (lo, hi) = if nice_lo.is_finite() && nice_hi.is_finite() && nice_lo < nice_hi {
-            (nice_lo, nice_hi)
-        } else {
-            (lo, hi)
-        };
-        let first = (lo / step).ceil();
-        let ticks = (0..TICKS_MAX)
-            .map(|k| (first + k as f64) * step)
-            .take_while(|&v| v <= hi + step * 1e-9)
-            .filter(|v| v.is_finite())
-            .map(|v| {
-                // `-0` and a rounding residue near zero both print as `0`.
-                let v = if v.abs() < step * 1e-9 { 0.0 } else { v };
-                (v, value_label(v, step))
-            })
-            .collect();
-        ValueScale { lo, hi, ticks }
+        // Halves, so that `hi - lo` cannot overflow for values near ±f64::MAX. The step is at
+        // least two ulps of the largest value, so neighbouring ticks are distinct f64 values.
+        let raw = ((hi / 2.0 - lo / 2.0) / target * 2.0).max(2.0 * ulp(lo.abs().max(hi.abs())));
+        let (m, e) = nice_parts(raw);
+        let step = decimal_f64(m, e);
+        if !(step.is_finite() && step > 0.0) {
+            return ValueScale::flat(lo);
+        }
+        // With the step at least an ulp of every value, `value / step` is below 2^53: the tick
+        // indices fit an i128 with room to spare.
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "finite and below 2^54 in magnitude (the step is at least an ulp of the values)"
+        )]
+        let index = |v: f64| v as i128;
+        let tick = |n: i128| decimal_f64(n * m, e);
+        let mut n_lo = index((lo / step).floor());
+        let mut n_hi = index((hi / step).ceil());
+        // The division rounds: make sure the first tick is at or below `lo`, the last at or
+        // above `hi` (where those ticks are finite at all).
+        if tick(n_lo) > lo {
+            n_lo -= 1;
+        }
+        if tick(n_hi) < hi {
+            n_hi += 1;
+        }
+        let mut ds: Vec<i128> = Vec::new();
+        let mut values: Vec<f64> = Vec::new();
+        let mut n = n_lo;
+        while n <= n_hi && ds.len() <= TICKS_MAX {
+            let v = tick(n);
+            // Strictly increasing and finite: a tick past ±f64::MAX is left off.
+            if v.is_finite() && values.last().is_none_or(|&last| v > last) {
+                ds.push(n * m);
+                values.push(v);
+            }
+            n += 1;
+        }
+        let scale_lo = values.first().map_or(lo, |&v| v.min(lo));
+        let scale_hi = values.last().map_or(hi, |&v| v.max(hi));
+        let (labels, offset) = value_labels(&ds, e);
+        ValueScale {
+            lo: scale_lo,
+            hi: scale_hi,
+            ticks: values.into_iter().zip(labels).collect(),
+            offset,
+        }
+    }
+
+    /// Every bucket flat at `v`: one tick, at `v`, in a span around it.
+    fn flat(v: f64) -> ValueScale {
+        let v = if v.is_finite() { v } else { 0.0 };
+        let (lo, hi) = flat_span(v);
+        let (d, e) = shortest_decimal(v);
+        let (labels, offset) = value_labels(&[d], e);
+        ValueScale {
+            lo,
+            hi,
+            ticks: vec![(v, labels.into_iter().next().unwrap_or_default())],
+            offset,
+        }
     }
 
     fn fraction(&self, value: f64) -> f64 {
@@ -714,31 +818,185 @@ fn flat_span(v: f64) -> (f64, f64) {
     ((v - pad).max(f64::MIN), (v + pad).min(f64::MAX))
 }
 
-/// A value tick's label, with as many decimals as the step needs (`0.5` steps: `1.5`); very large
-/// or very small steps in scientific notation.
-fn value_label(value: f64, step: f64) -> String {
-    let step_exponent = (step.log10() + 1e-9).floor();
-    if value == 0.0 {
+/// The gap from `x` (≥ 0) to the next f64 above it (below it, at `f64::MAX`).
+fn ulp(x: f64) -> f64 {
+    let x = x.abs();
+    if !x.is_finite() {
+        return 0.0;
+    }
+    let next = f64::from_bits(x.to_bits() + 1);
+    if next.is_finite() {
+        next - x
+    } else {
+        // f64::MAX: the gap below it (the same width).
+        x - f64::from_bits(x.to_bits() - 1)
+    }
+}
+
+/// The f64 nearest `d × 10^e` (the parser rounds correctly; an overflow is an infinity).
+fn decimal_f64(d: i128, e: i32) -> f64 {
+    format!("{d}e{e}").parse().unwrap_or(f64::NAN)
+}
+
+/// `v` as `d × 10^e` with the fewest digits that read back as `v`.
+fn shortest_decimal(v: f64) -> (i128, i32) {
+    let text = format!("{v:e}");
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((text.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let decimals = mantissa
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
+    let digits: String = mantissa.chars().filter(|&c| c != '.').collect();
+    let d: i128 = digits.parse().unwrap_or(0);
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_possible_wrap,
+        reason = "an f64's shortest form has at most 17 digits"
+    )]
+    let decimals = decimals as i32;
+    (d, exponent - decimals)
+}
+
+/// Labels for the ticks `d × 10^e`, all in one format: plain decimals with their digits grouped
+/// (`1,500`, `21.5`) where every label fits in `VALUE_LABEL_CHARS_MAX`, else scientific with
+/// one exponent for the axis (`2.5e12`); where neither fits, the labels count from a round
+/// offset below the first tick (the lowest multiple of a power of ten above the ticks' span),
+/// which is returned as a caption (`− 1,234,567,890,000`, or `+ …` below zero).
+fn value_labels(ds: &[i128], e: i32) -> (Vec<String>, Option<String>) {
+    if let Some(labels) = fitting_labels(ds, e) {
+        return (labels, None);
+    }
+    let lo = ds.iter().copied().min().unwrap_or(0);
+    let hi = ds.iter().copied().max().unwrap_or(0);
+    let mut power: i128 = 1;
+    while power <= hi - lo {
+        power *= 10;
+    }
+    let offset = lo.div_euclid(power) * power;
+    let relative: Vec<i128> = ds.iter().map(|d| d - offset).collect();
+    // Relative to the offset, every label has at most three significant digits: scientific
+    // always fits.
+    let labels = fitting_labels(&relative, e).unwrap_or_else(|| {
+        relative
+            .iter()
+            .map(|&r| scientific(r, e, axis_exponent(&relative, e)))
+            .collect()
+    });
+    let sign = if offset < 0 { '+' } else { '−' };
+    let caption = {
+        let plain = plain_decimal(offset.abs(), e, true);
+        if plain.chars().count() <= OFFSET_CHARS_MAX {
+            plain
+        } else {
+            let mut digits = offset.abs();
+            let mut exponent = e;
+            while digits != 0 && digits % 10 == 0 {
+                digits /= 10;
+                exponent += 1;
+            }
+            scientific(digits, exponent, axis_exponent(&[digits], exponent))
+        }
+    };
+    (labels, Some(format!("{sign} {caption}")))
+}
+
+/// Plain labels if they all fit, else scientific ones if they all fit.
+fn fitting_labels(ds: &[i128], e: i32) -> Option<Vec<String>> {
+    let fits = |labels: &[String]| {
+        labels
+            .iter()
+            .all(|l| l.chars().count() <= VALUE_LABEL_CHARS_MAX)
+    };
+    if (-9..=9).contains(&e) {
+        let plain: Vec<String> = ds.iter().map(|&d| plain_decimal(d, e, false)).collect();
+        if fits(&plain) {
+            return Some(plain);
+        }
+    }
+    let exponent = axis_exponent(ds, e);
+    let scientific: Vec<String> = ds.iter().map(|&d| scientific(d, e, exponent)).collect();
+    fits(&scientific).then_some(scientific)
+}
+
+/// The power of ten of the largest `|d| × 10^e`.
+fn axis_exponent(ds: &[i128], e: i32) -> i32 {
+    let largest = ds.iter().map(|d| d.unsigned_abs()).max().unwrap_or(0);
+    let digits = largest.max(1).ilog10();
+    #[expect(clippy::cast_possible_wrap, reason = "an i128 has at most 39 digits")]
+    let digits = digits as i32;
+    e + digits
+}
+
+/// `d × 10^e` written out in full, its whole part's digits grouped in threes (`-1,234.5`);
+/// with `trim`, trailing zeros after the point are dropped. Zero is `0`.
+fn plain_decimal(d: i128, e: i32, trim: bool) -> String {
+    if d == 0 {
         return "0".to_owned();
     }
-    if (-6.0..6.0).contains(&step_exponent) && value.abs() < 1e9 {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "the exponent lies in -6..0 here, so the decimals are 0..=6"
-        )]
-        let decimals = (-step_exponent).max(0.0) as usize;
-        format!("{value:.decimals$}")
+    let mut digits = d.unsigned_abs().to_string();
+    let mut fraction = String::new();
+    if e >= 0 {
+        digits.extend(std::iter::repeat_n('0', e.unsigned_abs() as usize));
     } else {
-        let value_exponent = (value.abs().log10() + 1e-9).floor();
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "clamped to 0..=15 first"
-        )]
-        let decimals = (value_exponent - step_exponent).clamp(0.0, 15.0) as usize;
-        format!("{value:.decimals$e}")
+        let decimals = e.unsigned_abs() as usize;
+        if digits.len() <= decimals {
+            digits = format!("{}{digits}", "0".repeat(decimals + 1 - digits.len()));
+        }
+        fraction = digits.split_off(digits.len() - decimals);
+        if trim {
+            fraction.truncate(fraction.trim_end_matches('0').len());
+        }
     }
+    let mut out = String::with_capacity(digits.len() * 4 / 3 + fraction.len() + 2);
+    if d < 0 {
+        out.push('-');
+    }
+    for (idx, c) in digits.chars().enumerate() {
+        if idx > 0 && (digits.len() - idx).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !fraction.is_empty() {
+        out.push('.');
+        out.push_str(&fraction);
+    }
+    out
+}
+
+/// `d × 10^e` as a mantissa times `10^exponent` (`exponent` ≥ the power of `|d| × 10^e`), with
+/// the decimals the step `10^e` needs: `scientific(25, 11, 12)` is `2.5e12`. Zero is `0`.
+fn scientific(d: i128, e: i32, exponent: i32) -> String {
+    if d == 0 {
+        return "0".to_owned();
+    }
+    let decimals = usize::try_from(exponent - e).unwrap_or(0);
+    let digits = d.unsigned_abs().to_string();
+    let digits = if digits.len() <= decimals {
+        format!("{}{digits}", "0".repeat(decimals + 1 - digits.len()))
+    } else {
+        digits
+    };
+    let (whole, fraction) = digits.split_at(digits.len() - decimals);
+    let sign = if d < 0 { "-" } else { "" };
+    if fraction.is_empty() {
+        format!("{sign}{whole}e{exponent}")
+    } else {
+        format!("{sign}{whole}.{fraction}e{exponent}")
+    }
+}
+
+/// Roughly how wide `label` is in an 11px font, in px: digits and letters about
+/// `LABEL_CHAR_PX`, points and commas half that.
+fn label_px(label: &str) -> f64 {
+    label
+        .chars()
+        .map(|c| match c {
+            ',' | '.' => LABEL_CHAR_PX / 2.0,
+            '-' => LABEL_CHAR_PX * 0.6,
+            _ => LABEL_CHAR_PX,
+        })
+        .sum()
 }
 
 /// Text for SVG content and attribute values: the five XML specials as entities.
@@ -917,9 +1175,237 @@ mod tests {
         let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
         assert_eq!(labels, ["20", "21", "22", "23"]);
 
-        assert_eq!(value_label(0.000_25, 0.000_05), "0.00025");
-        assert_eq!(value_label(2e12, 1e12), "2e12");
-        assert_eq!(value_label(-1.5e-9, 5e-10), "-1.5e-9");
+        let labels = |ds: &[i128], e| value_labels(ds, e).0;
+        assert_eq!(labels(&[5, 25], -5), ["0.00005", "0.00025"]);
+        assert_eq!(labels(&[2], 12), ["2e12"]);
+        assert_eq!(labels(&[-15], -10), ["-1.5e-9"]);
+        assert_eq!(
+            labels(&[0, 1500, -1_234_567], 0),
+            ["0", "1,500", "-1,234,567"]
+        );
+    }
+
+    /// `text` (`-1,234.5`, `2.5e12`, `−` for minus) in millionths, exactly.
+    fn micros(text: &str) -> i128 {
+        let text: String = text
+            .replace('−', "-")
+            .chars()
+            .filter(|&c| c != ',')
+            .collect();
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let exponent: i32 = exponent.parse().unwrap();
+        let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let negative = whole.starts_with('-');
+        let digits: i128 = format!("{}{fraction}", whole.trim_start_matches('-'))
+            .parse()
+            .unwrap();
+        let shift = 6 + exponent - i32::try_from(fraction.len()).unwrap();
+        let magnitude = if shift >= 0 {
+            digits * 10i128.pow(shift.unsigned_abs())
+        } else {
+            let unit = 10i128.pow(shift.unsigned_abs());
+            assert_eq!(digits % unit, 0, "{text} has digits below a millionth");
+            digits / unit
+        };
+        if negative { -magnitude } else { magnitude }
+    }
+
+    /// A field of one bucket per value, its value axis, and the plot's left edge in a picture
+    /// of it. Checks what every value axis must satisfy: ticks strictly increasing, labels
+    /// distinct, at most `VALUE_LABEL_CHARS_MAX` long and clear of the rotated field name.
+    fn value_axis(values: &[Num]) -> (ValueScale, f64) {
+        let buckets: Vec<Bucket> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &value)| {
+                let at = Point {
+                    axis: i as u64 * 10,
+                    value,
+                };
+                Bucket {
+                    field: 0,
+                    first: at,
+                    last: at,
+                    min: at,
+                    max: at,
+                    count: 1,
+                    sum: 0.0,
+                    sum_sq: 0.0,
+                }
+            })
+            .collect();
+        let scale = ValueScale::new(value_extent(&buckets), PLOT_BOTTOM_PX - PLOT_TOP_PX);
+        let survey = survey(vec![("v", buckets)], None);
+        let left = plot_left(&survey);
+        assert!((PLOT_LEFT_PX..=PLOT_LEFT_MAX_PX).contains(&left));
+        let svg = draw(&survey);
+        assert_well_formed(&svg, 1);
+        assert!(
+            scale.ticks.windows(2).all(|w| w[0].0 < w[1].0),
+            "strictly increasing: {scale:?}"
+        );
+        for (idx, (_, label)) in scale.ticks.iter().enumerate() {
+            assert!(
+                label.chars().count() <= VALUE_LABEL_CHARS_MAX,
+                "{label}: {scale:?}"
+            );
+            assert!(
+                FIELD_NAME_PX + label_px(label) + VALUE_LABEL_INSET_PX <= left,
+                "{label} reaches the field name: {left}"
+            );
+            assert!(
+                scale.ticks[..idx].iter().all(|(_, other)| other != label),
+                "{label} twice: {scale:?}"
+            );
+            assert!(svg.contains(&format!(">{label}</text>")), "{label}: {svg}");
+        }
+        if let Some(offset) = &scale.offset {
+            assert!(svg.contains(&format!(">v {offset} ↑</text>")), "{svg}");
+        }
+        (scale, left)
+    }
+
+    /// Each label, with the offset in the caption applied, is within half a step of the tick
+    /// written in `expected` (exact decimals, as text).
+    fn assert_ticks(scale: &ValueScale, expected: &[&str], step: &str) {
+        let offset = scale.offset.as_deref().map_or(0, |caption| {
+            let (sign, magnitude) = caption.split_once(' ').unwrap();
+            // `v − X`: the labels show the value less X; `v + X`: the value plus X.
+            match sign {
+                "−" => micros(magnitude),
+                "+" => -micros(magnitude),
+                other => panic!("sign {other} in {caption}"),
+            }
+        });
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels.len(), expected.len(), "{labels:?} vs {expected:?}");
+        for (label, want) in labels.iter().zip(expected) {
+            let got = micros(label) + offset;
+            assert!(
+                2 * (got - micros(want)).abs() <= micros(step),
+                "{label} + {offset}µ = {got}µ, not {want}: {scale:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn u64_values_near_the_top_get_distinct_labels_from_an_offset() {
+        // Stored as u64: 18446744073709550000 and 18446744073709551615 and
+        // 18446744073709551000; as f64 they are 2^64 - 2048 and 2^64, two values an ulp
+        // apart. The old axis drew 13 ticks all reading `1.844674407370955e19`.
+        let (scale, _) = value_axis(&[
+            Num::U64(18_446_744_073_709_550_000),
+            Num::U64(u64::MAX),
+            Num::U64(18_446_744_073_709_551_000),
+        ]);
+        assert_eq!(
+            scale.offset.as_deref(),
+            Some("− 18,446,744,073,709,500,000")
+        );
+        // 18446744073709550000 is the f64 2^64 - 2048 itself: the first tick.
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["50,000", "60,000"]);
+        assert_ticks(
+            &scale,
+            &["18446744073709550000", "18446744073709560000"],
+            "10000",
+        );
+    }
+
+    #[test]
+    fn i64_values_near_the_bottom_get_distinct_labels_from_an_offset() {
+        // -2^63, and two values that round to -2^63 + 1024 and -2^63 as f64. The old axis:
+        // `-9.223372036854776e18` three times, `-9.223372036854774e18` three times.
+        let (scale, _) = value_axis(&[
+            Num::I64(i64::MIN),
+            Num::I64(-9_223_372_036_854_775_000),
+            Num::I64(-9_223_372_036_854_775_800),
+        ]);
+        assert_eq!(scale.offset.as_deref(), Some("+ 9,223,372,036,854,780,000"));
+        // As f64 the data is -2^63 ..= -2^63 + 1024, and -9223372036854775000 is the f64
+        // -2^63 + 1024 itself: the last tick.
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0", "5,000"]);
+        assert_ticks(
+            &scale,
+            &["-9223372036854780000", "-9223372036854775000"],
+            "5000",
+        );
+    }
+
+    #[test]
+    fn a_large_counter_is_labelled_from_an_offset_and_clears_the_field_name() {
+        // A bytes counter: 1,234,567,890,000 + 3i over 1,000 rows. The old labels were
+        // `1.234567890e12` .. `1.234567893e12`, 98 px against 77 px of room.
+        let values: Vec<Num> = (0..1_000)
+            .map(|i| Num::U64(1_234_567_890_000 + 3 * i))
+            .collect();
+        let (scale, left) = value_axis(&values);
+        assert_eq!(scale.offset.as_deref(), Some("− 1,234,567,890,000"));
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0", "1,000", "2,000", "3,000"]);
+        assert_ticks(
+            &scale,
+            &[
+                "1234567890000",
+                "1234567891000",
+                "1234567892000",
+                "1234567893000",
+            ],
+            "1000",
+        );
+        assert!((left - PLOT_LEFT_PX).abs() < f64::EPSILON, "{left}");
+    }
+
+    #[test]
+    fn an_axis_across_a_power_of_ten_has_one_label_format() {
+        // 999999999.5 ..= 1000000000.5 in steps of 0.5: once `999999999.5` next to
+        // `1.0000000000e9`; now one decimal each, counting from 999,999,990.
+        let (scale, _) = value_axis(&[Num::F64(999_999_999.5), Num::F64(1_000_000_000.5)]);
+        assert_eq!(scale.offset.as_deref(), Some("− 999,999,990"));
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["9.5", "10.0", "10.5"]);
+        assert_ticks(
+            &scale,
+            &["999999999.5", "1000000000", "1000000000.5"],
+            "0.5",
+        );
+        // Plain where plain fits, digits grouped, one format: no offset.
+        let (scale, _) = value_axis(&[Num::F64(0.5), Num::F64(1_490.0)]);
+        assert_eq!(scale.offset, None);
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0", "500", "1,000", "1,500"]);
+        // Scientific where plain would be long, with one exponent for the axis.
+        let (scale, _) = value_axis(&[Num::F64(1.2e15), Num::F64(9.1e15)]);
+        let labels: Vec<&str> = scale.ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["0", "0.2e16", "0.4e16", "0.6e16", "0.8e16", "1.0e16"]
+        );
+        assert_ticks(
+            &scale,
+            &["0", "2e15", "4e15", "6e15", "8e15", "10e15"],
+            "2e15",
+        );
+    }
+
+    #[test]
+    fn a_flat_or_sub_ulp_span_draws_one_labelled_tick() {
+        // u64::MAX and u64::MAX - 1 are one f64: no span at all.
+        for (values, label, offset) in [
+            (
+                vec![Num::U64(u64::MAX), Num::U64(u64::MAX - 1)],
+                "0",
+                Some("− 18,446,744,073,709,552,000"),
+            ),
+            (vec![Num::F64(21.5), Num::F64(21.5)], "21.5", None),
+            (vec![Num::I64(0)], "0", None),
+        ] {
+            let (scale, _) = value_axis(&values);
+            assert_eq!(scale.ticks.len(), 1, "{scale:?}");
+            assert_eq!(scale.ticks[0].1, label);
+            assert_eq!(scale.offset.as_deref(), offset);
+        }
     }
 
     /// The labels of the axis ticks over `[lo, hi]` on an 800 px plot, the offset they count
