@@ -18,6 +18,7 @@ mod levels;
 mod model;
 mod open_segments;
 mod read_only;
+mod read_only_mount;
 mod retention;
 mod retention_crash;
 mod retention_reads;

@@ -4,15 +4,14 @@
 //! store did, refuses every write, and leaves the store byte-identical: names and bytes, with
 //! no `LOCK` created.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use strata::index::TrackKey;
 use strata::recover::RecoverError;
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{Aggregate, Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
 
+use crate::read_only_mount::{ReadOnlyMount, run, tree};
 use crate::support::sim;
 
 /// An axial stream with levels (base 4, fanout 2), tracked by run and probe.
@@ -175,25 +174,6 @@ fn assert_writes_refused(store: &mut Store) {
     assert_eq!(store.staged_bytes(), 0);
 }
 
-/// Every entry beneath `root`: a folder as `None`, a file as its bytes.
-fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut entries = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path.strip_prefix(root).unwrap().to_owned();
-            if path.is_dir() {
-                entries.insert(relative, None);
-                pending.push(path);
-            } else {
-                entries.insert(relative, Some(std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    entries
-}
-
 /// Every file of a simulated file system: its path, its live bytes and its durable bytes.
 type SimTree = Vec<(String, Option<Vec<u8>>, Option<Vec<u8>>)>;
 
@@ -213,61 +193,6 @@ fn without_lock(tree: SimTree) -> SimTree {
     tree.into_iter()
         .filter(|(path, ..)| path != "LOCK")
         .collect()
-}
-
-/// A read-only bind mount of a folder, unmounted when dropped (so a failing test unmounts too).
-struct ReadOnlyMount {
-    at: PathBuf,
-}
-
-impl ReadOnlyMount {
-    /// Mounts `source` at `at` read-only, or says why it cannot (not root, no
-    /// `CAP_SYS_ADMIN`, no `mount`): `mount --bind`, then a read-only remount of the bind,
-    /// then a probe that a write there is refused with EROFS.
-    fn new(source: &Path, at: &Path) -> Result<ReadOnlyMount, String> {
-        run(
-            "mount",
-            &["--bind".as_ref(), source.as_os_str(), at.as_os_str()],
-        )?;
-        let mount = ReadOnlyMount { at: at.to_owned() };
-        run(
-            "mount",
-            &["-o".as_ref(), "remount,bind,ro".as_ref(), at.as_os_str()],
-        )?;
-        let probe = at.join("probe-of-a-read-only-mount");
-        match std::fs::File::create(&probe) {
-            Err(error) if error.kind() == std::io::ErrorKind::ReadOnlyFilesystem => Ok(mount),
-            Err(error) => Err(format!(
-                "a write at the mount failed, but not EROFS: {error}"
-            )),
-            Ok(_) => {
-                std::fs::remove_file(&probe).unwrap();
-                Err("the remounted bind still takes writes".to_owned())
-            }
-        }
-    }
-}
-
-impl Drop for ReadOnlyMount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.at).status();
-    }
-}
-
-fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{program} {args:?} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
 }
 
 /// Builds a store in `dir` and answers what the writable store answered, once it is dropped.

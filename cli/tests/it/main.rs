@@ -26,3 +26,8 @@ mod trim_cli;
 /// look at a store's files: shared with strata-recover's own tests, which own it.
 #[path = "../../../recover/tests/it/support.rs"]
 mod support;
+
+/// A real read-only bind mount, and a folder's tree: shared with the library's read-only tests,
+/// which own it.
+#[path = "../../../tests/it/read_only_mount.rs"]
+mod read_only_mount;

@@ -2,12 +2,11 @@
 //! mount they answer exactly what they answer on the store itself and change nothing; on a
 //! folder that holds no store they fail naming it and create nothing.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use super::cli::{Scratch, strata_in};
+use crate::read_only_mount::{ReadOnlyMount, tree};
 
 /// A store with stream `s` (site, t, v, n), several barriers, a compaction and a trim, so that
 /// reads cross merged files and a raw floor.
@@ -65,79 +64,6 @@ fn copy_tree(from: &Path, to: &Path) {
         } else {
             std::fs::copy(entry.path(), &target).unwrap();
         }
-    }
-}
-
-/// Every entry beneath `root`: a folder as `None`, a file as its bytes.
-fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut entries = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path.strip_prefix(root).unwrap().to_owned();
-            if path.is_dir() {
-                entries.insert(relative, None);
-                pending.push(path);
-            } else {
-                entries.insert(relative, Some(std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    entries
-}
-
-/// A read-only bind mount, unmounted when dropped (so a failing test unmounts too).
-struct ReadOnlyMount {
-    at: PathBuf,
-}
-
-impl ReadOnlyMount {
-    /// `mount --bind`, a read-only remount of the bind, and a probe that a write there is
-    /// refused; or why not (not root, no `CAP_SYS_ADMIN`, no `mount`).
-    fn new(source: &Path, at: &Path) -> Result<ReadOnlyMount, String> {
-        run(
-            "mount",
-            &["--bind".as_ref(), source.as_os_str(), at.as_os_str()],
-        )?;
-        let mount = ReadOnlyMount { at: at.to_owned() };
-        run(
-            "mount",
-            &["-o".as_ref(), "remount,bind,ro".as_ref(), at.as_os_str()],
-        )?;
-        let probe = at.join("probe-of-a-read-only-mount");
-        match std::fs::File::create(&probe) {
-            Err(error) if error.kind() == std::io::ErrorKind::ReadOnlyFilesystem => Ok(mount),
-            Err(error) => Err(format!(
-                "a write at the mount failed, but not EROFS: {error}"
-            )),
-            Ok(_) => {
-                std::fs::remove_file(&probe).unwrap();
-                Err("the remounted bind still takes writes".to_owned())
-            }
-        }
-    }
-}
-
-impl Drop for ReadOnlyMount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.at).status();
-    }
-}
-
-fn run(program: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{program} {args:?} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
     }
 }
 
