@@ -9,7 +9,7 @@ use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
     encode_frame, split_record, validate_label,
 };
-use strata_recover::{Booted, Report, Viewed, boot, boot_new, boot_read_only};
+use strata_recover::{Booted, Report, Viewed, boot, boot_new, boot_read_only, holds_no_store};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
@@ -151,17 +151,19 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Creates a new store in folder `dir`, declaring `streams`. The folder is created (with
-    /// its missing ancestors) if it does not exist; one that already holds a store, or holds
-    /// anything else, is refused (`EngineError::Open` of `RecoverError::AlreadyAStore`, naming
-    /// it) and left as it was.
+    /// its missing ancestors) if it does not exist; one that already holds a store is refused
+    /// (`EngineError::Open` of `RecoverError::AlreadyAStore`, naming it), one that holds
+    /// anything else likewise (`RecoverError::NotEmpty`, naming what it holds), and left as it
+    /// was. The config, the declarations and the retention are checked before anything is
+    /// created: a refused create leaves the folder as it was (a missing one stays missing).
     pub fn create(
         dir: impl AsRef<Path>,
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
         let dir = dir.as_ref();
-        // Before the folder is created: a refused config leaves nothing behind.
-        config.validate()?;
+        // Before the folder is created: a refused create leaves nothing behind.
+        check_before_boot(&config, streams, true)?;
         let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
         Store::create_in(Arc::new(vfs), config, streams)
     }
@@ -184,14 +186,19 @@ impl Store {
 
     /// Opens the store in folder `dir`, or creates one there if the folder does not exist or is
     /// empty: the convenience of a program that owns its folder. A folder holding anything
-    /// else is refused as [`Store::open`] refuses it.
+    /// else is refused as [`Store::open`] refuses it. A refusal of the config, the
+    /// declarations or the retention creates nothing: a missing folder stays missing, an empty
+    /// one empty.
     pub fn open_or_create(
         dir: impl AsRef<Path>,
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
         let dir = dir.as_ref();
-        config.validate()?;
+        // A missing folder is a store to create: what it would refuse is refused before the
+        // folder is made.
+        let missing = matches!(dir.try_exists(), Ok(false));
+        check_before_boot(&config, streams, missing)?;
         let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
         Store::open_or_create_in(Arc::new(vfs), config, streams)
     }
@@ -260,8 +267,15 @@ impl Store {
         streams: &[StreamDecl],
         opening: Opening,
     ) -> Result<Store, EngineError> {
-        // A bound no store can honour is refused before boot changes anything.
-        config.validate()?;
+        // What can be refused without the store's records is refused before boot changes
+        // anything (creates, locks or heals); for a store boot would create, that is all of it,
+        // the catalog being empty.
+        let creating = match opening {
+            Opening::Create => true,
+            Opening::OpenOrCreate => holds_no_store(vfs.as_ref()).map_err(EngineError::Open)?,
+            Opening::Open | Opening::ReadOnly => false,
+        };
+        check_before_boot(&config, streams, creating)?;
         let vfs = Arc::new(Counting::new(vfs));
         let booted = match opening {
             Opening::Create => boot_new(vfs.as_ref()).map(Boot::Writable),
@@ -820,6 +834,45 @@ pub(crate) fn room_to_stage(
         });
     }
     Ok(())
+}
+
+/// Refuses, before boot, what needs none of the store's records: a bound no store can honour,
+/// a declaration that is not well formed, two different declarations of one stream, and a
+/// retention that its declared stream cannot honour. With `creating` (the store is new, its
+/// catalog empty), also a retention naming a stream `streams` does not declare: then nothing
+/// left to check after boot can refuse, and a refused create leaves nothing behind.
+fn check_before_boot(
+    config: &Config,
+    streams: &[StreamDecl],
+    creating: bool,
+) -> Result<(), EngineError> {
+    config.validate()?;
+    for (i, decl) in streams.iter().enumerate() {
+        decl.validate().map_err(|e| EngineError::Declaration {
+            stream: decl.id.clone(),
+            reason: e.to_string(),
+        })?;
+        if let Some(other) = streams[..i].iter().find(|d| d.id == decl.id && *d != decl) {
+            return Err(EngineError::Declaration {
+                stream: decl.id.clone(),
+                reason: format!(
+                    "is declared twice, differently: {} and {}",
+                    describe(other),
+                    describe(decl)
+                ),
+            });
+        }
+    }
+    if creating {
+        validate_retention(config, &Catalog::new(), streams)
+    } else {
+        for (id, retention) in &config.retention {
+            if let Some(decl) = streams.iter().find(|d| &d.id == id) {
+                retention.validate(decl)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Checks each of `streams` against the recorded declarations (a conflict is refused) and

@@ -111,8 +111,8 @@ pub fn boot_read_only(vfs: &dyn Vfs) -> Result<Viewed, RecoverError> {
 }
 
 /// Creates a new, empty store in `vfs`, which must be empty (or hold only what a crash during an
-/// earlier creation leaves): a folder that holds a store, or anything else, is refused
-/// (`AlreadyAStore`) with nothing written but, for a folder a creation may use, its `LOCK`.
+/// earlier creation leaves): a folder that holds a store is refused (`AlreadyAStore`), one that
+/// holds anything else (`NotEmpty`), with nothing written but, for a folder a creation may use, its `LOCK`.
 /// Decided under the lock, so of two creators racing on one empty folder exactly one creates
 /// and the other is refused, never handed the first one's store.
 pub fn boot_new(vfs: &dyn Vfs) -> Result<Booted, RecoverError> {
@@ -131,16 +131,27 @@ fn refuse_unless_creatable(vfs: &dyn Vfs) -> Result<(), RecoverError> {
         return Ok(());
     }
     let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
-    let reason = if root
+    if root
         .iter()
         .any(|e| !e.is_dir && parse_manifest_name(&e.name).is_some())
     {
-        format!("{} already holds a store (open it instead)", vfs.location())
-    } else {
-        let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
-        format!("{} is not empty: it holds {names:?}", vfs.location())
-    };
-    Err(RecoverError::AlreadyAStore { reason })
+        return Err(RecoverError::AlreadyAStore {
+            reason: format!("{} already holds a store (open it instead)", vfs.location()),
+        });
+    }
+    let mut holds: Vec<String> = root.into_iter().map(|e| e.name).collect();
+    holds.sort_unstable();
+    Err(RecoverError::NotEmpty {
+        path: vfs.location(),
+        holds,
+    })
+}
+
+/// Whether the folder holds no store yet, so that [`boot`] with `create_if_empty` would create
+/// one there: nothing at all but the lock, or only what a crash during creation can leave.
+/// Writes nothing; a caller checks what a new store would need before it boots.
+pub fn holds_no_store(vfs: &dyn Vfs) -> Result<bool, RecoverError> {
+    unfinished_creation(vfs)
 }
 
 fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError> {

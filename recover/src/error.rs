@@ -18,11 +18,20 @@ pub enum RecoverError {
         /// What was found instead.
         reason: String,
     },
-    /// A new store was asked for in a folder that already holds one (or holds anything but
-    /// what a crashed creation leaves): nothing was changed.
+    /// A new store was asked for in a folder that already holds one: nothing was changed.
+    /// Open it instead.
     AlreadyAStore {
         /// What was found.
         reason: String,
+    },
+    /// A new store was asked for in a folder that holds no store but is not empty either (it
+    /// holds anything but what a crashed creation leaves): nothing was changed. Opening it is
+    /// refused too (`NotAStore`); a store is created in an empty or missing folder.
+    NotEmpty {
+        /// The folder.
+        path: String,
+        /// The names in its root, sorted.
+        holds: Vec<String>,
     },
     /// The current manifest's own header is bad, so not even an empty prefix can be trusted.
     ManifestUnusable {
@@ -63,6 +72,11 @@ impl fmt::Display for RecoverError {
             RecoverError::AlreadyAStore { reason } => {
                 write!(f, "refusing to create a store: {reason}")
             }
+            RecoverError::NotEmpty { path, holds } => write!(
+                f,
+                "refusing to create a store: {path} is not empty and holds no store: it holds \
+                 {holds:?}; create a store in an empty or missing folder"
+            ),
             RecoverError::ManifestUnusable { file, fault } => {
                 write!(f, "the manifest {file} is unusable: {fault}")
             }

@@ -21,7 +21,7 @@ mod repair;
 mod report;
 pub mod retention_file;
 
-pub use boot::{Booted, Viewed, boot, boot_new, boot_read_only};
+pub use boot::{Booted, Viewed, boot, boot_new, boot_read_only, holds_no_store};
 pub use corruption::{Corruption, StreamLoss};
 pub use error::RecoverError;
 pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, quarantined_number};

@@ -9,7 +9,10 @@ use std::path::Path;
 use strata::index::TrackKey;
 use strata::recover::RecoverError;
 use strata::segment::vfs::{SimFs, Vfs};
-use strata::{Aggregate, Config, EngineError, FieldKind, Row, Store, Stream, StreamDecl, Value};
+use strata::{
+    Aggregate, Config, EngineError, FieldKind, Lifetime, Retention, Row, Store, Stream, StreamDecl,
+    Value,
+};
 
 use crate::read_only_mount::{ReadOnlyMount, run, tree};
 use crate::support::sim;
@@ -451,4 +454,158 @@ fn create_refuses_a_folder_that_holds_a_store() {
         matches!(third, EngineError::Open(RecoverError::AlreadyAStore { .. })),
         "{third:?}"
     );
+}
+
+/// Every way a create can be refused without the disk: an unknown stream's retention, a
+/// retention its stream cannot honour, a bound no store can honour, a declaration that is not
+/// well formed, and two different declarations of one stream.
+fn refused_creations() -> Vec<(&'static str, Config, Vec<StreamDecl>)> {
+    let mut malformed = notes();
+    malformed.track = vec![99];
+    let mut twice = notes();
+    twice.track = Vec::new();
+    vec![
+        (
+            "retention of an undeclared stream",
+            config().retain("typo", Retention::raw(Lifetime::Positions(10))),
+            streams().to_vec(),
+        ),
+        (
+            "retention the stream cannot honour",
+            config().retain("notes", Retention::raw(Lifetime::AxisSpan(10))),
+            streams().to_vec(),
+        ),
+        (
+            "open_segments_max 0",
+            config().open_segments_max(0),
+            streams().to_vec(),
+        ),
+        (
+            "compact_step_bytes_max 0",
+            config().compact_step_bytes_max(0),
+            streams().to_vec(),
+        ),
+        (
+            "malformed declaration",
+            config(),
+            vec![capture(), malformed],
+        ),
+        ("declared twice", config(), vec![notes(), twice]),
+    ]
+}
+
+/// A refused `create` or `open_or_create` leaves the folder exactly as it was: a missing one
+/// missing, an empty one empty. Before, the store was laid down first and the declarations and
+/// retention checked after, so the refusal left a store behind and the corrected retry was
+/// refused as `AlreadyAStore`.
+#[test]
+fn a_refused_create_leaves_the_folder_as_it_was_and_the_retry_succeeds() {
+    let scratch = tempfile::tempdir().unwrap();
+    for (i, (what, refused, decls)) in refused_creations().into_iter().enumerate() {
+        let missing = scratch.path().join(format!("missing-{i}/nested"));
+        let empty = scratch.path().join(format!("empty-{i}"));
+        std::fs::create_dir(&empty).unwrap();
+        for result in [
+            Store::create(&missing, refused.clone(), &decls),
+            Store::open_or_create(&missing, refused.clone(), &decls),
+        ] {
+            let error = result.unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    EngineError::Config { .. } | EngineError::Declaration { .. }
+                ),
+                "{what}: {error:?}"
+            );
+            assert!(!missing.exists(), "{what}: {error}: created the folder");
+            assert!(
+                !missing.parent().unwrap().exists(),
+                "{what}: created an ancestor"
+            );
+        }
+        for result in [
+            Store::create(&empty, refused.clone(), &decls),
+            Store::open_or_create(&empty, refused.clone(), &decls),
+        ] {
+            let error = result.unwrap_err();
+            assert_eq!(
+                std::fs::read_dir(&empty).unwrap().count(),
+                0,
+                "{what}: {error}: wrote into the empty folder"
+            );
+        }
+        // The same on any file system: nothing is written, not even a LOCK.
+        let fs = SimFs::new();
+        Store::create_in(sim(&fs), refused.clone(), &decls).unwrap_err();
+        Store::open_or_create_in(sim(&fs), refused, &decls).unwrap_err();
+        assert!(fs.paths().is_empty(), "{what}: {:?}", fs.paths());
+        drop(Store::create(&missing, config(), &streams()).unwrap());
+        drop(Store::open_or_create(&empty, config(), &streams()).unwrap());
+        drop(Store::create_in(sim(&fs), config(), &streams()).unwrap());
+    }
+}
+
+/// An open of an existing store with a config or declaration refused on its own changes
+/// nothing: no heal, no LOCK, checked before boot. (A retention naming a stream only the
+/// store's records hold is checked after boot, as it must be.)
+#[test]
+fn an_open_refused_without_the_records_heals_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("store");
+    drop(Store::create(&dir, config(), &streams()).unwrap());
+    std::fs::remove_file(dir.join("LOCK")).unwrap();
+    // An orphan temp: a writable open that boots moves it to quarantine.
+    std::fs::write(dir.join("tmp/orphan"), "left by a crash").unwrap();
+    let before = tree(&dir);
+    for (what, refused, decls) in refused_creations()
+        .into_iter()
+        .filter(|(what, ..)| *what != "retention of an undeclared stream")
+    {
+        let error = Store::open(&dir, refused, &decls).unwrap_err();
+        assert_eq!(tree(&dir), before, "{what}: {error}: changed the store");
+    }
+    let store = Store::open(&dir, config(), &streams()).unwrap();
+    assert!(!dir.join("tmp/orphan").exists(), "the accepted open heals");
+    drop(store);
+}
+
+/// A folder of someone else's files is refused as `NotEmpty`, naming what it holds, never as
+/// `AlreadyAStore` (whose advice, to open it, would be refused as `NotAStore`).
+#[test]
+fn create_refuses_a_folder_of_other_files_as_not_empty() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("theirs");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.txt"), "mine").unwrap();
+    std::fs::write(dir.join("a.txt"), "mine").unwrap();
+    let error = Store::create(&dir, config(), &streams()).unwrap_err();
+    match &error {
+        EngineError::Open(RecoverError::NotEmpty { path, holds }) => {
+            assert_eq!(path, &dir.display().to_string());
+            assert_eq!(holds, &["a.txt", "b.txt"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let message = error.to_string();
+    assert!(
+        message.contains("is not empty and holds no store")
+            && message.contains("\"a.txt\", \"b.txt\"")
+            && !message.contains("open it instead"),
+        "{message}"
+    );
+    assert_eq!(names_in(&dir), ["a.txt", "b.txt"], "nothing written");
+    match Store::open(&dir, config(), &streams()) {
+        Err(EngineError::Open(RecoverError::NotAStore { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
 }
