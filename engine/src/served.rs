@@ -32,9 +32,14 @@ use crate::value::Row;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ServeConfig {
-    /// How often the supervisor closes a barrier on its own; `None`: only when asked.
+    /// How often the supervisor closes a barrier on its own; `None`: only when asked. An
+    /// interval below [`ServeConfig::SEAL_INTERVAL_MIN`] (zero, say) counts as that minimum, one above
+    /// [`ServeConfig::SEAL_INTERVAL_MAX`] as that maximum: a ticker cannot run with no period, nor past the
+    /// clock's range.
     pub seal_interval: Option<Duration>,
     /// Requests each lane holds before senders wait (`feed_lane_max` and `command_lane_max`).
+    /// 0 counts as 1, and a value above what a lane can hold
+    /// (`tokio::sync::Semaphore::MAX_PERMITS`) as that most.
     pub lane_max: usize,
     /// Compaction steps (`Store::compact_step`) the supervisor takes after each barrier it
     /// closes; 0: never. They run while nothing is waiting, and otherwise alternate with the
@@ -55,14 +60,24 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
-    /// Sets [`ServeConfig::seal_interval`] (`None`: barriers only when asked).
+    /// The shortest [`ServeConfig::seal_interval`] the supervisor ticks at: a shorter one (zero,
+    /// which no ticker can run with) counts as this.
+    pub const SEAL_INTERVAL_MIN: Duration = Duration::from_millis(1);
+
+    /// The longest [`ServeConfig::seal_interval`] the supervisor ticks at (about a century): a
+    /// longer one counts as this, so that the next tick's instant stays within the clock's range.
+    pub const SEAL_INTERVAL_MAX: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+    /// Sets [`ServeConfig::seal_interval`] (`None`: barriers only when asked). An interval
+    /// below [`ServeConfig::SEAL_INTERVAL_MIN`] (zero, say) counts as that minimum, one above
+    /// [`ServeConfig::SEAL_INTERVAL_MAX`] as that maximum.
     #[must_use]
     pub fn seal_interval(mut self, seal_interval: Option<Duration>) -> Self {
         self.seal_interval = seal_interval;
         self
     }
 
-    /// Sets [`ServeConfig::lane_max`].
+    /// Sets [`ServeConfig::lane_max`] (0 counts as 1).
     #[must_use]
     pub fn lane_max(mut self, lane_max: usize) -> Self {
         self.lane_max = lane_max;
@@ -136,8 +151,12 @@ impl Served {
     /// # Panics
     /// If the operating system refuses a thread or a runtime for the supervisor.
     pub fn spawn(store: Store, config: ServeConfig) -> Served {
-        let (feed, feed_rx) = mpsc::channel(config.lane_max.max(1));
-        let (commands, commands_rx) = mpsc::channel(config.lane_max.max(1));
+        // A lane of 0 requests, or of more than a semaphore can count, panics in `channel`.
+        let lane_max = config
+            .lane_max
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        let (feed, feed_rx) = mpsc::channel(lane_max);
+        let (commands, commands_rx) = mpsc::channel(lane_max);
         std::thread::Builder::new()
             .name("strata-supervisor".into())
             .spawn(move || {
@@ -428,6 +447,12 @@ async fn supervise(
     // first on this turn, ahead of anything waiting (the interleaving above).
     let mut stepped = false;
     let mut ticker = config.seal_interval.map(|period| {
+        // A zero period panics in `interval_at` (the supervisor died, and every handle heard
+        // only that it had stopped); one past the clock's range panics adding it to now.
+        let period = period.clamp(
+            ServeConfig::SEAL_INTERVAL_MIN,
+            ServeConfig::SEAL_INTERVAL_MAX,
+        );
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker
@@ -676,5 +701,48 @@ mod tests {
             .expect("no hang");
             assert_eq!(after, Err(BeneathWindow::Unserved));
         });
+    }
+
+    /// A zero seal interval panicked the supervisor (`interval_at` needs a period) and every
+    /// handle call then answered that it had stopped; it counts as the least interval, so the
+    /// store is served while its ticker fires. Likewise an interval past the clock's range
+    /// and a lane of 0 or of more than a semaphore counts.
+    #[test]
+    fn extreme_serve_settings_do_not_kill_the_supervisor() {
+        for (seal_interval, lane_max) in
+            [(Some(Duration::ZERO), 0), (Some(Duration::MAX), usize::MAX)]
+        {
+            let decl = crate::Stream::new("s")
+                .field("t", strata_index::FieldKind::U64)
+                .field("v", strata_index::FieldKind::F64)
+                .axis("t")
+                .build()
+                .unwrap();
+            let store =
+                Store::create_in(Arc::new(SimFs::new()), Config::default(), &[decl]).unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut served = Served::spawn(
+                    store,
+                    ServeConfig::default()
+                        .seal_interval(seal_interval)
+                        .lane_max(lane_max),
+                );
+                let row = vec![crate::Value::U64(3), crate::Value::F64(0.5)];
+                served.publish("s", 1, vec![row]).await.unwrap();
+                // Let a ticker of the least interval fire, several times, with rows staged.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                assert_eq!(served.seal("s", &[]).await, Ok(Some(1)));
+                let rows = served
+                    .rows("s", &[], Bound::Unbounded, Bound::Unbounded)
+                    .await
+                    .unwrap();
+                assert_eq!(rows.len(), 1, "{seal_interval:?}");
+                served.stop().await.unwrap();
+            });
+        }
     }
 }
