@@ -150,6 +150,7 @@ impl fmt::Display for Finding {
 
 /// Everything boot found, in the order it acts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// The current manifest generation.
     pub generation: u32,
