@@ -55,6 +55,15 @@ impl RealFs {
     /// The root's own entry is synced into its parent, so a crash right after cannot lose the
     /// directory that later syncs of the store's files rely on.
     pub fn create(root: &Path) -> io::Result<Self> {
+        // A file in the way would make `create_dir_all` answer only "File exists".
+        if let Ok(metadata) = fs::metadata(root)
+            && !metadata.is_dir()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("store root {} is not a directory", root.display()),
+            ));
+        }
         fs::create_dir_all(root)?;
         let store = Self::open(root)?;
         if let Some(parent) = store.root.parent() {

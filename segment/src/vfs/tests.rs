@@ -473,6 +473,18 @@ mod real_only {
         );
     }
 
+    /// A file where the root should be is named as not a directory, not as "File exists".
+    #[test]
+    fn create_names_a_file_in_the_way_as_not_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("afile");
+        std::fs::write(&root, b"x").unwrap();
+        let error = RealFs::create(&root).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NotADirectory);
+        assert!(error.to_string().contains("is not a directory"), "{error}");
+        assert_eq!(std::fs::read(&root).unwrap(), b"x");
+    }
+
     #[test]
     fn create_makes_the_root_and_its_ancestors() {
         let dir = tempfile::tempdir().unwrap();
