@@ -4,7 +4,8 @@
 //! barrier's syncs never block the caller's runtime. Callers hold a cloneable handle. Rows fed
 //! for staging cross a feed lane; reads, seals and the stop cross a command lane; each waits on a
 //! single-use reply. Delivery has priority: every ready feed is staged before a command is
-//! answered. A ticker closes one barrier per `seal_interval` for every stream, and a clean stop
+//! answered. A ticker closes one barrier per `seal_interval` for every stream, a size trigger
+//! closes one whenever staging reaches `seal_at_staged_share` of its bound, and a clean stop
 //! (or the last handle dropped) closes a last barrier. Each barrier grants a bounded number of
 //! compaction steps, which alternate with requests so that traffic cannot starve them
 //! (`supervise`). If the supervisor is gone, a failed send or a dropped reply answers
@@ -21,7 +22,7 @@ use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
-use crate::store::Store;
+use crate::store::{Metrics, Store};
 use crate::survey::{FieldBuckets, FieldStat};
 use crate::trim::Trimmed;
 use crate::value::Row;
@@ -47,6 +48,19 @@ pub struct ServeConfig {
     /// is preceded by at most one step. A step is bounded by `Config::compact_inputs_max` and
     /// `Config::compact_step_bytes_max` (docs/embedding.md).
     pub compact_steps_per_tick: usize,
+    /// The size trigger: after staging a feed, the supervisor closes a barrier (exactly as a
+    /// tick does, compaction grant included) once the bytes staged reach this share of
+    /// `Config::staged_bytes_max`; `None`: barriers only on the ticker or when asked. Default
+    /// `Some(0.5)`: a barrier starts at half the bound, so a host publishing faster than the
+    /// cadence (or with no cadence) is not refused with `StagingFull`; a batch is still
+    /// refused if it is larger than what the bound leaves above the trigger (at the default,
+    /// half the bound). A share rather than a byte count, so that it follows the store's bound
+    /// and cannot name a trigger past it. A share below
+    /// [`ServeConfig::SEAL_AT_STAGED_SHARE_MIN`] (zero, a negative one) counts as that minimum,
+    /// one above 1 (infinity) or not a number as 1 (the bound itself: a barrier only once
+    /// staging is exactly full, which rarely helps). Each such barrier counts in
+    /// `Metrics::size_barriers` ([`Served::metrics`]).
+    pub seal_at_staged_share: Option<f64>,
 }
 
 impl Default for ServeConfig {
@@ -55,6 +69,7 @@ impl Default for ServeConfig {
             seal_interval: Some(Duration::from_millis(250)),
             lane_max: 1024,
             compact_steps_per_tick: 4,
+            seal_at_staged_share: Some(0.5),
         }
     }
 }
@@ -90,6 +105,41 @@ impl ServeConfig {
         self.compact_steps_per_tick = compact_steps_per_tick;
         self
     }
+
+    /// The least [`ServeConfig::seal_at_staged_share`] the supervisor uses: a smaller one
+    /// (zero, a negative one) counts as this.
+    pub const SEAL_AT_STAGED_SHARE_MIN: f64 = 1.0 / 1024.0;
+
+    /// Sets [`ServeConfig::seal_at_staged_share`] (`None`: no size trigger). A share below
+    /// [`ServeConfig::SEAL_AT_STAGED_SHARE_MIN`] counts as that minimum; one above 1, or not a
+    /// number, as 1.
+    #[must_use]
+    pub fn seal_at_staged_share(mut self, seal_at_staged_share: Option<f64>) -> Self {
+        self.seal_at_staged_share = seal_at_staged_share;
+        self
+    }
+
+    /// The staged bytes at which the size trigger closes a barrier, for a store whose bound is
+    /// `staged_bytes_max`: the share clamped as documented, times the bound, rounded up, and at
+    /// least 1 (so an empty staging never triggers). `None`: no size trigger.
+    fn seal_at_staged_bytes(&self, staged_bytes_max: usize) -> Option<usize> {
+        let share = self.seal_at_staged_share?;
+        let share = if share.is_nan() {
+            1.0
+        } else {
+            share.clamp(Self::SEAL_AT_STAGED_SHARE_MIN, 1.0)
+        };
+        // The share is within (0, 1], so the product is within [0, staged_bytes_max] and
+        // the cast back cannot wrap; precision lost on a bound beyond 2^53 bytes moves the
+        // trigger by less than a byte in 2^53.
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let bytes = (share * staged_bytes_max as f64).ceil() as usize;
+        Some(bytes.clamp(1, staged_bytes_max.max(1)))
+    }
 }
 
 struct Feed {
@@ -121,6 +171,7 @@ enum Command {
         oneshot::Sender<Result<(Swept, Option<u64>), EngineError>>,
     ),
     Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
+    Metrics(oneshot::Sender<Metrics>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
 }
 
@@ -227,6 +278,18 @@ impl Served {
             .await
             .map_err(|_| EngineError::Stopped)?;
         answer.await.map_err(|_| EngineError::Stopped)?
+    }
+
+    /// `Store::metrics` of the served store, once every feed ready before it is staged.
+    /// `Metrics::size_barriers` counts the barriers the size trigger closed
+    /// ([`ServeConfig::seal_at_staged_share`]).
+    pub async fn metrics(&self) -> Result<Metrics, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Metrics(reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)
     }
 
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, BeneathWindow> {
@@ -417,7 +480,7 @@ fn seal_and_retire(
 /// The supervisor's loop: stage feeds first, answer commands, seal on the ticker, and compact
 /// in a bounded slice of each barrier.
 ///
-/// Each barrier the supervisor closes (a tick or a `seal`) grants `compact_steps_per_tick`
+/// Each barrier the supervisor closes (a tick, the size trigger or a `seal`) grants `compact_steps_per_tick`
 /// compaction steps. A granted step runs at the lowest priority when nothing is ready, and
 /// otherwise **alternates** with the requests: after any turn that was not a step (a feed, a
 /// command or a barrier) the next turn is a step if one is still granted, ahead of whatever is
@@ -443,6 +506,7 @@ async fn supervise(
     config: &ServeConfig,
 ) {
     let mut steps_granted = 0;
+    let seal_at = config.seal_at_staged_bytes(store.config.staged_bytes_max);
     // Whether the last turn of the loop was a compaction step: if not, a granted step goes
     // first on this turn, ahead of anything waiting (the interleaving above).
     let mut stepped = false;
@@ -467,7 +531,13 @@ async fn supervise(
                 stepped = true;
             }
             item = feed.recv() => match item {
-                Some(item) => stage(&mut store, item),
+                Some(item) => {
+                    stage(&mut store, item);
+                    if size_barrier(&mut store, seal_at) {
+                        // As a tick's: the next turn is a step, ahead of what waits.
+                        steps_granted = config.compact_steps_per_tick;
+                    }
+                }
                 // Both lanes' senders live in every handle: one lane closed means every
                 // handle is gone.
                 None => return last_barrier(store),
@@ -479,6 +549,14 @@ async fn supervise(
                 // Delivery has priority: a read is answered only after every ready feed.
                 while let Ok(item) = feed.try_recv() {
                     stage(&mut store, item);
+                    if size_barrier(&mut store, seal_at) {
+                        // A barrier is followed by a step before any request, as a tick's
+                        // is: here, before the next feed is staged.
+                        steps_granted = config.compact_steps_per_tick;
+                        if steps_granted > 0 {
+                            steps_granted = compact_one(&mut store, steps_granted);
+                        }
+                    }
                 }
                 if let Command::Stop(reply) = command {
                     let sealed = store.seal().map(|_| ());
@@ -534,6 +612,22 @@ async fn tick(ticker: Option<&mut tokio::time::Interval>) {
     }
 }
 
+/// The size trigger: once the bytes staged reach `seal_at`, closes a barrier as a tick does
+/// and answers whether it did (a barrier, even a failed one, is a turn of its own: a failure
+/// poisons the store, and the next request hears about it). Counted in
+/// `Metrics::size_barriers` when it succeeds.
+fn size_barrier(store: &mut Store, seal_at: Option<usize>) -> bool {
+    match seal_at {
+        Some(seal_at) if store.staged_bytes() >= seal_at => {
+            if store.seal().is_ok() {
+                store.metrics.size_barriers += 1;
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Staging touches no file: the supervisor is back in its loop in microseconds.
 fn stage(store: &mut Store, item: Feed) {
     let _ = item
@@ -582,6 +676,9 @@ fn answer(store: &mut Store, command: Command) {
         }
         Command::Sweep(reply) => {
             let _ = reply.send(store.sweep());
+        }
+        Command::Metrics(reply) => {
+            let _ = reply.send(store.metrics());
         }
         Command::Stop(_) => unreachable!("handled by the loop"),
     }
@@ -663,6 +760,7 @@ mod tests {
                     seal_interval: None,
                     lane_max: 64,
                     compact_steps_per_tick: 0,
+                    seal_at_staged_share: None,
                 },
             );
             let (stop_reply, stopped) = oneshot::channel();
@@ -744,5 +842,135 @@ mod tests {
                 served.stop().await.unwrap();
             });
         }
+    }
+
+    /// Rows of 32 staged bytes each (`stage::row_bytes`: 16, then 8 per value), 1,024 a batch.
+    const BATCH_ROWS: u64 = 1024;
+    const ROW_BYTES: u64 = 32;
+    const STAGED_MAX: usize = 1 << 20;
+
+    fn row(t: u64) -> crate::Row {
+        #[allow(clippy::cast_precision_loss)]
+        let v = t as f64 * 0.5;
+        vec![crate::Value::U64(t), crate::Value::F64(v)]
+    }
+
+    /// Publishes `bytes` of rows through a served store whose staging bound is 1 MiB, with no
+    /// seal cadence and the size trigger at `share`; stops at the first refusal. Answers the
+    /// handle (still serving), the batches published and the first refusal, if any.
+    async fn publish_past_the_bound(
+        share: Option<f64>,
+        bytes: u64,
+    ) -> (Served, u64, Option<EngineError>) {
+        let decl = crate::Stream::new("s")
+            .field("t", strata_index::FieldKind::U64)
+            .field("v", strata_index::FieldKind::F64)
+            .axis("t")
+            .build()
+            .unwrap();
+        let config = Config::default().staged_bytes_max(STAGED_MAX);
+        let store = Store::create_in(Arc::new(SimFs::new()), config, &[decl]).unwrap();
+        let mut served = Served::spawn(
+            store,
+            ServeConfig::default()
+                .seal_interval(None)
+                .seal_at_staged_share(share),
+        );
+        let batches = bytes / (BATCH_ROWS * ROW_BYTES);
+        for batch in 0..batches {
+            let rows = (batch * BATCH_ROWS..(batch + 1) * BATCH_ROWS)
+                .map(row)
+                .collect();
+            if let Err(error) = served.publish("s", batch + 1, rows).await {
+                return (served, batch, Some(error));
+            }
+        }
+        (served, batches, None)
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    /// With no cadence, publishing 20 times the staging bound is never refused: the size
+    /// trigger (default, half the bound) closes a barrier each time staging reaches half, at
+    /// least (published / trigger) - 1 of them, and every row reads back exactly as published.
+    #[test]
+    fn the_size_trigger_keeps_a_fast_host_from_staging_full() {
+        runtime().block_on(async {
+            let bytes = 20 * STAGED_MAX as u64;
+            let share = ServeConfig::default().seal_at_staged_share;
+            assert_eq!(share, Some(0.5), "the trigger is on by default");
+            let (mut served, batches, refused) = publish_past_the_bound(share, bytes).await;
+            assert!(refused.is_none(), "refused after {batches}: {refused:?}");
+            let metrics = served.metrics().await.unwrap();
+            let trigger = STAGED_MAX as u64 / 2;
+            assert!(
+                metrics.size_barriers + 1 >= bytes / trigger,
+                "{} size barriers for {bytes} bytes, trigger {trigger}",
+                metrics.size_barriers
+            );
+            assert!(metrics.barriers >= metrics.size_barriers);
+            assert_eq!(served.seal("s", &[]).await, Ok(Some(batches)));
+            let rows = served
+                .rows("s", &[], Bound::Unbounded, Bound::Unbounded)
+                .await
+                .unwrap();
+            let want: Vec<StoredRow> = (0..batches * BATCH_ROWS)
+                .map(|t| StoredRow {
+                    position: t / BATCH_ROWS + 1,
+                    values: row(t),
+                })
+                .collect();
+            assert_eq!(rows.len(), want.len());
+            assert!(
+                rows == want,
+                "the rows read back differ from those published"
+            );
+            served.stop().await.unwrap();
+        });
+    }
+
+    /// The same publish with the trigger off is refused with `StagingFull` once the bound is
+    /// reached (after 1 MiB, 32 batches): the trigger is what keeps the host from it.
+    #[test]
+    fn without_the_size_trigger_the_same_publish_is_refused() {
+        runtime().block_on(async {
+            let (served, batches, refused) =
+                publish_past_the_bound(None, 20 * STAGED_MAX as u64).await;
+            assert!(
+                matches!(refused, Some(EngineError::StagingFull { .. })),
+                "{refused:?}"
+            );
+            assert_eq!(batches, STAGED_MAX as u64 / (BATCH_ROWS * ROW_BYTES));
+            assert_eq!(served.metrics().await.unwrap().size_barriers, 0);
+            served.stop().await.unwrap();
+        });
+    }
+
+    /// No share panics the supervisor or stalls it: zero, negative, above 1, infinite and NaN
+    /// are clamped (to the least share, or to 1), and the store is served.
+    #[test]
+    fn extreme_size_triggers_do_not_kill_the_supervisor() {
+        for share in [0.0, -1.0, 2.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            runtime().block_on(async {
+                let (served, batches, refused) =
+                    publish_past_the_bound(Some(share), 2 * STAGED_MAX as u64).await;
+                let staging_full = matches!(refused, Some(EngineError::StagingFull { .. }));
+                // At 1 (above 1, NaN) the trigger fires only at exactly full: these batches fill
+                // the bound exactly, so it does; every other share seals long before.
+                assert!(refused.is_none() || staging_full, "{share}: {refused:?}");
+                assert_eq!(served.metrics().await.unwrap().barriers > 0, batches > 0);
+                served.stop().await.unwrap();
+            });
+        }
+        let bytes = |share| ServeConfig::default().seal_at_staged_share(Some(share));
+        assert_eq!(bytes(0.0).seal_at_staged_bytes(1 << 20), Some(1024));
+        assert_eq!(bytes(f64::NAN).seal_at_staged_bytes(1 << 20), Some(1 << 20));
+        assert_eq!(bytes(7.0).seal_at_staged_bytes(0), Some(1));
+        assert_eq!(bytes(0.5).seal_at_staged_bytes(1 << 20), Some(1 << 19));
     }
 }

@@ -61,6 +61,10 @@ pub struct Metrics {
     /// Tiers (raw or one level, of one partition of one segment) retired by sweeps, `retire`
     /// and `trim_to`.
     pub tiers_retired: u64,
+    /// Barriers a `Served` supervisor closed because staging reached its size trigger
+    /// (`ServeConfig::seal_at_staged_share`); also counted in `barriers`. 0 for a store used
+    /// directly.
+    pub size_barriers: u64,
 }
 
 /// How a store is being opened.
