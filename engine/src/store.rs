@@ -27,6 +27,7 @@ use crate::value::Row;
 
 /// What the store has done since it was opened, measured as it happened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Metrics {
     /// Barriers closed (seals that wrote something).
     pub barriers: u64,
