@@ -85,7 +85,9 @@ enum Boot {
 
 /// A store folder opened without creating it: a missing folder is `NotAStore`, naming it.
 fn open_folder(dir: &Path) -> Result<RealFs, EngineError> {
-    if !dir.exists() {
+    // `try_exists`, not `exists`: a folder this process may not look into is that error, not
+    // "does not exist".
+    if !dir.try_exists().map_err(|e| folder_error(dir, e))? {
         return Err(EngineError::Open(strata_recover::RecoverError::NotAStore {
             reason: format!("{} does not exist", dir.display()),
         }));
@@ -166,11 +168,7 @@ impl Store {
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
-        let dir = dir.as_ref();
-        // Before the folder is created: a refused create leaves nothing behind.
-        check_before_boot(&config, streams, true)?;
-        let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
-        Store::create_in(Arc::new(vfs), config, streams)
+        Store::boot_at(dir.as_ref(), config, streams, Opening::Create)
     }
 
     /// Opens the store in folder `dir`, declaring `streams`. A stream the store already
@@ -183,10 +181,7 @@ impl Store {
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
-        let dir = dir.as_ref();
-        config.validate()?;
-        let vfs = open_folder(dir)?;
-        Store::open_in(Arc::new(vfs), config, streams)
+        Store::boot_at(dir.as_ref(), config, streams, Opening::Open)
     }
 
     /// Opens the store in folder `dir`, or creates one there if the folder does not exist or is
@@ -199,13 +194,7 @@ impl Store {
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
-        let dir = dir.as_ref();
-        // A missing folder is a store to create: what it would refuse is refused before the
-        // folder is made.
-        let missing = matches!(dir.try_exists(), Ok(false));
-        check_before_boot(&config, streams, missing)?;
-        let vfs = RealFs::create(dir).map_err(|e| folder_error(dir, e))?;
-        Store::open_or_create_in(Arc::new(vfs), config, streams)
+        Store::boot_at(dir.as_ref(), config, streams, Opening::OpenOrCreate)
     }
 
     /// Opens the store in folder `dir` for reading only: nothing is written, created, renamed,
@@ -223,10 +212,7 @@ impl Store {
         config: Config,
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
-        let dir = dir.as_ref();
-        config.validate()?;
-        let vfs = open_folder(dir)?;
-        Store::open_read_only_in(Arc::new(vfs), config, streams)
+        Store::boot_at(dir.as_ref(), config, streams, Opening::ReadOnly)
     }
 
     /// [`Store::create`] on any file system (the simulated one, in tests), whose root must
@@ -264,6 +250,27 @@ impl Store {
         streams: &[StreamDecl],
     ) -> Result<Store, EngineError> {
         Store::boot_in(vfs, config, streams, Opening::ReadOnly)
+    }
+
+    /// The four opens of a folder: a store to create is checked (config, declarations,
+    /// retention) before its folder is made, so a refusal leaves a missing folder missing; the
+    /// others need the folder to exist and create nothing of it. `boot_in` checks the rest.
+    fn boot_at(
+        dir: &Path,
+        config: Config,
+        streams: &[StreamDecl],
+        opening: Opening,
+    ) -> Result<Store, EngineError> {
+        let vfs = match opening {
+            Opening::Create | Opening::OpenOrCreate => {
+                let missing = matches!(dir.try_exists(), Ok(false));
+                let creating = opening == Opening::Create || missing;
+                check_before_boot(&config, streams, creating)?;
+                RealFs::create(dir).map_err(|e| folder_error(dir, e))?
+            }
+            Opening::Open | Opening::ReadOnly => open_folder(dir)?,
+        };
+        Store::boot_in(Arc::new(vfs), config, streams, opening)
     }
 
     fn boot_in(
