@@ -107,6 +107,7 @@ impl Store {
     /// a failed write, sync or removal poisons the store.
     pub fn compact_step(&mut self) -> Result<Option<CompactStep>, EngineError> {
         self.check_writable("compact_step")?;
+        self.remove_unpinned()?;
         // Retention first: what it retires is neither merged nor rewritten.
         if self.sweep_due && !self.config.retention.is_empty() {
             self.sweep()?;
@@ -163,7 +164,7 @@ impl Store {
         // As at a barrier: applied before the output has its name, so a record the catalog
         // refuses (our bug) never reaches the disk; if a write below fails the store is
         // poisoned, and a poisoned store answers nothing from this catalog.
-        if let Err(e) = self.catalog.apply(&record) {
+        if let Err(e) = self.catalog_mut().apply(&record) {
             let reason = format!("a compaction's own record was refused: {e}");
             let path = synced.final_path().to_owned();
             synced.abandon(SegmentError::mismatch(&path, reason.clone()));
@@ -456,40 +457,57 @@ impl Store {
         result.map_err(|error| self.poison(EngineError::write(error)))
     }
 
-    /// Removes the inputs (of a merge, or segments a trim retired) the durable record left wholly retired, then syncs `seg/` so that a
-    /// crash does not bring them back (boot would remove them again, but report them). A
-    /// failure poisons the store, and nothing is retried: boot removes what is left.
+    /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
+    /// wholly retired, then syncs `seg/` so that a crash does not bring them back (boot would
+    /// remove them again, but report them); answers them. One a snapshot taken before the
+    /// record may still read is queued instead, and removed once no such snapshot is left
+    /// (`snapshot.rs`). A failure poisons the store, and nothing is retried: boot removes what
+    /// is left.
     pub(crate) fn remove_retired(
         &mut self,
         inputs: &[FileName],
     ) -> Result<Vec<FileName>, EngineError> {
-        let mut removed = Vec::new();
-        for &input in inputs {
-            if !self.catalog.is_retired(input) {
-                continue;
+        let retired: Vec<FileName> = inputs
+            .iter()
+            .copied()
+            .filter(|&input| self.catalog.is_retired(input))
+            .collect();
+        if self.snapshot_predates_now() {
+            for &input in &retired {
+                self.defer_removal(input);
             }
+        } else {
+            self.remove_files(&retired)?;
+        }
+        Ok(retired)
+    }
+
+    /// Removes segments `names` and lets go of their readers, then syncs `seg/`. A failure
+    /// poisons the store.
+    pub(crate) fn remove_files(&mut self, names: &[FileName]) -> Result<(), EngineError> {
+        for &name in names {
             self.readers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(input);
-            let path = NumberedName::segment(input).path_in(SEG_DIR);
+                .remove(name);
+            let path = NumberedName::segment(name).path_in(SEG_DIR);
             if let Err(source) = self.vfs.remove(&path) {
                 let error = EngineError::write(SegmentError::Io { path, source });
                 return Err(self.poison(error));
             }
-            removed.push(input);
         }
-        if !removed.is_empty()
+        if !names.is_empty()
             && let Err(source) = self.vfs.sync_dir(SEG_DIR)
         {
             let path = SEG_DIR.to_owned();
             let error = EngineError::write(SegmentError::Io { path, source });
             return Err(self.poison(error));
         }
-        Ok(removed)
+        Ok(())
     }
 
-    fn poison(&mut self, error: EngineError) -> EngineError {
+    /// Poisons the store with `error` (a copy kept for every later request); answers it.
+    pub(crate) fn poison(&mut self, error: EngineError) -> EngineError {
         self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
         error
     }

@@ -20,6 +20,7 @@ mod runs;
 mod series;
 #[cfg(feature = "served")]
 mod served;
+mod snapshot;
 mod stage;
 mod store;
 mod survey;
@@ -39,6 +40,7 @@ pub use runs::{ColumnRun, QueryRows, QueryRuns};
 pub use series::{BeneathWindow, Series};
 #[cfg(feature = "served")]
 pub use served::{ServeConfig, Served};
+pub use snapshot::Snapshot;
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point, SurveyFill};

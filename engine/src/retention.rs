@@ -464,6 +464,7 @@ impl Store {
         floors: Vec<Floor>,
         retired: Vec<Retirement>,
     ) -> Result<Swept, EngineError> {
+        self.remove_unpinned()?;
         let entries: Vec<Entry> = floors
             .iter()
             .cloned()
@@ -490,7 +491,7 @@ impl Store {
             // Applied first, so a record the catalog refuses (our bug) never reaches the disk;
             // if the append below fails the store is poisoned, and a poisoned store answers
             // nothing from this catalog.
-            self.catalog
+            self.catalog_mut()
                 .apply(&record)
                 .map_err(|e| EngineError::Internal {
                     reason: format!("a retirement's own record was refused: {e}"),

@@ -12,17 +12,19 @@
 //! `Unserved` to a read or a seal and `EngineError::Stopped` to a publish or a stop — never a
 //! hang, and never `Poisoned`: the store was closed, not damaged.
 
+use std::collections::VecDeque;
 use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Duration;
 
 use strata_levels::Aggregate;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
-use crate::store::{Metrics, Store};
+use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat};
 use crate::trim::Trimmed;
 use crate::value::Row;
@@ -61,6 +63,11 @@ pub struct ServeConfig {
     /// staging is exactly full, which rarely helps). Each such barrier counts in
     /// `Metrics::size_barriers` ([`Served::metrics`]).
     pub seal_at_staged_share: Option<f64>,
+    /// Reads run at once, each on a snapshot of the current catalog version in a pool of
+    /// blocking threads, off the supervisor's: a read waits for no barrier, no compaction
+    /// step and no other read but for a free reader. More wait in the command lane. 0 counts
+    /// as 1, a value above [`ServeConfig::READERS_MAX_LIMIT`] as that.
+    pub readers_max: usize,
 }
 
 impl Default for ServeConfig {
@@ -70,6 +77,7 @@ impl Default for ServeConfig {
             lane_max: 1024,
             compact_steps_per_tick: 4,
             seal_at_staged_share: Some(0.5),
+            readers_max: 4,
         }
     }
 }
@@ -103,6 +111,16 @@ impl ServeConfig {
     #[must_use]
     pub fn compact_steps_per_tick(mut self, compact_steps_per_tick: usize) -> Self {
         self.compact_steps_per_tick = compact_steps_per_tick;
+        self
+    }
+
+    /// The most readers [`ServeConfig::readers_max`] runs at once: each is a thread.
+    pub const READERS_MAX_LIMIT: usize = 256;
+
+    /// Sets [`ServeConfig::readers_max`] (0 counts as 1).
+    #[must_use]
+    pub fn readers_max(mut self, readers_max: usize) -> Self {
+        self.readers_max = readers_max;
         self
     }
 
@@ -211,8 +229,11 @@ impl Served {
         std::thread::Builder::new()
             .name("strata-supervisor".into())
             .spawn(move || {
+                // The blocking pool runs the barrier's worker and the readers.
+                let blocking = config.readers_max.clamp(1, ServeConfig::READERS_MAX_LIMIT) + 1;
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_time()
+                    .max_blocking_threads(blocking)
                     .build()
                     .expect("a single-threaded runtime for the supervisor");
                 runtime.block_on(supervise(store, feed_rx, commands_rx, &config));
@@ -477,22 +498,31 @@ fn seal_and_retire(
     Ok((swept, store.raw_floor(stream, &prefix, false)))
 }
 
-/// The supervisor's loop: stage feeds first, answer commands, seal on the ticker, and compact
-/// in a bounded slice of each barrier.
+/// The supervisor's loop: stage feeds first, answer commands, seal on the ticker and the size
+/// trigger, and compact in a bounded slice of each barrier.
 ///
-/// Each barrier the supervisor closes (a tick, the size trigger or a `seal`) grants `compact_steps_per_tick`
-/// compaction steps. A granted step runs at the lowest priority when nothing is ready, and
-/// otherwise **alternates** with the requests: after any turn that was not a step (a feed, a
-/// command or a barrier) the next turn is a step if one is still granted, ahead of whatever is
-/// waiting. So:
+/// **Nothing queues behind an fsync.** A barrier is sealed off in memory (`Store::seal_off`)
+/// and written by a worker (a blocking task) while the loop goes on: feeds are staged into the
+/// emptied staging, and reads run on snapshots of the current catalog version in a pool of at
+/// most `readers_max` blocking tasks, so neither waits for the barrier's syncs. One barrier is
+/// in flight at a time (still one writer, barriers in order); its acknowledgement swaps in the
+/// version that claims it and answers the seals waiting on it. Memory stays bounded: one
+/// barrier in flight and one staging buffer; once staging reaches the size trigger while a
+/// barrier is in flight, feeds wait in their lane (back-pressure, counted in
+/// `Metrics::backpressure_waits`) until it lands. Every other write (trim, retire, sweep, a
+/// compaction step, the stop) waits for the barrier in flight, then runs on the loop.
+///
+/// Each barrier (a tick, the size trigger or a `seal`) grants `compact_steps_per_tick`
+/// compaction steps once it lands. A granted step runs at the lowest priority when nothing is
+/// ready, and otherwise **alternates** with the requests: after any turn that was not a step
+/// (a feed, a command or a barrier) the next turn is a step if one is still granted, ahead of
+/// whatever is waiting. So:
 ///
 /// - compaction cannot be starved: under traffic with no idle moment, a barrier's grant is used
-///   within the next `compact_steps_per_tick` requests, and the first step runs right after the
-///   barrier itself — a barrier is never followed by a request before a step, whatever waits;
+///   within the next `compact_steps_per_tick` requests;
 /// - it stays bounded: at most one step runs between two requests (or a request and a tick),
-///   so each request or tick is preceded by at most one step (one waiting behind others waits
-///   for theirs too, at most one grant in all), and the steps between two barriers are at most
-///   one grant;
+///   so each request or tick is preceded by at most one step, and the steps between two
+///   barriers are at most one grant;
 /// - idle moments are still preferred: with nothing waiting the grant runs back to back, and a
 ///   request that arrives meanwhile waits for the one step in progress.
 ///
@@ -500,13 +530,28 @@ fn seal_and_retire(
 /// nothing to seal, so a store left alone catches up. (A step whose policy finds nothing, or
 /// that fails, ends the grant: a failure poisons the store and the next request hears it.)
 async fn supervise(
-    mut store: Store,
+    store: Store,
     mut feed: mpsc::Receiver<Feed>,
     mut commands: mpsc::Receiver<Command>,
     config: &ServeConfig,
 ) {
-    let mut steps_granted = 0;
     let seal_at = config.seal_at_staged_bytes(store.config.staged_bytes_max);
+    let readers_max = config.readers_max.clamp(1, ServeConfig::READERS_MAX_LIMIT);
+    let mut sup = Supervisor {
+        store,
+        in_flight: None,
+        deferred: VecDeque::new(),
+        deferred_max: config.lane_max.max(1),
+        reads: Arc::new(Semaphore::new(readers_max)),
+        spare: None,
+        read_done: Arc::new(Notify::new()),
+        readers_max,
+        steps_granted: 0,
+        steps_per_barrier: config.compact_steps_per_tick,
+        tick_owed: false,
+        paused: false,
+        seal_at,
+    };
     // Whether the last turn of the loop was a compaction step: if not, a granted step goes
     // first on this turn, ahead of anything waiting (the interleaving above).
     let mut stepped = false;
@@ -522,84 +567,374 @@ async fn supervise(
         ticker
     });
     loop {
-        let step_owed = steps_granted > 0 && !stepped;
+        let idle_writer = sup.in_flight.is_none();
+        let step_owed = idle_writer && sup.steps_granted > 0 && !stepped;
         stepped = false;
+        let take_feeds = sup.takes_feeds();
+        // A command is taken only with a reader free (a read needs one) and room to defer a
+        // write behind the barrier in flight: otherwise commands wait in their lane.
+        let take_commands = sup.spare.is_some() && sup.deferred.len() < sup.deferred_max;
+        let reserve = sup.spare.is_none();
+        let removals_wait = sup.store.removals_pending() > 0;
         tokio::select! {
             biased;
+            sealed = landed(sup.in_flight.as_mut()) => {
+                sup.land(sealed);
+            }
+            permit = Arc::clone(&sup.reads).acquire_owned(), if reserve => {
+                // A reader is free again: the next command may take it.
+                sup.spare = permit.ok();
+            }
+            () = sup.read_done.notified(), if removals_wait => {
+                // A read let go of its snapshot: files retired under it may go now. A
+                // failure poisons the store; the next request hears about it.
+                let _ = sup.store.remove_unpinned();
+            }
             () = std::future::ready(()), if step_owed => {
-                steps_granted = compact_one(&mut store, steps_granted);
+                sup.compact_one();
                 stepped = true;
             }
-            item = feed.recv() => match item {
-                Some(item) => {
-                    stage(&mut store, item);
-                    if size_barrier(&mut store, seal_at) {
-                        // As a tick's: the next turn is a step, ahead of what waits.
-                        steps_granted = config.compact_steps_per_tick;
-                    }
-                }
+            item = feed.recv(), if take_feeds => match item {
+                Some(item) => sup.stage(item),
                 // Both lanes' senders live in every handle: one lane closed means every
                 // handle is gone.
-                None => return last_barrier(store),
+                None => return drop(sup.stop().await),
             },
-            command = commands.recv() => {
+            command = commands.recv(), if take_commands => {
                 let Some(command) = command else {
-                    return last_barrier(store);
+                    return drop(sup.stop().await);
                 };
-                // Delivery has priority: a read is answered only after every ready feed.
-                while let Ok(item) = feed.try_recv() {
-                    stage(&mut store, item);
-                    if size_barrier(&mut store, seal_at) {
-                        // A barrier is followed by a step before any request, as a tick's
-                        // is: here, before the next feed is staged.
-                        steps_granted = config.compact_steps_per_tick;
-                        if steps_granted > 0 {
-                            steps_granted = compact_one(&mut store, steps_granted);
-                        }
-                    }
+                // Delivery has priority: a read is answered only after every ready feed
+                // (while staging has room: past it, the feeds wait for the barrier).
+                while sup.takes_feeds() {
+                    let Ok(item) = feed.try_recv() else { break };
+                    sup.stage(item);
                 }
                 if let Command::Stop(reply) = command {
-                    let sealed = store.seal().map(|_| ());
-                    drop(store); // releases the lock before the caller hears back
+                    let sealed = sup.stop().await;
                     let _ = reply.send(sealed);
                     return;
                 }
-                if let Command::Seal(..) = command {
-                    steps_granted = config.compact_steps_per_tick;
-                }
-                answer(&mut store, command);
+                sup.command(command);
             }
             () = tick(ticker.as_mut()) => {
-                // A failed barrier poisons the store; the next request hears about it.
-                let _ = store.seal();
-                steps_granted = config.compact_steps_per_tick;
+                if sup.in_flight.is_some() {
+                    // The barrier in flight took what was staged; the next one starts when
+                    // it lands.
+                    sup.tick_owed = true;
+                } else {
+                    sup.start_barrier(Trigger::Tick, Vec::new());
+                }
             }
-            () = std::future::ready(()), if steps_granted > 0 => {
+            () = std::future::ready(()), if idle_writer && sup.steps_granted > 0 => {
                 // Idle: nothing is waiting, so the grant runs on.
-                steps_granted = compact_one(&mut store, steps_granted);
+                sup.compact_one();
                 stepped = true;
             }
+        }
+        sup.resume(stepped);
+        if !sup.paused && !sup.takes_feeds() {
+            sup.paused = true;
+            sup.store.metrics.backpressure_waits += 1;
+        } else if sup.takes_feeds() {
+            sup.paused = false;
         }
     }
 }
 
-/// Every handle is gone: a clean stop closes a last barrier, then the store (and its lock).
-///
-/// Not a `select!` `else`: that runs only once every branch is disabled, and the ticker's
-/// branch never is (with no ticker it is pending, not disabled), so a supervisor whose handles
-/// were all dropped without a `stop` went on forever, holding the store's lock.
-fn last_barrier(store: Store) {
-    let mut store = store;
-    let _ = store.seal();
+/// What closed a barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    Tick,
+    Size,
+    Asked,
 }
 
-/// Takes one granted compaction step and answers the steps still granted. Nothing left to
-/// merge, or a failure (which poisons the store, and the next request hears about it): no more
-/// steps until the next barrier.
-fn compact_one(store: &mut Store, steps_granted: usize) -> usize {
-    match store.compact_step() {
-        Ok(Some(_)) => steps_granted - 1,
-        Ok(None) | Err(_) => 0,
+/// The barrier in flight: its worker, what closed it, and the seals waiting for it.
+struct InFlight {
+    worker: tokio::task::JoinHandle<Sealed>,
+    trigger: Trigger,
+    waiting: Vec<(String, Vec<String>, Reply<Option<u64>>)>,
+}
+
+struct Supervisor {
+    store: Store,
+    in_flight: Option<InFlight>,
+    /// Writes that arrived while a barrier was in flight, in order: run once it lands.
+    deferred: VecDeque<Command>,
+    deferred_max: usize,
+    /// One permit per read running; `readers_max` in all.
+    reads: Arc<Semaphore>,
+    /// A reader reserved for the next command: the loop takes commands only with one, and
+    /// waits for one (a branch of its own, so a read finishing wakes it) otherwise.
+    spare: Option<OwnedSemaphorePermit>,
+    /// Told by each read once its snapshot is dropped, so that files waiting for it go.
+    read_done: Arc<Notify>,
+    readers_max: usize,
+    steps_granted: usize,
+    steps_per_barrier: usize,
+    /// A tick came while a barrier was in flight: the next starts when it lands.
+    tick_owed: bool,
+    /// Whether feeds are held in their lane (counted once each time they start waiting).
+    paused: bool,
+    seal_at: Option<usize>,
+}
+
+/// The barrier in flight's outcome, once its worker is done; pending with none in flight.
+async fn landed(in_flight: Option<&mut InFlight>) -> Result<Sealed, tokio::task::JoinError> {
+    match in_flight {
+        Some(in_flight) => (&mut in_flight.worker).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Supervisor {
+    /// Whether the loop takes feeds: always but while a barrier is in flight and staging has
+    /// reached the size trigger behind it (the two buffers the bound allows are full).
+    fn takes_feeds(&self) -> bool {
+        match (self.seal_at, &self.in_flight) {
+            (Some(seal_at), Some(_)) => self.store.staged_bytes() < seal_at,
+            _ => true,
+        }
+    }
+
+    /// Staging touches no file: the supervisor is back in its loop in microseconds. Then the
+    /// size trigger: once staging reaches it with no barrier in flight, one starts.
+    fn stage(&mut self, item: Feed) {
+        let _ = item
+            .reply
+            .send(self.store.publish(&item.stream, item.position, &item.rows));
+        self.size_trigger();
+    }
+
+    fn size_trigger(&mut self) {
+        if self.in_flight.is_none()
+            && let Some(seal_at) = self.seal_at
+            && self.store.staged_bytes() >= seal_at
+        {
+            self.start_barrier(Trigger::Size, Vec::new());
+        }
+    }
+
+    /// Seals off what is staged and hands it to a worker; with nothing staged (or a store
+    /// that refuses to seal), answers the seals `waiting` at once. A tick grants compaction
+    /// steps even when it has nothing to seal.
+    fn start_barrier(
+        &mut self,
+        trigger: Trigger,
+        waiting: Vec<(String, Vec<String>, Reply<Option<u64>>)>,
+    ) {
+        debug_assert!(self.in_flight.is_none(), "one barrier in flight at a time");
+        match self.store.try_seal_off() {
+            Ok(Some(sealing)) => {
+                let worker = tokio::task::spawn_blocking(move || sealing.run());
+                self.in_flight = Some(InFlight {
+                    worker,
+                    trigger,
+                    waiting,
+                });
+            }
+            outcome => {
+                let outcome = outcome.map(|_| ());
+                self.answer_seals(&outcome, waiting);
+                if trigger == Trigger::Tick {
+                    self.steps_granted = self.steps_per_barrier;
+                }
+            }
+        }
+    }
+
+    /// The barrier in flight landed: its version is swapped in (or the store poisoned), the
+    /// seals waiting on it answered, compaction granted, and the writes deferred behind it
+    /// run, until one of them starts the next barrier.
+    fn land(&mut self, sealed: Result<Sealed, tokio::task::JoinError>) {
+        let in_flight = self
+            .in_flight
+            .take()
+            .expect("a barrier landed: one was in flight");
+        let outcome = match sealed {
+            Ok(sealed) => self
+                .store
+                .finish_barrier(sealed)
+                .and_then(|()| self.store.maybe_rewrite_manifest())
+                .and_then(|()| self.store.remove_unpinned().map(|_| ())),
+            Err(panicked) => Err(self.store.poison(EngineError::Internal {
+                reason: format!("the barrier's worker failed: {panicked}"),
+            })),
+        };
+        if outcome.is_ok() && in_flight.trigger == Trigger::Size {
+            self.store.metrics.size_barriers += 1;
+        }
+        self.answer_seals(&outcome, in_flight.waiting);
+        self.steps_granted = self.steps_per_barrier;
+    }
+
+    /// With no barrier in flight and the step a landed barrier owes taken (or none granted):
+    /// runs the writes deferred behind it, in order, until one starts the next barrier; then
+    /// the tick owed and the size trigger. So a barrier is followed by a compaction step
+    /// before anything else writes, and a cadence shorter than a barrier cannot starve
+    /// compaction.
+    fn resume(&mut self, stepped: bool) {
+        if self.in_flight.is_some() || !(stepped || self.steps_granted == 0) {
+            return;
+        }
+        while self.in_flight.is_none() {
+            let Some(command) = self.deferred.pop_front() else {
+                break;
+            };
+            self.write(command);
+        }
+        if self.in_flight.is_none() && std::mem::take(&mut self.tick_owed) {
+            self.start_barrier(Trigger::Tick, Vec::new());
+        }
+        self.size_trigger();
+    }
+
+    fn answer_seals(
+        &self,
+        outcome: &Result<(), EngineError>,
+        waiting: Vec<(String, Vec<String>, Reply<Option<u64>>)>,
+    ) {
+        for (stream, track, reply) in waiting {
+            let track: Vec<&str> = track.iter().map(String::as_str).collect();
+            let answer = match outcome {
+                Ok(()) => self.store.watermark(&stream, &track),
+                Err(error) => Err(error.duplicate()),
+            };
+            let _ = reply.send(answer.map_err(Into::into));
+        }
+    }
+
+    /// Takes one granted compaction step. Nothing left to merge, or a failure (which poisons
+    /// the store, and the next request hears about it): no more steps until the next barrier.
+    fn compact_one(&mut self) {
+        self.steps_granted = match self.store.compact_step() {
+            Ok(Some(_)) => self.steps_granted - 1,
+            Ok(None) | Err(_) => 0,
+        };
+        // A failed removal poisons the store; the next request hears about it.
+        let _ = self.store.remove_unpinned();
+    }
+
+    /// Answers a command: a read on a snapshot in the pool, a write now or (a barrier being
+    /// in flight) once it lands. A stop is the loop's own.
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Rows(..) | Command::Buckets(..) | Command::Aggregate(..) => {
+                self.read(command);
+            }
+            Command::Metrics(reply) => {
+                let _ = reply.send(self.store.metrics());
+            }
+            Command::Stop(_) => unreachable!("the loop stops"),
+            write if self.in_flight.is_some() || !self.deferred.is_empty() => {
+                self.deferred.push_back(write);
+            }
+            write => self.write(write),
+        }
+    }
+
+    /// A write, with no barrier in flight.
+    fn write(&mut self, command: Command) {
+        let store = &mut self.store;
+        match command {
+            Command::Seal(stream, track, reply) => {
+                self.start_barrier(Trigger::Asked, vec![(stream, track, reply)]);
+            }
+            Command::Trim(stream, horizon, reply) => {
+                let _ = reply.send(seal_and_trim(store, &stream, horizon));
+                self.steps_granted = self.steps_per_barrier;
+            }
+            Command::Retire(stream, track, reply) => {
+                let _ = reply.send(seal_and_retire(store, &stream, &track));
+                self.steps_granted = self.steps_per_barrier;
+            }
+            Command::Sweep(reply) => {
+                let _ = reply.send(store.sweep());
+            }
+            Command::Rows(..)
+            | Command::Buckets(..)
+            | Command::Aggregate(..)
+            | Command::Metrics(_)
+            | Command::Stop(_) => unreachable!("answered by `command`"),
+        }
+    }
+
+    /// Runs a read on a snapshot of the current version in the pool (a permit is free: the
+    /// loop takes a command only then), so that it waits for no barrier and no other read.
+    fn read(&mut self, command: Command) {
+        let snapshot = self.store.snapshot();
+        let permit = self
+            .spare
+            .take()
+            .expect("a command is taken only with a reader free");
+        if self.in_flight.is_some() {
+            self.store.metrics.reads_during_barriers += 1;
+        }
+        let read_done = Arc::clone(&self.read_done);
+        tokio::task::spawn_blocking(move || {
+            answer_read(&snapshot, command);
+            drop(snapshot);
+            drop(permit);
+            read_done.notify_one();
+        });
+    }
+
+    /// Stops: the barrier in flight lands (and the writes deferred behind it run), a last
+    /// barrier closes for everything staged, reads in progress finish, then the store (and
+    /// its lock) is let go; answers the last barrier's outcome. What a `stop` runs, and what
+    /// runs once every handle is gone.
+    ///
+    /// Not a `select!` `else`: that runs only once every branch is disabled, and the ticker's
+    /// branch never is (with no ticker it is pending, not disabled), so a supervisor whose
+    /// handles were all dropped without a `stop` went on forever, holding the store's lock.
+    async fn stop(mut self) -> Result<(), EngineError> {
+        while self.in_flight.is_some() || !self.deferred.is_empty() {
+            if self.in_flight.is_some() {
+                let sealed = landed(self.in_flight.as_mut()).await;
+                self.land(sealed);
+            }
+            // No step before the stop's barrier: the deferred writes run now.
+            self.resume(true);
+        }
+        let sealed = self.store.seal().map(|_| ());
+        drop(self.spare.take());
+        let _ = self.reads.acquire_many(permits(self.readers_max)).await;
+        drop(self); // releases the lock before the caller hears back
+        sealed
+    }
+}
+
+/// `n` permits, as a semaphore counts them (`readers_max` is clamped far below `u32::MAX`).
+fn permits(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Answers a read on `snapshot`.
+fn answer_read(snapshot: &Store, command: Command) {
+    match command {
+        Command::Rows(s, reply) => {
+            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
+            let _ = reply.send(
+                snapshot
+                    .query(&s.stream, &track, (s.start, s.end))
+                    .map_err(Into::into),
+            );
+        }
+        Command::Buckets(s, budget, reply) => {
+            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
+            let answer = snapshot.survey(&s.stream, &track, (s.start, s.end), budget);
+            let _ = reply.send(answer.map(|survey| survey.fields).map_err(Into::into));
+        }
+        Command::Aggregate(s, kind, reply) => {
+            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
+            let _ = reply.send(
+                snapshot
+                    .fold(&s.stream, &track, (s.start, s.end), kind)
+                    .map_err(Into::into),
+            );
+        }
+        _ => unreachable!("only reads run on a snapshot"),
     }
 }
 
@@ -609,78 +944,6 @@ async fn tick(ticker: Option<&mut tokio::time::Interval>) {
             ticker.tick().await;
         }
         None => std::future::pending().await,
-    }
-}
-
-/// The size trigger: once the bytes staged reach `seal_at`, closes a barrier as a tick does
-/// and answers whether it did (a barrier, even a failed one, is a turn of its own: a failure
-/// poisons the store, and the next request hears about it). Counted in
-/// `Metrics::size_barriers` when it succeeds.
-fn size_barrier(store: &mut Store, seal_at: Option<usize>) -> bool {
-    match seal_at {
-        Some(seal_at) if store.staged_bytes() >= seal_at => {
-            if store.seal().is_ok() {
-                store.metrics.size_barriers += 1;
-            }
-            true
-        }
-        _ => false,
-    }
-}
-
-/// Staging touches no file: the supervisor is back in its loop in microseconds.
-fn stage(store: &mut Store, item: Feed) {
-    let _ = item
-        .reply
-        .send(store.publish(&item.stream, item.position, &item.rows));
-}
-
-fn answer(store: &mut Store, command: Command) {
-    let labels = |track: &[String]| track.to_vec();
-    match command {
-        Command::Rows(s, reply) => {
-            let track = labels(&s.track);
-            let track: Vec<&str> = track.iter().map(String::as_str).collect();
-            let _ = reply.send(
-                store
-                    .query(&s.stream, &track, (s.start, s.end))
-                    .map_err(Into::into),
-            );
-        }
-        Command::Buckets(s, budget, reply) => {
-            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            let answer = store.survey(&s.stream, &track, (s.start, s.end), budget);
-            let _ = reply.send(answer.map(|survey| survey.fields).map_err(Into::into));
-        }
-        Command::Aggregate(s, kind, reply) => {
-            let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            let _ = reply.send(
-                store
-                    .fold(&s.stream, &track, (s.start, s.end), kind)
-                    .map_err(Into::into),
-            );
-        }
-        Command::Seal(stream, track, reply) => {
-            let track: Vec<&str> = track.iter().map(String::as_str).collect();
-            let answer = store
-                .seal()
-                .and_then(|_| store.watermark(&stream, &track))
-                .map_err(Into::into);
-            let _ = reply.send(answer);
-        }
-        Command::Trim(stream, horizon, reply) => {
-            let _ = reply.send(seal_and_trim(store, &stream, horizon));
-        }
-        Command::Retire(stream, track, reply) => {
-            let _ = reply.send(seal_and_retire(store, &stream, &track));
-        }
-        Command::Sweep(reply) => {
-            let _ = reply.send(store.sweep());
-        }
-        Command::Metrics(reply) => {
-            let _ = reply.send(store.metrics());
-        }
-        Command::Stop(_) => unreachable!("handled by the loop"),
     }
 }
 
@@ -761,6 +1024,7 @@ mod tests {
                     lane_max: 64,
                     compact_steps_per_tick: 0,
                     seal_at_staged_share: None,
+                    readers_max: 4,
                 },
             );
             let (stop_reply, stopped) = oneshot::channel();

@@ -149,6 +149,39 @@ impl StreamState {
         }
     }
 
+    /// Takes the staged rows out into a state of their own (the declaration, the stored
+    /// columns, the staged partitions and the staged position), leaving this one's staging
+    /// empty and everything it has published (ordinals, positions, axis values) as it was:
+    /// the next publish is checked against the rows sealed off too.
+    pub(crate) fn seal_off(&mut self) -> StreamState {
+        StreamState {
+            decl: self.decl.clone(),
+            stored: self.stored.clone(),
+            staged: std::mem::take(&mut self.staged),
+            next_ordinal: self.next_ordinal,
+            last_position: self.last_position,
+            staged_position: self.staged_position.take(),
+            fence: self.fence,
+            last_axis: HashMap::new(),
+            floor: self.floor,
+        }
+    }
+
+    /// A copy for a snapshot's reads: everything but the staged rows (reads see none).
+    pub(crate) fn reading_copy(&self) -> StreamState {
+        StreamState {
+            decl: self.decl.clone(),
+            stored: self.stored.clone(),
+            staged: BTreeMap::new(),
+            next_ordinal: self.next_ordinal,
+            last_position: self.last_position,
+            staged_position: None,
+            fence: self.fence,
+            last_axis: HashMap::new(),
+            floor: self.floor,
+        }
+    }
+
     /// Refuses a batch at `position` below the last one, at or below the fence, or beneath
     /// the floor.
     pub(crate) fn check_position(&self, position: u64) -> Result<(), EngineError> {

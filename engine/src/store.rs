@@ -22,6 +22,7 @@ use crate::decl::describe;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::fold_partition;
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
+use crate::snapshot::Pins;
 use crate::stage::StreamState;
 use crate::value::Row;
 
@@ -66,6 +67,17 @@ pub struct Metrics {
     /// (`ServeConfig::seal_at_staged_share`); also counted in `barriers`. 0 for a store used
     /// directly.
     pub size_barriers: u64,
+    /// Times a `Served` supervisor held publishes in their lane because staging had reached
+    /// its size trigger while a barrier was in flight (both buffers the bound allows full):
+    /// the back-pressure that keeps memory bounded. 0 for a store used directly.
+    pub backpressure_waits: u64,
+    /// Reads a `Served` supervisor started while a barrier was in flight: each ran on a
+    /// snapshot and waited for none of the barrier's syncs. 0 for a store used directly.
+    pub reads_during_barriers: u64,
+    /// Snapshots alive now ([`Store::snapshot`], and `Served`'s reads).
+    pub snapshots: u64,
+    /// Retired files waiting now for the snapshots that may read them to be let go.
+    pub removals_pending: u64,
 }
 
 /// How a store is being opened.
@@ -104,14 +116,30 @@ fn folder_error(dir: &Path, source: std::io::Error) -> EngineError {
 
 /// An open store. One writer per folder: a writable open takes an exclusive lock; read-only
 /// opens share it.
+// Four independent states (a measure due, a sweep due, read-only, a barrier in flight), not
+// one mode spelled as flags.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Store {
     pub(crate) vfs: Arc<Counting>,
-    pub(crate) catalog: Catalog,
+    /// The catalog's current version: swapped (or copied on write, if a snapshot holds it) at
+    /// each record applied, never changed under a snapshot (`snapshot.rs`).
+    pub(crate) catalog: Arc<Catalog>,
+    /// Counts the catalog's versions: raised at every change, so a snapshot's version tells
+    /// which retired files it may still read.
+    pub(crate) version: u64,
+    /// The versions snapshots hold, so that a file they may read is not removed under them.
+    pub(crate) pins: Arc<Pins>,
+    /// Files retired while a snapshot of an earlier version was held, with the version that
+    /// retired them: removed once no snapshot older than that version is left.
+    pub(crate) removals: Vec<(u64, FileName)>,
+    /// A barrier's writes are in flight on a worker (`Served`): every write but a publish
+    /// waits for it (the supervisor sees to that; a write that comes anyway is refused).
+    pub(crate) sealing: bool,
     pub(crate) manifest: ManifestWriter,
     /// The length of a snapshot of the live state, as of the last rewrite (or measured at open
     /// when the manifest is past its threshold): the next rewrite waits until the manifest is
     /// twice that, so rewriting costs O(1) per byte appended.
-    manifest_base_len: u64,
+    pub(crate) manifest_base_len: u64,
     /// Whether files were wholly retired since `manifest_base_len` was measured, so that the
     /// snapshot may now be much shorter: measured again once compaction is quiet.
     pub(crate) retired_since_measure: bool,
@@ -128,20 +156,20 @@ pub struct Store {
     pub(crate) unreadable: BTreeMap<FileName, String>,
     /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
     /// a `LOCK` file, for a read-only one.
-    _lock: Option<Box<dyn VfsLock>>,
+    pub(crate) _lock: Option<Box<dyn VfsLock>>,
     /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
-    read_only: bool,
+    pub(crate) read_only: bool,
     pub(crate) streams: BTreeMap<String, StreamState>,
     pub(crate) staged_bytes: usize,
     pub(crate) poisoned: Option<Arc<EngineError>>,
     /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
-    pub(crate) readers: Mutex<OpenSegments<Arc<OpenSegment>>>,
+    pub(crate) readers: Arc<Mutex<OpenSegments<Arc<OpenSegment>>>>,
     /// Every segment map alive, cached or held by a read.
     pub(crate) live_maps: Arc<LiveMaps>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
-    pub(crate) cells_read: AtomicU64,
+    pub(crate) cells_read: Arc<AtomicU64>,
     pub(crate) metrics: Metrics,
-    report: Report,
+    pub(crate) report: Report,
     pub(crate) config: Config,
 }
 
@@ -352,7 +380,11 @@ impl Store {
         };
         Ok(Store {
             vfs,
-            catalog,
+            catalog: Arc::new(catalog),
+            version: 0,
+            pins: Arc::default(),
+            removals: Vec::new(),
+            sealing: false,
             manifest_base_len,
             retired_since_measure: false,
             compact_cursor: None,
@@ -366,9 +398,9 @@ impl Store {
             streams,
             staged_bytes: 0,
             poisoned: None,
-            readers: Mutex::new(OpenSegments::new(config.open_segments_max)),
+            readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
             live_maps: Arc::new(LiveMaps::default()),
-            cells_read: AtomicU64::new(0),
+            cells_read: Arc::default(),
             metrics,
             report,
             config,
@@ -421,6 +453,8 @@ impl Store {
             segment_evictions,
             segments_mapped: self.live_maps.now(),
             segments_mapped_peak: self.live_maps.peak(),
+            snapshots: self.pins.count() as u64,
+            removals_pending: self.removals.len() as u64,
             ..self.metrics
         }
     }
@@ -462,17 +496,12 @@ impl Store {
     /// host reads them, and a read-only host may too.
     pub fn seal(&mut self) -> Result<BTreeMap<String, Option<u64>>, EngineError> {
         self.check_poison()?;
-        if self.streams.values().any(|s| !s.staged.is_empty()) {
-            self.check_writable("seal")?;
-            let syncs_before = self.vfs.counts().total();
-            if let Err(error) = self.barrier() {
-                if !matches!(error, EngineError::Internal { .. }) {
-                    self.poisoned = Some(Arc::new(error.duplicate()));
-                }
-                return Err(error);
-            }
-            self.metrics.barrier_syncs += self.vfs.counts().total() - syncs_before;
+        if let Some(sealing) = self.try_seal_off()? {
+            self.finish_barrier(sealing.run())?;
             self.maybe_rewrite_manifest()?;
+        }
+        if !self.read_only {
+            self.remove_unpinned()?;
         }
         Ok(self
             .streams
@@ -489,8 +518,25 @@ impl Store {
         Ok(self.catalog.watermark(stream))
     }
 
-    fn barrier(&mut self) -> Result<(), EngineError> {
+    /// [`Store::seal_off`] if anything is staged and the store may seal: refused if poisoned,
+    /// read-only (with rows staged: it never has) or sealing already.
+    pub(crate) fn try_seal_off(&mut self) -> Result<Option<Sealing>, EngineError> {
+        self.check_poison()?;
+        if self.streams.values().all(|s| s.staged.is_empty()) {
+            return Ok(None);
+        }
+        self.check_writable("seal")?;
+        Ok(Some(self.seal_off()))
+    }
+
+    /// Takes everything staged out of staging into a [`Sealing`]: the barrier's name is
+    /// issued and its rows, watermarks and the manifest's writer move into it, touching no
+    /// file. Staging is empty again and takes publishes at once; every other write waits for
+    /// [`Store::finish_barrier`] (`sealing`). The caller has checked that something is staged
+    /// and that the store is writable.
+    pub(crate) fn seal_off(&mut self) -> Sealing {
         let name = self.next_name;
+        self.next_name = name + 1;
         let mut rows = 0;
         let mut watermarks = Vec::new();
         for (id, state) in &self.streams {
@@ -506,65 +552,73 @@ impl Store {
                 });
             }
         }
-        let barrier_record = |summary: &SegmentSummary| {
-            let mut entries = vec![Entry::AddFile(summary.claim(name))];
-            entries.extend(watermarks.iter().cloned());
-            entries.push(Entry::NameHigh(name));
-            Record { entries }
-        };
-        // What is durable now, for the error if the writes below fail: they change nothing of it.
+        // What is durable now, for the error if the writes fail: they change nothing of it.
         let intact = self.intact();
-        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
-        let file = NumberedName::segment(name).to_string();
-        // A handle of its own, so the synced temp does not borrow the store.
-        let vfs = Arc::clone(&self.vfs);
-        let vfs: &dyn Vfs = vfs.as_ref();
-        // The segment streams to its temp and is synced there before its record exists: the
-        // record carries the file's digest and length, known once the last byte has passed.
-        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
-            let sink = FileSink::for_input(temp.file(), self.staged_bytes);
-            match write_staged(&self.streams, sink) {
-                Ok((summary, _)) => Ok((summary, temp.sync()?)),
-                Err(e) => {
-                    let path = temp.tmp_path().to_owned();
-                    Err(temp.abandon(SegmentError::Io { path, source: e }))
-                }
-            }
-        });
-        let (summary, synced) = match written {
-            Ok(written) => written,
-            Err(error) => {
-                // What the barrier would have needed: its length, counted without writing it.
-                let (counted, _) = write_staged(&self.streams, CountingSink::default())
-                    .expect("counting bytes does not fail");
-                let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
-                let needed = counted.len + frame_bytes;
-                return Err(self.failed_barrier(error, &segment_path, needed, intact));
-            }
-        };
-        let record = barrier_record(&summary);
-        // Applied before the file has its name: a record the catalog refuses is a bug, and must
-        // never reach the disk as a claim (the temp is removed; nothing is poisoned). If the
-        // writes below fail, the store is poisoned, and a poisoned store answers nothing from
-        // this catalog.
-        if let Err(e) = self.catalog.apply(&record) {
-            let reason = format!("the barrier's own record was refused: {e}");
-            synced.abandon(SegmentError::mismatch(&segment_path, reason.clone()));
-            return Err(EngineError::Internal { reason });
+        let streams = self
+            .streams
+            .iter_mut()
+            .map(|(id, state)| (id.clone(), state.seal_off()))
+            .collect();
+        let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
+        self.sealing = true;
+        Sealing {
+            name,
+            streams,
+            staged_bytes: std::mem::take(&mut self.staged_bytes),
+            rows,
+            watermarks,
+            intact,
+            catalog: Arc::clone(&self.catalog),
+            version: self.version,
+            manifest: std::mem::replace(&mut self.manifest, placeholder),
+            vfs: Arc::clone(&self.vfs),
         }
-        self.claim_barrier(synced, summary.len, &record, intact)?;
+    }
 
-        self.next_name = name + 1;
-        self.sweep_due = true;
-        for state in self.streams.values_mut() {
-            state.staged.clear();
-            state.staged_position = None;
+    /// Takes a barrier's outcome back: the manifest's writer, and on success the catalog
+    /// version that claims it, the counters and the sweep it makes due. A failed write poisons
+    /// the store, as a barrier's always did; a record the catalog refused (a bug, caught
+    /// before anything was claimed) puts the rows back in staging if nothing was staged
+    /// behind them, and poisons the store if something was.
+    pub(crate) fn finish_barrier(&mut self, sealed: Sealed) -> Result<(), EngineError> {
+        self.sealing = false;
+        self.manifest = sealed.manifest;
+        self.metrics.barrier_syncs += sealed.syncs;
+        if sealed.version != self.version {
+            let error = EngineError::Internal {
+                reason: format!(
+                    "the catalog changed under a barrier in flight (version {} became {})",
+                    sealed.version, self.version
+                ),
+            };
+            self.poisoned = Some(Arc::new(error.duplicate()));
+            return Err(error);
         }
-        self.staged_bytes = 0;
-        self.metrics.barriers += 1;
-        self.metrics.rows_sealed += rows;
-        self.metrics.bytes_sealed += summary.len;
-        Ok(())
+        match sealed.outcome {
+            Ok((catalog, segment_len)) => {
+                self.catalog = Arc::new(catalog);
+                self.version += 1;
+                self.sweep_due = true;
+                self.metrics.barriers += 1;
+                self.metrics.rows_sealed += sealed.rows;
+                self.metrics.bytes_sealed += segment_len;
+                Ok(())
+            }
+            Err(error @ EngineError::Internal { .. }) if self.staged_bytes == 0 => {
+                for (id, sealed_off) in sealed.streams {
+                    if let Some(state) = self.streams.get_mut(&id) {
+                        state.staged = sealed_off.staged;
+                        state.staged_position = sealed_off.staged_position;
+                    }
+                }
+                self.staged_bytes = sealed.staged_bytes;
+                Err(error)
+            }
+            Err(error) => {
+                self.poisoned = Some(Arc::new(error.duplicate()));
+                Err(error)
+            }
+        }
     }
 
     /// Every stream's durable state, as recorded.
@@ -579,32 +633,6 @@ impl Store {
             .collect()
     }
 
-    /// Publishes the barrier's synced segment under its final name, then appends the frame
-    /// that claims it. A write that fails leaves nothing of the barrier that nothing could claim
-    /// (see `unwind_append`), and its error says, for exhaustion, what the barrier needed and
-    /// what is `intact`.
-    fn claim_barrier(
-        &mut self,
-        synced: SyncedFile<'_>,
-        segment_len: u64,
-        record: &Record,
-        intact: Vec<StreamIntact>,
-    ) -> Result<(), EngineError> {
-        let segment_path = synced.final_path().to_owned();
-        let frame_bytes = encode_frame(record).len() as u64;
-        let needed_bytes = segment_len + frame_bytes;
-        // publish removes its own names of the file before it reports a failure.
-        if let Err(error) = synced.publish() {
-            return Err(self.failed_barrier(error, &segment_path, needed_bytes, intact));
-        }
-        let manifest_len = self.manifest.len();
-        if let Err(error) = self.manifest.append(record) {
-            self.unwind_append(manifest_len, frame_bytes, &segment_path);
-            return Err(self.failed_barrier(error, &segment_path, needed_bytes, intact));
-        }
-        Ok(())
-    }
-
     pub(crate) fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
         // Past the threshold alone is not enough: a snapshot that is itself past it (a large
         // live state) would otherwise be rewritten after every record, each rewrite costing the
@@ -614,7 +642,7 @@ impl Store {
         if len <= self.config.manifest_rewrite_bytes || len <= self.manifest_base_len * 2 {
             return Ok(());
         }
-        self.rewrite_manifest()
+        self.rewrite_manifest().map(|_| ())
     }
 
     /// Once compaction is quiet: if it retired files since the snapshot's length was last
@@ -643,15 +671,22 @@ impl Store {
         if self.manifest.len() <= self.manifest_base_len * 2 {
             return Ok(false);
         }
-        self.rewrite_manifest()?;
-        Ok(true)
+        self.rewrite_manifest()
     }
 
     /// Writes a new manifest generation holding the snapshot of the live state, and swaps the
     /// catalog for the one the snapshot rebuilds, so that the catalog in memory follows the
     /// live state too (it no longer lists files wholly retired, which were removed from the
     /// disk by the step that retired them, before any rewrite).
-    fn rewrite_manifest(&mut self) -> Result<(), EngineError> {
+    ///
+    /// Not while files retired under a snapshot wait for removal (`snapshot.rs`): the rewrite
+    /// would forget them, and a crash would leave them for boot to quarantine rather than
+    /// remove. Answers whether it rewrote; a later write rewrites once they are gone.
+    fn rewrite_manifest(&mut self) -> Result<bool, EngineError> {
+        self.remove_unpinned()?;
+        if !self.removals.is_empty() {
+            return Ok(false);
+        }
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
         // half the frame bound. The generation is written whole, two-phase, so a crash leaves
         // either the old manifest or all of the new one.
@@ -669,8 +704,9 @@ impl Store {
                 self.manifest_base_len = manifest.len();
                 self.retired_since_measure = false;
                 self.manifest = manifest;
-                self.catalog = rebuilt;
-                Ok(())
+                self.catalog = Arc::new(rebuilt);
+                self.version += 1;
+                Ok(true)
             }
             Err(error) => {
                 let error = EngineError::write(error);
@@ -680,50 +716,15 @@ impl Store {
         }
     }
 
-    /// A failed append of a barrier's frame: if the frame never reached the file whole it can
-    /// claim nothing, on any disk, so its partial bytes are cut off and its segment removed,
-    /// leaving nothing for the next open to quarantine. If it did reach the file whole (the sync
-    /// failed), it may be durable and claim the segment: both stay, for boot to judge.
+    /// [`unwind_append`] of this store's manifest.
     pub(crate) fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
         let vfs: &dyn Vfs = self.vfs.as_ref();
-        if cut_partial_frame(vfs, &self.manifest, manifest_len, frame_bytes) {
-            // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
-            let _ = vfs.remove(segment_path);
-        }
+        unwind_append(vfs, &self.manifest, manifest_len, frame_bytes, segment_path);
     }
 
-    /// The error of a barrier whose write failed: exhaustion says what the barrier needed and
-    /// what is intact; anything else is a storage failure.
-    fn failed_barrier(
-        &self,
-        source: SegmentError,
-        segment_path: &str,
-        needed_bytes: u64,
-        intact: Vec<StreamIntact>,
-    ) -> EngineError {
-        let Some(resource) = source.exhausted() else {
-            return EngineError::Storage(source);
-        };
-        let vfs: &dyn Vfs = self.vfs.as_ref();
-        let file = segment_path.rsplit('/').next().unwrap_or(segment_path);
-        let tmp_path = format!("{TMP_DIR}/{file}");
-        // Whether a claim can still point at the segment: only if its frame reached the file.
-        let cleaned_up =
-            !vfs.exists(&tmp_path).unwrap_or(true) && !vfs.exists(segment_path).unwrap_or(true);
-        EngineError::Exhausted {
-            resource,
-            source,
-            barrier: Some(Box::new(FailedBarrier {
-                store: vfs.location(),
-                segment: segment_path.to_owned(),
-                needed_bytes,
-                cleaned_up,
-                intact,
-            })),
-        }
-    }
-
-    /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store.
+    /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store,
+    /// then any write but a publish while a barrier is in flight (`Served` waits for the
+    /// barrier before it asks; one that comes anyway is a bug, refused before it writes).
     pub(crate) fn check_writable(&self, operation: &'static str) -> Result<(), EngineError> {
         if self.read_only {
             return Err(EngineError::ReadOnly {
@@ -731,7 +732,20 @@ impl Store {
                 operation,
             });
         }
-        self.check_poison()
+        self.check_poison()?;
+        if self.sealing && operation != "publish" {
+            return Err(EngineError::Internal {
+                reason: format!("{operation} was asked while a barrier is in flight"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The catalog to apply a record to: the next version, copied first if a snapshot holds
+    /// the current one (the snapshot keeps what it had).
+    pub(crate) fn catalog_mut(&mut self) -> &mut Catalog {
+        self.version += 1;
+        Arc::make_mut(&mut self.catalog)
     }
 
     /// Whether the store was opened with [`Store::open_read_only`], so that every write is
@@ -970,6 +984,222 @@ pub(crate) fn stream_floor(catalog: &Catalog, id: &str) -> u64 {
         .map(|raw| raw.position)
         .max()
         .unwrap_or(0)
+}
+
+/// A barrier sealed off ([`Store::seal_off`]): its rows, taken out of staging, and all its
+/// writes need, so that they can run away from the store — on a worker, while staging fills
+/// again behind them (`Served`). [`Sealing::run`] writes it; [`Store::finish_barrier`] takes
+/// the outcome back. The record is still the commit point, so the all-or-nothing rule is the
+/// one a barrier written in place keeps.
+pub(crate) struct Sealing {
+    name: FileName,
+    /// Each stream's sealed-off rows (its declaration and staged partitions only).
+    streams: BTreeMap<String, StreamState>,
+    staged_bytes: usize,
+    rows: u64,
+    watermarks: Vec<Entry>,
+    intact: Vec<StreamIntact>,
+    /// The catalog version the barrier was sealed off from: the one its record applies to.
+    catalog: Arc<Catalog>,
+    version: u64,
+    manifest: ManifestWriter,
+    vfs: Arc<Counting>,
+}
+
+/// What a barrier's writes came to ([`Sealing::run`]).
+pub(crate) struct Sealed {
+    /// The catalog version that claims the barrier and the segment's length, or why not.
+    outcome: Result<(Catalog, u64), EngineError>,
+    streams: BTreeMap<String, StreamState>,
+    staged_bytes: usize,
+    manifest: ManifestWriter,
+    rows: u64,
+    version: u64,
+    syncs: u64,
+}
+
+impl std::fmt::Debug for Sealing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sealing")
+            .field("name", &self.name)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sealed")
+            .field("ok", &self.outcome.is_ok())
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sealing {
+    /// Writes the barrier: one segment file two-phase (temp, sync, rename, directory sync),
+    /// then the manifest frame that claims it. Touches nothing of the store it was sealed off
+    /// from, so it may run on any thread.
+    pub(crate) fn run(mut self) -> Sealed {
+        let syncs_before = self.vfs.counts().total();
+        let outcome = self.write();
+        Sealed {
+            outcome,
+            syncs: self.vfs.counts().total() - syncs_before,
+            streams: self.streams,
+            staged_bytes: self.staged_bytes,
+            manifest: self.manifest,
+            rows: self.rows,
+            version: self.version,
+        }
+    }
+
+    fn write(&mut self) -> Result<(Catalog, u64), EngineError> {
+        let name = self.name;
+        let watermarks = &self.watermarks;
+        let barrier_record = |summary: &SegmentSummary| {
+            let mut entries = vec![Entry::AddFile(summary.claim(name))];
+            entries.extend(watermarks.iter().cloned());
+            entries.push(Entry::NameHigh(name));
+            Record { entries }
+        };
+        let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
+        let file = NumberedName::segment(name).to_string();
+        // A handle of its own, so the synced temp does not borrow the sealing.
+        let vfs = Arc::clone(&self.vfs);
+        let vfs: &dyn Vfs = vfs.as_ref();
+        // The segment streams to its temp and is synced there before its record exists: the
+        // record carries the file's digest and length, known once the last byte has passed.
+        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
+            let sink = FileSink::for_input(temp.file(), self.staged_bytes);
+            match write_staged(&self.streams, sink) {
+                Ok((summary, _)) => Ok((summary, temp.sync()?)),
+                Err(e) => {
+                    let path = temp.tmp_path().to_owned();
+                    Err(temp.abandon(SegmentError::Io { path, source: e }))
+                }
+            }
+        });
+        let (summary, synced) = match written {
+            Ok(written) => written,
+            Err(error) => {
+                // What the barrier would have needed: its length, counted without writing it.
+                let (counted, _) = write_staged(&self.streams, CountingSink::default())
+                    .expect("counting bytes does not fail");
+                let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
+                let needed = counted.len + frame_bytes;
+                let intact = std::mem::take(&mut self.intact);
+                return Err(failed_barrier(vfs, error, &segment_path, needed, intact));
+            }
+        };
+        let record = barrier_record(&summary);
+        // Applied to the next version before the file has its name: a record the catalog
+        // refuses is a bug, and must never reach the disk as a claim (the temp is removed).
+        // The copy is made here, off the store's thread; the store swaps it in when the
+        // barrier is acknowledged, so no read ever sees a claim before it is durable.
+        let mut catalog = Catalog::clone(&self.catalog);
+        if let Err(e) = catalog.apply(&record) {
+            let reason = format!("the barrier's own record was refused: {e}");
+            synced.abandon(SegmentError::mismatch(&segment_path, reason.clone()));
+            return Err(EngineError::Internal { reason });
+        }
+        let intact = std::mem::take(&mut self.intact);
+        claim_barrier(
+            vfs,
+            &mut self.manifest,
+            synced,
+            summary.len,
+            &record,
+            intact,
+        )?;
+        Ok((catalog, summary.len))
+    }
+}
+
+/// Publishes the barrier's synced segment under its final name, then appends the frame that
+/// claims it. A write that fails leaves nothing of the barrier that nothing could claim (see
+/// [`unwind_append`]), and its error says, for exhaustion, what the barrier needed and what is
+/// `intact`.
+fn claim_barrier(
+    vfs: &dyn Vfs,
+    manifest: &mut ManifestWriter,
+    synced: SyncedFile<'_>,
+    segment_len: u64,
+    record: &Record,
+    intact: Vec<StreamIntact>,
+) -> Result<(), EngineError> {
+    let segment_path = synced.final_path().to_owned();
+    let frame_bytes = encode_frame(record).len() as u64;
+    let needed_bytes = segment_len + frame_bytes;
+    // publish removes its own names of the file before it reports a failure.
+    if let Err(error) = synced.publish() {
+        return Err(failed_barrier(
+            vfs,
+            error,
+            &segment_path,
+            needed_bytes,
+            intact,
+        ));
+    }
+    let manifest_len = manifest.len();
+    if let Err(error) = manifest.append(record) {
+        unwind_append(vfs, manifest, manifest_len, frame_bytes, &segment_path);
+        return Err(failed_barrier(
+            vfs,
+            error,
+            &segment_path,
+            needed_bytes,
+            intact,
+        ));
+    }
+    Ok(())
+}
+
+/// A failed append of a frame claiming `segment_path`: if the frame never reached the file
+/// whole it can claim nothing, on any disk, so its partial bytes are cut off and its segment
+/// removed, leaving nothing for the next open to quarantine. If it did reach the file whole
+/// (the sync failed), it may be durable and claim the segment: both stay, for boot to judge.
+pub(crate) fn unwind_append(
+    vfs: &dyn Vfs,
+    manifest: &ManifestWriter,
+    manifest_len: u64,
+    frame_bytes: u64,
+    segment_path: &str,
+) {
+    if cut_partial_frame(vfs, manifest, manifest_len, frame_bytes) {
+        // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
+        let _ = vfs.remove(segment_path);
+    }
+}
+
+/// The error of a barrier whose write failed: exhaustion says what the barrier needed and what
+/// is intact; anything else is a storage failure.
+fn failed_barrier(
+    vfs: &dyn Vfs,
+    source: SegmentError,
+    segment_path: &str,
+    needed_bytes: u64,
+    intact: Vec<StreamIntact>,
+) -> EngineError {
+    let Some(resource) = source.exhausted() else {
+        return EngineError::Storage(source);
+    };
+    let file = segment_path.rsplit('/').next().unwrap_or(segment_path);
+    let tmp_path = format!("{TMP_DIR}/{file}");
+    // Whether a claim can still point at the segment: only if its frame reached the file.
+    let cleaned_up =
+        !vfs.exists(&tmp_path).unwrap_or(true) && !vfs.exists(segment_path).unwrap_or(true);
+    EngineError::Exhausted {
+        resource,
+        source,
+        barrier: Some(Box::new(FailedBarrier {
+            store: vfs.location(),
+            segment: segment_path.to_owned(),
+            needed_bytes,
+            cleaned_up,
+            intact,
+        })),
+    }
 }
 
 /// After a failed append of a frame of `frame_bytes` at `manifest_len`: whether the frame never

@@ -1,0 +1,188 @@
+//! Snapshots: reads of one catalog version, off the writer's thread.
+//!
+//! A [`Snapshot`] is a read-only store over the catalog version current when it was taken: it
+//! answers every read a [`Store`] answers (`query`, `survey`, `fold`, watermarks, floors) and
+//! refuses every write, and it is `Send`, so a read can run on another thread while the store
+//! goes on publishing, sealing, compacting and retiring. It shares the store's file system,
+//! its cache of open segments and its counters; what it does not share is the catalog, which
+//! the store replaces (copying it if a snapshot holds it) rather than changes.
+//!
+//! **Deferred removal.** A version names files; compaction and retention remove files once a
+//! record retires them. An unlinked file cannot be opened by name, and segments are mapped
+//! lazily, so a file a snapshot may still read is not removed while the snapshot lives: each
+//! snapshot pins its version ([`Pins`]), and a file retired at version `v` is removed only
+//! once no snapshot older than `v` is left (LevelDB's `Version` references and RocksDB's
+//! obsolete-file list work this way). Until then it waits in `Store::removals`, and the
+//! manifest is not rewritten (a rewrite forgets retired files, and boot removes only the
+//! retired files its manifest names). A crash meanwhile loses nothing: the record that retired
+//! the file is durable, and boot removes it.
+
+use std::collections::BTreeMap;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use strata_index::FileName;
+use strata_segment::ManifestWriter;
+
+use crate::error::EngineError;
+use crate::store::{Metrics, Store};
+
+/// The catalog versions snapshots hold: each version and how many snapshots hold it.
+#[derive(Debug, Default)]
+pub(crate) struct Pins {
+    held: Mutex<BTreeMap<u64, usize>>,
+}
+
+impl Pins {
+    fn pin(self: &Arc<Self>, version: u64) -> Pin {
+        *self.lock().entry(version).or_default() += 1;
+        Pin {
+            pins: Arc::clone(self),
+            version,
+        }
+    }
+
+    /// The oldest version a snapshot holds, if any does.
+    pub(crate) fn oldest(&self) -> Option<u64> {
+        self.lock().keys().next().copied()
+    }
+
+    /// How many snapshots are alive.
+    pub(crate) fn count(&self) -> usize {
+        self.lock().values().sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, usize>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One snapshot's hold on its version, let go when the snapshot is dropped.
+#[derive(Debug)]
+struct Pin {
+    pins: Arc<Pins>,
+    version: u64,
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let mut held = self.pins.lock();
+        if let Some(count) = held.get_mut(&self.version) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.version);
+            }
+        }
+    }
+}
+
+/// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
+/// (through `Deref`) answers as the store answered when the snapshot was taken, however the
+/// store changes meanwhile; nothing of it can write (`Deref` gives no `&mut`). Cheap to take
+/// (a few reference counts and the streams' declarations). While it lives, files retired
+/// after it was taken stay on disk (see the module's documentation): hold one for a read,
+/// not for the life of a program.
+pub struct Snapshot {
+    store: Store,
+    pin: Pin,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("version", &self.pin.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deref for Snapshot {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Store {
+    /// A snapshot of what the store has made durable now: reads of it answer at the current
+    /// watermarks whatever the store does next (see [`Snapshot`]). Rows staged and not sealed
+    /// are not in it, as they are in no read. A poisoned store's snapshot answers `Poisoned`.
+    pub fn snapshot(&self) -> Snapshot {
+        let streams = self
+            .streams
+            .iter()
+            .map(|(id, state)| (id.clone(), state.reading_copy()))
+            .collect();
+        let store = Store {
+            vfs: Arc::clone(&self.vfs),
+            catalog: Arc::clone(&self.catalog),
+            version: self.version,
+            pins: Arc::clone(&self.pins),
+            removals: Vec::new(),
+            sealing: false,
+            manifest: ManifestWriter::detached(self.manifest.generation(), self.manifest.len()),
+            manifest_base_len: 0,
+            retired_since_measure: false,
+            compact_cursor: None,
+            sweep_due: false,
+            rewrite_failed: None,
+            next_name: self.next_name,
+            unreadable: self.unreadable.clone(),
+            _lock: None,
+            read_only: true,
+            streams,
+            staged_bytes: 0,
+            poisoned: self.poisoned.clone(),
+            readers: Arc::clone(&self.readers),
+            live_maps: Arc::clone(&self.live_maps),
+            cells_read: Arc::clone(&self.cells_read),
+            metrics: Metrics::default(),
+            report: self.report.clone(),
+            config: self.config.clone(),
+        };
+        Snapshot {
+            store,
+            pin: self.pins.pin(self.version),
+        }
+    }
+
+    /// Whether a snapshot may still read a file retired now: one taken before this version.
+    pub(crate) fn snapshot_predates_now(&self) -> bool {
+        self.pins
+            .oldest()
+            .is_some_and(|oldest| oldest < self.version)
+    }
+
+    /// Snapshots alive now (the store's own and `Served`'s reads).
+    pub fn snapshots(&self) -> usize {
+        self.pins.count()
+    }
+
+    /// Files retired while a snapshot could still read them, not removed yet.
+    pub fn removals_pending(&self) -> usize {
+        self.removals.len()
+    }
+
+    /// Removes the retired files no snapshot can read any more (all of them once none is
+    /// held), then syncs `seg/`; answers them. A failure poisons the store, as a removal's
+    /// always did. Every write calls it; `Served`'s supervisor also does after each turn.
+    pub(crate) fn remove_unpinned(&mut self) -> Result<Vec<FileName>, EngineError> {
+        if self.removals.is_empty() || self.read_only {
+            return Ok(Vec::new());
+        }
+        let oldest = self.pins.oldest();
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.removals)
+            .into_iter()
+            .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
+        self.removals = kept;
+        let names: Vec<FileName> = due.into_iter().map(|(_, name)| name).collect();
+        self.remove_files(&names)?;
+        Ok(names)
+    }
+
+    /// Queues `name`, retired by the version now current, for removal once no snapshot can
+    /// read it.
+    pub(crate) fn defer_removal(&mut self, name: FileName) {
+        self.removals.push((self.version, name));
+    }
+}
