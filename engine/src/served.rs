@@ -24,6 +24,7 @@ use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
+use crate::snapshot::Snapshot;
 use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat};
 use crate::trim::Trimmed;
@@ -190,6 +191,8 @@ enum Command {
     ),
     Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
     Metrics(oneshot::Sender<Metrics>),
+    /// Runs a caller's read on a snapshot (`Served::read`); it answers through its own reply.
+    Read(Box<dyn FnOnce(&Snapshot) + Send>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
 }
 
@@ -308,6 +311,43 @@ impl Served {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::Metrics(reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)
+    }
+
+    /// Runs `read` on a snapshot of the store's current version, in the supervisor's pool of
+    /// readers (at most [`ServeConfig::readers_max`] at once), and answers what it returns:
+    /// several reads that must agree (a watermark and the rows beneath it, a survey and a
+    /// fold) answer from one version, never a mix of two. The snapshot sees what barriers made
+    /// durable up to the moment the read was taken from the lane (not rows staged, nor a
+    /// barrier still in flight), and waits for none of them: files the store retires
+    /// meanwhile stay until the read is done. `EngineError::Stopped` if the supervisor is
+    /// gone, before or during the read.
+    ///
+    /// ```no_run
+    /// # async fn example(served: strata_engine::Served) -> Result<(), strata_engine::EngineError> {
+    /// let (watermark, rows) = served
+    ///     .read(|snapshot| {
+    ///         let watermark = snapshot.watermark("s", &[])?;
+    ///         Ok::<_, strata_engine::EngineError>((watermark, snapshot.query("s", &[], ..)?))
+    ///     })
+    ///     .await??;
+    /// # let _ = (watermark, rows);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn read<T, F>(&self, read: F) -> Result<T, EngineError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Snapshot) -> T + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let read: Box<dyn FnOnce(&Snapshot) + Send> = Box::new(move |snapshot: &Snapshot| {
+            let _ = reply.send(read(snapshot));
+        });
+        self.commands
+            .send(Command::Read(read))
             .await
             .map_err(|_| EngineError::Stopped)?;
         answer.await.map_err(|_| EngineError::Stopped)
@@ -820,7 +860,10 @@ impl Supervisor {
     /// in flight) once it lands. A stop is the loop's own.
     fn command(&mut self, command: Command) {
         match command {
-            Command::Rows(..) | Command::Buckets(..) | Command::Aggregate(..) => {
+            Command::Rows(..)
+            | Command::Buckets(..)
+            | Command::Aggregate(..)
+            | Command::Read(_) => {
                 self.read(command);
             }
             Command::Metrics(reply) => {
@@ -855,6 +898,7 @@ impl Supervisor {
             Command::Rows(..)
             | Command::Buckets(..)
             | Command::Aggregate(..)
+            | Command::Read(_)
             | Command::Metrics(_)
             | Command::Stop(_) => unreachable!("answered by `command`"),
         }
@@ -911,7 +955,7 @@ fn permits(n: usize) -> u32 {
 }
 
 /// Answers a read on `snapshot`.
-fn answer_read(snapshot: &Store, command: Command) {
+fn answer_read(snapshot: &Snapshot, command: Command) {
     match command {
         Command::Rows(s, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
@@ -934,6 +978,7 @@ fn answer_read(snapshot: &Store, command: Command) {
                     .map_err(Into::into),
             );
         }
+        Command::Read(read) => read(snapshot),
         _ => unreachable!("only reads run on a snapshot"),
     }
 }
