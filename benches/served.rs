@@ -13,7 +13,9 @@
 //!   the same segments and staging stays bounded, but no timed request can meet a barrier.
 //!
 //! Compaction is off (`compact_steps_per_tick(0)`) so that every segment written in a run is a
-//! barrier's: the count below is exact, and a maximum is a barrier's price, not a merge's.
+//! barrier's: the count below is exact, and a maximum is a barrier's price, not a merge's. A
+//! fourth cadence, **250 ms, compaction on**, shows the rest: compaction steps still run on
+//! the supervisor's thread, and its "barriers" count merges' outputs too.
 //!
 //! The store's file system is `RealFs` behind a thin watch that notes when each barrier starts
 //! (its segment's temp file is created) and ends (the manifest frame claiming it is synced),
@@ -200,6 +202,9 @@ impl Vfs for Watch {
 enum Cadence {
     /// The supervisor's ticker seals on this interval.
     Ticker(Duration),
+    /// The same with compaction on (`ServeConfig`'s default steps per tick): steps still run
+    /// on the supervisor's thread, so this shows what a request waits behind a step.
+    Compacting(Duration),
     /// No barrier in flight while timed: the host seals between timed requests.
     Idle,
 }
@@ -208,6 +213,9 @@ impl Cadence {
     fn label(self) -> String {
         match self {
             Cadence::Ticker(interval) => format!("{} ms", interval.as_millis()),
+            Cadence::Compacting(interval) => {
+                format!("{} ms, compaction on", interval.as_millis())
+            }
             Cadence::Idle => "idle (host seals between requests)".to_owned(),
         }
     }
@@ -263,12 +271,16 @@ async fn run(cadence: Cadence, window: Duration) -> Run {
     };
     let store = Store::create_in(Arc::new(vfs), Config::default(), &[decl()]).expect("a store");
     let interval = match cadence {
-        Cadence::Ticker(interval) => Some(interval),
+        Cadence::Ticker(interval) | Cadence::Compacting(interval) => Some(interval),
         Cadence::Idle => None,
+    };
+    let steps = match cadence {
+        Cadence::Compacting(_) => ServeConfig::default().compact_steps_per_tick,
+        Cadence::Ticker(_) | Cadence::Idle => 0,
     };
     let config = ServeConfig::default()
         .seal_interval(interval)
-        .compact_steps_per_tick(0);
+        .compact_steps_per_tick(steps);
     let mut served = Served::spawn(store, config);
 
     // History to survey from the first timed request, sealed before the window opens.
@@ -398,6 +410,7 @@ fn main() {
     let cadences = [
         Cadence::Ticker(Duration::from_millis(250)),
         Cadence::Ticker(Duration::from_millis(50)),
+        Cadence::Compacting(Duration::from_millis(250)),
         Cadence::Idle,
     ];
     let load_before = load_average();
@@ -466,7 +479,7 @@ fn main() {
         );
     }
     for run in &runs {
-        if matches!(run.cadence, Cadence::Ticker(_)) && run.barriers == 0 {
+        if matches!(run.cadence, Cadence::Ticker(_) | Cadence::Compacting(_)) && run.barriers == 0 {
             println!(
                 "\nWARNING: the {} run closed no barrier: its max is no barrier's price.",
                 run.cadence.label()
