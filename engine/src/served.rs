@@ -824,6 +824,16 @@ impl Supervisor {
             };
             self.write(command);
         }
+        // Seals deferred right behind the one that started this barrier arrived before it
+        // was sealed off, with their rows staged (feeds go first): it answers them too, rather
+        // than one barrier each.
+        if let Some(in_flight) = self.in_flight.as_mut() {
+            while let Some(Command::Seal(..)) = self.deferred.front() {
+                if let Some(Command::Seal(stream, track, reply)) = self.deferred.pop_front() {
+                    in_flight.waiting.push((stream, track, reply));
+                }
+            }
+        }
         if self.in_flight.is_none() && std::mem::take(&mut self.tick_owed) {
             self.start_barrier(Trigger::Tick, Vec::new());
         }
