@@ -33,18 +33,23 @@
 
 use std::collections::BTreeMap;
 
-use strata_index::{Entry, FileName, PartitionEntry, Record, TrackKey};
+use std::sync::Arc;
+
+use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
-use strata_segment::{Column, FileSink, SegmentError, SegmentWriter, SyncedFile, TempFile};
+use strata_segment::{
+    Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, SyncedFile, TempFile,
+};
 
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
 use crate::read::unreadable;
 use crate::retention::Lifetime;
+use crate::snapshot::Snapshot;
 use crate::stage::{ColumnBuf, Staged};
-use crate::store::Store;
+use crate::store::{Store, unwind_append};
 use crate::survey::prepend;
 
 /// What one compaction step did.
@@ -106,6 +111,18 @@ impl Store {
     /// of an input fails the step before anything is written, and leaves the store as it was;
     /// a failed write, sync or removal poisons the store.
     pub fn compact_step(&mut self) -> Result<Option<CompactStep>, EngineError> {
+        let Some(merging) = self.start_compaction()? else {
+            return Ok(None);
+        };
+        self.finish_compaction(merging.run())
+    }
+
+    /// The first half of a compaction step, in memory: retention first (a sweep, if one is
+    /// due), then the policy's pick, the output's name, a snapshot to read the inputs from and
+    /// the manifest's writer, moved into a [`Merging`] that any thread may run. `None` (after
+    /// tidying the manifest) when there is nothing to merge. Like a barrier in flight, every
+    /// other write but a publish waits for [`Store::finish_compaction`].
+    pub(crate) fn start_compaction(&mut self) -> Result<Option<Merging>, EngineError> {
         self.check_writable("compact_step")?;
         self.remove_unpinned()?;
         // Retention first: what it retires is neither merged nor rewritten.
@@ -119,73 +136,69 @@ impl Store {
         // Moved before the merge is tried, so a partition whose inputs fail to read does not
         // take every later step too.
         self.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
-        let merged = self.merge_rows(&pick).inspect_err(|_| {
-            if let [(input, _)] = pick.inputs[..] {
-                self.rewrite_failed = Some(input);
-            }
-        })?;
         let name = self.next_name;
-        let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
-        inputs.sort_unstable();
-        let file = NumberedName::segment(name).to_string();
-        // A handle of its own, so the synced temp does not borrow the store.
-        let vfs = std::sync::Arc::clone(&self.vfs);
-        let vfs: &dyn Vfs = vfs.as_ref();
-        // Streamed to its temp and synced there before its record exists: the record carries
-        // the output's digest and length.
-        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
-            let state = &self.streams[&pick.stream];
-            let input = state.partition_input(&pick.track, &merged.rows, &merged.levels);
-            let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-            let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
-            let sink = FileSink::for_input(temp.file(), input_bytes);
-            let streamed = SegmentWriter::to_sink(sink).and_then(|mut w| {
-                w.write_partition(&input)?;
-                w.finish_streamed()
-            });
-            match streamed {
-                Ok((summary, _)) => Ok((summary, temp.sync()?)),
-                Err(source) => {
-                    let path = temp.tmp_path().to_owned();
-                    Err(temp.abandon(SegmentError::Io { path, source }))
-                }
-            }
-        });
-        let (summary, synced) = written.map_err(|error| self.poison(EngineError::write(error)))?;
-        let record = Record {
-            entries: vec![
-                Entry::Merge {
-                    file: summary.claim(name),
-                    inputs: inputs.clone(),
-                },
-                Entry::NameHigh(name),
-            ],
-        };
-        // As at a barrier: applied before the output has its name, so a record the catalog
-        // refuses (our bug) never reaches the disk; if a write below fails the store is
-        // poisoned, and a poisoned store answers nothing from this catalog.
-        if let Err(e) = self.catalog_mut().apply(&record) {
-            let reason = format!("a compaction's own record was refused: {e}");
-            let path = synced.final_path().to_owned();
-            synced.abandon(SegmentError::mismatch(&path, reason.clone()));
-            return Err(EngineError::Internal { reason });
-        }
-        self.claim_merge(synced, &record)?;
         self.next_name = name + 1;
+        let snapshot = self.snapshot();
+        let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
+        self.sealing = true;
+        Ok(Some(Merging {
+            snapshot,
+            pick,
+            name,
+            manifest: std::mem::replace(&mut self.manifest, placeholder),
+            version: self.version,
+        }))
+    }
+
+    /// The second half: takes the step's outcome back. On success the version that claims
+    /// the output is swapped in and the inputs it left wholly retired are removed (or queued
+    /// for a snapshot that may read them). A failed read of an input leaves the store as it
+    /// was (a one-input rewrite is skipped by the next picks); a record the catalog refused
+    /// (a bug) likewise; a failed write poisons the store.
+    pub(crate) fn finish_compaction(
+        &mut self,
+        done: MergeDone,
+    ) -> Result<Option<CompactStep>, EngineError> {
+        self.sealing = false;
+        self.manifest = done.manifest;
+        if done.version != self.version {
+            return Err(self.poison(EngineError::Internal {
+                reason: format!(
+                    "the catalog changed under a compaction step in flight (version {} became {})",
+                    done.version, self.version
+                ),
+            }));
+        }
+        let pick = done.pick;
+        let (catalog, bytes_written, n_rows) = match done.outcome {
+            Ok(outcome) => outcome,
+            Err(MergeError::Read(error)) => {
+                if let [(input, _)] = pick.inputs[..] {
+                    self.rewrite_failed = Some(input);
+                }
+                return Err(error);
+            }
+            Err(MergeError::Refused(error)) => return Err(error),
+            Err(MergeError::Write(error)) => return Err(self.poison(error)),
+        };
+        self.catalog = Arc::new(catalog);
+        self.version += 1;
         self.metrics.compaction_steps += 1;
         self.metrics.compaction_bytes_read += pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        self.metrics.compaction_bytes_written += summary.len;
+        self.metrics.compaction_bytes_written += bytes_written;
+        let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
+        inputs.sort_unstable();
         let removed = self.remove_retired(&inputs)?;
         self.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
             stream: pick.stream,
             track: pick.track,
-            output: name,
+            output: done.name,
             inputs: pick.inputs.iter().map(|&(input, _)| input).collect(),
             removed,
-            n_rows: merged.rows.positions.len() as u64,
-            bytes_written: summary.len,
+            n_rows,
+            bytes_written,
         }))
     }
 
@@ -440,23 +453,6 @@ impl Store {
         Ok(fields)
     }
 
-    /// Writes the output two-phase, then appends its record and syncs it. A failure poisons the
-    /// store; a frame that never reached the file whole is cut off and its segment removed, as
-    /// at a barrier.
-    /// Publishes a merge's synced output, then appends the frame that claims it; a failure
-    /// poisons the store.
-    fn claim_merge(&mut self, synced: SyncedFile<'_>, record: &Record) -> Result<(), EngineError> {
-        let segment_path = synced.final_path().to_owned();
-        let result = synced.publish().and_then(|_| {
-            let manifest_len = self.manifest.len();
-            let frame_bytes = strata_index::encode_frame(record).len() as u64;
-            self.manifest.append(record).inspect_err(|_| {
-                self.unwind_append(manifest_len, frame_bytes, &segment_path);
-            })
-        });
-        result.map_err(|error| self.poison(EngineError::write(error)))
-    }
-
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
     /// wholly retired, then syncs `seg/` so that a crash does not bring them back (boot would
     /// remove them again, but report them); answers them. One a snapshot taken before the
@@ -511,6 +507,144 @@ impl Store {
         self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
         error
     }
+}
+
+/// A compaction step planned ([`Store::start_compaction`]): the pick, the output's name, a
+/// snapshot of the version the pick was made from (to read the inputs, which no removal can
+/// take meanwhile) and the manifest's writer. [`Merging::run`] merges, writes and claims it,
+/// touching nothing of the store, so that `Served` runs it on its worker.
+pub(crate) struct Merging {
+    snapshot: Snapshot,
+    pick: Pick,
+    name: FileName,
+    manifest: ManifestWriter,
+    version: u64,
+}
+
+/// Why a step failed, which decides what the store does about it.
+pub(crate) enum MergeError {
+    /// Reading an input failed before anything was written: the store is as it was.
+    Read(EngineError),
+    /// The step's own record was refused (a bug), before anything was claimed.
+    Refused(EngineError),
+    /// A write, sync or append failed: the store is poisoned.
+    Write(EngineError),
+}
+
+/// What a step's writes came to ([`Merging::run`]).
+pub(crate) struct MergeDone {
+    /// The catalog version claiming the output, its bytes and its rows.
+    outcome: Result<(Catalog, u64, u64), MergeError>,
+    pick: Pick,
+    name: FileName,
+    manifest: ManifestWriter,
+    version: u64,
+}
+
+impl std::fmt::Debug for Merging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Merging")
+            .field("stream", &self.pick.stream)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for MergeDone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MergeDone")
+            .field("ok", &self.outcome.is_ok())
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Merging {
+    /// Merges the picked inputs (read through the snapshot), writes the output two-phase and
+    /// appends the record that claims it. The snapshot is let go before this returns, so the
+    /// inputs the record retires can be removed at once.
+    pub(crate) fn run(mut self) -> MergeDone {
+        let outcome = self.write();
+        MergeDone {
+            outcome,
+            pick: self.pick,
+            name: self.name,
+            manifest: self.manifest,
+            version: self.version,
+        }
+    }
+
+    fn write(&mut self) -> Result<(Catalog, u64, u64), MergeError> {
+        let snapshot = &self.snapshot;
+        let pick = &self.pick;
+        let name = self.name;
+        let merged = snapshot.merge_rows(pick).map_err(MergeError::Read)?;
+        let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
+        inputs.sort_unstable();
+        let file = NumberedName::segment(name).to_string();
+        // A handle of its own, so the synced temp does not borrow the snapshot.
+        let vfs = Arc::clone(&snapshot.vfs);
+        let vfs: &dyn Vfs = vfs.as_ref();
+        // Streamed to its temp and synced there before its record exists: the record carries
+        // the output's digest and length.
+        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
+            let state = &snapshot.streams[&pick.stream];
+            let input = state.partition_input(&pick.track, &merged.rows, &merged.levels);
+            let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
+            let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
+            let sink = FileSink::for_input(temp.file(), input_bytes);
+            let streamed = SegmentWriter::to_sink(sink).and_then(|mut w| {
+                w.write_partition(&input)?;
+                w.finish_streamed()
+            });
+            match streamed {
+                Ok((summary, _)) => Ok((summary, temp.sync()?)),
+                Err(source) => {
+                    let path = temp.tmp_path().to_owned();
+                    Err(temp.abandon(SegmentError::Io { path, source }))
+                }
+            }
+        });
+        let (summary, synced) = written.map_err(|e| MergeError::Write(EngineError::write(e)))?;
+        let record = Record {
+            entries: vec![
+                Entry::Merge {
+                    file: summary.claim(name),
+                    inputs,
+                },
+                Entry::NameHigh(name),
+            ],
+        };
+        // As at a barrier: applied to the next version before the output has its name, so a
+        // record the catalog refuses (our bug) never reaches the disk.
+        let mut catalog = Catalog::clone(&snapshot.catalog);
+        if let Err(e) = catalog.apply(&record) {
+            let reason = format!("a compaction's own record was refused: {e}");
+            let path = synced.final_path().to_owned();
+            synced.abandon(SegmentError::mismatch(&path, reason.clone()));
+            return Err(MergeError::Refused(EngineError::Internal { reason }));
+        }
+        claim_merge(vfs, &mut self.manifest, synced, &record)
+            .map_err(|e| MergeError::Write(EngineError::write(e)))?;
+        Ok((catalog, summary.len, merged.rows.positions.len() as u64))
+    }
+}
+
+/// Publishes a merge's synced output, then appends the frame that claims it. A frame that
+/// never reached the file whole is cut off and the output removed, as at a barrier.
+fn claim_merge(
+    vfs: &dyn Vfs,
+    manifest: &mut ManifestWriter,
+    synced: SyncedFile<'_>,
+    record: &Record,
+) -> Result<(), SegmentError> {
+    let segment_path = synced.final_path().to_owned();
+    synced.publish()?;
+    let manifest_len = manifest.len();
+    let frame_bytes = strata_index::encode_frame(record).len() as u64;
+    manifest.append(record).inspect_err(|_| {
+        unwind_append(vfs, manifest, manifest_len, frame_bytes, &segment_path);
+    })
 }
 
 /// The bounds the policy works within, from the store's `Config`.

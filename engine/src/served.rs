@@ -20,6 +20,7 @@ use std::time::Duration;
 use strata_levels::Aggregate;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
+use crate::compact::MergeDone;
 use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
@@ -65,9 +66,14 @@ pub struct ServeConfig {
     /// `Metrics::size_barriers` ([`Served::metrics`]).
     pub seal_at_staged_share: Option<f64>,
     /// Reads run at once, each on a snapshot of the current catalog version in a pool of
-    /// blocking threads, off the supervisor's: a read waits for no barrier, no compaction
-    /// step and no other read but for a free reader. More wait in the command lane. 0 counts
-    /// as 1, a value above [`ServeConfig::READERS_MAX_LIMIT`] as that.
+    /// blocking threads, off the supervisor's: a read waits for no barrier's or compaction
+    /// step's writes (the worker's) and for no other read but for a free reader; it does wait
+    /// for what still runs on the supervisor (a trim, a retire, a sweep, the removal of
+    /// retired files, a manifest rewrite). More reads wait in order, up to `lane_max` of them
+    /// held by the supervisor and the rest in the command lane; seals, stops and metrics
+    /// never wait behind them. A [`Served::read`] closure must not wait for another read of
+    /// the same `Served`: with every reader so held, none is left to answer it. 0 counts as
+    /// 1, a value above [`ServeConfig::READERS_MAX_LIMIT`] as that.
     pub readers_max: usize,
 }
 
@@ -549,8 +555,11 @@ fn seal_and_retire(
 /// version that claims it and answers the seals waiting on it. Memory stays bounded: one
 /// barrier in flight and one staging buffer; once staging reaches the size trigger while a
 /// barrier is in flight, feeds wait in their lane (back-pressure, counted in
-/// `Metrics::backpressure_waits`) until it lands. Every other write (trim, retire, sweep, a
-/// compaction step, the stop) waits for the barrier in flight, then runs on the loop.
+/// `Metrics::backpressure_waits`) until it lands. A compaction step is written by the same
+/// worker (`Store::start_compaction` picks it here, `Merging::run` merges, writes and claims
+/// it there), one write in flight at a time: a barrier waits for a step in flight and a step
+/// for a barrier. Every other write (trim, retire, sweep, the stop, and a step's sweep when
+/// retention is due) waits for the write in flight, then runs on the loop.
 ///
 /// Each barrier (a tick, the size trigger or a `seal`) grants `compact_steps_per_tick`
 /// compaction steps once it lands. A granted step runs at the lowest priority when nothing is
@@ -584,6 +593,7 @@ async fn supervise(
         deferred_max: config.lane_max.max(1),
         reads: Arc::new(Semaphore::new(readers_max)),
         spare: None,
+        queued_reads: VecDeque::new(),
         read_done: Arc::new(Notify::new()),
         readers_max,
         steps_granted: 0,
@@ -611,19 +621,25 @@ async fn supervise(
         let step_owed = idle_writer && sup.steps_granted > 0 && !stepped;
         stepped = false;
         let take_feeds = sup.takes_feeds();
-        // A command is taken only with a reader free (a read needs one) and room to defer a
-        // write behind the barrier in flight: otherwise commands wait in their lane.
-        let take_commands = sup.spare.is_some() && sup.deferred.len() < sup.deferred_max;
+        // A command is taken while there is room to hold it: a read waiting for a reader, a
+        // write waiting for the write in flight. Otherwise commands wait in their lane.
+        let take_commands =
+            sup.queued_reads.len() < sup.deferred_max && sup.deferred.len() < sup.deferred_max;
         let reserve = sup.spare.is_none();
-        let removals_wait = sup.store.removals_pending() > 0;
+        // Removals wait for the write in flight too: nothing but the worker writes meanwhile.
+        let removals_wait = idle_writer && sup.store.removals_pending() > 0;
         tokio::select! {
             biased;
-            sealed = landed(sup.in_flight.as_mut()) => {
-                sup.land(sealed);
+            done = landed(sup.in_flight.as_mut()) => {
+                // A step landing counts as the step's turn: what waits goes next.
+                stepped = sup.land(done);
             }
             permit = Arc::clone(&sup.reads).acquire_owned(), if reserve => {
-                // A reader is free again: the next command may take it.
+                // A reader is free again: the oldest read waiting takes it, or the next.
                 sup.spare = permit.ok();
+                if let Some(read) = sup.queued_reads.pop_front() {
+                    sup.read(read);
+                }
             }
             () = sup.read_done.notified(), if removals_wait => {
                 // A read let go of its snapshot: files retired under it may go now. A
@@ -638,11 +654,11 @@ async fn supervise(
                 Some(item) => sup.stage(item),
                 // Both lanes' senders live in every handle: one lane closed means every
                 // handle is gone.
-                None => return drop(sup.stop().await),
+                None => return drop(sup.stop(&mut feed).await),
             },
             command = commands.recv(), if take_commands => {
                 let Some(command) = command else {
-                    return drop(sup.stop().await);
+                    return drop(sup.stop(&mut feed).await);
                 };
                 // Delivery has priority: a read is answered only after every ready feed
                 // (while staging has room: past it, the feeds wait for the barrier).
@@ -651,16 +667,17 @@ async fn supervise(
                     sup.stage(item);
                 }
                 if let Command::Stop(reply) = command {
-                    let sealed = sup.stop().await;
+                    let sealed = sup.stop(&mut feed).await;
                     let _ = reply.send(sealed);
                     return;
                 }
                 sup.command(command);
             }
             () = tick(ticker.as_mut()) => {
-                if sup.in_flight.is_some() {
-                    // The barrier in flight took what was staged; the next one starts when
-                    // it lands.
+                if sup.in_flight.is_some() || sup.steps_granted > 0 {
+                    // The write in flight, or the last barrier's compaction grant, goes
+                    // first; the tick's barrier starts once both are done (`resume`), so
+                    // that a cadence shorter than a barrier cannot starve compaction.
                     sup.tick_owed = true;
                 } else {
                     sup.start_barrier(Trigger::Tick, Vec::new());
@@ -690,10 +707,17 @@ enum Trigger {
     Asked,
 }
 
-/// The barrier in flight: its worker, what closed it, and the seals waiting for it.
+/// What a worker wrote: a barrier or a compaction step.
+enum Done {
+    Barrier(Sealed),
+    Merge(MergeDone),
+}
+
+/// The write in flight on the worker: a barrier (with what closed it and the seals waiting
+/// for it) or a compaction step (`trigger` `None`, no seals).
 struct InFlight {
-    worker: tokio::task::JoinHandle<Sealed>,
-    trigger: Trigger,
+    worker: tokio::task::JoinHandle<Done>,
+    trigger: Option<Trigger>,
     waiting: Vec<(String, Vec<String>, Reply<Option<u64>>)>,
 }
 
@@ -705,9 +729,13 @@ struct Supervisor {
     deferred_max: usize,
     /// One permit per read running; `readers_max` in all.
     reads: Arc<Semaphore>,
-    /// A reader reserved for the next command: the loop takes commands only with one, and
-    /// waits for one (a branch of its own, so a read finishing wakes it) otherwise.
+    /// A reader reserved for the next read, waited for by a branch of its own (so a read
+    /// finishing wakes the loop).
     spare: Option<OwnedSemaphorePermit>,
+    /// Reads taken from the lane while every reader was busy, in order: each starts as a
+    /// reader frees. Bounded like `deferred`; past it, commands wait in their lane. Seals,
+    /// stops and metrics never wait behind them.
+    queued_reads: VecDeque<Command>,
     /// Told by each read once its snapshot is dropped, so that files waiting for it go.
     read_done: Arc<Notify>,
     readers_max: usize,
@@ -721,7 +749,7 @@ struct Supervisor {
 }
 
 /// The barrier in flight's outcome, once its worker is done; pending with none in flight.
-async fn landed(in_flight: Option<&mut InFlight>) -> Result<Sealed, tokio::task::JoinError> {
+async fn landed(in_flight: Option<&mut InFlight>) -> Result<Done, tokio::task::JoinError> {
     match in_flight {
         Some(in_flight) => (&mut in_flight.worker).await,
         None => std::future::pending().await,
@@ -767,10 +795,10 @@ impl Supervisor {
         debug_assert!(self.in_flight.is_none(), "one barrier in flight at a time");
         match self.store.try_seal_off() {
             Ok(Some(sealing)) => {
-                let worker = tokio::task::spawn_blocking(move || sealing.run());
+                let worker = tokio::task::spawn_blocking(move || Done::Barrier(sealing.run()));
                 self.in_flight = Some(InFlight {
                     worker,
-                    trigger,
+                    trigger: Some(trigger),
                     waiting,
                 });
             }
@@ -787,26 +815,44 @@ impl Supervisor {
     /// The barrier in flight landed: its version is swapped in (or the store poisoned), the
     /// seals waiting on it answered, compaction granted, and the writes deferred behind it
     /// run, until one of them starts the next barrier.
-    fn land(&mut self, sealed: Result<Sealed, tokio::task::JoinError>) {
+    /// Answers whether it was a compaction step.
+    fn land(&mut self, done: Result<Done, tokio::task::JoinError>) -> bool {
         let in_flight = self
             .in_flight
             .take()
-            .expect("a barrier landed: one was in flight");
-        let outcome = match sealed {
-            Ok(sealed) => self
+            .expect("a write landed: one was in flight");
+        let outcome = match done {
+            Ok(Done::Barrier(sealed)) => self
                 .store
                 .finish_barrier(sealed)
                 .and_then(|()| self.store.maybe_rewrite_manifest())
                 .and_then(|()| self.store.remove_unpinned().map(|_| ())),
-            Err(panicked) => Err(self.store.poison(EngineError::Internal {
-                reason: format!("the barrier's worker failed: {panicked}"),
-            })),
+            Ok(Done::Merge(merged)) => {
+                // Nothing merged, or a failure (which poisons the store, and the next request
+                // hears about it): no more steps until the next barrier.
+                self.steps_granted = match self.store.finish_compaction(merged) {
+                    Ok(Some(_)) => self.steps_granted.saturating_sub(1),
+                    Ok(None) | Err(_) => 0,
+                };
+                return true;
+            }
+            Err(panicked) => {
+                // The writer it held is lost with it: the store is poisoned, and nothing is
+                // in flight any more.
+                self.store.sealing = false;
+                Err(self.store.poison(EngineError::Internal {
+                    reason: format!("the worker failed: {panicked}"),
+                }))
+            }
         };
-        if outcome.is_ok() && in_flight.trigger == Trigger::Size {
+        if outcome.is_ok() && in_flight.trigger == Some(Trigger::Size) {
             self.store.metrics.size_barriers += 1;
         }
         self.answer_seals(&outcome, in_flight.waiting);
-        self.steps_granted = self.steps_per_barrier;
+        if in_flight.trigger.is_some() {
+            self.steps_granted = self.steps_per_barrier;
+        }
+        in_flight.trigger.is_none()
     }
 
     /// With no barrier in flight and the step a landed barrier owes taken (or none granted):
@@ -834,7 +880,8 @@ impl Supervisor {
                 }
             }
         }
-        if self.in_flight.is_none() && std::mem::take(&mut self.tick_owed) {
+        if self.in_flight.is_none() && self.steps_granted == 0 && self.tick_owed {
+            self.tick_owed = false;
             self.start_barrier(Trigger::Tick, Vec::new());
         }
         self.size_trigger();
@@ -855,15 +902,23 @@ impl Supervisor {
         }
     }
 
-    /// Takes one granted compaction step. Nothing left to merge, or a failure (which poisons
-    /// the store, and the next request hears about it): no more steps until the next barrier.
+    /// Starts one granted compaction step on the worker: the pick (and a sweep, if one is
+    /// due) here, the merge, its writes and its record there. Nothing left to merge, or a
+    /// failure (which poisons the store, and the next request hears about it): no more steps
+    /// until the next barrier.
     fn compact_one(&mut self) {
-        self.steps_granted = match self.store.compact_step() {
-            Ok(Some(_)) => self.steps_granted - 1,
-            Ok(None) | Err(_) => 0,
-        };
-        // A failed removal poisons the store; the next request hears about it.
-        let _ = self.store.remove_unpinned();
+        debug_assert!(self.in_flight.is_none(), "one write in flight at a time");
+        match self.store.start_compaction() {
+            Ok(Some(merging)) => {
+                let worker = tokio::task::spawn_blocking(move || Done::Merge(merging.run()));
+                self.in_flight = Some(InFlight {
+                    worker,
+                    trigger: None,
+                    waiting: Vec::new(),
+                });
+            }
+            Ok(None) | Err(_) => self.steps_granted = 0,
+        }
     }
 
     /// Answers a command: a read on a snapshot in the pool, a write now or (a barrier being
@@ -874,7 +929,11 @@ impl Supervisor {
             | Command::Buckets(..)
             | Command::Aggregate(..)
             | Command::Read(_) => {
-                self.read(command);
+                if self.spare.is_some() && self.queued_reads.is_empty() {
+                    self.read(command);
+                } else {
+                    self.queued_reads.push_back(command);
+                }
             }
             Command::Metrics(reply) => {
                 let _ = reply.send(self.store.metrics());
@@ -922,15 +981,24 @@ impl Supervisor {
             .spare
             .take()
             .expect("a command is taken only with a reader free");
-        if self.in_flight.is_some() {
+        if self
+            .in_flight
+            .as_ref()
+            .is_some_and(|in_flight| in_flight.trigger.is_some())
+        {
             self.store.metrics.reads_during_barriers += 1;
         }
-        let read_done = Arc::clone(&self.read_done);
+        let guard = ReadGuard {
+            snapshot: Some(snapshot),
+            _permit: permit,
+            read_done: Arc::clone(&self.read_done),
+        };
         tokio::task::spawn_blocking(move || {
-            answer_read(&snapshot, command);
-            drop(snapshot);
-            drop(permit);
-            read_done.notify_one();
+            if let Some(snapshot) = &guard.snapshot {
+                answer_read(snapshot, command);
+            }
+            // The snapshot goes, then the wake-up, then the reader.
+            drop(guard);
         });
     }
 
@@ -942,20 +1010,50 @@ impl Supervisor {
     /// Not a `select!` `else`: that runs only once every branch is disabled, and the ticker's
     /// branch never is (with no ticker it is pending, not disabled), so a supervisor whose
     /// handles were all dropped without a `stop` went on forever, holding the store's lock.
-    async fn stop(mut self) -> Result<(), EngineError> {
-        while self.in_flight.is_some() || !self.deferred.is_empty() {
+    async fn stop(mut self, feed: &mut mpsc::Receiver<Feed>) -> Result<(), EngineError> {
+        // The feeds in the lane now were sent before the stop (or with it): staged, as
+        // delivery goes first, with barriers as the size trigger asks. Only those: a host
+        // that goes on publishing cannot keep the stop from ending.
+        let mut feeds_before = feed.len();
+        loop {
             if self.in_flight.is_some() {
-                let sealed = landed(self.in_flight.as_mut()).await;
-                self.land(sealed);
+                let done = landed(self.in_flight.as_mut()).await;
+                self.land(done);
             }
             // No step before the stop's barrier: the deferred writes run now.
             self.resume(true);
+            if self.in_flight.is_some() || !self.deferred.is_empty() {
+                continue;
+            }
+            if feeds_before == 0 {
+                break;
+            }
+            let Ok(item) = feed.try_recv() else { break };
+            feeds_before -= 1;
+            self.stage(item);
         }
         let sealed = self.store.seal().map(|_| ());
         drop(self.spare.take());
         let _ = self.reads.acquire_many(permits(self.readers_max)).await;
+        // The reads are over: what they held may go (a failure is boot's to heal).
+        let _ = self.store.remove_unpinned();
         drop(self); // releases the lock before the caller hears back
         sealed
+    }
+}
+
+/// A read in the pool: its snapshot, its reader, and the supervisor's wake-up, told once the
+/// snapshot is let go (also when the read panics), so that files waiting for it go.
+struct ReadGuard {
+    snapshot: Option<Snapshot>,
+    _permit: OwnedSemaphorePermit,
+    read_done: Arc<Notify>,
+}
+
+impl Drop for ReadGuard {
+    fn drop(&mut self) {
+        drop(self.snapshot.take());
+        self.read_done.notify_one();
     }
 }
 

@@ -79,9 +79,12 @@ impl Drop for Pin {
 /// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
 /// (through `Deref`) answers as the store answered when the snapshot was taken, however the
 /// store changes meanwhile; nothing of it can write (`Deref` gives no `&mut`). Cheap to take
-/// (a few reference counts and the streams' declarations). While it lives, files retired
-/// after it was taken stay on disk (see the module's documentation): hold one for a read,
-/// not for the life of a program.
+/// (reference counts, and copies of the streams' declarations and of boot's list of
+/// unreadable files). Its `metrics()` count its own reads' cells and the shared gauges, not
+/// the store's barriers. While it lives, files retired after it was taken stay on disk (see
+/// the module's documentation), the manifest is not rewritten, and it holds the store's lock:
+/// the folder cannot be opened for writing again until it is dropped, even once the store is.
+/// Hold one for a read, not for the life of a program.
 pub struct Snapshot {
     store: Store,
     pin: Pin,
@@ -128,7 +131,9 @@ impl Store {
             rewrite_failed: None,
             next_name: self.next_name,
             unreadable: self.unreadable.clone(),
-            _lock: None,
+            // The store's lock, shared: a store reopened while a snapshot lives is `Locked`,
+            // so no other writer removes files the snapshot may map.
+            lock: self.lock.clone(),
             read_only: true,
             streams,
             staged_bytes: 0,
@@ -137,8 +142,8 @@ impl Store {
             live_maps: Arc::clone(&self.live_maps),
             cells_read: Arc::clone(&self.cells_read),
             metrics: Metrics::default(),
-            report: self.report.clone(),
-            config: self.config.clone(),
+            report: Arc::clone(&self.report),
+            config: Arc::clone(&self.config),
         };
         Snapshot {
             store,

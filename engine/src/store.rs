@@ -71,8 +71,9 @@ pub struct Metrics {
     /// its size trigger while a barrier was in flight (both buffers the bound allows full):
     /// the back-pressure that keeps memory bounded. 0 for a store used directly.
     pub backpressure_waits: u64,
-    /// Reads a `Served` supervisor started while a barrier was in flight: each ran on a
-    /// snapshot and waited for none of the barrier's syncs. 0 for a store used directly.
+    /// Reads a `Served` supervisor started while a barrier was in flight on its worker: each
+    /// ran on a snapshot and waited for none of the barrier's syncs (reads during a compaction
+    /// step are not counted). 0 for a store used directly.
     pub reads_during_barriers: u64,
     /// Snapshots alive now ([`Store::snapshot`], and `Served`'s reads).
     pub snapshots: u64,
@@ -156,7 +157,7 @@ pub struct Store {
     pub(crate) unreadable: BTreeMap<FileName, String>,
     /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
     /// a `LOCK` file, for a read-only one.
-    pub(crate) _lock: Option<Box<dyn VfsLock>>,
+    pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
     /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
     pub(crate) read_only: bool,
     pub(crate) streams: BTreeMap<String, StreamState>,
@@ -169,8 +170,8 @@ pub struct Store {
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: Arc<AtomicU64>,
     pub(crate) metrics: Metrics,
-    pub(crate) report: Report,
-    pub(crate) config: Config,
+    pub(crate) report: Arc<Report>,
+    pub(crate) config: Arc<Config>,
 }
 
 impl std::fmt::Debug for Store {
@@ -393,7 +394,7 @@ impl Store {
             manifest,
             next_name,
             unreadable,
-            _lock: lock,
+            lock: lock.map(|lock| Arc::new(Mutex::new(lock))),
             read_only,
             streams,
             staged_bytes: 0,
@@ -402,8 +403,8 @@ impl Store {
             live_maps: Arc::new(LiveMaps::default()),
             cells_read: Arc::default(),
             metrics,
-            report,
-            config,
+            report: Arc::new(report),
+            config: Arc::new(config),
         })
     }
 
@@ -666,6 +667,12 @@ impl Store {
     /// Costs one encoding of the live state and, if it rewrites, one two-phase write of it.
     pub fn checkpoint(&mut self) -> Result<bool, EngineError> {
         self.check_writable("checkpoint")?;
+        // Files retired under a snapshot hold the rewrite back (`rewrite_manifest`): then
+        // nothing is measured, so the next quiet spell tries again.
+        self.remove_unpinned()?;
+        if !self.removals.is_empty() {
+            return Ok(false);
+        }
         self.manifest_base_len = snapshot_len(&self.catalog);
         self.retired_since_measure = false;
         if self.manifest.len() <= self.manifest_base_len * 2 {
@@ -714,12 +721,6 @@ impl Store {
                 Err(error)
             }
         }
-    }
-
-    /// [`unwind_append`] of this store's manifest.
-    pub(crate) fn unwind_append(&self, manifest_len: u64, frame_bytes: u64, segment_path: &str) {
-        let vfs: &dyn Vfs = self.vfs.as_ref();
-        unwind_append(vfs, &self.manifest, manifest_len, frame_bytes, segment_path);
     }
 
     /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store,
