@@ -26,6 +26,7 @@ mod retention_reclaim;
 mod retention_twin;
 mod series;
 mod served_reads;
+mod snapshot;
 mod support;
 mod survey_fill;
 mod trim;
