@@ -25,6 +25,7 @@ mod retention_reads;
 mod retention_reclaim;
 mod retention_twin;
 mod series;
+mod served_crash;
 mod served_reads;
 mod snapshot;
 mod support;
