@@ -47,7 +47,7 @@ use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
 use crate::read::unreadable;
 use crate::retention::Lifetime;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, remove_segments};
 use crate::stage::{ColumnBuf, Staged};
 use crate::store::{Store, unwind_append};
 use crate::survey::prepend;
@@ -468,7 +468,7 @@ impl Store {
             .copied()
             .filter(|&input| self.catalog.is_retired(input))
             .collect();
-        if self.snapshot_predates_now() {
+        if self.defer_removals || self.snapshot_predates_now() {
             for &input in &retired {
                 self.defer_removal(input);
             }
@@ -478,28 +478,20 @@ impl Store {
         Ok(retired)
     }
 
-    /// Removes segments `names` and lets go of their readers, then syncs `seg/`. A failure
-    /// poisons the store.
+    /// Removes segments `names` and lets go of their readers, then syncs `seg/`
+    /// ([`remove_segments`]). A failure poisons the store.
     pub(crate) fn remove_files(&mut self, names: &[FileName]) -> Result<(), EngineError> {
-        for &name in names {
-            self.readers
+        {
+            let mut readers = self
+                .readers
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(name);
-            let path = NumberedName::segment(name).path_in(SEG_DIR);
-            if let Err(source) = self.vfs.remove(&path) {
-                let error = EngineError::write(SegmentError::Io { path, source });
-                return Err(self.poison(error));
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for &name in names {
+                readers.remove(name);
             }
         }
-        if !names.is_empty()
-            && let Err(source) = self.vfs.sync_dir(SEG_DIR)
-        {
-            let path = SEG_DIR.to_owned();
-            let error = EngineError::write(SegmentError::Io { path, source });
-            return Err(self.poison(error));
-        }
-        Ok(())
+        let vfs = Arc::clone(&self.vfs);
+        remove_segments(vfs.as_ref(), names).map_err(|error| self.poison(error))
     }
 
     /// Poisons the store with `error` (a copy kept for every later request); answers it.

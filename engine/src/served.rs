@@ -25,7 +25,7 @@ use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, remove_segments};
 use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat};
 use crate::trim::Trimmed;
@@ -586,6 +586,9 @@ async fn supervise(
 ) {
     let seal_at = config.seal_at_staged_bytes(store.config.staged_bytes_max);
     let readers_max = config.readers_max.clamp(1, ServeConfig::READERS_MAX_LIMIT);
+    let mut store = store;
+    // Retired files are removed by the worker, never on the supervisor's thread.
+    store.defer_removals = true;
     let mut sup = Supervisor {
         store,
         in_flight: None,
@@ -642,9 +645,8 @@ async fn supervise(
                 }
             }
             () = sup.read_done.notified(), if removals_wait => {
-                // A read let go of its snapshot: files retired under it may go now. A
-                // failure poisons the store; the next request hears about it.
-                let _ = sup.store.remove_unpinned();
+                // A read let go of its snapshot: files retired under it may go now
+                // (`resume` hands them to the worker).
             }
             () = std::future::ready(()), if step_owed => {
                 sup.compact_one();
@@ -707,10 +709,11 @@ enum Trigger {
     Asked,
 }
 
-/// What a worker wrote: a barrier or a compaction step.
+/// What a worker wrote: a barrier, a compaction step, or the removal of retired files.
 enum Done {
     Barrier(Sealed),
     Merge(MergeDone),
+    Removed(Result<(), EngineError>),
 }
 
 /// The write in flight on the worker: a barrier (with what closed it and the seals waiting
@@ -825,8 +828,12 @@ impl Supervisor {
             Ok(Done::Barrier(sealed)) => self
                 .store
                 .finish_barrier(sealed)
-                .and_then(|()| self.store.maybe_rewrite_manifest())
-                .and_then(|()| self.store.remove_unpinned().map(|_| ())),
+                .and_then(|()| self.store.maybe_rewrite_manifest()),
+            Ok(Done::Removed(removed)) => {
+                // A failure poisons the store; the next request hears about it.
+                let _ = self.store.finish_removals(removed);
+                return true;
+            }
             Ok(Done::Merge(merged)) => {
                 // Nothing merged, or a failure (which poisons the store, and the next request
                 // hears about it): no more steps until the next barrier.
@@ -862,6 +869,21 @@ impl Supervisor {
     /// compaction.
     fn resume(&mut self, stepped: bool) {
         if self.in_flight.is_some() || !(stepped || self.steps_granted == 0) {
+            return;
+        }
+        // Retired files no snapshot reads any more go first: the worker unlinks them and
+        // syncs `seg/`, one write like the others.
+        if self.store.removals_due() {
+            let names = self.store.take_due_removals();
+            let vfs = Arc::clone(&self.store.vfs);
+            let worker = tokio::task::spawn_blocking(move || {
+                Done::Removed(remove_segments(vfs.as_ref(), &names))
+            });
+            self.in_flight = Some(InFlight {
+                worker,
+                trigger: None,
+                waiting: Vec::new(),
+            });
             return;
         }
         while self.in_flight.is_none() {
@@ -1035,7 +1057,8 @@ impl Supervisor {
         let sealed = self.store.seal().map(|_| ());
         drop(self.spare.take());
         let _ = self.reads.acquire_many(permits(self.readers_max)).await;
-        // The reads are over: what they held may go (a failure is boot's to heal).
+        // The reads are over: what they held may go, here (a failure is boot's to heal).
+        self.store.defer_removals = false;
         let _ = self.store.remove_unpinned();
         drop(self); // releases the lock before the caller hears back
         sealed

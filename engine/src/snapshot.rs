@@ -22,7 +22,9 @@ use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_index::FileName;
-use strata_segment::ManifestWriter;
+use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::vfs::Vfs;
+use strata_segment::{ManifestWriter, SegmentError};
 
 use crate::error::EngineError;
 use crate::store::{Metrics, Store};
@@ -122,6 +124,7 @@ impl Store {
             version: self.version,
             pins: Arc::clone(&self.pins),
             removals: Vec::new(),
+            defer_removals: false,
             sealing: false,
             manifest: ManifestWriter::detached(self.manifest.generation(), self.manifest.len()),
             manifest_base_len: 0,
@@ -172,7 +175,8 @@ impl Store {
     /// held), then syncs `seg/`; answers them. A failure poisons the store, as a removal's
     /// always did. Every write calls it; `Served`'s supervisor also does after each turn.
     pub(crate) fn remove_unpinned(&mut self) -> Result<Vec<FileName>, EngineError> {
-        if self.removals.is_empty() || self.read_only {
+        // Under `Served` the worker removes them (`take_due_removals`).
+        if self.removals.is_empty() || self.read_only || self.defer_removals {
             return Ok(Vec::new());
         }
         let oldest = self.pins.oldest();
@@ -185,9 +189,65 @@ impl Store {
         Ok(names)
     }
 
+    /// Whether a queued file may be removed now: no snapshot older than its retirement.
+    pub(crate) fn removals_due(&self) -> bool {
+        let oldest = self.pins.oldest();
+        self.removals
+            .iter()
+            .any(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at))
+    }
+
+    /// Takes the queued files no snapshot can read any more out of the queue, and lets go of
+    /// their readers, for a worker to remove ([`remove_segments`]); the store counts as
+    /// writing (`sealing`) until [`Store::finish_removals`], so that nothing else writes, and
+    /// no manifest rewrite forgets them, meanwhile.
+    pub(crate) fn take_due_removals(&mut self) -> Vec<FileName> {
+        let oldest = self.pins.oldest();
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.removals)
+            .into_iter()
+            .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
+        self.removals = kept;
+        let names: Vec<FileName> = due.into_iter().map(|(_, name)| name).collect();
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        for &name in &names {
+            readers.remove(name);
+        }
+        drop(readers);
+        self.sealing = !names.is_empty();
+        names
+    }
+
+    /// Takes a worker's removal back: a failure poisons the store (boot removes what is left).
+    pub(crate) fn finish_removals(
+        &mut self,
+        removed: Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        self.sealing = false;
+        removed.map_err(|error| self.poison(error))
+    }
+
     /// Queues `name`, retired by the version now current, for removal once no snapshot can
     /// read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
         self.removals.push((self.version, name));
     }
+}
+
+/// Removes segments `names` (retired, and read by no snapshot), then syncs `seg/` so that a
+/// crash does not bring them back (boot would remove them again, but report them). Touches
+/// nothing of the store: `Served`'s worker runs it.
+pub(crate) fn remove_segments(vfs: &dyn Vfs, names: &[FileName]) -> Result<(), EngineError> {
+    for &name in names {
+        let path = NumberedName::segment(name).path_in(SEG_DIR);
+        if let Err(source) = vfs.remove(&path) {
+            return Err(EngineError::write(SegmentError::Io { path, source }));
+        }
+    }
+    if !names.is_empty()
+        && let Err(source) = vfs.sync_dir(SEG_DIR)
+    {
+        let path = SEG_DIR.to_owned();
+        return Err(EngineError::write(SegmentError::Io { path, source }));
+    }
+    Ok(())
 }

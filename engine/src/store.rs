@@ -133,6 +133,10 @@ pub struct Store {
     /// Files retired while a snapshot of an earlier version was held, with the version that
     /// retired them: removed once no snapshot older than that version is left.
     pub(crate) removals: Vec<(u64, FileName)>,
+    /// Every retired file is queued in `removals` rather than removed in place: `Served` has
+    /// its worker remove them ([`Store::take_due_removals`]), so that no unlink or directory
+    /// sync runs on its supervisor's thread.
+    pub(crate) defer_removals: bool,
     /// A barrier's writes are in flight on a worker (`Served`): every write but a publish
     /// waits for it (the supervisor sees to that; a write that comes anyway is refused).
     pub(crate) sealing: bool,
@@ -385,6 +389,7 @@ impl Store {
             version: 0,
             pins: Arc::default(),
             removals: Vec::new(),
+            defer_removals: false,
             sealing: false,
             manifest_base_len,
             retired_since_measure: false,

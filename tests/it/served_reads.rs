@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use strata::segment::vfs::{DirEntry, Mapped, RenameMode, SimFs, Vfs, VfsFile, VfsLock};
 use strata::{
     Aggregate, Config, EngineError, FieldBuckets, FieldKind, FieldStat, MemorySeries, Row, Series,
     ServeConfig, Served, Store, StoredRow, Stream, StreamDecl, Value,
@@ -347,6 +348,190 @@ fn a_host_faster_than_its_barriers_waits_and_is_never_refused() {
             rows == want,
             "the rows read back differ from those published"
         );
+        served.stop().await.unwrap();
+    });
+}
+
+/// Which thread did each write: a file system that notes the thread of every write, sync,
+/// rename and removal (the supervisor's thread is `strata-supervisor`).
+#[derive(Debug)]
+struct Threads {
+    inner: SimFs,
+    on_supervisor: Arc<Mutex<Vec<String>>>,
+    writes: Arc<AtomicU64>,
+}
+
+impl Threads {
+    fn note(&self, op: &str, path: &str) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        if std::thread::current().name() == Some("strata-supervisor") {
+            self.on_supervisor
+                .lock()
+                .unwrap()
+                .push(format!("{op} {path}"));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ThreadsFile {
+    inner: Box<dyn VfsFile>,
+    fs: Arc<Threads>,
+    path: String,
+}
+
+impl VfsFile for ThreadsFile {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.fs.note("write", &self.path);
+        self.inner.write_all(bytes)
+    }
+    fn sync_data(&mut self) -> std::io::Result<()> {
+        self.fs.note("sync", &self.path);
+        self.inner.sync_data()
+    }
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        self.fs.note("set_len", &self.path);
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+/// A `Vfs` over `Arc<Threads>`, so that files can point back at it.
+#[derive(Debug, Clone)]
+struct ThreadsFs(Arc<Threads>);
+
+impl ThreadsFs {
+    fn wrap(&self, path: &str, inner: Box<dyn VfsFile>) -> Box<dyn VfsFile> {
+        Box::new(ThreadsFile {
+            inner,
+            fs: Arc::clone(&self.0),
+            path: path.to_owned(),
+        })
+    }
+}
+
+impl Vfs for ThreadsFs {
+    fn create_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.0.inner.create_dir(dir)
+    }
+    fn create(&self, path: &str) -> std::io::Result<Box<dyn VfsFile>> {
+        self.0.note("create", path);
+        let file = self.0.inner.create(path)?;
+        Ok(self.wrap(path, file))
+    }
+    fn open_append(&self, path: &str) -> std::io::Result<Box<dyn VfsFile>> {
+        let file = self.0.inner.open_append(path)?;
+        Ok(self.wrap(path, file))
+    }
+    fn map(&self, path: &str) -> std::io::Result<Mapped> {
+        self.0.inner.map(path)
+    }
+    fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
+        self.0.inner.read(path)
+    }
+    fn len(&self, path: &str) -> std::io::Result<u64> {
+        self.0.inner.len(path)
+    }
+    fn rename_noreplace(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.0.note("rename", to);
+        self.0.inner.rename_noreplace(from, to)
+    }
+    fn rename_mode(&self) -> RenameMode {
+        self.0.inner.rename_mode()
+    }
+    fn location(&self) -> String {
+        self.0.inner.location()
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        self.0.note("remove", path);
+        self.0.inner.remove(path)
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.0.note("sync_dir", dir);
+        self.0.inner.sync_dir(dir)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Vec<DirEntry>> {
+        self.0.inner.list(dir)
+    }
+    fn exists(&self, path: &str) -> std::io::Result<bool> {
+        self.0.inner.exists(path)
+    }
+    fn lock(&self) -> std::io::Result<Box<dyn VfsLock>> {
+        self.0.inner.lock()
+    }
+    fn lock_shared(&self) -> std::io::Result<Option<Box<dyn VfsLock>>> {
+        self.0.inner.lock_shared()
+    }
+}
+
+/// Nothing that writes or syncs runs on the supervisor's thread while it serves: barriers,
+/// compaction steps (merges and the removal of the inputs they retire, deferred under reads
+/// in progress) all go to the worker, while a publisher seals on a short cadence, compaction
+/// runs, and readers read. (Trim, retire, sweep, a manifest rewrite and the stop still run
+/// there: none is asked here.) The writes counted show the run did write.
+#[test]
+fn no_write_or_sync_runs_on_the_supervisors_thread() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let fs = ThreadsFs(Arc::new(Threads {
+            inner: SimFs::new(),
+            on_supervisor: Arc::default(),
+            writes: Arc::default(),
+        }));
+        let config = Config::default().compact_files_max(2).compact_inputs_min(2);
+        let store = Store::create_in(Arc::new(fs.clone()), config, &[stream()]).unwrap();
+        let writes_at_open = fs.0.writes.load(Ordering::Relaxed);
+        let served = Served::spawn(
+            store,
+            ServeConfig::default().seal_interval(Some(Duration::from_millis(1))),
+        );
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let (served, done) = (served.clone(), done.clone());
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        read_once(&served).await;
+                    }
+                })
+            })
+            .collect();
+        let mut publisher = served.clone();
+        for p in 1..=150 {
+            publisher.publish("s", p, rows_at(p)).await.unwrap();
+            if p % 3 == 0 {
+                publisher.seal("s", &[]).await.unwrap();
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        for reader in readers {
+            reader.await.unwrap();
+        }
+        let metrics = served.metrics().await.unwrap();
+        let on_supervisor = fs.0.on_supervisor.lock().unwrap().clone();
+        let writes = fs.0.writes.load(Ordering::Relaxed) - writes_at_open;
+        eprintln!(
+            "{writes} writes and syncs while served ({} barriers, {} compaction steps): {} on \
+             the supervisor's thread",
+            metrics.barriers,
+            metrics.compaction_steps,
+            on_supervisor.len()
+        );
+        assert!(
+            metrics.barriers >= 50 && metrics.compaction_steps >= 10,
+            "{metrics:?}"
+        );
+        assert!(
+            on_supervisor.is_empty(),
+            "writes on the supervisor's thread: {on_supervisor:?}"
+        );
+        assert_eq!(read_once(&served).await.1, model_at(Some(150)).await);
         served.stop().await.unwrap();
     });
 }
