@@ -329,7 +329,9 @@ impl Served {
     /// durable up to the moment the read was taken from the lane (not rows staged, nor a
     /// barrier still in flight), and waits for none of them: files the store retires
     /// meanwhile stay until the read is done. `EngineError::Stopped` if the supervisor is
-    /// gone, before or during the read.
+    /// gone, before or during the read, and also if `read` panics (its reply is dropped; the
+    /// store goes on serving). `read` must not wait for another read of this `Served`: with
+    /// every reader so held, none is left to answer it.
     ///
     /// ```no_run
     /// # async fn example(served: strata_engine::Served) -> Result<(), strata_engine::EngineError> {
