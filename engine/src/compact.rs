@@ -39,9 +39,7 @@ use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Bucket, Cell};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
-use strata_segment::{
-    Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, SyncedFile, TempFile,
-};
+use strata_segment::{Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, TempFile};
 
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, ladder_of, num_kind};
@@ -49,7 +47,7 @@ use crate::read::unreadable;
 use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::stage::{ColumnBuf, Staged};
-use crate::store::{Store, unwind_append};
+use crate::store::{Store, claim};
 use crate::survey::prepend;
 
 /// What one compaction step did.
@@ -481,15 +479,7 @@ impl Store {
     /// Removes segments `names` and lets go of their readers, then syncs `seg/`
     /// ([`remove_segments`]). A failure poisons the store.
     pub(crate) fn remove_files(&mut self, names: &[FileName]) -> Result<(), EngineError> {
-        {
-            let mut readers = self
-                .readers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for &name in names {
-                readers.remove(name);
-            }
-        }
+        self.evict_readers(names);
         let vfs = Arc::clone(&self.vfs);
         remove_segments(vfs.as_ref(), names).map_err(|error| self.poison(error))
     }
@@ -616,27 +606,10 @@ impl Merging {
             synced.abandon(SegmentError::mismatch(&path, reason.clone()));
             return Err(MergeError::Refused(EngineError::Internal { reason }));
         }
-        claim_merge(vfs, &mut self.manifest, synced, &record)
+        claim(vfs, &mut self.manifest, synced, &record)
             .map_err(|e| MergeError::Write(EngineError::write(e)))?;
         Ok((catalog, summary.len, merged.rows.positions.len() as u64))
     }
-}
-
-/// Publishes a merge's synced output, then appends the frame that claims it. A frame that
-/// never reached the file whole is cut off and the output removed, as at a barrier.
-fn claim_merge(
-    vfs: &dyn Vfs,
-    manifest: &mut ManifestWriter,
-    synced: SyncedFile<'_>,
-    record: &Record,
-) -> Result<(), SegmentError> {
-    let segment_path = synced.final_path().to_owned();
-    synced.publish()?;
-    let manifest_len = manifest.len();
-    let frame_bytes = strata_index::encode_frame(record).len() as u64;
-    manifest.append(record).inspect_err(|_| {
-        unwind_append(vfs, manifest, manifest_len, frame_bytes, &segment_path);
-    })
 }
 
 /// The bounds the policy works within, from the store's `Config`.

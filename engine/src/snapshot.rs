@@ -179,14 +179,20 @@ impl Store {
         if self.removals.is_empty() || self.read_only || self.defer_removals {
             return Ok(Vec::new());
         }
+        let names = self.split_due_removals();
+        self.remove_files(&names)?;
+        Ok(names)
+    }
+
+    /// Takes the queued files no snapshot can read any more (retired at or below the oldest
+    /// version held; all of them once none is) out of the queue.
+    fn split_due_removals(&mut self) -> Vec<FileName> {
         let oldest = self.pins.oldest();
         let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.removals)
             .into_iter()
             .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
         self.removals = kept;
-        let names: Vec<FileName> = due.into_iter().map(|(_, name)| name).collect();
-        self.remove_files(&names)?;
-        Ok(names)
+        due.into_iter().map(|(_, name)| name).collect()
     }
 
     /// Whether a queued file may be removed now: no snapshot older than its retirement.
@@ -202,17 +208,8 @@ impl Store {
     /// writing (`sealing`) until [`Store::finish_removals`], so that nothing else writes, and
     /// no manifest rewrite forgets them, meanwhile.
     pub(crate) fn take_due_removals(&mut self) -> Vec<FileName> {
-        let oldest = self.pins.oldest();
-        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.removals)
-            .into_iter()
-            .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
-        self.removals = kept;
-        let names: Vec<FileName> = due.into_iter().map(|(_, name)| name).collect();
-        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
-        for &name in &names {
-            readers.remove(name);
-        }
-        drop(readers);
+        let names = self.split_due_removals();
+        self.evict_readers(&names);
         self.sealing = !names.is_empty();
         names
     }
@@ -224,6 +221,15 @@ impl Store {
     ) -> Result<(), EngineError> {
         self.sealing = false;
         removed.map_err(|error| self.poison(error))
+    }
+
+    /// Lets go of the cached readers of `names` (their files are about to go; a read holding
+    /// one keeps it).
+    pub(crate) fn evict_readers(&self, names: &[FileName]) {
+        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        for &name in names {
+            readers.remove(name);
+        }
     }
 
     /// Queues `name`, retired by the version now current, for removal once no snapshot can

@@ -1135,30 +1135,28 @@ fn claim_barrier(
     intact: Vec<StreamIntact>,
 ) -> Result<(), EngineError> {
     let segment_path = synced.final_path().to_owned();
-    let frame_bytes = encode_frame(record).len() as u64;
-    let needed_bytes = segment_len + frame_bytes;
-    // publish removes its own names of the file before it reports a failure.
-    if let Err(error) = synced.publish() {
-        return Err(failed_barrier(
-            vfs,
-            error,
-            &segment_path,
-            needed_bytes,
-            intact,
-        ));
-    }
+    let needed_bytes = segment_len + encode_frame(record).len() as u64;
+    claim(vfs, manifest, synced, record)
+        .map_err(|error| failed_barrier(vfs, error, &segment_path, needed_bytes, intact))
+}
+
+/// Publishes a synced segment under its final name (removing its own names of the file if
+/// that fails), then appends the frame that claims it; a frame that never reached the file
+/// whole is cut off and the segment removed ([`unwind_append`]). A barrier's and a compaction
+/// step's claim.
+pub(crate) fn claim(
+    vfs: &dyn Vfs,
+    manifest: &mut ManifestWriter,
+    synced: SyncedFile<'_>,
+    record: &Record,
+) -> Result<(), SegmentError> {
+    let segment_path = synced.final_path().to_owned();
+    synced.publish()?;
     let manifest_len = manifest.len();
-    if let Err(error) = manifest.append(record) {
+    let frame_bytes = encode_frame(record).len() as u64;
+    manifest.append(record).inspect_err(|_| {
         unwind_append(vfs, manifest, manifest_len, frame_bytes, &segment_path);
-        return Err(failed_barrier(
-            vfs,
-            error,
-            &segment_path,
-            needed_bytes,
-            intact,
-        ));
-    }
-    Ok(())
+    })
 }
 
 /// A failed append of a frame claiming `segment_path`: if the frame never reached the file
