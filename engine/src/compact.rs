@@ -152,7 +152,7 @@ impl Store {
     /// the output is swapped in and the inputs it left wholly retired are removed (or queued
     /// for a snapshot that may read them). A failed read of an input leaves the store as it
     /// was (a one-input rewrite is skipped by the next picks); a record the catalog refused
-    /// (a bug) likewise; a failed write poisons the store.
+    /// (a bug, caught before anything was claimed) and a failed write poison the store.
     pub(crate) fn finish_compaction(
         &mut self,
         done: MergeDone,
@@ -176,8 +176,7 @@ impl Store {
                 }
                 return Err(error);
             }
-            Err(MergeError::Refused(error)) => return Err(error),
-            Err(MergeError::Write(error)) => return Err(self.poison(error)),
+            Err(MergeError::Poisons(error)) => return Err(self.poison(error)),
         };
         self.catalog = Arc::new(catalog);
         self.version += 1;
@@ -507,10 +506,10 @@ pub(crate) struct Merging {
 pub(crate) enum MergeError {
     /// Reading an input failed before anything was written: the store is as it was.
     Read(EngineError),
-    /// The step's own record was refused (a bug), before anything was claimed.
-    Refused(EngineError),
-    /// A write, sync or append failed: the store is poisoned.
-    Write(EngineError),
+    /// A write, sync or append failed, or the step's own record was refused (our bug, caught
+    /// before anything was claimed; poisoned rather than retried, since the next pick would
+    /// write the same output again): the store is poisoned.
+    Poisons(EngineError),
 }
 
 /// What a step's writes came to ([`Merging::run`]).
@@ -587,7 +586,7 @@ impl Merging {
                 }
             }
         });
-        let (summary, synced) = written.map_err(|e| MergeError::Write(EngineError::write(e)))?;
+        let (summary, synced) = written.map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
         let record = Record {
             entries: vec![
                 Entry::Merge {
@@ -604,10 +603,10 @@ impl Merging {
             let reason = format!("a compaction's own record was refused: {e}");
             let path = synced.final_path().to_owned();
             synced.abandon(SegmentError::mismatch(&path, reason.clone()));
-            return Err(MergeError::Refused(EngineError::Internal { reason }));
+            return Err(MergeError::Poisons(EngineError::Internal { reason }));
         }
         claim(vfs, &mut self.manifest, synced, &record)
-            .map_err(|e| MergeError::Write(EngineError::write(e)))?;
+            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
         Ok((catalog, summary.len, merged.rows.positions.len() as u64))
     }
 }

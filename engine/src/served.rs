@@ -46,11 +46,14 @@ pub struct ServeConfig {
     /// 0 counts as 1, and a value above what a lane can hold
     /// (`tokio::sync::Semaphore::MAX_PERMITS`) as that most.
     pub lane_max: usize,
-    /// Compaction steps (`Store::compact_step`) the supervisor takes after each barrier it
-    /// closes; 0: never. They run while nothing is waiting, and otherwise alternate with the
-    /// requests, one step after each, so traffic cannot starve them and each request or barrier
-    /// is preceded by at most one step. A step is bounded by `Config::compact_inputs_max` and
-    /// `Config::compact_step_bytes_max` (docs/embedding.md).
+    /// Compaction steps (`Store::compact_step`) the supervisor grants after each barrier it
+    /// closes (and each trim or retire); 0: never. The worker writes them, one at a time,
+    /// alternating with the other writes: a seal, trim, retire or sweep asked meanwhile waits
+    /// for at most the step in flight, and a tick's barrier waits for the whole grant (so a
+    /// cadence shorter than a barrier cannot starve compaction). Reads and publishes wait for
+    /// none of them, but a step's pick (and its sweep, with retention) runs on the supervisor.
+    /// A step is bounded by `Config::compact_inputs_max` and `Config::compact_step_bytes_max`
+    /// (docs/embedding.md).
     pub compact_steps_per_tick: usize,
     /// The size trigger: after staging a feed, the supervisor closes a barrier (exactly as a
     /// tick does, compaction grant included) once the bytes staged reach this share of
@@ -68,12 +71,13 @@ pub struct ServeConfig {
     /// Reads run at once, each on a snapshot of the current catalog version in a pool of
     /// blocking threads, off the supervisor's: a read waits for no barrier's or compaction
     /// step's writes (the worker's) and for no other read but for a free reader; it does wait
-    /// for what still runs on the supervisor (a trim, a retire, a sweep, the removal of
-    /// retired files, a manifest rewrite). More reads wait in order, up to `lane_max` of them
-    /// held by the supervisor and the rest in the command lane; seals, stops and metrics
-    /// never wait behind them. A [`Served::read`] closure must not wait for another read of
-    /// the same `Served`: with every reader so held, none is left to answer it. 0 counts as
-    /// 1, a value above [`ServeConfig::READERS_MAX_LIMIT`] as that.
+    /// for what still runs on the supervisor (a trim, a retire, a sweep, a manifest rewrite).
+    /// More reads wait in order, up to `lane_max` of them held by the supervisor (each takes
+    /// its snapshot when a reader frees, so it may see barriers that landed meanwhile) and
+    /// the rest in the command lane; seals, stops and metrics are not held behind them until
+    /// that many wait. A [`Served::read`] closure must not wait for any request to the same
+    /// `Served` (a read, a seal, a stop): with every reader so held, nothing may be left to
+    /// answer it. 0 counts as 1, a value above [`ServeConfig::READERS_MAX_LIMIT`] as that.
     pub readers_max: usize,
 }
 
@@ -571,15 +575,18 @@ fn seal_and_retire(
 ///
 /// - compaction cannot be starved: under traffic with no idle moment, a barrier's grant is used
 ///   within the next `compact_steps_per_tick` requests;
-/// - it stays bounded: at most one step runs between two requests (or a request and a tick),
-///   so each request or tick is preceded by at most one step, and the steps between two
+/// - it stays bounded: at most one step is in flight between two writes asked for, so a seal,
+///   trim or retire waits for at most one step (a tick's barrier waits for the grant), and a
+///   read or a publish for none (a publish held by back-pressure waits for the write in
+///   flight, and for the barrier after it); the steps between two
 ///   barriers are at most one grant;
 /// - idle moments are still preferred: with nothing waiting the grant runs back to back, and a
-///   request that arrives meanwhile waits for the one step in progress.
+///   write asked meanwhile waits for the one step in flight.
 ///
 /// Grants do not accumulate past one barrier's worth, and a tick grants steps even when it has
 /// nothing to seal, so a store left alone catches up. (A step whose policy finds nothing, or
-/// that fails, ends the grant: a failure poisons the store and the next request hears it.)
+/// that fails, ends the grant. A failed write poisons the store and the next request hears
+/// it; a failed read of an input leaves the store as it was, and the next pick moves on.)
 async fn supervise(
     store: Store,
     mut feed: mpsc::Receiver<Feed>,
@@ -591,6 +598,10 @@ async fn supervise(
     let mut store = store;
     // Retired files are removed by the worker, never on the supervisor's thread.
     store.defer_removals = true;
+    let read_done = Arc::new(Notify::new());
+    // Any snapshot let go wakes the loop, one a read handed out included.
+    let wake = Arc::clone(&read_done);
+    store.pins.on_release(move || wake.notify_one());
     let mut sup = Supervisor {
         store,
         in_flight: None,
@@ -599,7 +610,7 @@ async fn supervise(
         reads: Arc::new(Semaphore::new(readers_max)),
         spare: None,
         queued_reads: VecDeque::new(),
-        read_done: Arc::new(Notify::new()),
+        read_done,
         readers_max,
         steps_granted: 0,
         steps_per_barrier: config.compact_steps_per_tick,
@@ -1055,6 +1066,17 @@ impl Supervisor {
             let Ok(item) = feed.try_recv() else { break };
             feeds_before -= 1;
             self.stage(item);
+        }
+        // Reads taken from the lane before the stop are answered, not dropped, and from the
+        // state before its last barrier, as if they had found a reader free.
+        while let Some(read) = self.queued_reads.pop_front() {
+            if self.spare.is_none() {
+                self.spare = Arc::clone(&self.reads).acquire_owned().await.ok();
+            }
+            if self.spare.is_none() {
+                break;
+            }
+            self.read(read);
         }
         let sealed = self.store.seal().map(|_| ());
         drop(self.spare.take());

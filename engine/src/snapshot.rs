@@ -30,9 +30,20 @@ use crate::error::EngineError;
 use crate::store::{Metrics, Store};
 
 /// The catalog versions snapshots hold: each version and how many snapshots hold it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Pins {
     held: Mutex<BTreeMap<u64, usize>>,
+    /// Called whenever a snapshot is let go (`Served` wakes its supervisor, so that files
+    /// waiting for it go), wherever the snapshot went: a read's, or one a read handed out.
+    on_release: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Pins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pins")
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pins {
@@ -42,6 +53,14 @@ impl Pins {
             pins: Arc::clone(self),
             version,
         }
+    }
+
+    /// Sets what is called each time a snapshot is let go.
+    pub(crate) fn on_release(&self, hook: impl Fn() + Send + Sync + 'static) {
+        *self
+            .on_release
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(hook));
     }
 
     /// The oldest version a snapshot holds, if any does.
@@ -68,12 +87,23 @@ struct Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        let mut held = self.pins.lock();
-        if let Some(count) = held.get_mut(&self.version) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.version);
+        {
+            let mut held = self.pins.lock();
+            if let Some(count) = held.get_mut(&self.version) {
+                *count -= 1;
+                if *count == 0 {
+                    held.remove(&self.version);
+                }
             }
+        }
+        if let Some(hook) = self
+            .pins
+            .on_release
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            hook();
         }
     }
 }
@@ -173,7 +203,8 @@ impl Store {
 
     /// Removes the retired files no snapshot can read any more (all of them once none is
     /// held), then syncs `seg/`; answers them. A failure poisons the store, as a removal's
-    /// always did. Every write calls it; `Served`'s supervisor also does after each turn.
+    /// always did. Every write of a store used directly calls it; under `Served` it does
+    /// nothing (`defer_removals`) but at the stop, and the worker removes them instead.
     pub(crate) fn remove_unpinned(&mut self) -> Result<Vec<FileName>, EngineError> {
         // Under `Served` the worker removes them (`take_due_removals`).
         if self.removals.is_empty() || self.read_only || self.defer_removals {

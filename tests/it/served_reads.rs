@@ -535,3 +535,60 @@ fn no_write_or_sync_runs_on_the_supervisors_thread() {
         served.stop().await.unwrap();
     });
 }
+
+/// Reads taken from the lane before a stop are answered, not dropped: with one reader held by
+/// a slow read, eight more wait in the supervisor when the stop comes; every one answers the
+/// rows sealed, and only requests after the stop hear that it stopped. (The stop dropped
+/// them before.)
+#[test]
+fn a_stop_answers_the_reads_sent_before_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store =
+            Store::create_in(Arc::new(SimFs::new()), Config::default(), &[stream()]).unwrap();
+        let mut served = Served::spawn(
+            store,
+            ServeConfig::default().seal_interval(None).readers_max(1),
+        );
+        for p in 1..=5 {
+            served.publish("s", p, rows_at(p)).await.unwrap();
+        }
+        assert_eq!(served.seal("s", &[]).await.unwrap(), Some(5));
+        let slow = {
+            let served = served.clone();
+            tokio::spawn(async move {
+                served
+                    .read(|snapshot| {
+                        std::thread::sleep(Duration::from_millis(300));
+                        snapshot.watermark("s", &[])
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let waiting: Vec<_> = (0..8)
+            .map(|_| {
+                let mut served = served.clone();
+                tokio::spawn(async move { served.rows("s", &[], Unbounded, Unbounded).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        served.stop().await.unwrap();
+        assert_eq!(slow.await.unwrap().unwrap().unwrap(), Some(5));
+        for read in waiting {
+            let rows = read
+                .await
+                .unwrap()
+                .expect("a read sent before the stop is answered");
+            assert_eq!(rows.len(), 10);
+        }
+        assert_eq!(
+            served.rows("s", &[], Unbounded, Unbounded).await,
+            Err(strata::BeneathWindow::Unserved)
+        );
+    });
+}
