@@ -592,3 +592,67 @@ fn a_stop_answers_the_reads_sent_before_it() {
         );
     });
 }
+
+/// The writer thread runs at the lower CPU priority `ServeConfig::writer_nice` asks for: its
+/// nice value (from `/proc`) is the process's plus that, so that the scheduler lets reads and
+/// publishes go first when a barrier is being encoded.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_writer_thread_runs_at_the_nice_value_asked() {
+    /// Each thread's name and nice value (field 19 of its `stat`, after the name's `)`).
+    fn threads() -> Vec<(String, i64)> {
+        let mut found = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap() {
+            let path = task.unwrap().path();
+            let (Ok(comm), Ok(stat)) = (
+                std::fs::read_to_string(path.join("comm")),
+                std::fs::read_to_string(path.join("stat")),
+            ) else {
+                continue;
+            };
+            let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+            // Fields from the state (3rd) on: the nice value is the 19th field.
+            let nice: i64 = after_name.split(' ').nth(16).unwrap().parse().unwrap();
+            found.push((comm.trim().to_owned(), nice));
+        }
+        found
+    }
+    let own = {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = stat[stat.rfind(')').unwrap() + 2..].to_owned();
+        after_name
+            .split(' ')
+            .nth(16)
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store =
+            Store::create_in(Arc::new(SimFs::new()), Config::default(), &[stream()]).unwrap();
+        // 7: a value no other test asks for, so that this writer is told apart from theirs.
+        let served = Served::spawn(store, ServeConfig::default().writer_nice(7));
+        let want = (own + 7).min(19);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let writers: Vec<i64> = threads()
+                .into_iter()
+                .filter(|(name, _)| name == "strata-writer")
+                .map(|(_, nice)| nice)
+                .collect();
+            if writers.contains(&want) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no strata-writer thread at nice {want} (the test's own is {own}): {writers:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        served.stop().await.unwrap();
+    });
+}
