@@ -572,7 +572,7 @@ fn seal_and_retire(
 /// trigger, and compact in a bounded slice of each barrier.
 ///
 /// **Nothing queues behind an fsync.** A barrier is sealed off in memory (`Store::seal_off`)
-/// and written by a worker (a blocking task) while the loop goes on: feeds are staged into the
+/// and written by the writer thread (`Writer`, at `writer_nice`) while the loop goes on: feeds are staged into the
 /// emptied staging, and reads run on snapshots of the current catalog version in a pool of at
 /// most `readers_max` blocking tasks, so neither waits for the barrier's syncs. One barrier is
 /// in flight at a time (still one writer, barriers in order); its acknowledgement swaps in the
