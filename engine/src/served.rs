@@ -219,7 +219,7 @@ enum Command {
     Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
     Metrics(oneshot::Sender<Metrics>),
     /// Runs a caller's read on a snapshot (`Served::read`); it answers through its own reply.
-    Read(Box<dyn FnOnce(&Snapshot) + Send>),
+    Read(Box<dyn FnOnce(&Snapshot) -> Answer + Send>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
 }
 
@@ -373,9 +373,13 @@ impl Served {
         F: FnOnce(&Snapshot) -> T + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let read: Box<dyn FnOnce(&Snapshot) + Send> = Box::new(move |snapshot: &Snapshot| {
-            let _ = reply.send(read(snapshot));
-        });
+        let read: Box<dyn FnOnce(&Snapshot) -> Answer + Send> =
+            Box::new(move |snapshot: &Snapshot| {
+                let value = read(snapshot);
+                Box::new(move || {
+                    let _ = reply.send(value);
+                }) as Answer
+            });
         self.commands
             .send(Command::Read(read))
             .await
@@ -1110,11 +1114,16 @@ impl Supervisor {
             read_done: Arc::clone(&self.read_done),
         };
         tokio::task::spawn_blocking(move || {
-            if let Some(snapshot) = &guard.snapshot {
-                answer_read(snapshot, command);
-            }
-            // The snapshot goes, then the wake-up, then the reader.
+            let answer = guard
+                .snapshot
+                .as_ref()
+                .map(|snapshot| answer_read(snapshot, command));
+            // The snapshot goes, then the wake-up, then the reader, and only then is the
+            // answer sent: a caller who has heard back holds no snapshot.
             drop(guard);
+            if let Some(answer) = answer {
+                answer();
+            }
         });
     }
 
@@ -1191,28 +1200,33 @@ fn permits(n: usize) -> u32 {
 }
 
 /// Answers a read on `snapshot`.
-fn answer_read(snapshot: &Snapshot, command: Command) {
+/// A read's answer, computed and not sent yet: sent once its snapshot is let go.
+type Answer = Box<dyn FnOnce() + Send>;
+
+/// Answers a read on `snapshot`: what sends the answer.
+fn answer_read(snapshot: &Snapshot, command: Command) -> Answer {
+    /// What sends `answer` through `reply`.
+    fn send<T: Send + 'static>(reply: Reply<T>, answer: Result<T, EngineError>) -> Answer {
+        Box::new(move || {
+            let _ = reply.send(answer.map_err(Into::into));
+        })
+    }
     match command {
         Command::Rows(s, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            let _ = reply.send(
-                snapshot
-                    .query(&s.stream, &track, (s.start, s.end))
-                    .map_err(Into::into),
-            );
+            send(reply, snapshot.query(&s.stream, &track, (s.start, s.end)))
         }
         Command::Buckets(s, budget, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
             let answer = snapshot.survey(&s.stream, &track, (s.start, s.end), budget);
-            let _ = reply.send(answer.map(|survey| survey.fields).map_err(Into::into));
+            send(reply, answer.map(|survey| survey.fields))
         }
         Command::Aggregate(s, kind, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            let _ = reply.send(
-                snapshot
-                    .fold(&s.stream, &track, (s.start, s.end), kind)
-                    .map_err(Into::into),
-            );
+            send(
+                reply,
+                snapshot.fold(&s.stream, &track, (s.start, s.end), kind),
+            )
         }
         Command::Read(read) => read(snapshot),
         _ => unreachable!("only reads run on a snapshot"),

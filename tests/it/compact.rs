@@ -1001,9 +1001,19 @@ fn a_served_store_compacts_under_traffic_that_never_pauses() {
              at most {peak} live files seen after a seal (bound {FILES_MAX} + 2), at most \
              {peak_on_disk} on disk"
         );
-        // Once the reads are over, nothing waits: the next write removes what they held.
+        // Once the reads are over (each lets its snapshot go before it answers), nothing
+        // waits: the writer removes what they held, soon after.
         engine.seal("capture", &[]).await.unwrap();
-        let metrics = engine.metrics().await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let metrics = loop {
+            let metrics = engine.metrics().await.unwrap();
+            if (metrics.snapshots, metrics.removals_pending) == (0, 0)
+                || std::time::Instant::now() > deadline
+            {
+                break metrics;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        };
         assert_eq!((metrics.snapshots, metrics.removals_pending), (0, 0));
         assert!(segments(&fs) <= FILES_MAX + 2, "{} files", segments(&fs));
         let all = (Included(0), Included(u64::MAX));
