@@ -235,6 +235,8 @@ struct Run {
     barrier_max: Duration,
     publishes_overlapping: usize,
     surveys_overlapping: usize,
+    /// Every write the watch saw (a barrier's, or a compaction step's), start to claim.
+    writes: Vec<Span>,
 }
 
 impl Run {
@@ -247,6 +249,7 @@ impl Run {
             barrier_max: Duration::ZERO,
             publishes_overlapping: 0,
             surveys_overlapping: 0,
+            writes: Vec::new(),
         }
     }
 
@@ -258,6 +261,7 @@ impl Run {
         self.barrier_max = self.barrier_max.max(round.barrier_max);
         self.publishes_overlapping += round.publishes_overlapping;
         self.surveys_overlapping += round.surveys_overlapping;
+        self.writes.extend(round.writes);
     }
 }
 
@@ -363,6 +367,29 @@ async fn run(cadence: Cadence, window: Duration) -> Run {
         surveys_overlapping: overlapping(&surveys),
         publishes,
         surveys,
+        writes: barriers,
+    }
+}
+
+/// Where the maxima come from: the five slowest requests of each run, and whether a write
+/// (a barrier's or a compaction step's) was in flight meanwhile, or not (the machine's own
+/// tail, which the idle run shows too).
+fn print_slowest(runs: &[Run]) {
+    println!("\nThe five slowest requests of each run (* a write was in flight meanwhile):\n");
+    for run in runs {
+        for (kind, spans) in [("publishes", &run.publishes), ("surveys", &run.surveys)] {
+            let mut slow: Vec<Span> = spans.clone();
+            slow.sort_by_key(|&(s, e)| std::cmp::Reverse(e - s));
+            let shown: Vec<String> = slow
+                .iter()
+                .take(5)
+                .map(|&(s, e)| {
+                    let met = run.writes.iter().any(|&(ws, we)| s < we && ws < e);
+                    format!("{}{}", show(e - s), if met { "*" } else { "" })
+                })
+                .collect();
+            println!("- {}, {kind}: {}", run.cadence.label(), shown.join(", "));
+        }
     }
 }
 
@@ -462,6 +489,7 @@ fn main() {
             run.surveys_overlapping,
         );
     }
+    print_slowest(&runs);
     let idle = runs.last().expect("an idle run");
     let [_, idle_p99, idle_max] = percentiles(&idle.publishes);
     let [_, idle_s99, idle_smax] = percentiles(&idle.surveys);
