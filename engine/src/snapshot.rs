@@ -202,17 +202,16 @@ impl Store {
     }
 
     /// Removes the retired files no snapshot can read any more (all of them once none is
-    /// held), then syncs `seg/`; answers them. A failure poisons the store, as a removal's
+    /// held), then syncs `seg/`. A failure poisons the store, as a removal's
     /// always did. Every write of a store used directly calls it; under `Served` it does
     /// nothing (`defer_removals`) but at the stop, and the worker removes them instead.
-    pub(crate) fn remove_unpinned(&mut self) -> Result<Vec<FileName>, EngineError> {
+    pub(crate) fn remove_unpinned(&mut self) -> Result<(), EngineError> {
         // Under `Served` the worker removes them (`take_due_removals`).
         if self.removals.is_empty() || self.read_only || self.defer_removals {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let names = self.split_due_removals();
-        self.remove_files(&names)?;
-        Ok(names)
+        self.remove_files(&names)
     }
 
     /// Takes the queued files no snapshot can read any more (retired at or below the oldest

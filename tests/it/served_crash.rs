@@ -363,6 +363,64 @@ fn barrier_spans(calls: &[Call]) -> Vec<(u64, u64)> {
 // ---------------------------------------------------------------------------------------------
 // The scenario.
 
+/// What the publisher was told: each acknowledged publish (stream, position) with the
+/// operation count when it was, and its refusal, if any.
+type Published = (Vec<((usize, u64), u64)>, Option<EngineError>);
+
+/// What the sealer was told: each acknowledged seal (stream, watermark), and how many were
+/// refused.
+type Sealed = (Vec<(usize, Option<u64>)>, usize);
+
+/// The publisher: every batch of `publish_order`, awaiting each, telling `progress` how many
+/// were acknowledged; stops at the first refusal. Answers the acknowledged publishes, each
+/// with the operation count when it was, and the refusal.
+fn spawn_publisher(
+    served: &Served,
+    fs: &SimFs,
+    progress: tokio::sync::watch::Sender<u64>,
+) -> tokio::task::JoinHandle<Published> {
+    let mut handle = served.clone();
+    let fs = fs.clone();
+    tokio::spawn(async move {
+        let mut published = Vec::new();
+        for (done, (s, position)) in (1u64..).zip(publish_order()) {
+            if let Err(error) = handle
+                .publish(STREAMS[s], position, batch(s, position))
+                .await
+            {
+                return (published, Some(error));
+            }
+            published.push(((s, position), fs.ops()));
+            let _ = progress.send(done);
+        }
+        (published, None)
+    })
+}
+
+/// The sealer: `SEALS` seals, one each `SEAL_EVERY` acknowledged publishes, not waiting for
+/// the publisher otherwise. Answers the seals acknowledged (stream, watermark) and refused.
+fn spawn_sealer(
+    served: &Served,
+    mut seen: tokio::sync::watch::Receiver<u64>,
+) -> tokio::task::JoinHandle<Sealed> {
+    let mut handle = served.clone();
+    tokio::spawn(async move {
+        let mut sealed = Vec::new();
+        let mut refused = 0;
+        for i in 0..SEALS {
+            let target = (i + 1) * SEAL_EVERY;
+            // Once the publisher has stopped (or finished), the seals go on.
+            let _ = seen.wait_for(|done| *done >= target).await;
+            let s = usize::try_from(i).unwrap() % STREAMS.len();
+            match handle.seal(STREAMS[s], &[]).await {
+                Ok(watermark) => sealed.push((s, watermark)),
+                Err(_) => refused += 1,
+            }
+        }
+        (sealed, refused)
+    })
+}
+
 /// What a run of the scenario was told.
 #[derive(Debug, Default)]
 struct Told {
@@ -395,43 +453,9 @@ fn scenario(fs: &SimFs, store: Store) -> Told {
         .unwrap();
     runtime.block_on(async {
         let served = Served::spawn(store, serve_config());
-        let (progress, mut seen) = tokio::sync::watch::channel(0u64);
-        let publisher = {
-            let mut handle = served.clone();
-            let fs = fs.clone();
-            tokio::spawn(async move {
-                let mut published = Vec::new();
-                for (done, (s, position)) in (1u64..).zip(publish_order()) {
-                    if let Err(error) = handle
-                        .publish(STREAMS[s], position, batch(s, position))
-                        .await
-                    {
-                        return (published, Some(error));
-                    }
-                    published.push(((s, position), fs.ops()));
-                    let _ = progress.send(done);
-                }
-                (published, None)
-            })
-        };
-        let sealer = {
-            let mut handle = served.clone();
-            tokio::spawn(async move {
-                let mut sealed = Vec::new();
-                let mut refused = 0;
-                for i in 0..SEALS {
-                    let target = (i + 1) * SEAL_EVERY;
-                    // Once the publisher has stopped (or finished), the seals go on.
-                    let _ = seen.wait_for(|done| *done >= target).await;
-                    let s = usize::try_from(i).unwrap() % STREAMS.len();
-                    match handle.seal(STREAMS[s], &[]).await {
-                        Ok(watermark) => sealed.push((s, watermark)),
-                        Err(_) => refused += 1,
-                    }
-                }
-                (sealed, refused)
-            })
-        };
+        let (progress, seen) = tokio::sync::watch::channel(0u64);
+        let publisher = spawn_publisher(&served, fs, progress);
+        let sealer = spawn_sealer(&served, seen);
         let (published, publish_refused) = publisher.await.unwrap();
         let (sealed, seals_refused) = sealer.await.unwrap();
         let stopped = Some(served.stop().await);
@@ -1002,43 +1026,10 @@ fn compacting_scenario(fs: &SimFs, store: Store) -> (Told, Seen, u64) {
         .unwrap();
     runtime.block_on(async {
         let served = Served::spawn(store, compacting_serve_config());
-        let (progress, mut seen) = tokio::sync::watch::channel(0u64);
+        let (progress, seen) = tokio::sync::watch::channel(0u64);
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let publisher = {
-            let mut handle = served.clone();
-            let fs = fs.clone();
-            tokio::spawn(async move {
-                let mut published = Vec::new();
-                for (done, (s, position)) in (1u64..).zip(publish_order()) {
-                    if let Err(error) = handle
-                        .publish(STREAMS[s], position, batch(s, position))
-                        .await
-                    {
-                        return (published, Some(error));
-                    }
-                    published.push(((s, position), fs.ops()));
-                    let _ = progress.send(done);
-                }
-                (published, None)
-            })
-        };
-        let sealer = {
-            let mut handle = served.clone();
-            tokio::spawn(async move {
-                let mut sealed = Vec::new();
-                let mut refused = 0;
-                for i in 0..SEALS {
-                    let target = (i + 1) * SEAL_EVERY;
-                    let _ = seen.wait_for(|done| *done >= target).await;
-                    let s = usize::try_from(i).unwrap() % STREAMS.len();
-                    match handle.seal(STREAMS[s], &[]).await {
-                        Ok(watermark) => sealed.push((s, watermark)),
-                        Err(_) => refused += 1,
-                    }
-                }
-                (sealed, refused)
-            })
-        };
+        let publisher = spawn_publisher(&served, fs, progress);
+        let sealer = spawn_sealer(&served, seen);
         let reader = tokio::spawn(read_until(served.clone(), Arc::clone(&done)));
         let (published, publish_refused) = publisher.await.unwrap();
         let (sealed, seals_refused) = sealer.await.unwrap();

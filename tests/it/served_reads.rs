@@ -60,6 +60,15 @@ struct Answer {
 
 const FOLDS: [Aggregate; 3] = [Aggregate::Sum, Aggregate::Max, Aggregate::Count];
 
+/// A runtime of two workers, like a small host's.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The model's answer at watermark `w`: a fresh model given positions `1..=w`, sealed.
 async fn model_at(w: Option<u64>) -> Answer {
     let mut model = MemorySeries::new(&[stream()]);
@@ -114,11 +123,7 @@ async fn read_once(served: &Served) -> (Option<u64>, Answer) {
 
 #[test]
 fn sixteen_readers_see_whole_barriers_at_the_watermark_they_report() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::create(dir.path(), Config::default(), &[stream()]).unwrap();
@@ -217,11 +222,7 @@ fn a_host_publishing_flat_out_for_a_minute_is_never_refused() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let decl = Stream::new("s")
@@ -300,11 +301,7 @@ fn a_host_publishing_flat_out_for_a_minute_is_never_refused() {
 fn a_host_faster_than_its_barriers_waits_and_is_never_refused() {
     const BOUND: usize = 64 << 10;
     const BATCH: u64 = 256;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let decl = Stream::new("s")
@@ -476,11 +473,7 @@ impl Vfs for ThreadsFs {
 /// there: none is asked here.) The writes counted show the run did write.
 #[test]
 fn no_write_or_sync_runs_on_the_supervisors_thread() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let fs = ThreadsFs(Arc::new(Threads {
             inner: SimFs::new(),
@@ -545,11 +538,7 @@ fn no_write_or_sync_runs_on_the_supervisors_thread() {
 /// them before.)
 #[test]
 fn a_stop_answers_the_reads_sent_before_it() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     runtime.block_on(async {
         let store =
             Store::create_in(Arc::new(SimFs::new()), Config::default(), &[stream()]).unwrap();
@@ -656,6 +645,42 @@ fn the_writer_thread_runs_at_the_nice_value_asked() {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        served.stop().await.unwrap();
+    });
+}
+
+/// `ServeConfig::readers_max` bounds the reads running at once, and is reached: eight slow
+/// reads sent together through a store serving two readers run two at a time, never more,
+/// and all eight answer.
+#[test]
+fn at_most_readers_max_reads_run_at_once() {
+    let runtime = runtime();
+    runtime.block_on(async {
+        let store =
+            Store::create_in(Arc::new(SimFs::new()), Config::default(), &[stream()]).unwrap();
+        let served = Served::spawn(store, ServeConfig::default().readers_max(2));
+        let running = Arc::new(AtomicU64::new(0));
+        let most = Arc::new(AtomicU64::new(0));
+        let reads: Vec<_> = (0..8)
+            .map(|_| {
+                let (served, running, most) = (served.clone(), running.clone(), most.clone());
+                tokio::spawn(async move {
+                    served
+                        .read(move |snapshot| {
+                            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(40));
+                            running.fetch_sub(1, Ordering::SeqCst);
+                            snapshot.watermark("s", &[])
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for read in reads {
+            assert_eq!(read.await.unwrap().unwrap().unwrap(), None);
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 2, "reads running at once");
         served.stop().await.unwrap();
     });
 }
