@@ -17,6 +17,10 @@
 //! fourth cadence, **250 ms, compaction on**, shows the rest: compaction steps still run on
 //! the supervisor's thread, and its "barriers" count merges' outputs too.
 //!
+//! A fifth, **floor**, runs the same host loop against a stand-in with no engine, only
+//! `Served`'s threads and handoffs, each request spinning for the idle run's median: its tail
+//! is the machine's own, and every maximum is also shown over the floor's (docs/embedding.md).
+//!
 //! The store's file system is `RealFs` behind a thin watch that notes when each barrier starts
 //! (its segment's temp file is created) and ends (the manifest frame claiming it is synced),
 //! checked against the store's own count (`Served::metrics`).
@@ -31,6 +35,8 @@ use std::io;
 use std::ops::Bound::Unbounded;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
 
 use strata::segment::vfs::{DirEntry, Mapped, RealFs, RenameMode, Vfs, VfsFile, VfsLock};
 use strata::{
@@ -207,6 +213,12 @@ enum Cadence {
     Compacting(Duration),
     /// No barrier in flight while timed: the host seals between timed requests.
     Idle,
+    /// No engine at all: the same host loop against a stand-in with `Served`'s threads (a
+    /// supervisor thread on a single-threaded runtime, surveys handed to its blocking pool,
+    /// answers by oneshot) that only spins for the idle run's median service time. Its tail is
+    /// this machine's for the same handoffs and the same CPU time: the floor any design with
+    /// a supervisor thread stands on.
+    Floor,
 }
 
 impl Cadence {
@@ -217,6 +229,7 @@ impl Cadence {
                 format!("{} ms, compaction on", interval.as_millis())
             }
             Cadence::Idle => "idle (host seals between requests)".to_owned(),
+            Cadence::Floor => "floor (same handoffs and CPU time, no engine)".to_owned(),
         }
     }
 }
@@ -237,6 +250,8 @@ struct Run {
     surveys_overlapping: usize,
     /// Every write the watch saw (a barrier's, or a compaction step's), start to claim.
     writes: Vec<Span>,
+    /// When each round's timed window opened.
+    opened: Vec<Instant>,
 }
 
 impl Run {
@@ -250,6 +265,7 @@ impl Run {
             publishes_overlapping: 0,
             surveys_overlapping: 0,
             writes: Vec::new(),
+            opened: Vec::new(),
         }
     }
 
@@ -262,6 +278,7 @@ impl Run {
         self.publishes_overlapping += round.publishes_overlapping;
         self.surveys_overlapping += round.surveys_overlapping;
         self.writes.extend(round.writes);
+        self.opened.extend(round.opened);
     }
 }
 
@@ -276,11 +293,11 @@ async fn run(cadence: Cadence, window: Duration) -> Run {
     let store = Store::create_in(Arc::new(vfs), Config::default(), &[decl()]).expect("a store");
     let interval = match cadence {
         Cadence::Ticker(interval) | Cadence::Compacting(interval) => Some(interval),
-        Cadence::Idle => None,
+        Cadence::Idle | Cadence::Floor => None,
     };
     let steps = match cadence {
         Cadence::Compacting(_) => ServeConfig::default().compact_steps_per_tick,
-        Cadence::Ticker(_) | Cadence::Idle => 0,
+        Cadence::Ticker(_) | Cadence::Idle | Cadence::Floor => 0,
     };
     let config = ServeConfig::default()
         .seal_interval(interval)
@@ -368,7 +385,86 @@ async fn run(cadence: Cadence, window: Duration) -> Run {
         publishes,
         surveys,
         writes: barriers,
+        opened: vec![opened],
     }
+}
+
+/// What the floor's stand-in supervisor is asked: spin this long, then answer.
+enum Job {
+    /// Spins on the supervisor's thread, drops the rows, answers (as a publish is staged).
+    Publish(Vec<Row>, Duration, oneshot::Sender<()>),
+    /// Hands the spin to the blocking pool, which answers (as a survey runs on a reader).
+    Survey(Duration, oneshot::Sender<()>),
+}
+
+/// Busy for `work`: CPU time, as a request's own work is.
+fn spin(work: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < work {
+        std::hint::spin_loop();
+    }
+}
+
+/// One round of the floor: the host loop of `run`, against a stand-in that spins for
+/// `publish_work` / `survey_work` per request instead of staging and surveying.
+async fn floor(window: Duration, publish_work: Duration, survey_work: Duration) -> Run {
+    let (jobs, mut queue) = tokio::sync::mpsc::channel::<Job>(ServeConfig::default().lane_max);
+    let server = std::thread::Builder::new()
+        .name("floor-supervisor".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .max_blocking_threads(ServeConfig::default().readers_max)
+                .build()
+                .expect("a runtime for the floor's supervisor");
+            runtime.block_on(async move {
+                while let Some(job) = queue.recv().await {
+                    match job {
+                        Job::Publish(rows, work, reply) => {
+                            spin(work);
+                            drop(rows);
+                            let _ = reply.send(());
+                        }
+                        Job::Survey(work, reply) => {
+                            tokio::task::spawn_blocking(move || {
+                                spin(work);
+                                let _ = reply.send(());
+                            });
+                        }
+                    }
+                }
+            });
+        })
+        .expect("a thread for the floor's supervisor");
+    let mut publishes = Vec::new();
+    let mut surveys = Vec::new();
+    let mut timed = Duration::ZERO;
+    let mut position = PREFILL_BATCHES;
+    let opened = Instant::now();
+    while timed < window {
+        position += 1;
+        let rows = batch(position);
+        let start = Instant::now();
+        let (reply, answer) = oneshot::channel();
+        let sent = jobs.send(Job::Publish(rows, publish_work, reply)).await;
+        assert!(sent.is_ok(), "the floor's supervisor runs");
+        answer.await.expect("the floor answers a publish");
+        let published = Instant::now();
+        let (reply, answer) = oneshot::channel();
+        let sent = jobs.send(Job::Survey(survey_work, reply)).await;
+        assert!(sent.is_ok(), "the floor's supervisor runs");
+        answer.await.expect("the floor answers a survey");
+        let surveyed = Instant::now();
+        publishes.push((start, published));
+        surveys.push((published, surveyed));
+        timed += surveyed - start;
+    }
+    drop(jobs);
+    server.join().expect("the floor's supervisor ends");
+    let mut run = Run::new(Cadence::Floor);
+    run.publishes = publishes;
+    run.surveys = surveys;
+    run.opened = vec![opened];
+    run
 }
 
 /// Where the maxima come from: the five slowest requests of each run, and whether a write
@@ -385,7 +481,19 @@ fn print_slowest(runs: &[Run]) {
                 .take(5)
                 .map(|&(s, e)| {
                     let met = run.writes.iter().any(|&(ws, we)| s < we && ws < e);
-                    format!("{}{}", show(e - s), if met { "*" } else { "" })
+                    let since = run
+                        .opened
+                        .iter()
+                        .filter(|&&o| o <= s)
+                        .map(|&o| s - o)
+                        .min()
+                        .unwrap_or_default();
+                    format!(
+                        "{}{} (+{})",
+                        show(e - s),
+                        if met { "*" } else { "" },
+                        show(since)
+                    )
                 })
                 .collect();
             println!("- {}, {kind}: {}", run.cadence.label(), shown.join(", "));
@@ -429,6 +537,51 @@ fn load_average() -> String {
         .unwrap_or_else(|| "?".to_owned())
 }
 
+/// Each cadence's p99 and max over idle's, and each max over the floor's.
+fn print_ratios(runs: &[Run]) {
+    let find = |cadence: fn(&Cadence) -> bool| {
+        runs.iter()
+            .find(|run| cadence(&run.cadence))
+            .expect("an idle run and a floor run")
+    };
+    let idle = find(|c| matches!(c, Cadence::Idle));
+    let base = find(|c| matches!(c, Cadence::Floor));
+    let [_, idle_p99, idle_max] = percentiles(&idle.publishes);
+    let [_, idle_s99, idle_smax] = percentiles(&idle.surveys);
+    let [_, _, floor_max] = percentiles(&base.publishes);
+    let [_, _, floor_smax] = percentiles(&base.surveys);
+    println!(
+        "\nRatios to idle (#15's targets: p99 <= 2x idle; max <= 5 ms), and each maximum over the \
+         floor's (the machine's own tail for the same handoffs: {} publish, {} survey):\n",
+        show(floor_max),
+        show(floor_smax)
+    );
+    println!(
+        "| seal cadence | publish p99 | publish max | publish max / floor | survey p99 | survey max \
+         | survey max / floor |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for run in runs
+        .iter()
+        .filter(|run| !matches!(run.cadence, Cadence::Floor))
+    {
+        let [_, p99, max] = percentiles(&run.publishes);
+        let [_, s99, smax] = percentiles(&run.surveys);
+        println!(
+            "| {} | {} | {} ({}) | {} | {} | {} ({}) | {} |",
+            run.cadence.label(),
+            ratio(p99, idle_p99),
+            ratio(max, idle_max),
+            show(max),
+            ratio(max, floor_max),
+            ratio(s99, idle_s99),
+            ratio(smax, idle_smax),
+            show(smax),
+            ratio(smax, floor_smax),
+        );
+    }
+}
+
 fn main() {
     let secs: f64 = std::env::var("STRATA_BENCH_SECS")
         .ok()
@@ -443,6 +596,7 @@ fn main() {
         Cadence::Ticker(Duration::from_millis(50)),
         Cadence::Compacting(Duration::from_millis(250)),
         Cadence::Idle,
+        Cadence::Floor,
     ];
     let load_before = load_average();
     // In rounds of about a second, the cadences taking turns, so that other work on the
@@ -452,8 +606,17 @@ fn main() {
     let slice = window / rounds;
     let mut runs: Vec<Run> = cadences.iter().map(|&cadence| Run::new(cadence)).collect();
     for _ in 0..rounds {
+        // The floor spins for the idle run's median service times so far (it goes after idle).
+        let mut medians = [Duration::ZERO; 2];
         for run in &mut runs {
-            run.absorb(runtime.block_on(self::run(run.cadence, slice)));
+            let round = match run.cadence {
+                Cadence::Floor => runtime.block_on(floor(slice, medians[0], medians[1])),
+                cadence => runtime.block_on(self::run(cadence, slice)),
+            };
+            run.absorb(round);
+            if matches!(run.cadence, Cadence::Idle) {
+                medians = [percentiles(&run.publishes)[0], percentiles(&run.surveys)[0]];
+            }
         }
     }
 
@@ -490,26 +653,7 @@ fn main() {
         );
     }
     print_slowest(&runs);
-    let idle = runs.last().expect("an idle run");
-    let [_, idle_p99, idle_max] = percentiles(&idle.publishes);
-    let [_, idle_s99, idle_smax] = percentiles(&idle.surveys);
-    println!("\nRatios to idle (#15's targets: p99 <= 2x idle; max <= 5 ms):\n");
-    println!("| seal cadence | publish p99 | publish max | survey p99 | survey max |");
-    println!("|---|---|---|---|---|");
-    for run in &runs[..runs.len() - 1] {
-        let [_, p99, max] = percentiles(&run.publishes);
-        let [_, s99, smax] = percentiles(&run.surveys);
-        println!(
-            "| {} | {} | {} ({}) | {} | {} ({}) |",
-            run.cadence.label(),
-            ratio(p99, idle_p99),
-            ratio(max, idle_max),
-            show(max),
-            ratio(s99, idle_s99),
-            ratio(smax, idle_smax),
-            show(smax),
-        );
-    }
+    print_ratios(&runs);
     for run in &runs {
         if matches!(run.cadence, Cadence::Ticker(_) | Cadence::Compacting(_)) && run.barriers == 0 {
             println!(
