@@ -437,8 +437,10 @@ struct Crashed {
     /// The crash's operation, counted from the seal's first, and the seal's operations.
     op_in_seal: u64,
     n_seal_ops: u64,
-    /// The crashed seal's segment file name (`000000000004.seg`).
+    /// The crashed seal's segment file name (`000000000004.seg`), and the bytes the seal
+    /// gives it uncrashed.
     segment: String,
+    segment_bytes: Vec<u8>,
     /// The bytes of the manifest frame the seal appends.
     n_frame_bytes: usize,
     /// What the store answered before the crashed seal.
@@ -512,6 +514,7 @@ fn crash_seal(mode: RenameMode, point: Point) -> Crashed {
         .find_map(|c| c.what.strip_prefix("create tmp/"))
         .expect("the seal creates a temp")
         .to_owned();
+    let segment_bytes = fs.durable_bytes(&format!("seg/{segment}")).unwrap();
     let at = calls[point.pick(&calls, &segment, &manifest)].clone();
     let n_frame_bytes = calls
         .iter()
@@ -564,6 +567,7 @@ fn crash_seal(mode: RenameMode, point: Point) -> Crashed {
         at,
         n_seal_ops,
         segment,
+        segment_bytes,
         n_frame_bytes,
         before,
         live_before,
@@ -646,6 +650,19 @@ fn left_by_crash(c: &Crashed, image: &SimFs, context: &str) -> BTreeMap<String, 
         if !c.live_before.contains(&number) {
             left.insert(path, bytes);
         }
+    }
+    // The two-phase write leaves the crashed seal's file whole wherever it left it (these
+    // crashes all come after its sync), never a prefix of it.
+    for (path, bytes) in &left {
+        assert_eq!(
+            path.rsplit('/').next(),
+            Some(c.segment.as_str()),
+            "{context}"
+        );
+        assert!(
+            bytes == &c.segment_bytes,
+            "{context}: {path} is not the whole segment"
+        );
     }
     let manifest = image.live_bytes(&c.manifest).unwrap();
     assert!(
