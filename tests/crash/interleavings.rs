@@ -1,15 +1,16 @@
 //! The seed's three crash interleavings of the seal path, each produced by the real two-phase
 //! write and never planted: `Store::seal` on the simulated file system, crashed at the
 //! operation a log of the seal's own calls names (the segment's rename; the manifest append;
-//! the manifest's sync, with the frame torn at several lengths), in both rename modes and under
-//! the crash images that leave something on disk.
+//! the manifest's sync, with the frame torn at several lengths), in both rename modes, under a
+//! plain crash and the images that keep more (each prefix of the directory operations a
+//! journal may have committed; the frame torn).
 //!
 //! Each crash image is then booted and must: report every file the crash left and keep it in
 //! quarantine byte for byte as the crash left it (read from the image before boot), remove
-//! nothing, serve every barrier beneath exactly as the store did before the crashed seal and
-//! as a `MemorySeries` fed the same publishes does, take the next barriers under names above
-//! every name seen (quarantined ones included), and boot a second time with its quarantine
-//! unchanged. A crash point is checked to be reached (the operation counter moved past it, and
+//! nothing but a second name of bytes it keeps, serve every barrier beneath exactly as the
+//! store did before the crashed seal and as a `MemorySeries` fed the same publishes does, take
+//! the next barriers under names above every name seen (quarantined ones included), and boot a
+//! second time with its quarantine unchanged. A crash point is checked to be reached (the operation counter moved past it, and
 //! the call it landed on is the one named), so a refactor that moves the operations fails here
 //! rather than passing without crashing anything.
 
