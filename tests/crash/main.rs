@@ -11,7 +11,11 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod faults;
+mod harness;
 mod interleavings;
+mod logged;
+mod scenarios;
 
 /// Prints one census line where CI's log shows it even when the test passes: straight to the
 /// process's standard error, past libtest's capture (which takes only `print!`/`eprint!`).

@@ -1,0 +1,173 @@
+//! The write paths, one scenario each: a new write path adds one entry to `scenarios!`, which
+//! makes both its `Scenario` (for the fault test too) and its crash test.
+
+use std::sync::OnceLock;
+
+use strata::segment::vfs::SimFs;
+use strata::{Config, Lifetime, Retention, Store};
+
+use crate::harness::{
+    ALL_TRACKS, Effect, N_PREFILL, PREFILL_TRACKS, STREAM, Scenario, decl, fill, manifests,
+    model_fill, rows_at, run_and_census, sim,
+};
+
+/// Staged rows of the next barrier, for `tracks` (lost to a crash: the seal is crashed).
+fn stage(store: &mut Store, tracks: &[&str]) {
+    store
+        .publish(STREAM, N_PREFILL, &rows_at(N_PREFILL, tracks))
+        .unwrap();
+}
+
+fn seal(store: &mut Store) -> Result<(), strata::EngineError> {
+    store.seal().map(drop)
+}
+
+fn seal_steps(store: &mut Store, seen: &mut dyn FnMut(&Store)) {
+    store.seal().unwrap();
+    seen(store);
+}
+
+/// Raw rows and levels kept for an axis span of 12: the prefill's newest axis value is 29,
+/// so a sweep retires the segments of positions 0 and 1 (every row below 17).
+fn swept() -> Config {
+    Config::default().retain(
+        STREAM,
+        Retention::raw(Lifetime::AxisSpan(12)).levels_from(0, Lifetime::AxisSpan(12)),
+    )
+}
+
+fn compacting() -> Config {
+    Config::default()
+        .compact_files_max(2)
+        .compact_inputs_min(2)
+        .compact_inputs_max(4)
+}
+
+macro_rules! scenarios {
+    ($($test:ident: $scenario:expr,)*) => {
+        /// Every scenario, by the name of its test.
+        pub fn scenarios() -> Vec<(&'static str, Scenario)> {
+            vec![$((stringify!($test), $scenario),)*]
+        }
+
+        $(
+            #[test]
+            fn $test() {
+                run_and_census(stringify!($test), &$scenario);
+            }
+        )*
+    };
+}
+
+scenarios! {
+    seal_one_partition: Scenario {
+        name: "seal-one",
+        config: Config::default,
+        prepare: |store| stage(store, &["a"]),
+        op: seal,
+        steps: seal_steps,
+        effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &["a"])),
+        retires: false,
+        rewrites: false,
+    },
+    seal_many_partitions: Scenario {
+        name: "seal-many",
+        config: Config::default,
+        prepare: |store| stage(store, &ALL_TRACKS),
+        op: seal,
+        steps: seal_steps,
+        effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &ALL_TRACKS)),
+        retires: false,
+        rewrites: false,
+    },
+    seal_rewriting_the_manifest: Scenario {
+        name: "seal-rewrite",
+        config: || Config::default().manifest_rewrite_bytes(rewrite_at()),
+        prepare: |store| stage(store, &PREFILL_TRACKS),
+        op: seal,
+        steps: seal_steps,
+        effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &PREFILL_TRACKS)),
+        retires: false,
+        rewrites: true,
+    },
+    checkpoint: Scenario {
+        name: "checkpoint",
+        config: compacting,
+        // Compaction's records make the manifest more than twice its snapshot, so the
+        // checkpoint rewrites it (`compact()` would checkpoint itself).
+        prepare: |store| while store.compact_step().unwrap().is_some() {},
+        op: |store| store.checkpoint().map(drop),
+        steps: |store, seen| {
+            store.checkpoint().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: false,
+        rewrites: true,
+    },
+    compaction_step: Scenario {
+        name: "compact-step",
+        config: compacting,
+        prepare: |_| {},
+        op: |store| store.compact_step().map(drop),
+        steps: |store, seen| {
+            store.compact_step().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: true,
+        rewrites: false,
+    },
+    retention_sweep: Scenario {
+        name: "sweep",
+        config: swept,
+        prepare: |_| {},
+        op: |store| store.sweep().map(drop),
+        steps: |store, seen| {
+            store.sweep().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unmodelled,
+        retires: true,
+        rewrites: false,
+    },
+    retire_a_track: Scenario {
+        name: "retire",
+        config: Config::default,
+        prepare: |_| {},
+        op: |store| store.retire(STREAM, &["a"]).map(drop),
+        steps: |store, seen| {
+            store.retire(STREAM, &["a"]).unwrap();
+            seen(store);
+        },
+        effect: Effect::Apply(|model| drop(model.retire(STREAM, &["a"]).unwrap())),
+        retires: true,
+        rewrites: false,
+    },
+    trim_to: Scenario {
+        name: "trim-to",
+        config: Config::default,
+        prepare: |_| {},
+        op: |store| store.trim_to(STREAM, 1).map(drop),
+        steps: |store, seen| {
+            store.trim_to(STREAM, 1).unwrap();
+            seen(store);
+        },
+        effect: Effect::Apply(|model| drop(model.trim_to(STREAM, 1).unwrap())),
+        retires: true,
+        rewrites: false,
+    },
+}
+
+/// The manifest's length after the prefill under the default config: as the threshold of
+/// `Config::manifest_rewrite_bytes`, the seal after the prefill crosses it and rewrites.
+fn rewrite_at() -> u64 {
+    static REWRITE_AT: OnceLock<u64> = OnceLock::new();
+    *REWRITE_AT.get_or_init(|| {
+        let fs = SimFs::new();
+        let mut store = Store::create_in(sim(&fs), Config::default(), &[decl()]).unwrap();
+        fill(&mut store, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+        let manifest = manifests(&fs).pop().unwrap();
+        fs.live_bytes(&manifest).unwrap().len() as u64
+    })
+}
