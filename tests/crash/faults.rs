@@ -52,8 +52,7 @@ fn io_faults_at_every_operation_of_every_scenario() {
                         n_ops: probe.n_ops,
                         kind: probe.kinds[k as usize].clone(),
                         image: name.to_owned(),
-                        heal: None,
-                        heal_kind: String::new(),
+                        heals: Vec::new(),
                     };
                     if point.selected() {
                         fault_point(&scenario, &probe, &point, (fault, landed), &mut counts);

@@ -121,6 +121,7 @@ pub enum Effect {
 /// An operation one durable record at a time, calling back after each.
 pub type Steps = fn(&mut Store, &mut dyn FnMut(&Store));
 
+#[derive(Clone, Copy)]
 pub struct Scenario {
     /// A slug (no `/`): it names the scenario in a census line and in `STRATA_CRASH_ONLY`.
     pub name: &'static str,
@@ -471,10 +472,16 @@ pub struct Point {
     /// The kind of operation k.
     pub kind: String,
     pub image: String,
-    /// The heal operation crashed, and the image of that second crash.
-    pub heal: Option<(u64, String)>,
-    /// The kind of heal operation.
-    pub heal_kind: String,
+    /// Boot's heal crashed, once per crash after the first: outermost first.
+    pub heals: Vec<HealCrash>,
+}
+
+/// A crash inside boot's heal: at its operation `op` (of kind `kind`), leaving `image`.
+#[derive(Clone)]
+pub struct HealCrash {
+    pub op: u64,
+    pub kind: String,
+    pub image: String,
 }
 
 impl Point {
@@ -487,8 +494,8 @@ impl Point {
             // A word after the image's name says more of it, and is no part of the key.
             self.image.split(' ').next().unwrap_or_default()
         );
-        if let Some((j, image)) = &self.heal {
-            write!(key, "/{j}/{image}").unwrap();
+        for heal in &self.heals {
+            write!(key, "/{}/{}", heal.op, heal.image).unwrap();
         }
         key
     }
@@ -496,13 +503,15 @@ impl Point {
     /// Panics naming the point and the line that runs it alone.
     #[track_caller]
     pub fn fail(&self, why: &str) -> ! {
-        let heal = match &self.heal {
-            Some((j, image)) => format!(
-                ", boot's heal crashed at its op {j} ({}), image {image}",
-                self.heal_kind
-            ),
-            None => String::new(),
-        };
+        let mut heal = String::new();
+        for h in &self.heals {
+            write!(
+                heal,
+                ", then boot's heal crashed at its op {} ({}), image {}",
+                h.op, h.kind, h.image
+            )
+            .unwrap();
+        }
         panic!(
             "violation: scenario {}, rename mode {:?}, {} at op {} of {} ({}), image {}{heal}: \
              {why}\nreproduce: STRATA_CRASH_ONLY='{}' cargo test --test crash {}",
@@ -544,7 +553,8 @@ pub struct Counts {
     pub points: u64,
     pub images: u64,
     pub healed: u64,
-    pub second_crashes: u64,
+    /// Boots after a crash inside boot's heal, by depth (a second crash, a third).
+    pub heal_crashes: Vec<u64>,
     pub before: u64,
     pub after: u64,
     pub between: u64,
@@ -662,8 +672,7 @@ pub fn run(test: &'static str, scenario: &Scenario, mode: RenameMode, counts: &m
             n_ops: probe.n_ops,
             kind: probe.kinds[k as usize].clone(),
             image: String::new(),
-            heal: None,
-            heal_kind: String::new(),
+            heals: Vec::new(),
         };
         if !selected(&format!("{}/{mode:?}/{k}", scenario.name)) {
             continue;
@@ -698,19 +707,14 @@ fn crash_point(
     image: &SimFs,
     counts: &mut Counts,
 ) {
-    // The image as the crash left it, before boot heals anything: the heal is crashed on
-    // copies of it.
-    let pristine = image.crash();
-    let highest = highest_name(image);
     if generation(&manifests(image)) == probe.generations.1 {
         counts.new_generation += 1;
     }
-    let (store, idx, quarantined, healing) = boot(scenario, probe, point, image, &BTreeMap::new());
-    let heal_ops = image.ops();
+    let idx = check_image(scenario, probe, point, image, &BTreeMap::new(), counts);
     match idx {
         // A rewrite leaves one state: "as after" is the new generation then.
         0 if probe.states.len() > 1 && probe.states[0] == probe.states[1] => {
-            if generation(&manifests(&pristine)) == probe.generations.1 {
+            if generation(&manifests(image)) == probe.generations.1 {
                 counts.after += 1;
             } else {
                 counts.before += 1;
@@ -720,20 +724,53 @@ fn crash_point(
         i if i + 1 == probe.states.len() => counts.after += 1,
         _ => counts.between += 1,
     }
-    go_on(store, image, probe, idx, point, highest, &quarantined);
-    if heal_ops == 0 {
-        return;
+}
+
+/// Boots `image` and checks it (`boot`, `go_on`); then, while `point` holds fewer heal
+/// crashes than `counts.heal_crashes` has depths, crashes the boot's heal at each of its
+/// operations on copies of the image, under a plain crash and one keeping every directory
+/// operation, and checks each of those again. The boot after a crashed heal must quarantine
+/// at least `must_quarantine` (what the uncrashed boot of the image it came from did).
+/// Answers the index of the recovered state in the probe.
+fn check_image(
+    scenario: &Scenario,
+    probe: &Probe,
+    point: &Point,
+    image: &SimFs,
+    must_quarantine: &BTreeMap<String, Vec<u8>>,
+    counts: &mut Counts,
+) -> usize {
+    // The image as the crash left it, before boot heals anything: the heal is crashed on
+    // copies of it.
+    let pristine = image.crash();
+    let highest = highest_name(image);
+    let kept = quarantine(image);
+    let (store, idx, quarantined, healing) = boot(scenario, probe, point, image, &kept);
+    let heal_ops = image.ops();
+    if let Err(why) = keeps(must_quarantine, &quarantined) {
+        point.fail(&format!(
+            "after a crash inside boot's heal, less is quarantined: {why}"
+        ));
     }
-    counts.healed += 1;
-    for j in 0..heal_ops {
+    go_on(store, image, probe, idx, point, highest, &quarantined);
+    let depth = point.heals.len();
+    if heal_ops == 0 || depth >= counts.heal_crashes.len() {
+        return idx;
+    }
+    if depth == 0 {
+        counts.healed += 1;
+    }
+    for op in 0..heal_ops {
         let copy = pristine.crash();
-        copy.crash_at(j);
-        let heal_kind = healing.kind_of(j).unwrap_or_default();
-        let heal_point = Point {
-            heal: Some((j, String::new())),
-            heal_kind: heal_kind.clone(),
-            ..point.clone()
+        copy.crash_at(op);
+        let kind = healing.kind_of(op).unwrap_or_default();
+        let heal = |image: &str| HealCrash {
+            op,
+            kind: kind.clone(),
+            image: image.to_owned(),
         };
+        let mut heal_point = point.clone();
+        heal_point.heals.push(heal(""));
         if Store::open_in(sim(&copy), (scenario.config)(), &[decl()]).is_ok() {
             heal_point.fail("boot survived a crash inside its own heal");
         }
@@ -741,29 +778,32 @@ fn crash_point(
             ("crash", copy.crash()),
             ("dirops-all", copy.crash_keeping_dir_ops(usize::MAX)),
         ] {
-            let second_point = Point {
-                heal: Some((j, name.to_owned())),
-                heal_kind: heal_kind.clone(),
-                ..point.clone()
-            };
+            let mut second_point = point.clone();
+            second_point.heals.push(heal(name));
             if !second_point.selected() {
                 continue;
             }
-            let kept = quarantine(&pristine);
-            let (store, idx, after, _) = boot(scenario, probe, &second_point, &second, &kept);
-            // The healed boot quarantines at least what the uncrashed boot did.
-            if let Err(why) = keeps(&quarantined, &after) {
-                second_point.fail(&format!("after a second crash, less is quarantined: {why}"));
-            }
-            go_on(store, &second, probe, idx, &second_point, highest, &after);
-            counts.second_crashes += 1;
+            check_image(
+                scenario,
+                probe,
+                &second_point,
+                &second,
+                &quarantined,
+                counts,
+            );
+            counts.heal_crashes[depth] += 1;
         }
     }
+    idx
 }
 
-/// Runs `scenario` in both rename modes and prints its census.
-pub fn run_and_census(test: &'static str, scenario: &Scenario) -> Counts {
-    let mut counts = Counts::default();
+/// Runs `scenario` in both rename modes, crashing boot's heal `heal_depth` deep (1: a second
+/// crash; 2: the heal of that boot crashed again, a third), and prints its census.
+pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize) -> Counts {
+    let mut counts = Counts {
+        heal_crashes: vec![0; heal_depth],
+        ..Counts::default()
+    };
     for mode in MODES {
         run(test, scenario, mode, &mut counts);
     }
@@ -773,8 +813,8 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario) -> Counts {
     };
     census(&format!(
         "crash {}: operations {}; {} crash points, {} images booted (as before {}, as after {}, \
-         between records {}); {} boots healed, {} second crashes (heal crashed at each op, 2 \
-         images); answers {compared}{}",
+         between records {}); {} boots healed; crashes inside boot's heal (at each of its \
+         operations, 2 images), by depth: {:?}; answers {compared}{}",
         scenario.name,
         counts.ops.join(", "),
         counts.points,
@@ -783,7 +823,7 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario) -> Counts {
         counts.after,
         counts.between,
         counts.healed,
-        counts.second_crashes,
+        counts.heal_crashes,
         if scenario.rewrites {
             format!(
                 "; {} images held the rewritten manifest",
@@ -808,6 +848,12 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario) -> Counts {
             counts.after > 0,
             "{}: no crash left the state after",
             scenario.name
+        );
+        assert!(
+            counts.heal_crashes.iter().all(|&n| n > 0),
+            "{}: no crash inside boot's heal at some depth: {:?}",
+            scenario.name,
+            counts.heal_crashes
         );
         assert!(
             !scenario.rewrites || counts.new_generation > 0,

@@ -15,6 +15,7 @@ mod faults;
 mod harness;
 mod interleavings;
 mod logged;
+mod repair;
 mod scenarios;
 
 /// Prints one census line where CI's log shows it even when the test passes: straight to the

@@ -53,7 +53,7 @@ macro_rules! scenarios {
         $(
             #[test]
             fn $test() {
-                run_and_census(stringify!($test), &$scenario);
+                run_and_census(stringify!($test), &$scenario, 1);
             }
         )*
     };
@@ -170,4 +170,24 @@ fn rewrite_at() -> u64 {
         let manifest = manifests(&fs).pop().unwrap();
         fs.live_bytes(&manifest).unwrap().len() as u64
     })
+}
+
+/// Boot's heal as a scenario of its own: the stores a crashed seal of many partitions leaves
+/// (orphan temps, unclaimed segments, torn manifest tails), whose boot heal is crashed at
+/// every one of its operations, and the heal of that boot crashed again at every one of its
+/// own (a third crash), each boot checked.
+#[test]
+fn boot_heal_crashed_at_every_operation() {
+    let (_, seal_many) = scenarios()
+        .into_iter()
+        .find(|(test, _)| *test == "seal_many_partitions")
+        .unwrap();
+    let boot_heal = Scenario {
+        name: "boot-heal",
+        ..seal_many
+    };
+    let counts = run_and_census("boot_heal_crashed_at_every_operation", &boot_heal, 2);
+    if std::env::var("STRATA_CRASH_ONLY").is_err() {
+        assert!(counts.healed > 0, "no crash left anything to heal");
+    }
 }
