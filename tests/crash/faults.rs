@@ -14,7 +14,8 @@ use strata::segment::vfs::{Fault, SimFs, Vfs};
 
 use crate::census;
 use crate::harness::{
-    MODES, Point, Probe, STREAM, Scenario, State, boot, go_on, highest_name, prepared, probe,
+    MODES, NEXT, PREFILL_TRACKS, Point, Probe, STREAM, Scenario, State, boot, go_on, highest_name,
+    prepared, probe, rows_at,
 };
 use crate::scenarios::scenarios;
 
@@ -104,7 +105,15 @@ fn fault_point(
         counts.absorbed += 1;
     } else {
         match store.watermark(STREAM, &[]) {
-            Err(EngineError::Poisoned { .. }) => counts.poisoned += 1,
+            Err(EngineError::Poisoned { .. }) => {
+                // A poisoned store refuses writes too, so nothing lands on a state the disk
+                // may not hold.
+                let publish = store.publish(STREAM, NEXT, &rows_at(NEXT, &PREFILL_TRACKS));
+                if !matches!(publish, Err(EngineError::Poisoned { .. })) {
+                    point.fail(&format!("a poisoned store takes a publish: {publish:?}"));
+                }
+                counts.poisoned += 1;
+            }
             // Refused before anything was written: the store claims nothing it did not do.
             Ok(_) => {
                 if !probe.states.contains(&State::of(&store)) {

@@ -707,22 +707,21 @@ fn crash_point(
     image: &SimFs,
     counts: &mut Counts,
 ) {
-    if generation(&manifests(image)) == probe.generations.1 {
+    let new_generation = generation(&manifests(image)) == probe.generations.1;
+    if new_generation {
         counts.new_generation += 1;
     }
     let idx = check_image(scenario, probe, point, image, &BTreeMap::new(), counts);
-    match idx {
-        // A rewrite leaves one state: "as after" is the new generation then.
-        0 if probe.states.len() > 1 && probe.states[0] == probe.states[1] => {
-            if generation(&manifests(image)) == probe.generations.1 {
-                counts.after += 1;
-            } else {
-                counts.before += 1;
-            }
-        }
-        0 => counts.before += 1,
-        i if i + 1 == probe.states.len() => counts.after += 1,
-        _ => counts.between += 1,
+    // A rewrite changes no state: whether the image holds its generation tells "after" apart.
+    let last = probe.states.len() - 1;
+    let as_after =
+        probe.states[idx] == probe.states[last] && (!scenario.rewrites || new_generation);
+    if as_after {
+        counts.after += 1;
+    } else if idx == 0 {
+        counts.before += 1;
+    } else {
+        counts.between += 1;
     }
 }
 

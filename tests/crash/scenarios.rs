@@ -118,6 +118,26 @@ scenarios! {
         retires: true,
         rewrites: false,
     },
+    // Several records: each merge its own, then a manifest rewrite; a crash may leave the
+    // store between any two.
+    compaction_whole: Scenario {
+        name: "compact",
+        config: compacting,
+        prepare: |_| {},
+        op: |store| store.compact().map(drop),
+        steps: |store, seen| {
+            store.sweep().unwrap();
+            seen(store);
+            while store.compact_step().unwrap().is_some() {
+                seen(store);
+            }
+            store.checkpoint().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: true,
+        rewrites: true,
+    },
     retention_sweep: Scenario {
         name: "sweep",
         config: swept,
