@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use strata::EngineError;
 use strata::segment::vfs::{Fault, SimFs, Vfs};
+use strata::{EngineError, Store};
 
 use crate::census;
 use crate::harness::{
-    MODES, NEXT, PREFILL_TRACKS, Point, Probe, STREAM, Scenario, State, boot, go_on, highest_name,
-    prepared, probe, rows_at,
+    MODES, NEXT, PREFILL_TRACKS, Point, Probe, STREAM, Scenario, State, boot, decl, go_on,
+    highest_name, images, prepared, probe, quarantine, rows_at, sim,
 };
 use crate::scenarios::scenarios;
 
@@ -142,5 +142,80 @@ fn fault_point(
         }
         go_on(store, &image, probe, idx, &point, highest, &quarantined);
         counts.reopened += 1;
+    }
+}
+
+/// I/O faults inside boot's own heal: every image a crashed seal of many partitions or a
+/// crashed compaction leaves whose boot heals, that boot failed with EIO and with ENOSPC at
+/// each of its operations. Boot refuses (it claims nothing on a heal it could not finish), and
+/// the next boot of the same disk checks out as any other.
+#[test]
+fn io_faults_inside_boot_heal() {
+    let wanted = ["seal_many_partitions", "compaction_step"];
+    for (_, scenario) in scenarios().into_iter().filter(|(t, _)| wanted.contains(t)) {
+        let (mut healed, mut injected, mut refused, mut absorbed) = (0, 0, 0, 0);
+        for mode in MODES {
+            let probe = probe(&scenario, mode);
+            for k in 0..probe.n_ops {
+                let fs = SimFs::with_rename_mode(mode);
+                let mut store = prepared(&scenario, &fs);
+                fs.crash_at(fs.ops() + k);
+                assert!((scenario.op)(&mut store).is_err());
+                drop(store);
+                for (image_name, image) in images(&fs) {
+                    // How many operations the boot's heal takes, on a copy.
+                    let copy = image.crash();
+                    drop(Store::open_in(sim(&copy), (scenario.config)(), &[decl()]).unwrap());
+                    let heal_ops = copy.ops();
+                    healed += u64::from(heal_ops > 0);
+                    for j in 0..heal_ops {
+                        for (fault_name, fault) in [("eio", Fault::Eio), ("enospc", Fault::Enospc)]
+                        {
+                            let point = Point {
+                                test: "io_faults_inside_boot_heal",
+                                scenario: scenario.name,
+                                mode,
+                                k,
+                                n_ops: probe.n_ops,
+                                kind: probe.kinds[k as usize].clone(),
+                                image: format!("{image_name}/{j}/fault-{fault_name}"),
+                                heals: Vec::new(),
+                            };
+                            if !point.selected() {
+                                continue;
+                            }
+                            let disk = image.crash();
+                            disk.fail_at(j, fault);
+                            injected += 1;
+                            match Store::open_in(sim(&disk), (scenario.config)(), &[decl()]) {
+                                Err(_) => refused += 1,
+                                Ok(_) => absorbed += 1,
+                            }
+                            if disk.ops() <= j {
+                                point.fail("the fault inside boot's heal was never reached");
+                            }
+                            let highest = highest_name(&disk);
+                            let kept = quarantine(&disk);
+                            let (store, idx, quarantined, _) =
+                                boot(&scenario, &probe, &point, &disk, &kept);
+                            go_on(store, &disk, &probe, idx, &point, highest, &quarantined);
+                        }
+                    }
+                }
+            }
+        }
+        census(&format!(
+            "faults in boot's heal, after {}: {healed} images healed; {injected} faults \
+             injected (EIO, ENOSPC at each heal operation, both rename modes); boot refused \
+             {refused}, went on {absorbed}; each next boot checked",
+            scenario.name
+        ));
+        if std::env::var("STRATA_CRASH_ONLY").is_err() {
+            assert!(
+                healed > 0 && injected > 0,
+                "{}: nothing healed",
+                scenario.name
+            );
+        }
     }
 }
