@@ -21,6 +21,7 @@ use std::task::{Context, Poll, Waker};
 
 use strata::index::{Tier, TrackKey};
 use strata::recover::{Action, FindingKind};
+use strata::segment::names::NAME_DIGITS;
 use strata::segment::vfs::{RenameMode, SimFs, Vfs};
 use strata::{
     Aggregate, BeneathWindow, Config, EngineError, FieldKind, MemorySeries, Row, Series, Store,
@@ -417,18 +418,20 @@ fn keeps(kept: &BTreeMap<String, Vec<u8>>, now: &BTreeMap<String, Vec<u8>>) -> R
     Ok(())
 }
 
-/// The highest file number anywhere on the disk: seg/, tmp/, quarantine/.
+/// The highest file number anywhere on the disk: in seg/, tmp/ and quarantine/, whatever
+/// the name around it (quarantine names a file `seg-000000000005.seg`): every run of exactly
+/// `NAME_DIGITS` digits (a manifest generation has 6).
 pub fn highest_name(fs: &SimFs) -> u64 {
-    fs.paths()
-        .iter()
-        .filter(|p| !p.starts_with("manifest-"))
-        .filter_map(|p| {
-            let name = p.rsplit('/').next()?;
-            let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse::<u64>().ok()
-        })
-        .max()
-        .unwrap_or(0)
+    let mut highest = 0;
+    for path in fs.paths() {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        for run in name.split(|c: char| !c.is_ascii_digit()) {
+            if run.len() == NAME_DIGITS {
+                highest = highest.max(run.parse::<u64>().unwrap());
+            }
+        }
+    }
+    highest
 }
 
 /// Boot's findings lose nothing: no acknowledged history damaged or missing, every file it
