@@ -129,6 +129,8 @@ pub struct Scenario {
     pub config: fn() -> Config,
     /// Run after the prefill, uncounted and never crashed (staged rows are lost to a crash).
     pub prepare: fn(&mut Store),
+    /// What `prepare` made durable, in the model.
+    pub model_prepare: fn(&mut MemorySeries),
     /// The operation crashed, whole.
     pub op: fn(&mut Store) -> Result<(), EngineError>,
     /// The operation one durable record at a time, calling back after each: the states a
@@ -263,6 +265,7 @@ pub fn prepared_on(scenario: &Scenario, vfs: Arc<dyn Vfs>) -> Store {
 pub fn model(scenario: &Scenario, applied: bool) -> MemorySeries {
     let mut model = MemorySeries::new(&[decl()]);
     model_fill(&mut model, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+    (scenario.model_prepare)(&mut model);
     if let (true, Effect::Apply(apply)) = (applied, scenario.effect) {
         apply(&mut model);
     }

@@ -24,6 +24,7 @@ const REPAIR: Scenario = Scenario {
     name: "repair",
     config: Config::default,
     prepare: |_| {},
+    model_prepare: |_| {},
     op: |_| Ok(()),
     steps: |_, _| {},
     effect: Effect::Unmodelled,

@@ -64,6 +64,7 @@ scenarios! {
         name: "seal-one",
         config: Config::default,
         prepare: |store| stage(store, &["a"]),
+        model_prepare: |_| {},
         op: seal,
         steps: seal_steps,
         effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &["a"])),
@@ -74,6 +75,7 @@ scenarios! {
         name: "seal-many",
         config: Config::default,
         prepare: |store| stage(store, &ALL_TRACKS),
+        model_prepare: |_| {},
         op: seal,
         steps: seal_steps,
         effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &ALL_TRACKS)),
@@ -84,6 +86,7 @@ scenarios! {
         name: "seal-rewrite",
         config: || Config::default().manifest_rewrite_bytes(rewrite_at()),
         prepare: |store| stage(store, &PREFILL_TRACKS),
+        model_prepare: |_| {},
         op: seal,
         steps: seal_steps,
         effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &PREFILL_TRACKS)),
@@ -96,6 +99,7 @@ scenarios! {
         // Compaction's records make the manifest more than twice its snapshot, so the
         // checkpoint rewrites it (`compact()` would checkpoint itself).
         prepare: |store| while store.compact_step().unwrap().is_some() {},
+        model_prepare: |_| {},
         op: |store| store.checkpoint().map(drop),
         steps: |store, seen| {
             store.checkpoint().unwrap();
@@ -109,6 +113,7 @@ scenarios! {
         name: "compact-step",
         config: compacting,
         prepare: |_| {},
+        model_prepare: |_| {},
         op: |store| store.compact_step().map(drop),
         steps: |store, seen| {
             store.compact_step().unwrap();
@@ -124,6 +129,7 @@ scenarios! {
         name: "compact",
         config: compacting,
         prepare: |_| {},
+        model_prepare: |_| {},
         op: |store| store.compact().map(drop),
         steps: |store, seen| {
             store.sweep().unwrap();
@@ -142,6 +148,7 @@ scenarios! {
         name: "sweep",
         config: swept,
         prepare: |_| {},
+        model_prepare: |_| {},
         op: |store| store.sweep().map(drop),
         steps: |store, seen| {
             store.sweep().unwrap();
@@ -155,6 +162,7 @@ scenarios! {
         name: "retire",
         config: Config::default,
         prepare: |_| {},
+        model_prepare: |_| {},
         op: |store| store.retire(STREAM, &["a"]).map(drop),
         steps: |store, seen| {
             store.retire(STREAM, &["a"]).unwrap();
@@ -168,12 +176,75 @@ scenarios! {
         name: "trim-to",
         config: Config::default,
         prepare: |_| {},
+        model_prepare: |_| {},
         op: |store| store.trim_to(STREAM, 1).map(drop),
         steps: |store, seen| {
             store.trim_to(STREAM, 1).unwrap();
             seen(store);
         },
         effect: Effect::Apply(|model| drop(model.trim_to(STREAM, 1).unwrap())),
+        retires: true,
+        rewrites: false,
+    },
+    // Interactions: a write path over what another left.
+    trim_after_compaction: Scenario {
+        name: "trim-compacted",
+        config: compacting,
+        prepare: |store| while store.compact_step().unwrap().is_some() {},
+        model_prepare: |_| {},
+        op: |store| store.trim_to(STREAM, 2).map(drop),
+        steps: |store, seen| {
+            store.trim_to(STREAM, 2).unwrap();
+            seen(store);
+        },
+        effect: Effect::Apply(|model| drop(model.trim_to(STREAM, 2).unwrap())),
+        retires: true,
+        rewrites: false,
+    },
+    seal_restarting_a_retired_track: Scenario {
+        name: "seal-after-retire",
+        config: Config::default,
+        prepare: |store| {
+            store.retire(STREAM, &["a"]).unwrap();
+            stage(store, &PREFILL_TRACKS);
+        },
+        model_prepare: |model| drop(model.retire(STREAM, &["a"]).unwrap()),
+        op: seal,
+        steps: seal_steps,
+        effect: Effect::Apply(|model| model_fill(model, N_PREFILL..=N_PREFILL, &PREFILL_TRACKS)),
+        retires: true,
+        rewrites: false,
+    },
+    compaction_step_over_a_retired_track: Scenario {
+        name: "compact-after-retire",
+        config: compacting,
+        prepare: |store| drop(store.retire(STREAM, &["b"]).unwrap()),
+        model_prepare: |model| drop(model.retire(STREAM, &["b"]).unwrap()),
+        op: |store| store.compact_step().map(drop),
+        steps: |store, seen| {
+            store.compact_step().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: true,
+        rewrites: false,
+    },
+    sweep_by_positions: Scenario {
+        name: "sweep-positions",
+        config: || {
+            Config::default().retain(
+                STREAM,
+                Retention::raw(Lifetime::Positions(2)).levels_from(0, Lifetime::Positions(3)),
+            )
+        },
+        prepare: |_| {},
+        model_prepare: |_| {},
+        op: |store| store.sweep().map(drop),
+        steps: |store, seen| {
+            store.sweep().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unmodelled,
         retires: true,
         rewrites: false,
     },
