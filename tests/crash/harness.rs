@@ -3,7 +3,7 @@
 //! at every operation under every crash image in both rename modes, booted and checked; and
 //! boot's own healing crashed at every one of its operations and booted again (a second crash).
 //!
-//! The invariants every boot is held to (`Checked::boot`): boot's findings lose nothing; the
+//! The invariants every boot is held to (`boot`, then `go_on`): boot's findings lose nothing; the
 //! recovered state is one the uncrashed run passed through (every acknowledged record whole,
 //! the crashed operation all or nothing); every answer equals the model (`MemorySeries` given
 //! the same operations) at that state; nothing quarantined is deleted (every quarantined byte
@@ -662,10 +662,8 @@ pub fn go_on(
     }
 }
 
-/// Every crash point of `scenario` in `mode`: every operation k x every image; then boot's
-/// heal crashed at each of its operations under a plain image and one keeping every
-/// directory operation. `heals_only`: only the images whose boot heals (the boot-heal
-/// scenario's focus).
+/// Every crash point of `scenario` in `mode`: every operation k x every image, each booted and
+/// checked by `check_image` (which crashes boot's heal as deep as `counts.heal_crashes` says).
 pub fn run(test: &'static str, scenario: &Scenario, mode: RenameMode, counts: &mut Counts) {
     let probe = probe(scenario, mode);
     counts.ops.push(format!("{} ({mode:?})", probe.n_ops));
