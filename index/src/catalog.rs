@@ -1061,7 +1061,12 @@ impl Catalog {
         self.name_high
     }
 
-    /// The name to issue next, above everything the store has ever held.
+    /// The name after every name the records claim or reserve (`name_high + 1`).
+    ///
+    /// Only what the manifest says: a file a crash left unclaimed (in `tmp/`, unrecorded in
+    /// `seg/`, or moved to quarantine by boot) may carry this name or a higher one. The store
+    /// issues from the counter boot sets above both (`Booted::next_name` in strata-recover),
+    /// never from this alone.
     pub fn next_name(&self) -> FileName {
         // apply refuses u64::MAX as a name, so this cannot overflow.
         self.name_high + 1
