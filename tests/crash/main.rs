@@ -17,6 +17,7 @@ mod interleavings;
 mod logged;
 mod repair;
 mod scenarios;
+mod soak;
 
 /// Prints one census line where CI's log shows it even when the test passes: straight to the
 /// process's standard error, past libtest's capture (which takes only `print!`/`eprint!`).
