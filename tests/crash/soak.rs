@@ -10,7 +10,7 @@
 //! The child is this same test, re-executed with `STRATA_SOAK_CHILD` naming the store: so the
 //! test binary needs no second entry point, and the parent run is the one that asserts.
 //! `STRATA_SOAK_CYCLES=N` runs N cycles instead of CI's 100; `STRATA_SOAK_SEED=S` moves every
-//! kill delay (a failure names both).
+//! kill moment (a failure names both).
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hasher};
@@ -29,19 +29,24 @@ use strata::{Config, FieldKind, Store, Stream, StreamDecl, Value};
 const CHILD_ENV: &str = "STRATA_SOAK_CHILD";
 /// How many cycles to run, for a longer local soak.
 const CYCLES_ENV: &str = "STRATA_SOAK_CYCLES";
-/// The seed of the kill delays.
+/// The seed of the kill moments.
 const SEED_ENV: &str = "STRATA_SOAK_SEED";
-/// CI's cycles: about 15 s in a debug build on a loaded 2-core machine.
-const CYCLES_DEFAULT: u64 = 100;
+/// CI's cycles: 5 s in a debug build on this 2-core machine when its disk syncs in about a
+/// millisecond, and under a minute if every sync took tens of milliseconds.
+const CYCLES_DEFAULT: u64 = 200;
 const SEED_DEFAULT: u64 = 0x5eed_0016;
 /// The test's full name, which the parent passes to the child's libtest as an exact filter.
 const TEST_NAME: &str = "soak::sigkill_mid_seal_or_compaction_loses_nothing_acknowledged";
-/// The span a kill lands in, after the child's store is open: a few barriers and compaction
-/// steps, each some tens of milliseconds of syncs here.
-const KILL_DELAY_MS_MIN: u64 = 1;
-const KILL_DELAY_MS_MAX: u64 = 150;
-/// How long a child may take to start and open its store before the soak gives up on it.
-const CHILD_OPEN_MAX: Duration = Duration::from_secs(30);
+/// When a kill lands: after the child began its barrier number `KILL_BARRIER_MIN..=MAX`, at a
+/// uniformly drawn point of one period (the time from the child's previous barrier to this
+/// one: a seal, a compaction step and staging the next rows). Measured in the child's own pace,
+/// so that kills land in every phase however fast the disk syncs, and a child writes at most a
+/// few barriers a cycle however long its syncs take or however short: the rows every cycle
+/// verifies grow with the cycles, not with the disk's speed.
+const KILL_BARRIER_MIN: u64 = 2;
+const KILL_BARRIER_MAX: u64 = 5;
+/// How long a child may go without a line before the soak gives up on it.
+const CHILD_SILENT_MAX: Duration = Duration::from_secs(30);
 /// Rows per barrier: few, so that a barrier's syncs, not staging, take most of the child's time
 /// and most kills land inside a seal or a compaction step.
 const ROWS_PER_BARRIER: u64 = 48;
@@ -197,7 +202,7 @@ impl Told {
     }
 }
 
-/// A splitmix64 step: the kill delays are a pure function of the seed and the cycle.
+/// A splitmix64 step: the kill moments are a pure function of the seed and the cycle.
 fn mix(seed: u64) -> u64 {
     let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -222,10 +227,27 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
     })
 }
 
-/// Spawns the child on `dir`, SIGKILLs it `delay` after its store is open, and answers what it
-/// wrote. The delay runs from the open, not the spawn, so that a slow start on a loaded machine
-/// does not move the kills out of the writes.
-fn run_child(dir: &Path, delay: Duration, context: &str) -> String {
+/// When to kill a child: during the period that begins with its barrier number `barrier`, at
+/// `fraction` of that period.
+#[derive(Clone, Copy, Debug)]
+struct KillAt {
+    barrier: u64,
+    fraction: f64,
+}
+
+impl KillAt {
+    fn draw(seed: u64, cycle: u64) -> KillAt {
+        let bits = mix(seed ^ cycle.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        KillAt {
+            barrier: KILL_BARRIER_MIN + bits % (KILL_BARRIER_MAX - KILL_BARRIER_MIN + 1),
+            fraction: (mix(bits) >> 11) as f64 / (1u64 << 53) as f64,
+        }
+    }
+}
+
+/// Spawns the child on `dir`, SIGKILLs it at `at`, and answers what it wrote and the period
+/// the kill fell in.
+fn run_child(dir: &Path, at: KillAt, context: &str) -> (String, Duration) {
     let mut child: Child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", TEST_NAME, "--nocapture", "--test-threads", "1"])
         .env(CHILD_ENV, dir)
@@ -234,14 +256,15 @@ fn run_child(dir: &Path, delay: Duration, context: &str) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (opened_tx, opened_rx) = mpsc::channel();
+    // The barriers' start times, as their "seal" lines arrive.
+    let (seal_tx, seal_rx) = mpsc::channel();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let stdout = std::thread::spawn(move || {
         let mut text = String::new();
         let mut line = String::new();
         while stdout.read_line(&mut line).unwrap_or(0) > 0 {
-            if line.starts_with("opened ") {
-                let _ = opened_tx.send(());
+            if line.starts_with("seal ") {
+                let _ = seal_tx.send(Instant::now());
             }
             text.push_str(&line);
             line.clear();
@@ -249,25 +272,39 @@ fn run_child(dir: &Path, delay: Duration, context: &str) -> String {
         text
     });
     let stderr = drain(child.stderr.take().unwrap());
-    let opened = opened_rx.recv_timeout(CHILD_OPEN_MAX);
-    if opened.is_ok() {
-        std::thread::sleep(delay);
+    let mut began = Vec::new();
+    while (began.len() as u64) < at.barrier {
+        match seal_rx.recv_timeout(CHILD_SILENT_MAX) {
+            Ok(instant) => began.push(instant),
+            Err(_) => break,
+        }
     }
+    let period = match began[..] {
+        [.., previous, last] if began.len() as u64 == at.barrier => {
+            let period = last - previous;
+            std::thread::sleep(period.mul_f64(at.fraction).saturating_sub(last.elapsed()));
+            Some(period)
+        }
+        _ => None,
+    };
     let exited = child.try_wait().unwrap();
-    // SIGKILL on Unix: no destructor runs, no buffer is flushed, no last barrier.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    if exited.is_none() {
+        // SIGKILL on Unix: no destructor runs, no buffer is flushed, no last barrier.
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
     let stdout = stdout.join().unwrap();
     let stderr = stderr.join().unwrap();
-    assert!(
-        opened.is_ok() && exited.is_none(),
-        "{context}: the child {} before the kill\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        match exited {
-            Some(status) => format!("exited by itself ({status})"),
-            None => format!("did not open its store within {CHILD_OPEN_MAX:?}"),
-        }
-    );
-    stdout
+    let Some(period) = period.filter(|_| exited.is_none()) else {
+        panic!(
+            "{context}: the child {} before the kill\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            match exited {
+                Some(status) => format!("exited by itself ({status})"),
+                None => format!("went {CHILD_SILENT_MAX:?} without beginning a barrier"),
+            }
+        )
+    };
+    (stdout, period)
 }
 
 /// Every file in quarantine, by name: its length and a hash of its bytes.
@@ -354,6 +391,8 @@ struct Census {
     seals_acked: u64,
     steps: u64,
     rows_verified: u64,
+    /// The periods the kills fell in, summed: the child's pace.
+    periods: Duration,
 }
 
 /// What the parent knows of the store between cycles: what it last verified.
@@ -438,15 +477,17 @@ fn soak() {
     let mut census = Census::default();
     let mut known = Known::default();
     for cycle in 0..cycles {
-        let delay_ms = KILL_DELAY_MS_MIN
-            + mix(seed ^ cycle.wrapping_mul(0x2545_f491_4f6c_dd1d))
-                % (KILL_DELAY_MS_MAX - KILL_DELAY_MS_MIN + 1);
+        let at = KillAt::draw(seed, cycle);
         let context = format!(
-            "cycle {cycle}, killed {delay_ms} ms after the child opened (repeat the delays: \
-             {SEED_ENV}={seed} {CYCLES_ENV}={} cargo test --test crash -- --exact {TEST_NAME})",
+            "cycle {cycle}, killed at {:.2} of the period from the child's barrier {} (repeat \
+             the moments: {SEED_ENV}={seed} {CYCLES_ENV}={} cargo test --test crash -- --exact \
+             {TEST_NAME})",
+            at.fraction,
+            at.barrier,
             cycle + 1
         );
-        let stdout = run_child(&dir, Duration::from_millis(delay_ms), &context);
+        let (stdout, period) = run_child(&dir, at, &context);
+        census.periods += period;
         let told = Told::parse(&stdout, &context);
         census.kills += 1;
         census.seals_acked += told.n_acked;
@@ -471,7 +512,8 @@ fn soak() {
         "soak: {cycles} cycles in {:.1} s (seed {seed}): {} kills: {} inside a seal ({} of those \
          barriers landed whole), {} inside a compaction step, {} elsewhere; {} seals \
          acknowledged, {} compaction steps (and {final_steps} to finish), {} rows verified, final \
-         watermark {to}, {} files in quarantine, manifest generation {generation}",
+         watermark {to}, {} files in quarantine, manifest generation {generation}; a barrier's \
+         period {:.1} ms on average",
         started.elapsed().as_secs_f64(),
         census.kills,
         census.in_seal,
@@ -482,6 +524,7 @@ fn soak() {
         census.steps,
         census.rows_verified,
         known.quarantined.len(),
+        census.periods.as_secs_f64() * 1e3 / cycles.max(1) as f64,
     ));
     // A soak whose kills all land between the writes would pass without testing them.
     assert!(
