@@ -9,7 +9,7 @@
 //!
 //! The child is this same test, re-executed with `STRATA_SOAK_CHILD` naming the store: so the
 //! test binary needs no second entry point, and the parent run is the one that asserts.
-//! `STRATA_SOAK_CYCLES=N` runs N cycles instead of CI's 100; `STRATA_SOAK_SEED=S` moves every
+//! `STRATA_SOAK_CYCLES=N` runs N cycles instead of CI's 200; `STRATA_SOAK_SEED=S` moves every
 //! kill moment (a failure names both).
 
 use std::collections::BTreeMap;
