@@ -11,12 +11,15 @@
 //! compaction step, answers them as the model does, and names its new files above every name
 //! the crash left on disk or in quarantine.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::error::Error;
 use std::fmt::{Debug, Write};
 use std::future::Future;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io;
 use std::ops::RangeInclusive;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use strata::index::{Tier, TrackKey};
@@ -249,14 +252,65 @@ impl State {
     }
 }
 
-/// A fresh store of the scenario's fixture, prepared (nothing counted yet).
+/// The disk every scenario starts from, in `mode`, as a fresh copy: the prefill's barriers
+/// `0..N_PREFILL`, then a seal of position `N_PREFILL` (track "c") crashed after its segment's
+/// temp was written and before anything claimed it, and a reopen that quarantined the temp. So
+/// every boot the harness checks meets evidence in quarantine that it must keep, and a name
+/// (the quarantined temp's) that every name it issues must be above. The lost barrier changes
+/// no answer: the model never sees it.
+pub fn disk(mode: RenameMode) -> SimFs {
+    static DISKS: OnceLock<[SimFs; 2]> = OnceLock::new();
+    let disks = DISKS.get_or_init(|| MODES.map(evidence_disk));
+    let idx = MODES.iter().position(|m| *m == mode).unwrap();
+    disks[idx].crash()
+}
+
+fn evidence_disk(mode: RenameMode) -> SimFs {
+    let stage = |fs: &SimFs| {
+        let mut store = Store::create_in(sim(fs), Config::default(), &[decl()]).unwrap();
+        fill(&mut store, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+        store
+            .publish(STREAM, N_PREFILL, &rows_at(N_PREFILL, &["c"]))
+            .unwrap();
+        store
+    };
+    let mut prefill = MemorySeries::new(&[decl()]);
+    model_fill(&mut prefill, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+    let prefill = prefill.answers();
+    let probe = SimFs::with_rename_mode(mode);
+    let mut store = stage(&probe);
+    let start = probe.ops();
+    store.seal().unwrap();
+    let n_ops = probe.ops() - start;
+    // The first crash point whose image (every directory operation kept) boots to the prefill
+    // with a written temp in quarantine: the seal lost, its bytes kept as evidence.
+    for k in 0..n_ops {
+        let fs = SimFs::with_rename_mode(mode);
+        let mut store = stage(&fs);
+        fs.crash_at(fs.ops() + k);
+        assert!(store.seal().is_err());
+        drop(store);
+        let image = fs.crash_keeping_dir_ops(usize::MAX);
+        let store = Store::open_in(sim(&image), Config::default(), &[decl()]).unwrap();
+        let answers = store.answers();
+        drop(store);
+        let kept = quarantine(&image);
+        let temp =
+            |(name, bytes): (&String, &Vec<u8>)| name.starts_with("tmp-") && !bytes.is_empty();
+        if answers == prefill && kept.iter().any(temp) {
+            return image.crash();
+        }
+    }
+    panic!("no crash of the evidence seal leaves a temp in quarantine")
+}
+
+/// A store of the scenario on `fs` (a copy of `disk`), prepared (nothing counted yet).
 pub fn prepared(scenario: &Scenario, fs: &SimFs) -> Store {
     prepared_on(scenario, sim(fs))
 }
 
 pub fn prepared_on(scenario: &Scenario, vfs: Arc<dyn Vfs>) -> Store {
-    let mut store = Store::create_in(vfs, (scenario.config)(), &[decl()]).unwrap();
-    fill(&mut store, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+    let mut store = Store::open_in(vfs, (scenario.config)(), &[decl()]).unwrap();
     (scenario.prepare)(&mut store);
     store
 }
@@ -278,8 +332,9 @@ pub struct Probe {
     pub n_ops: u64,
     /// Before, then after each durable record.
     pub states: Vec<State>,
-    /// Per state, what the model answers there (`None` for an unmodelled operation), and
-    /// after the next barrier.
+    /// Per state, what the model answers there and after the next barrier and compaction step;
+    /// for an unmodelled operation, what the uncrashed run answered there and after the next
+    /// barrier and compaction step (before the operation and after it; `None` between).
     pub modelled: Vec<Option<(String, String)>>,
     /// The manifest generation before and after the operation.
     pub generations: (u32, u32),
@@ -308,9 +363,20 @@ pub fn manifests(fs: &SimFs) -> Vec<String> {
     names
 }
 
+/// The store takes the next barrier and compaction step (as `go_on` has a recovered store do),
+/// and answers.
+fn next_answers(store: &mut Store) -> String {
+    store
+        .publish(STREAM, NEXT, &rows_at(NEXT, &PREFILL_TRACKS))
+        .unwrap();
+    store.seal().unwrap();
+    store.compact_step().unwrap();
+    store.answers()
+}
+
 pub fn probe(scenario: &Scenario, mode: RenameMode) -> Probe {
     let name = scenario.name;
-    let fs = SimFs::with_rename_mode(mode);
+    let fs = disk(mode);
     let mut store = prepared(scenario, &fs);
     let manifests_before = manifests(&fs);
     let start = fs.ops();
@@ -337,7 +403,7 @@ pub fn probe(scenario: &Scenario, mode: RenameMode) -> Probe {
     drop(store);
     // The whole operation takes the operations its steps took, and ends alike; logged, so
     // a violation can name the kind of operation it was crashed at.
-    let fs = SimFs::with_rename_mode(mode);
+    let fs = disk(mode);
     let logged = Logged::new(&fs);
     let mut store = prepared_on(scenario, Arc::new(logged.clone()));
     let start = fs.ops();
@@ -350,10 +416,22 @@ pub fn probe(scenario: &Scenario, mode: RenameMode) -> Probe {
         Some(&State::of(&store)) == states.last(),
         "{name}: op and steps end apart"
     );
+    // What the uncrashed run answers after the next barrier, before the operation and after.
+    let uncrashed_next = (
+        next_answers(&mut prepared(scenario, &disk(mode))),
+        next_answers(&mut store),
+    );
+    let last = states.len() - 1;
     let modelled: Vec<Option<(String, String)>> = (0..states.len())
         .map(|idx| {
             let applied = idx > 0;
             match scenario.effect {
+                Effect::Unmodelled if idx == 0 => {
+                    Some((states[0].answers.clone(), uncrashed_next.0.clone()))
+                }
+                Effect::Unmodelled if idx == last => {
+                    Some((states[last].answers.clone(), uncrashed_next.1.clone()))
+                }
                 Effect::Unmodelled => None,
                 Effect::Unchanged | Effect::Apply(_) => {
                     let mut model = model(scenario, applied);
@@ -421,25 +499,117 @@ fn keeps(kept: &BTreeMap<String, Vec<u8>>, now: &BTreeMap<String, Vec<u8>>) -> R
     Ok(())
 }
 
-/// The highest file number anywhere on the disk: in seg/, tmp/ and quarantine/, whatever
-/// the name around it (quarantine names a file `seg-000000000005.seg`): every run of exactly
-/// `NAME_DIGITS` digits (a manifest generation has 6).
-pub fn highest_name(fs: &SimFs) -> u64 {
-    let mut highest = 0;
-    for path in fs.paths() {
-        let name = path.rsplit('/').next().unwrap_or_default();
-        for run in name.split(|c: char| !c.is_ascii_digit()) {
-            if run.len() == NAME_DIGITS {
-                highest = highest.max(run.parse::<u64>().unwrap());
-            }
-        }
+/// A fingerprint of a crash image's content: every folder's entries and every file's bytes.
+/// Two images with one fingerprint boot alike, so the harness boots the first only.
+pub fn fingerprint(fs: &SimFs) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for dir in ["", "seg", "tmp", "quarantine"] {
+        let mut names: Vec<(String, bool)> = fs
+            .list(dir)
+            .map(|entries| entries.into_iter().map(|e| (e.name, e.is_dir)).collect())
+            .unwrap_or_default();
+        names.sort();
+        (dir, names).hash(&mut hasher);
     }
-    highest
+    for path in fs.paths() {
+        (fs.live_bytes(&path), path).hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
-/// Boot's findings lose nothing: no acknowledged history damaged or missing, every file it
-/// moved aside is in quarantine, and it removes only a file whose retirement is recorded.
-fn check_findings(store: &Store, image: &SimFs, retires: bool) -> Result<(), String> {
+/// Every file's live bytes, by path.
+fn files(fs: &SimFs) -> BTreeMap<String, Vec<u8>> {
+    fs.paths()
+        .into_iter()
+        .filter_map(|path| Some((path.clone(), fs.live_bytes(&path)?)))
+        .collect()
+}
+
+/// Whether `error` is, somewhere down its chain of sources, the simulated crash.
+pub fn caused_by_crash(error: &(dyn Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<io::Error>().is_some_and(SimFs::is_crash) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// The highest names a disk holds anywhere (seg/, tmp/, quarantine/, the root), whatever the
+/// name around them (quarantine names a file `tmp-seg-000000000005…`, a manifest
+/// `root-manifest-000003`): every name issued afterwards must be above them.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// The highest file number: every run of exactly `NAME_DIGITS` digits.
+    pub name: u64,
+    /// The highest manifest generation: the digits after `manifest-`.
+    pub generation: u64,
+}
+
+fn numbers(path: &str) -> Vec<u64> {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter(|run| run.len() == NAME_DIGITS)
+        .map(|run| run.parse().unwrap())
+        .collect()
+}
+
+fn manifest_generation(path: &str) -> Option<u64> {
+    let name = path.rsplit('/').next()?;
+    let at = name.find("manifest-")? + "manifest-".len();
+    let digits: String = name[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+pub fn seen(fs: &SimFs) -> Seen {
+    let paths = fs.paths();
+    Seen {
+        name: paths.iter().flat_map(|p| numbers(p)).max().unwrap_or(0),
+        generation: paths
+            .iter()
+            .filter_map(|p| manifest_generation(p))
+            .max()
+            .unwrap_or(0),
+    }
+}
+
+/// Every file the store created on `logged`, and every manifest generation it made current, is
+/// named above what `seen` found on the disk before boot: temps, segments, levels, merges
+/// (live or retired since) and manifests alike.
+pub fn check_issued(logged: &Logged, seen: Seen) -> Result<(), String> {
+    for path in logged.issued() {
+        if let Some(n) = numbers(&path).into_iter().find(|&n| n <= seen.name) {
+            return Err(format!(
+                "issued {path}: its number {n} is not above {}, a name the disk held before boot",
+                seen.name
+            ));
+        }
+        if let Some(g) = manifest_generation(&path).filter(|&g| g <= seen.generation) {
+            return Err(format!(
+                "issued {path}: generation {g} is not above {}, a generation the disk held \
+                 before boot",
+                seen.generation
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Boot's findings lose nothing: no acknowledged history damaged or missing, no folder missing
+/// and nothing foreign (the harness's disks hold neither), every file it moved aside is in
+/// quarantine, a second name it dropped names bytes still under their final name (`before`:
+/// every file before boot, and still there or in quarantine), and it removes only a file whose retirement is recorded.
+fn check_findings(
+    store: &Store,
+    image: &SimFs,
+    retires: bool,
+    before: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), String> {
     for finding in &store.boot_report().findings {
         if matches!(
             finding.kind,
@@ -447,6 +617,8 @@ fn check_findings(store: &Store, image: &SimFs, retires: bool) -> Result<(), Str
                 | FindingKind::MissingFile
                 | FindingKind::WrongLength
                 | FindingKind::BadChecksum
+                | FindingKind::MissingFolder
+                | FindingKind::Foreign
         ) || (!retires && finding.kind == FindingKind::RetiredFile)
         {
             return Err(format!("boot found {finding}"));
@@ -456,6 +628,23 @@ fn check_findings(store: &Store, image: &SimFs, retires: bool) -> Result<(), Str
                 let path = format!("quarantine/{to}");
                 if !image.exists(&path).unwrap() {
                     return Err(format!("{finding}: nothing at {path}"));
+                }
+            }
+            Action::DropSecondName { of } => {
+                let dropped = before.get(&finding.file);
+                if dropped.is_none() || dropped != before.get(of) {
+                    return Err(format!(
+                        "{finding}: {of} did not hold the same bytes as {} before boot",
+                        finding.file
+                    ));
+                }
+                // Boot may quarantine the final name too (an unrecorded segment): the bytes
+                // must then be there.
+                let kept = |bytes| quarantine(image).values().any(|b| Some(b) == bytes);
+                if image.live_bytes(of).as_ref() != dropped && !kept(dropped) {
+                    return Err(format!(
+                        "{finding}: the bytes are neither at {of} nor in quarantine"
+                    ));
                 }
             }
             Action::Remove if !(retires && finding.kind == FindingKind::RetiredFile) => {
@@ -556,31 +745,78 @@ pub fn selected(key: &str) -> bool {
 #[derive(Default)]
 pub struct Counts {
     pub ops: Vec<String>,
+    /// The most durable records the operation writes (states past "before").
+    pub records: usize,
     pub points: u64,
+    /// Crash images made (every crash point x every image).
     pub images: u64,
+    /// Of those, the distinct ones (by content), each booted and checked.
+    pub distinct: u64,
+    /// First boots that met evidence in quarantine (every one should: the prefill leaves some).
+    pub evidence: u64,
     pub healed: u64,
-    /// Boots after a crash inside boot's heal, by depth (a second crash, a third).
+    /// Images after a crash inside boot's heal, by depth (a second crash, a third).
+    pub heal_images: Vec<u64>,
+    /// Of those, the distinct ones booted and checked, by depth.
     pub heal_crashes: Vec<u64>,
     pub before: u64,
     pub after: u64,
     pub between: u64,
     /// Images holding the manifest generation the operation leaves.
     pub new_generation: u64,
+    /// Fingerprints of what was booted already.
+    pub booted: HashSet<u64>,
 }
 
-/// Boots `image` as `point` and checks the invariants; answers the store, its state's index
-/// in the probe, and the quarantine boot left.
+impl Counts {
+    /// Whether the image keyed `key` (its fingerprint and whatever its checks depend on) is
+    /// new: the first of its kind is booted, the rest only counted.
+    pub fn first(&mut self, key: impl Hash) -> bool {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        self.booted.insert(hasher.finish())
+    }
+}
+
+/// A store booted and checked by `boot`.
+pub struct Booted {
+    pub store: Store,
+    /// Its state's index in the probe.
+    pub idx: usize,
+    /// The quarantine boot left.
+    pub quarantined: BTreeMap<String, Vec<u8>>,
+    /// The file system the store runs on, logging every call from boot on.
+    pub logged: Logged,
+    /// The highest names on the disk before boot.
+    pub seen: Seen,
+}
+
+/// Boots `image` as `point` and checks the invariants: boot's findings, the quarantine keeps
+/// `kept`, the state is one the uncrashed run passed through, the answers the model's there.
 pub fn boot(
     scenario: &Scenario,
     probe: &Probe,
     point: &Point,
     image: &SimFs,
     kept: &BTreeMap<String, Vec<u8>>,
-) -> (Store, usize, BTreeMap<String, Vec<u8>>, Logged) {
+) -> Booted {
+    open_checked(scenario, probe, point, image, kept)
+        .unwrap_or_else(|e| point.fail(&format!("boot refused: {e}")))
+}
+
+/// `boot`, but a boot that refuses is answered (nothing checked), not a violation.
+pub fn open_checked(
+    scenario: &Scenario,
+    probe: &Probe,
+    point: &Point,
+    image: &SimFs,
+    kept: &BTreeMap<String, Vec<u8>>,
+) -> Result<Booted, EngineError> {
+    let seen = seen(image);
+    let before = files(image);
     let logged = Logged::new(image);
-    let store = Store::open_in(Arc::new(logged.clone()), (scenario.config)(), &[decl()])
-        .unwrap_or_else(|e| point.fail(&format!("boot refused: {e}")));
-    if let Err(why) = check_findings(&store, image, scenario.retires) {
+    let store = Store::open_in(Arc::new(logged.clone()), (scenario.config)(), &[decl()])?;
+    if let Err(why) = check_findings(&store, image, scenario.retires, &before) {
         point.fail(&why);
     }
     let quarantined = quarantine(image);
@@ -611,21 +847,27 @@ pub fn boot(
     {
         point.fail("the recovered answers differ from the model's");
     }
-    (store, idx, quarantined, logged)
+    Ok(Booted {
+        store,
+        idx,
+        quarantined,
+        logged,
+        seen,
+    })
 }
 
-/// The store takes the next barrier and the next compaction step, and answers them; its new
-/// files are named above `highest`; the quarantine keeps `kept`.
-pub fn go_on(
-    mut store: Store,
-    image: &SimFs,
-    probe: &Probe,
-    idx: usize,
-    point: &Point,
-    highest: u64,
-    kept: &BTreeMap<String, Vec<u8>>,
-) {
-    let before: BTreeSet<u64> = store.catalog().live_files().map(|f| f.name).collect();
+/// The store takes the next barrier and the next compaction step, and answers them as the
+/// model does (or, for an unmodelled operation, as the uncrashed run did); every name it issued
+/// since boot (boot's own included) is above every name the disk held before boot; the
+/// quarantine keeps what boot left there.
+pub fn go_on(booted: Booted, image: &SimFs, probe: &Probe, point: &Point) {
+    let Booted {
+        mut store,
+        idx,
+        quarantined: kept,
+        logged,
+        seen,
+    } = booted;
     store
         .publish(STREAM, NEXT, &rows_at(NEXT, &PREFILL_TRACKS))
         .unwrap_or_else(|e| point.fail(&format!("the next publish: {e}")));
@@ -647,26 +889,26 @@ pub fn go_on(
     if let Some((_, next)) = &probe.modelled[idx]
         && store.answers() != *next
     {
-        point.fail("after the next barrier and compaction step, answers differ from the model's");
+        point.fail(
+            "after the next barrier and compaction step, answers differ from the model's (or \
+             the uncrashed run's)",
+        );
     }
-    for file in store.catalog().live_files() {
-        if !before.contains(&file.name) && file.name <= highest {
-            point.fail(&format!(
-                "new file {} is not above {highest}, a name the crash left",
-                file.name
-            ));
-        }
+    if let Err(why) = check_issued(&logged, seen) {
+        point.fail(&why);
     }
-    if let Err(why) = keeps(kept, &quarantine(image)) {
+    if let Err(why) = keeps(&kept, &quarantine(image)) {
         point.fail(&format!("the next barrier deleted from quarantine: {why}"));
     }
 }
 
-/// Every crash point of `scenario` in `mode`: every operation k x every image, each booted and
-/// checked by `check_image` (which crashes boot's heal as deep as `counts.heal_crashes` says).
+/// Every crash point of `scenario` in `mode`: every operation k x every image, each distinct
+/// image booted and checked by `check_image` (which crashes boot's heal as deep as
+/// `counts.heal_crashes` says).
 pub fn run(test: &'static str, scenario: &Scenario, mode: RenameMode, counts: &mut Counts) {
     let probe = probe(scenario, mode);
     counts.ops.push(format!("{} ({mode:?})", probe.n_ops));
+    counts.records = counts.records.max(probe.states.len() - 1);
     for k in 0..probe.n_ops {
         let base = Point {
             test,
@@ -681,12 +923,23 @@ pub fn run(test: &'static str, scenario: &Scenario, mode: RenameMode, counts: &m
         if !selected(&format!("{}/{mode:?}/{k}", scenario.name)) {
             continue;
         }
-        let fs = SimFs::with_rename_mode(mode);
+        let fs = disk(mode);
         let mut store = prepared(scenario, &fs);
-        fs.crash_at(fs.ops() + k);
+        // The evidence the scenario starts with: no crash image may have lost any of it.
+        let start = quarantine(&fs);
+        let at = fs.ops() + k;
+        fs.crash_at(at);
         match (scenario.op)(&mut store) {
-            Err(_) => {}
+            Err(e) if caused_by_crash(&e) => {}
+            Err(e) => base.fail(&format!("the operation failed, not of the crash: {e}")),
             Ok(()) => base.fail("the operation survived its crash"),
+        }
+        // A crash point that never reaches the disk layer would pass whatever the engine did.
+        if fs.ops() <= at {
+            base.fail(&format!(
+                "the crash was never reached: the operation stopped at op {}",
+                fs.ops()
+            ));
         }
         drop(store);
         for (image_name, image) in images(&fs) {
@@ -698,7 +951,13 @@ pub fn run(test: &'static str, scenario: &Scenario, mode: RenameMode, counts: &m
                 continue;
             }
             counts.images += 1;
-            crash_point(scenario, &probe, &point, &image, counts);
+            if let Err(why) = keeps(&start, &quarantine(&image)) {
+                point.fail(&format!("the operation deleted from quarantine: {why}"));
+            }
+            if counts.first((format!("{mode:?}"), fingerprint(&image))) {
+                counts.distinct += 1;
+                crash_point(scenario, &probe, &point, &image, counts);
+            }
         }
         counts.points += 1;
     }
@@ -715,7 +974,7 @@ fn crash_point(
     if new_generation {
         counts.new_generation += 1;
     }
-    let idx = check_image(scenario, probe, point, image, &BTreeMap::new(), counts);
+    let idx = check_image(scenario, probe, point, image, None, counts);
     // A rewrite changes no state: whether the image holds its generation tells "after" apart.
     let last = probe.states.len() - 1;
     let as_after =
@@ -729,33 +988,65 @@ fn crash_point(
     }
 }
 
+/// `check_image` for a first boot (no heal crashed yet): answers the recovered state's index.
+pub fn check_first(
+    scenario: &Scenario,
+    probe: &Probe,
+    point: &Point,
+    image: &SimFs,
+    counts: &mut Counts,
+) -> usize {
+    check_image(scenario, probe, point, image, None, counts)
+}
+
+/// What the uncrashed boot of an image recovered: a boot after a crash inside that boot's heal
+/// must recover the same state and keep what it quarantined.
+struct Uncrashed<'a> {
+    idx: usize,
+    quarantined: &'a BTreeMap<String, Vec<u8>>,
+}
+
 /// Boots `image` and checks it (`boot`, `go_on`); then, while `point` holds fewer heal
 /// crashes than `counts.heal_crashes` has depths, crashes the boot's heal at each of its
-/// operations on copies of the image, under a plain crash and one keeping every directory
-/// operation, and checks each of those again. The boot after a crashed heal must quarantine
-/// at least `must_quarantine` (what the uncrashed boot of the image it came from did).
+/// operations on copies of the image, under a plain crash and every prefix of the directory
+/// operations since the last sync, and checks each distinct one again: it must recover the
+/// state `check_image` recovered here (`uncrashed`, one level up) and keep what it quarantined.
 /// Answers the index of the recovered state in the probe.
 fn check_image(
     scenario: &Scenario,
     probe: &Probe,
     point: &Point,
     image: &SimFs,
-    must_quarantine: &BTreeMap<String, Vec<u8>>,
+    uncrashed: Option<Uncrashed>,
     counts: &mut Counts,
 ) -> usize {
     // The image as the crash left it, before boot heals anything: the heal is crashed on
     // copies of it.
     let pristine = image.crash();
-    let highest = highest_name(image);
     let kept = quarantine(image);
-    let (store, idx, quarantined, healing) = boot(scenario, probe, point, image, &kept);
-    let heal_ops = image.ops();
-    if let Err(why) = keeps(must_quarantine, &quarantined) {
-        point.fail(&format!(
-            "after a crash inside boot's heal, less is quarantined: {why}"
-        ));
+    if point.heals.is_empty() && !kept.is_empty() {
+        counts.evidence += 1;
     }
-    go_on(store, image, probe, idx, point, highest, &quarantined);
+    let booted = boot(scenario, probe, point, image, &kept);
+    let heal_ops = image.ops();
+    let idx = booted.idx;
+    if let Some(uncrashed) = uncrashed {
+        if probe.states[idx] != probe.states[uncrashed.idx] {
+            point.fail(&format!(
+                "after a crash inside boot's heal, the store recovers state {idx} of the \
+                 uncrashed run; the uncrashed boot of the same image recovered state {}",
+                uncrashed.idx
+            ));
+        }
+        if let Err(why) = keeps(uncrashed.quarantined, &booted.quarantined) {
+            point.fail(&format!(
+                "after a crash inside boot's heal, less is quarantined: {why}"
+            ));
+        }
+    }
+    let quarantined = booted.quarantined.clone();
+    let healing = booted.logged.clone();
+    go_on(booted, image, probe, point);
     let depth = point.heals.len();
     if heal_ops == 0 || depth >= counts.heal_crashes.len() {
         return idx;
@@ -774,24 +1065,47 @@ fn check_image(
         };
         let mut heal_point = point.clone();
         heal_point.heals.push(heal(""));
-        if Store::open_in(sim(&copy), (scenario.config)(), &[decl()]).is_ok() {
-            heal_point.fail("boot survived a crash inside its own heal");
+        match Store::open_in(sim(&copy), (scenario.config)(), &[decl()]) {
+            Ok(_) => heal_point.fail("boot survived a crash inside its own heal"),
+            Err(e) if !caused_by_crash(&e) => heal_point.fail(&format!(
+                "boot failed, not of the crash inside its heal: {e}"
+            )),
+            Err(_) => {}
         }
-        for (name, second) in [
-            ("crash", copy.crash()),
-            ("dirops-all", copy.crash_keeping_dir_ops(usize::MAX)),
-        ] {
+        if copy.ops() <= op {
+            heal_point.fail("the crash inside boot's heal was never reached");
+        }
+        let mut seconds = vec![("crash".to_owned(), copy.crash())];
+        for n in 1..=copy.recent_dir_ops() {
+            seconds.push((format!("dirops-{n}"), copy.crash_keeping_dir_ops(n)));
+        }
+        for (name, second) in seconds {
             let mut second_point = point.clone();
-            second_point.heals.push(heal(name));
+            second_point.heals.push(heal(&name));
             if !second_point.selected() {
                 continue;
             }
+            counts.heal_images[depth] += 1;
+            let key = (
+                format!("{:?}", point.mode),
+                depth,
+                idx,
+                fingerprint(&second),
+                &quarantined,
+            );
+            if !counts.first(key) {
+                continue;
+            }
+            let uncrashed = Uncrashed {
+                idx,
+                quarantined: &quarantined,
+            };
             check_image(
                 scenario,
                 probe,
                 &second_point,
                 &second,
-                &quarantined,
+                Some(uncrashed),
                 counts,
             );
             counts.heal_crashes[depth] += 1;
@@ -801,9 +1115,11 @@ fn check_image(
 }
 
 /// Runs `scenario` in both rename modes, crashing boot's heal `heal_depth` deep (1: a second
-/// crash; 2: the heal of that boot crashed again, a third), and prints its census.
+/// crash; 2: the heal of that boot crashed again, a third), prints its census and adds it to
+/// the total.
 pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize) -> Counts {
     let mut counts = Counts {
+        heal_images: vec![0; heal_depth],
         heal_crashes: vec![0; heal_depth],
         ..Counts::default()
     };
@@ -811,21 +1127,29 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize
         run(test, scenario, mode, &mut counts);
     }
     let compared = match scenario.effect {
-        Effect::Unmodelled => "compared with the uncrashed run's answers (the model has no sweep)",
+        Effect::Unmodelled => {
+            "compared with the uncrashed run's answers, there and after the next barrier (the \
+             model has no sweep)"
+        }
         Effect::Unchanged | Effect::Apply(_) => "compared with MemorySeries",
     };
     census(&format!(
-        "crash {}: operations {}; {} crash points, {} images booted (as before {}, as after {}, \
-         between records {}); {} boots healed; crashes inside boot's heal (at each of its \
-         operations, 2 images), by depth: {:?}; answers {compared}{}",
+        "crash {}: operations {}; {} crash points, {} images, {} distinct booted (as before {}, \
+         as after {}, between records {}; {} met evidence in quarantine); {} boots healed; \
+         crashes inside boot's heal (at each of its operations; a plain crash and every prefix \
+         of its directory operations), by depth: images {:?}, distinct booted {:?}; answers \
+         {compared}{}",
         scenario.name,
         counts.ops.join(", "),
         counts.points,
         counts.images,
+        counts.distinct,
         counts.before,
         counts.after,
         counts.between,
+        counts.evidence,
         counts.healed,
+        counts.heal_images,
         counts.heal_crashes,
         if scenario.rewrites {
             format!(
@@ -836,33 +1160,51 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize
             String::new()
         },
     ));
-    if std::env::var("STRATA_CRASH_ONLY").is_err() {
-        assert!(
-            counts.points > 0 && counts.images > 0,
-            "{}: no crash points",
+    crate::total(crate::Total {
+        scenarios: 1,
+        points: counts.points,
+        images: counts.images,
+        distinct: counts.distinct,
+        second_crashes: counts.heal_crashes.iter().sum(),
+        faults: 0,
+    });
+    match std::env::var("STRATA_CRASH_ONLY") {
+        // A filter naming this scenario must select something: a mistyped reproduce line
+        // would otherwise run nothing and pass.
+        Ok(only) => assert!(
+            only.split('/').next() != Some(scenario.name) || counts.distinct > 0,
+            "STRATA_CRASH_ONLY={only} selects no crash point of {}",
             scenario.name
-        );
-        assert!(
-            counts.before > 0,
-            "{}: no crash left the state before",
-            scenario.name
-        );
-        assert!(
-            counts.after > 0,
-            "{}: no crash left the state after",
-            scenario.name
-        );
-        assert!(
-            counts.heal_crashes.iter().all(|&n| n > 0),
-            "{}: no crash inside boot's heal at some depth: {:?}",
-            scenario.name,
-            counts.heal_crashes
-        );
-        assert!(
-            !scenario.rewrites || counts.new_generation > 0,
-            "{}: no crash left the rewritten manifest",
-            scenario.name
-        );
+        ),
+        Err(_) => assert_census(scenario, &counts),
     }
     counts
+}
+
+fn assert_census(scenario: &Scenario, counts: &Counts) {
+    let name = scenario.name;
+    assert!(
+        counts.points > 0 && counts.distinct > 0,
+        "{name}: no crash points"
+    );
+    assert!(counts.before > 0, "{name}: no crash left the state before");
+    assert!(counts.after > 0, "{name}: no crash left the state after");
+    assert!(
+        counts.records < 2 || counts.between > 0,
+        "{name}: {} records, and no crash left the store between two",
+        counts.records
+    );
+    assert_eq!(
+        counts.evidence, counts.distinct,
+        "{name}: a first boot met no evidence in quarantine"
+    );
+    assert!(
+        counts.heal_crashes.iter().all(|&n| n > 0),
+        "{name}: no crash inside boot's heal at some depth: {:?}",
+        counts.heal_crashes
+    );
+    assert!(
+        !scenario.rewrites || counts.new_generation > 0,
+        "{name}: no crash left the rewritten manifest"
+    );
 }

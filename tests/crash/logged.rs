@@ -51,6 +51,24 @@ impl Logged {
         })
     }
 
+    /// Every path a logged call created, and every manifest generation a rename made current,
+    /// in order: the names the store issued while this file system was its own. (A rename
+    /// elsewhere moves a name issued before, into quarantine or to its final folder.)
+    pub fn issued(&self) -> Vec<String> {
+        let calls = self.calls.lock().unwrap();
+        calls
+            .iter()
+            .filter_map(|(_, _, what)| {
+                if let Some(path) = what.strip_prefix("create ") {
+                    Some(path.to_owned())
+                } else {
+                    let to = what.strip_prefix("rename ")?.split(' ').nth(1)?;
+                    to.starts_with("manifest-").then(|| to.to_owned())
+                }
+            })
+            .collect()
+    }
+
     fn file(&self, path: &str, file: io::Result<Box<dyn VfsFile>>) -> io::Result<Box<dyn VfsFile>> {
         Ok(Box::new(LoggedFile {
             file: file?,

@@ -9,15 +9,20 @@
 //! frames after a bad one, which is what a repair is for; a bit flipped in an acknowledged
 //! barrier's frame (a bad sector) is what the repair's operator meets.
 
+use std::error::Error;
+use std::io;
+
 use strata::recover::repair;
-use strata::segment::vfs::{RenameMode, SimFs, Vfs};
+use strata::segment::vfs::{Fault, RenameMode, SimFs, Vfs};
 use strata::{Config, Store, Value};
 
 use crate::census;
 use crate::harness::{
-    Effect, MODES, N_PREFILL, PREFILL_TRACKS, Point, Probe, STREAM, Scenario, State, boot, decl,
-    fill, go_on, highest_name, images, manifests, quarantine, rows_at, sim,
+    Counts, Effect, MODES, N_PREFILL, NEXT, PREFILL_TRACKS, Point, Probe, Reads, STREAM, Scenario,
+    State, boot, caused_by_crash, check_first, decl, fill, fingerprint, go_on, images, manifests,
+    open_checked, quarantine, rows_at, sim,
 };
+use crate::logged::Logged;
 
 /// How `repair` boots: as a store of the fixture with nothing to apply.
 const REPAIR: Scenario = Scenario {
@@ -79,90 +84,254 @@ fn prefix_rows() -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// Whether `error` is, somewhere down its chain of sources, the injected `fault`.
+fn caused_by(error: &(dyn Error + 'static), fault: Fault) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.raw_os_error() == Some(fault.raw_os_error()))
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// The uncrashed repair of `damaged`: its operations, and the state (and the answers after the
+/// next barrier) of the store it leaves.
+fn repair_probe(damaged: &SimFs) -> Probe {
+    let fs = damaged.crash();
+    let logged = Logged::new(&fs);
+    let start = fs.ops();
+    repair(&logged).unwrap();
+    let n_ops = fs.ops() - start;
+    assert!(n_ops > 0, "the repair reached no file-system operation");
+    let kinds = (start..start + n_ops)
+        .map(|op| logged.kind_of(op).unwrap_or_default())
+        .collect();
+    let mut store = Store::open_in(sim(&fs), Config::default(), &[decl()]).unwrap();
+    let state = State::of(&store);
+    let rows: Vec<Vec<Value>> = store
+        .query(STREAM, &[], ..)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.values)
+        .collect();
+    assert_eq!(
+        rows,
+        prefix_rows(),
+        "the repair keeps the trusted prefix's rows"
+    );
+    store
+        .publish(STREAM, NEXT, &rows_at(NEXT, &PREFILL_TRACKS))
+        .unwrap();
+    store.seal().unwrap();
+    store.compact_step().unwrap();
+    let next = store.answers();
+    Probe {
+        n_ops,
+        modelled: vec![Some((state.answers.clone(), next))],
+        states: vec![state],
+        generations: (0, 0),
+        kinds,
+    }
+}
+
+/// Boots `image` (left by a crashed or failed repair) as the operator would: if boot refuses
+/// (the damaged generation still current), the repair run again must succeed; then the first
+/// boot itself is checked (`check_first`: findings, state, answers, next barrier, names, and
+/// its heal crashed at every operation), and the damaged manifest's bytes must be in
+/// quarantine. Answers whether boot refused first.
+fn repair_image(
+    probe: &Probe,
+    point: &Point,
+    image: &SimFs,
+    bytes: &[u8],
+    counts: &mut Counts,
+) -> bool {
+    // Whether boot refuses, on a copy: the image's own first boot is the one checked.
+    let refused = Store::open_in(sim(&image.crash()), Config::default(), &[decl()]).is_err();
+    let image = if refused {
+        if let Err(e) = repair(image) {
+            point.fail(&format!("boot refuses, and so does the repair: {e}"));
+        }
+        // What the repair left, with a fresh operation counter for the heal's crashes.
+        image.crash()
+    } else {
+        image.clone()
+    };
+    check_first(&REPAIR, probe, point, &image, counts);
+    if !quarantine(&image).values().any(|b| b == bytes) {
+        point.fail("the damaged manifest is not kept in quarantine");
+    }
+    refused
+}
+
 #[test]
 fn repair_crashed_at_every_operation() {
-    let (mut points, mut images_booted, mut refused_then_repaired, mut repaired) = (0, 0, 0, 0);
-    let mut ops = Vec::new();
+    let (mut refused_then_repaired, mut repaired) = (0, 0);
+    let mut counts = Counts {
+        heal_images: vec![0],
+        heal_crashes: vec![0],
+        ..Counts::default()
+    };
     for mode in MODES {
-        // The probe: the uncrashed repair, and the state its boot answers.
-        let (damaged, manifest, bytes) = damaged(mode);
-        let fs = damaged.crash();
-        let start = fs.ops();
-        repair(&fs).unwrap();
-        let n_ops = fs.ops() - start;
-        assert!(n_ops > 0, "the repair reached no file-system operation");
-        ops.push(format!("{n_ops} ({mode:?})"));
-        let store = Store::open_in(sim(&fs), Config::default(), &[decl()]).unwrap();
-        let state = State::of(&store);
-        let rows: Vec<Vec<Value>> = store
-            .query(STREAM, &[], ..)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.values)
-            .collect();
-        assert_eq!(
-            rows,
-            prefix_rows(),
-            "the repair keeps the trusted prefix's rows"
-        );
-        drop(store);
-        let probe = Probe {
-            n_ops,
-            states: vec![state],
-            modelled: vec![None],
-            generations: (0, 0),
-            kinds: vec![String::new(); n_ops as usize],
-        };
-        for k in 0..n_ops {
+        let (damaged, _, bytes) = damaged(mode);
+        let probe = repair_probe(&damaged);
+        counts.ops.push(format!("{} ({mode:?})", probe.n_ops));
+        for k in 0..probe.n_ops {
             let crashed = damaged.crash();
             crashed.crash_at(k);
-            assert!(
-                repair(&crashed).is_err(),
-                "the repair survived its crash at {k}"
-            );
+            let point = Point {
+                test: "repair_crashed_at_every_operation",
+                scenario: "repair",
+                mode,
+                k,
+                n_ops: probe.n_ops,
+                kind: probe.kinds[k as usize].clone(),
+                image: String::new(),
+                heals: Vec::new(),
+            };
+            match repair(&crashed) {
+                Ok(_) => point.fail("the repair survived its crash"),
+                Err(e) if !caused_by_crash(&e) => {
+                    point.fail(&format!("the repair failed, not of the crash: {e}"))
+                }
+                Err(_) => {}
+            }
+            if crashed.ops() <= k {
+                point.fail("the crash was never reached");
+            }
             for (image_name, image) in images(&crashed) {
                 let point = Point {
-                    test: "repair_crashed_at_every_operation",
+                    image: image_name,
+                    ..point.clone()
+                };
+                if !point.selected() {
+                    continue;
+                }
+                counts.images += 1;
+                if !counts.first((format!("{mode:?}"), fingerprint(&image))) {
+                    continue;
+                }
+                counts.distinct += 1;
+                if repair_image(&probe, &point, &image, &bytes, &mut counts) {
+                    refused_then_repaired += 1;
+                } else {
+                    repaired += 1;
+                }
+            }
+            counts.points += 1;
+        }
+    }
+    census(&format!(
+        "crash repair: operations {}; {} crash points, {} images, {} distinct booted (the \
+         damaged generation still current, repaired again: {refused_then_repaired}; the new \
+         generation complete: {repaired}); crashes inside boot's heal: images {:?}, distinct \
+         booted {:?}; answers compared with the uncrashed repair's, there and after the next \
+         barrier (the model has no repair), rows with the trusted prefix's",
+        counts.ops.join(", "),
+        counts.points,
+        counts.images,
+        counts.distinct,
+        counts.heal_images,
+        counts.heal_crashes,
+    ));
+    crate::total(crate::Total {
+        scenarios: 1,
+        points: counts.points,
+        images: counts.images,
+        distinct: counts.distinct,
+        second_crashes: counts.heal_crashes.iter().sum(),
+        faults: 0,
+    });
+    if let Ok(only) = std::env::var("STRATA_CRASH_ONLY") {
+        assert!(
+            only.split('/').next() != Some("repair") || counts.distinct > 0,
+            "STRATA_CRASH_ONLY={only} selects no crash point of the repair"
+        );
+    } else {
+        assert!(refused_then_repaired > 0 && repaired > 0);
+        assert!(
+            counts.heal_crashes[0] > 0,
+            "no crash inside a heal after repair"
+        );
+    }
+}
+
+/// EIO and ENOSPC at every operation of the repair: it fails with that fault's error; the disk
+/// it leaves (as is, and a power cut's image of it) boots, or is refused and repaired again,
+/// and then checks out as any other.
+#[test]
+fn io_faults_inside_repair() {
+    let (mut injected, mut reopened, mut refused) = (0, 0, 0);
+    for mode in MODES {
+        let (damaged, _, bytes) = damaged(mode);
+        let probe = repair_probe(&damaged);
+        for k in 0..probe.n_ops {
+            for (name, fault) in [("fault-eio", Fault::Eio), ("fault-enospc", Fault::Enospc)] {
+                let point = Point {
+                    test: "io_faults_inside_repair",
                     scenario: "repair",
                     mode,
                     k,
-                    n_ops,
-                    kind: String::new(),
-                    image: image_name,
+                    n_ops: probe.n_ops,
+                    kind: probe.kinds[k as usize].clone(),
+                    image: name.to_owned(),
                     heals: Vec::new(),
                 };
                 if !point.selected() {
                     continue;
                 }
-                images_booted += 1;
-                let highest = highest_name(&image);
-                let kept = quarantine(&image);
-                if Store::open_in(sim(&image), Config::default(), &[decl()]).is_err() {
-                    // The damaged generation is still current: the repair again succeeds.
-                    if let Err(e) = repair(&image) {
-                        point.fail(&format!("boot refuses, and so does the repair: {e}"));
+                let fs = damaged.crash();
+                fs.fail_at(k, fault);
+                injected += 1;
+                match repair(&fs) {
+                    Ok(_) => point.fail("the repair answered Ok over a failed operation"),
+                    Err(e) if !caused_by(&e, fault) => {
+                        point.fail(&format!("the repair failed, not of the fault: {e}"))
                     }
-                    refused_then_repaired += 1;
-                } else {
-                    repaired += 1;
+                    Err(_) => {}
                 }
-                let (store, idx, after, _) = boot(&REPAIR, &probe, &point, &image, &kept);
-                if !after.values().any(|b| *b == bytes) {
-                    point.fail(&format!("the damaged {manifest} is not kept in quarantine"));
+                if fs.ops() <= k {
+                    point.fail("the fault was never reached");
                 }
-                go_on(store, &image, &probe, idx, &point, highest, &after);
+                for (image_name, image) in [("power cut", fs.crash()), ("same disk", fs.clone())] {
+                    let point = Point {
+                        image: format!("{name} ({image_name})"),
+                        ..point.clone()
+                    };
+                    let kept = quarantine(&image);
+                    // The first boot is checked if it opens; if it refuses (the damaged
+                    // generation still current), the repair run again must succeed.
+                    let booted = open_checked(&REPAIR, &probe, &point, &image, &kept)
+                        .unwrap_or_else(|_| {
+                            if let Err(e) = repair(&image) {
+                                point.fail(&format!("boot refuses, and so does the repair: {e}"));
+                            }
+                            refused += 1;
+                            boot(&REPAIR, &probe, &point, &image, &kept)
+                        });
+                    go_on(booted, &image, &probe, &point);
+                    if !quarantine(&image).values().any(|b| *b == bytes) {
+                        point.fail("the damaged manifest is not kept in quarantine");
+                    }
+                    reopened += 1;
+                }
             }
-            points += 1;
         }
     }
     census(&format!(
-        "crash repair: operations {}; {points} crash points, {images_booted} images booted \
-         (the damaged generation still current, repaired again: {refused_then_repaired}; the \
-         new generation complete: {repaired}); answers compared with the uncrashed repair's \
-         (the model has no repair), rows with the trusted prefix's",
-        ops.join(", ")
+        "faults repair: {injected} injected (EIO, ENOSPC at each operation of the repair, both \
+         rename modes); each failed the repair with its error; {reopened} reopens (same disk \
+         and power-cut image) checked, {refused} of them refused and repaired again"
     ));
     if std::env::var("STRATA_CRASH_ONLY").is_err() {
-        assert!(refused_then_repaired > 0 && repaired > 0);
+        assert!(injected > 0);
     }
+    crate::total(crate::Total {
+        faults: injected,
+        ..crate::Total::default()
+    });
 }
