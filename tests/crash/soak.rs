@@ -55,10 +55,11 @@ const CYCLES_ENV: &str = "STRATA_SOAK_CYCLES";
 /// The seed of the kill moments.
 const SEED_ENV: &str = "STRATA_SOAK_SEED";
 /// CI's cycles, half of each mode (the issue asks at least 100). Measured in a debug build on
-/// this 2-core machine, shared with other builds (load average about 4): 25 s, alone or
-/// alongside the other crash tests (all of `cargo test --test crash`: 48 s), at a barrier's
-/// period of about 30 ms, most of it the disk's syncs. The time follows the disk: the census
-/// prints the period and the seconds, and a disk syncing ten times faster takes a few seconds.
+/// this 2-core machine, shared with other sessions' builds: 5.2 to 5.5 s, alone or alongside
+/// the other crash tests (all of `cargo test --test crash` in 13 s), while its disk synced
+/// fast (a barrier's period about 3 ms); 25 s, alone or alongside them (the suite in 48 s),
+/// while other work kept the disk busy and a period took about 30 ms. The time follows the
+/// disk's syncs, not the CPU: the census prints the seconds and the period.
 const CYCLES_DEFAULT: u64 = 160;
 const SEED_DEFAULT: u64 = 0x5eed_0016;
 /// The test's full name, which the parent passes to the child's libtest as an exact filter.
@@ -82,10 +83,11 @@ const CHILD_LIFETIME_MAX: Duration = Duration::from_secs(60);
 /// The fewest kills that must land inside a seal (in percent of all the cycles), inside a
 /// direct child's compaction step (of the direct cycles), and inside a served child's
 /// background merge (of the served cycles): fewer, and the soak would pass without testing
-/// what it is for.
+/// what it is for. Measured over seeds 1, 2, 3 and the default: 59 to 77 % inside a seal,
+/// 41 to 64 % inside a direct step, 16 to 41 % inside a background merge.
 const IN_SEAL_PERCENT_MIN: u64 = 10;
 const IN_COMPACTION_PERCENT_MIN: u64 = 5;
-const IN_MERGE_PERCENT_MIN: u64 = 10;
+const IN_MERGE_PERCENT_MIN: u64 = 5;
 /// Compaction steps `Served` grants after each barrier.
 const SERVED_STEPS_PER_BARRIER: usize = 4;
 const STREAM: &str = "soak";
@@ -442,11 +444,12 @@ impl Told {
                     let n = numbered(path)
                         .unwrap_or_else(|| panic!("{context}: the child said {line:?}"));
                     told.created.push(n);
-                    // A segment temp begun outside a seal window is a merge's: the child
-                    // asked for no barrier then. (One begun inside a window may be a merge's
-                    // too, but is not counted as one.)
+                    // A segment temp begun outside the child's seal windows (and, for a
+                    // direct child, outside its compaction steps: it has no background) is a
+                    // background merge's: the child asked for no barrier then. One begun
+                    // inside a window may be a merge's too, but is not counted as one.
                     let segment_temp = path.starts_with(&format!("{TMP_DIR}/"));
-                    if segment_temp && !told.in_merge && !matches!(told.landed, Landed::InSeal(_)) {
+                    if segment_temp && !told.in_merge && told.landed == Landed::Elsewhere {
                         told.in_merge = true;
                         told.n_merges += 1;
                     }
@@ -791,7 +794,15 @@ impl Known {
         let store = Store::open(dir, config(), &[decl()])
             .unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
         let now = store.watermark(STREAM, &[]).unwrap().unwrap_or(0);
-        let context = format!("{context}, landed {:?}, watermark {now}", told.landed);
+        let context = format!(
+            "{context}, landed {:?}{}, watermark {now}",
+            told.landed,
+            if told.in_merge {
+                " inside a background merge"
+            } else {
+                ""
+            }
+        );
         match told.landed {
             Landed::InSeal(to) => {
                 census.in_seal += 1;
