@@ -741,6 +741,19 @@ pub fn selected(key: &str) -> bool {
     only.split('/').zip(key.split('/')).all(|(a, b)| a == b)
 }
 
+/// Whether the filter `only` names a crash of `scenario` (not a fault: a fault's key names one in
+/// a component after the operation): then the scenario's crash test must select something.
+pub fn names_crash(only: &str, scenario: &str) -> bool {
+    only.split('/').next() == Some(scenario) && !only.split('/').any(|c| c.starts_with("fault"))
+}
+
+/// Whether the filter `only` names a fault of `scenario` at one of its operations (or all of
+/// them): then the fault test must select something.
+pub fn names_fault(only: &str, scenario: &str) -> bool {
+    let mut parts = only.split('/');
+    parts.next() == Some(scenario) && parts.nth(2).is_none_or(|image| image.starts_with("fault"))
+}
+
 /// What a run of a scenario counted.
 #[derive(Default)]
 pub struct Counts {
@@ -1171,11 +1184,20 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize
     match std::env::var("STRATA_CRASH_ONLY") {
         // A filter naming this scenario must select something: a mistyped reproduce line
         // would otherwise run nothing and pass.
-        Ok(only) => assert!(
-            only.split('/').next() != Some(scenario.name) || counts.distinct > 0,
-            "STRATA_CRASH_ONLY={only} selects no crash point of {}",
-            scenario.name
-        ),
+        Ok(only) => {
+            // A mistyped scenario would select nothing anywhere.
+            let first = only.split('/').next().unwrap_or_default();
+            let known = crate::scenarios::scenarios()
+                .iter()
+                .any(|(_, s)| s.name == first)
+                || ["boot-heal", "repair"].contains(&first);
+            assert!(known, "STRATA_CRASH_ONLY={only} names no scenario");
+            assert!(
+                !names_crash(&only, scenario.name) || counts.distinct > 0,
+                "STRATA_CRASH_ONLY={only} selects no crash point of {}",
+                scenario.name
+            );
+        }
         Err(_) => assert_census(scenario, &counts),
     }
     counts
