@@ -3,13 +3,18 @@
 //! at every operation under every crash image in both rename modes, booted and checked; and
 //! boot's own healing crashed at every one of its operations and booted again (a second crash).
 //!
+//! Every crash point must reach the disk and fail of the crash; every scenario starts from a
+//! disk with evidence in quarantine; images are booted once per distinct content.
+//!
 //! The invariants every boot is held to (`boot`, then `go_on`): boot's findings lose nothing; the
 //! recovered state is one the uncrashed run passed through (every acknowledged record whole,
-//! the crashed operation all or nothing); every answer equals the model (`MemorySeries` given
-//! the same operations) at that state; nothing quarantined is deleted (every quarantined byte
-//! string is still there, unchanged); and the store takes the next barrier and the next
-//! compaction step, answers them as the model does, and names its new files above every name
-//! the crash left on disk or in quarantine.
+//! the crashed operation all or nothing), and after a crash inside boot's heal the one the
+//! uncrashed boot of the same image recovered; every answer equals the model (`MemorySeries`
+//! given the same operations) at that state; nothing quarantined is deleted (every quarantined
+//! byte string is still there, unchanged); and the store takes the next barrier and the next
+//! compaction step, answers them as the model does (or the uncrashed run did), and every file
+//! and manifest generation it creates from boot on is named above every name the disk held
+//! before boot.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::error::Error;
@@ -1021,8 +1026,8 @@ struct Uncrashed<'a> {
 
 /// Boots `image` and checks it (`boot`, `go_on`); then, while `point` holds fewer heal
 /// crashes than `counts.heal_crashes` has depths, crashes the boot's heal at each of its
-/// operations on copies of the image, under a plain crash and every prefix of the directory
-/// operations since the last sync, and checks each distinct one again: it must recover the
+/// operations on copies of the image, under every crash image (`images`: plain, torn, every
+/// prefix of the directory operations since the last sync), and checks each distinct one again: it must recover the
 /// state `check_image` recovered here (`uncrashed`, one level up) and keep what it quarantined.
 /// Answers the index of the recovered state in the probe.
 fn check_image(
@@ -1088,11 +1093,7 @@ fn check_image(
         if copy.ops() <= op {
             heal_point.fail("the crash inside boot's heal was never reached");
         }
-        let mut seconds = vec![("crash".to_owned(), copy.crash())];
-        for n in 1..=copy.recent_dir_ops() {
-            seconds.push((format!("dirops-{n}"), copy.crash_keeping_dir_ops(n)));
-        }
-        for (name, second) in seconds {
+        for (name, second) in images(&copy) {
             let mut second_point = point.clone();
             second_point.heals.push(heal(&name));
             if !second_point.selected() {
@@ -1149,8 +1150,7 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize
     census(&format!(
         "crash {}: operations {}; {} crash points, {} images, {} distinct booted (as before {}, \
          as after {}, between records {}; {} met evidence in quarantine); {} boots healed; \
-         crashes inside boot's heal (at each of its operations; a plain crash and every prefix \
-         of its directory operations), by depth: images {:?}, distinct booted {:?}; answers \
+         crashes inside boot's heal (at each of its operations, every image), by depth: images {:?}, distinct booted {:?}; answers \
          {compared}{}",
         scenario.name,
         counts.ops.join(", "),

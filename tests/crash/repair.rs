@@ -3,7 +3,10 @@
 //! again, and the repair run again succeeds) or the new generation complete (boot heals it like
 //! any other). Either way the store then answers exactly what the uncrashed repair left, the
 //! damaged manifest's bytes are kept in quarantine (evidence is never removed), and the store
-//! takes the next barrier and compaction step.
+//! takes the next barrier and compaction step, answering as the uncrashed repair's store did.
+//! The image's own first boot is the one checked, and its heal is crashed at every operation.
+//! EIO and ENOSPC at every operation of the repair fail it with that error, and the disk left
+//! checks out the same way.
 //!
 //! The damage is the one input here not made by a crash: no crash of an append can leave good
 //! frames after a bad one, which is what a repair is for; a bit flipped in an acknowledged
