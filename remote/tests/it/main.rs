@@ -1,0 +1,13 @@
+//! Integration tests of strata-remote: the object_store primitives the tier of #17 relies on, run
+//! alike against a real S3-compatible server (moto's server mode on loopback, started and stopped
+//! by the tests: `server.rs`) and against object_store's `InMemory` (`primitives.rs`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    reason = "test code: sizes are small, and a failed unwrap is a failed test"
+)]
+
+mod primitives;
+mod server;
