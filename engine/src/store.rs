@@ -423,6 +423,14 @@ impl Store {
         self.streams.get(stream).map(|s| &s.decl)
     }
 
+    /// The file system the store lives on (its folder, or a simulated one), for a tier that
+    /// copies the store's files elsewhere: strata-remote's publisher reads the manifest and the
+    /// claimed segments through it. Reading is safe while the store is open; writing or removing
+    /// a store file through it is not.
+    pub fn vfs(&self) -> Arc<dyn Vfs> {
+        Arc::clone(&self.vfs) as Arc<dyn Vfs>
+    }
+
     /// How the store's file system renames without replacing: `Unprobed` until the first
     /// rename (a seal's), then `Noreplace`, or `LinkUnlink` where the file system refuses
     /// `RENAME_NOREPLACE` (docs/format.md).

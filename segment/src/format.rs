@@ -29,6 +29,13 @@ pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.
 pub const BLOCK_CRC_LEN: usize = 4;
 
+/// The whole-file digest a manifest records of a segment's bytes: crc32c of the file up to the
+/// footer's digest field (everything but the footer's last 8 bytes, the digest and the footer's
+/// own crc). A copy of a segment (strata-remote's upload and fetch) is checked against it.
+pub fn file_digest(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(&bytes[..bytes.len().saturating_sub(8)])
+}
+
 /// The file header.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]

@@ -192,6 +192,17 @@ impl Mapped {
     pub(crate) fn empty() -> Self {
         Self { view: View::Empty }
     }
+
+    /// A view of bytes held in memory: what a file system that is not a disk (strata-remote's
+    /// bucket, whose segments live in a bounded cache) hands out. The view shares `bytes`; the
+    /// memory lives until the last view of it drops.
+    pub fn from_bytes(bytes: Arc<[u8]>) -> Self {
+        if bytes.is_empty() {
+            Self::empty()
+        } else {
+            Self::from_shared(bytes)
+        }
+    }
 }
 
 impl Deref for Mapped {

@@ -1,0 +1,66 @@
+//! The tier's settings, each with the bound it sets.
+
+use std::time::Duration;
+
+/// How the tier behaves: the grace period before deletes, the replica's cache budget, the size
+/// of one ranged GET, and how long one request may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteConfig {
+    /// How long an object stays in the bucket after the record that retires it was published
+    /// (default 10 minutes). A replica that polls more often than this never reads a deleted
+    /// object; one that sleeps longer re-boots from the newest state when its reads fail.
+    pub grace: Duration,
+    /// The most bytes of segments a replica keeps in memory, least recently used evicted first
+    /// (default 256 MiB). Segments the store's open readers still hold stay alive until their
+    /// readers close (at most `Config::open_segments_max` of them), so a replica's memory is
+    /// bounded by this plus those readers' segments.
+    pub cache_bytes: u64,
+    /// The length of one ranged GET (default 8 MiB): a segment is fetched in ranges of at most
+    /// this many bytes.
+    pub range_bytes: u64,
+    /// The most `log/` objects one boot or poll reads (default 100,000): a bucket whose log
+    /// since its newest reset is longer is refused, naming the count, rather than read without
+    /// end.
+    pub log_objects_max: u64,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            grace: Duration::from_secs(600),
+            cache_bytes: 256 << 20,
+            range_bytes: 8 << 20,
+            log_objects_max: 100_000,
+        }
+    }
+}
+
+impl RemoteConfig {
+    /// Sets [`RemoteConfig::grace`].
+    #[must_use]
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets [`RemoteConfig::cache_bytes`].
+    #[must_use]
+    pub fn cache_bytes(mut self, bytes: u64) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Sets [`RemoteConfig::range_bytes`] (at least 1).
+    #[must_use]
+    pub fn range_bytes(mut self, bytes: u64) -> Self {
+        self.range_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`RemoteConfig::log_objects_max`].
+    #[must_use]
+    pub fn log_objects_max(mut self, max: u64) -> Self {
+        self.log_objects_max = max;
+        self
+    }
+}

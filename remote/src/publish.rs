@@ -1,0 +1,551 @@
+//! `Publisher`: the writer's side. Segments first, then the record that claims them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use strata_engine::Store;
+use strata_index::{Catalog, FileName, LOG_HEADER_LEN, parse_log};
+use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::vfs::Vfs;
+use strata_segment::{SegmentError, manifest_generations, read_manifest, write_two_phase};
+
+use crate::bucket::{Bucket, Created};
+use crate::config::RemoteConfig;
+use crate::error::RemoteError;
+use crate::logobj::{LogKind, LogObject};
+use crate::replica::{IDENTITY_KEY, Assembled, assemble, epoch_key, log_key, parse_seq, seg_key};
+
+/// The file in the local store's root that names the store to its buckets.
+pub const IDENTITY_FILE: &str = "remote-identity";
+const IDENTITY_PREFIX: &str = "strata-remote identity v1 ";
+/// How many epochs a starting writer tries before giving up on a bucket other writers keep
+/// starting on.
+const EPOCH_TRIES: u32 = 16;
+
+/// What one [`Publisher::publish`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Published {
+    /// The `log/` object put, or `None` when the bucket already held everything.
+    pub seq: Option<u64>,
+    /// Whether it was a reset (the whole manifest, after a local rewrite or a first publish).
+    pub reset: bool,
+    /// Segments uploaded.
+    pub segments: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Segments found already uploaded (by a publish whose record never followed).
+    pub already_there: usize,
+}
+
+/// What one [`Publisher::collect`] deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Collected {
+    /// Segment objects deleted (retired longer ago than the grace period).
+    pub segments: usize,
+    /// `log/` objects deleted (below a reset older than the grace period).
+    pub logs: usize,
+    /// Deletions still waiting for their grace period.
+    pub waiting: usize,
+}
+
+/// The writer's side of the tier: publishes what a local [`Store`] made durable, in order.
+///
+/// Call [`Publisher::publish`] after a `seal`, a compaction step, or any other change you want
+/// replicas to see; it holds `&Store`, so nothing changes the store while it reads it.
+#[derive(Debug)]
+pub struct Publisher {
+    bucket: Bucket,
+    config: RemoteConfig,
+    identity: [u8; 16],
+    epoch: u64,
+    /// The bucket's newest `log/` object (its body dropped).
+    head: Option<LogObject>,
+    /// Segments the bucket holds that its newest state claims, or that were uploaded for a
+    /// claim to come.
+    uploaded: BTreeSet<FileName>,
+    /// Files live in the bucket's newest state.
+    live: BTreeSet<FileName>,
+    /// Segments retired by a published record, and when that record was published.
+    retired: Vec<(Instant, FileName)>,
+    /// Resets published, and when: every `log/` object below one is deleted after the grace.
+    resets: Vec<(Instant, u64)>,
+    fenced: Option<(u64, Option<u64>)>,
+}
+
+impl Publisher {
+    /// Attaches `store` to `bucket`: checks (or, the first time, records) that the two belong
+    /// together, takes the next writer epoch, and reads the bucket's newest state. Refuses a
+    /// bucket that holds another store, or records the local store does not hold.
+    pub fn attach(
+        store: &Store,
+        bucket: Bucket,
+        config: RemoteConfig,
+    ) -> Result<Publisher, RemoteError> {
+        if store.is_read_only() {
+            return Err(RemoteError::Identity {
+                reason: "a read-only store cannot publish (open it writable)".into(),
+            });
+        }
+        let vfs = store.vfs();
+        let identity = bind_identity(vfs.as_ref(), &bucket)?;
+        let epoch = take_epoch(&bucket)?;
+        let mut publisher = Publisher {
+            bucket,
+            config,
+            identity,
+            epoch,
+            head: None,
+            uploaded: BTreeSet::new(),
+            live: BTreeSet::new(),
+            retired: Vec::new(),
+            resets: Vec::new(),
+            fenced: None,
+        };
+        let state = assemble(&publisher.bucket, &publisher.config, Some(identity))?;
+        let Some(Assembled {
+            head,
+            catalog,
+            manifest,
+        }) = state
+        else {
+            publisher.sweep_unclaimed(&BTreeSet::new())?;
+            return Ok(publisher);
+        };
+        let (generation, local) = local_manifest(vfs.as_ref())?;
+        let ahead = |why: String| RemoteError::Diverged {
+            reason: format!(
+                "the bucket's log/{} {why}: the local store is behind the bucket (an old \
+                 copy?); refusing to rewind it",
+                head.seq
+            ),
+        };
+        if head.generation > generation {
+            return Err(ahead(format!(
+                "comes from manifest generation {}, the local store is at {generation}",
+                head.generation
+            )));
+        }
+        if head.generation == generation
+            && (head.end > local.len() as u64
+                || crc32c::crc32c(&local[..usize::try_from(head.end).unwrap_or(usize::MAX)])
+                    != head.prefix_crc)
+        {
+            return Err(ahead(format!(
+                "holds {} manifest bytes the local manifest does not",
+                head.end
+            )));
+        }
+        drop(manifest);
+        publisher.live = catalog.live_files().map(|f| f.name).collect();
+        publisher.uploaded = publisher.live.clone();
+        let live = publisher.live.clone();
+        publisher.sweep_unclaimed(&live)?;
+        publisher.head = Some(LogObject {
+            body: Vec::new(),
+            ..head
+        });
+        Ok(publisher)
+    }
+
+    /// Any segment object the bucket's state does not claim (a retired one, or one uploaded
+    /// by a writer that crashed before its record) is deleted after the grace period, counted
+    /// from now: a replica may still be reading it.
+    fn sweep_unclaimed(&mut self, live: &BTreeSet<FileName>) -> Result<(), RemoteError> {
+        let now = Instant::now();
+        for (name, _) in self.bucket.list(SEG_DIR, None)? {
+            match NumberedName::parse(&name) {
+                // Publish compares it with the local file before reusing it for a claim.
+                Some(n) if !live.contains(&n.number) => self.retired.push((now, n.number)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// This writer's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The store's identity, as the bucket records it.
+    pub fn identity(&self) -> [u8; 16] {
+        self.identity
+    }
+
+    /// The newest `log/` object's number, if any.
+    pub fn head(&self) -> Option<u64> {
+        self.head.as_ref().map(|h| h.seq)
+    }
+
+    /// The bucket's objects.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    /// Publishes everything `store` made durable since the last publish: uploads each live
+    /// segment the bucket lacks, then one `log/` object with the new manifest frames. Does
+    /// nothing (and puts nothing) when the bucket is up to date.
+    ///
+    /// A failure leaves the bucket a consistent prefix (segments without a record are never
+    /// read); publish again to go on. A publisher that lost the race for a `log/` object to
+    /// another writer, or sees a newer epoch, answers [`RemoteError::Fenced`] now and ever
+    /// after.
+    pub fn publish(&mut self, store: &Store) -> Result<Published, RemoteError> {
+        self.check_fence()?;
+        let vfs = store.vfs();
+        let (generation, local) = local_manifest(vfs.as_ref())?;
+        let len = local.len() as u64;
+        let header = LOG_HEADER_LEN as u64;
+        let (kind, start) = match &self.head {
+            Some(h) if h.generation == generation => {
+                let prefix = usize::try_from(h.end).unwrap_or(usize::MAX);
+                if h.end > len || crc32c::crc32c(&local[..prefix]) != h.prefix_crc {
+                    return Err(RemoteError::Diverged {
+                        reason: format!(
+                            "the local manifest no longer holds what log/{} published",
+                            h.seq
+                        ),
+                    });
+                }
+                if h.end == len {
+                    return Ok(Published::default());
+                }
+                (LogKind::Append, h.end)
+            }
+            Some(h) if h.generation > generation => {
+                return Err(RemoteError::Diverged {
+                    reason: format!(
+                        "log/{} came from manifest generation {}, the local store is at {generation}",
+                        h.seq, h.generation
+                    ),
+                });
+            }
+            _ => (LogKind::Reset, header),
+        };
+        let catalog = catalog_of(&local, vfs.location())?;
+        let live: BTreeMap<FileName, (u64, u32)> = catalog
+            .live_files()
+            .map(|f| (f.name, (f.len, f.digest)))
+            .collect();
+        let mut published = Published {
+            reset: kind == LogKind::Reset,
+            ..Published::default()
+        };
+        for (&name, &(flen, digest)) in &live {
+            if self.uploaded.contains(&name) {
+                continue;
+            }
+            self.upload(vfs.as_ref(), name, flen, digest, &mut published)?;
+            self.uploaded.insert(name);
+        }
+        let seq = self.head.as_ref().map_or(0, |h| h.seq + 1);
+        let object = LogObject {
+            identity: self.identity,
+            epoch: self.epoch,
+            seq,
+            reset: match (&self.head, kind) {
+                (Some(h), LogKind::Append) => h.reset,
+                _ => seq,
+            },
+            kind,
+            generation,
+            end: len,
+            prefix_crc: crc32c::crc32c(&local),
+            body: local[usize::try_from(start).unwrap_or(usize::MAX)..].to_vec(),
+        };
+        let bytes = object.encode();
+        let key = log_key(seq);
+        if self.bucket.put_create(&key, bytes.clone())? == Created::Exists {
+            let there = self.bucket.get(&key)?;
+            if there != bytes {
+                let winner = LogObject::decode(&there, seq)
+                    .map_err(|reason| RemoteError::unreadable(&key, reason))?;
+                self.fenced = Some((seq, Some(winner.epoch)));
+                return Err(self.fenced_error());
+            }
+        }
+        let now = Instant::now();
+        let live_now: BTreeSet<FileName> = live.keys().copied().collect();
+        for &gone in self.live.difference(&live_now) {
+            self.retired.push((now, gone));
+        }
+        self.live = live_now;
+        if kind == LogKind::Reset {
+            self.resets.push((now, seq));
+        }
+        self.head = Some(LogObject {
+            body: Vec::new(),
+            ..object
+        });
+        published.seq = Some(seq);
+        Ok(published)
+    }
+
+    fn upload(
+        &self,
+        vfs: &dyn Vfs,
+        name: FileName,
+        len: u64,
+        digest: u32,
+        published: &mut Published,
+    ) -> Result<(), RemoteError> {
+        let path = NumberedName::segment(name).path_in(SEG_DIR);
+        let bytes = vfs.read(&path).map_err(|e| io_error(&path, e))?;
+        if bytes.len() as u64 != len || strata_segment::format::file_digest(&bytes) != digest {
+            return Err(RemoteError::Local(SegmentError::mismatch(
+                &path,
+                "its length or digest differs from its record: not uploaded",
+            )));
+        }
+        let key = seg_key(name);
+        match self.bucket.put_create(&key, bytes)? {
+            Created::New => {
+                published.segments += 1;
+                published.bytes += len;
+            }
+            Created::Exists => {
+                let there = self.bucket.get(&key)?;
+                if there.len() as u64 != len || strata_segment::format::file_digest(&there) != digest {
+                    return Err(RemoteError::unreadable(
+                        &key,
+                        format!(
+                            "it differs from the local {path} it should copy (a damaged upload?): \
+                             remove it from the bucket and publish again"
+                        ),
+                    ));
+                }
+                published.already_there += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn fenced_error(&self) -> RemoteError {
+        let (seq, epoch) = self.fenced.unwrap_or((0, None));
+        RemoteError::Fenced {
+            seq,
+            epoch,
+            ours: self.epoch,
+        }
+    }
+
+    /// Refuses once fenced, or once a newer writer has taken the next epoch.
+    fn check_fence(&mut self) -> Result<(), RemoteError> {
+        if self.fenced.is_none() && self.bucket.exists(&epoch_key(self.epoch + 1))? {
+            let seq = self.head.as_ref().map_or(0, |h| h.seq + 1);
+            self.fenced = Some((seq, None));
+        }
+        match self.fenced {
+            Some(_) => Err(self.fenced_error()),
+            None => Ok(()),
+        }
+    }
+
+    /// Deletes what the grace period no longer protects: segments retired by a record
+    /// published at least `grace` ago, and `log/` objects below a reset published at least
+    /// `grace` ago. Never a segment the bucket's newest state claims.
+    pub fn collect(&mut self) -> Result<Collected, RemoteError> {
+        self.check_fence()?;
+        let grace = self.config.grace;
+        let mut collected = Collected::default();
+        let mut keep = Vec::new();
+        for (when, name) in std::mem::take(&mut self.retired) {
+            if self.live.contains(&name) || when.elapsed() < grace {
+                if !self.live.contains(&name) {
+                    keep.push((when, name));
+                }
+                continue;
+            }
+            if let Err(e) = self.bucket.delete(&seg_key(name)) {
+                self.retired.push((when, name));
+                self.retired.extend(keep);
+                return Err(e);
+            }
+            self.uploaded.remove(&name);
+            collected.segments += 1;
+        }
+        self.retired = keep;
+        let due: Vec<u64> = self
+            .resets
+            .iter()
+            .filter(|(when, _)| when.elapsed() >= grace)
+            .map(|&(_, seq)| seq)
+            .collect();
+        if let Some(&below) = due.iter().max() {
+            for (name, _) in self.bucket.list("log", None)? {
+                match parse_seq(&name) {
+                    Some(seq) if seq < below => {
+                        self.bucket.delete(&log_key(seq))?;
+                        collected.logs += 1;
+                    }
+                    _ => {}
+                }
+            }
+            self.resets.retain(|&(_, seq)| seq > below);
+        }
+        collected.waiting = self.retired.len();
+        Ok(collected)
+    }
+}
+
+fn io_error(path: &str, source: std::io::Error) -> SegmentError {
+    SegmentError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The local manifest's current generation and its trusted bytes.
+fn local_manifest(vfs: &dyn Vfs) -> Result<(u32, Vec<u8>), RemoteError> {
+    let generation = manifest_generations(vfs)?
+        .last()
+        .copied()
+        .ok_or_else(|| SegmentError::mismatch("manifest-", "the store has no manifest"))?;
+    let mut bytes = read_manifest(vfs, generation)?;
+    let trusted = usize::try_from(parse_log(&bytes).trusted_len).unwrap_or(usize::MAX);
+    bytes.truncate(trusted);
+    Ok((generation, bytes))
+}
+
+/// The catalog a manifest's bytes describe.
+pub(crate) fn catalog_of(manifest: &[u8], whose: String) -> Result<Catalog, RemoteError> {
+    let parsed = parse_log(manifest);
+    let bad = |reason: String| RemoteError::unreadable(&whose, reason);
+    if parsed.trusted_len != manifest.len() as u64 {
+        return Err(bad(format!(
+            "the manifest's frames end at byte {} of {}",
+            parsed.trusted_len,
+            manifest.len()
+        )));
+    }
+    let mut catalog = Catalog::new();
+    for (i, record) in parsed.records.iter().enumerate() {
+        catalog
+            .apply(record)
+            .map_err(|e| bad(format!("record {i} does not apply: {e:?}")))?;
+    }
+    Ok(catalog)
+}
+
+/// The store's identity: the local file's, the bucket's, or, for a first publish, a new one
+/// recorded locally (durably) before the bucket.
+fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError> {
+    let local = match vfs.exists(IDENTITY_FILE) {
+        Ok(true) => {
+            let bytes = vfs
+                .read(IDENTITY_FILE)
+                .map_err(|e| io_error(IDENTITY_FILE, e))?;
+            Some(parse_identity(&bytes).ok_or_else(|| RemoteError::Identity {
+                reason: format!("{IDENTITY_FILE} in the store is malformed"),
+            })?)
+        }
+        Ok(false) => None,
+        Err(e) => return Err(io_error(IDENTITY_FILE, e).into()),
+    };
+    let remote = match bucket.get_opt(IDENTITY_KEY)? {
+        Some(bytes) => Some(parse_identity(&bytes).ok_or_else(|| {
+            RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity")
+        })?),
+        None => None,
+    };
+    let identity = match (local, remote) {
+        (Some(l), Some(r)) if l == r => return Ok(l),
+        (Some(l), Some(r)) => {
+            return Err(RemoteError::Identity {
+                reason: format!(
+                    "{} holds store {}, this store is {}",
+                    bucket.location(),
+                    hex(&r),
+                    hex(&l)
+                ),
+            });
+        }
+        (None, Some(r)) => {
+            return Err(RemoteError::Identity {
+                reason: format!(
+                    "{} holds store {}, and this store was never published there",
+                    bucket.location(),
+                    hex(&r)
+                ),
+            });
+        }
+        (Some(l), None) => l,
+        (None, None) => {
+            let fresh = new_identity();
+            write_two_phase(vfs, "", IDENTITY_FILE, &identity_bytes(&fresh))?;
+            fresh
+        }
+    };
+    if bucket.put_create(IDENTITY_KEY, identity_bytes(&identity))? == Created::Exists {
+        let there = bucket.get(IDENTITY_KEY)?;
+        if parse_identity(&there) != Some(identity) {
+            return Err(RemoteError::Identity {
+                reason: format!("another store claimed {} first", bucket.location()),
+            });
+        }
+    }
+    Ok(identity)
+}
+
+/// Takes the epoch one above the highest in the bucket, with a create-only put.
+fn take_epoch(bucket: &Bucket) -> Result<u64, RemoteError> {
+    for _ in 0..EPOCH_TRIES {
+        let highest = bucket
+            .list("epoch", None)?
+            .iter()
+            .filter_map(|(name, _)| parse_seq(name))
+            .max();
+        let next = highest.map_or(1, |e| e + 1);
+        if bucket.put_create(&epoch_key(next), Vec::new())? == Created::New {
+            return Ok(next);
+        }
+    }
+    Err(RemoteError::Bound {
+        reason: format!(
+            "{}: {EPOCH_TRIES} epochs were taken by other writers while this one started",
+            bucket.location()
+        ),
+    })
+}
+
+fn identity_bytes(identity: &[u8; 16]) -> Vec<u8> {
+    format!("{IDENTITY_PREFIX}{}\n", hex(identity)).into_bytes()
+}
+
+pub(crate) fn parse_identity(bytes: &[u8]) -> Option<[u8; 16]> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let digits = text.strip_prefix(IDENTITY_PREFIX)?.strip_suffix('\n')?;
+    if digits.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(digits.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// 128 bits that differ between stores: the standard library's randomly keyed hasher, fed the
+/// time and the process id, twice.
+fn new_identity() -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = [0u8; 16];
+    for (i, half) in out.chunks_mut(8).enumerate() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_usize(i);
+        hasher.write_u32(std::process::id());
+        if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            hasher.write_u128(t.as_nanos());
+        }
+        half.copy_from_slice(&hasher.finish().to_le_bytes());
+    }
+    out
+}

@@ -1,0 +1,514 @@
+//! The reader's side: the bucket seen as a read-only store folder, and a replica that follows it.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+
+use strata_engine::{Config, Store};
+use strata_index::{Catalog, FileName, log_header};
+use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name};
+use strata_segment::vfs::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock};
+
+use crate::bucket::Bucket;
+use crate::cache::SegmentCache;
+use crate::config::RemoteConfig;
+use crate::error::RemoteError;
+use crate::logobj::{LogKind, LogObject};
+use crate::publish::{catalog_of, hex, parse_identity};
+
+/// The key of the store's identity object.
+pub(crate) const IDENTITY_KEY: &str = "identity";
+const SEQ_DIGITS: usize = 20;
+
+pub(crate) fn log_key(seq: u64) -> String {
+    format!("log/{seq:020}")
+}
+
+pub(crate) fn epoch_key(epoch: u64) -> String {
+    format!("epoch/{epoch:020}")
+}
+
+pub(crate) fn seg_key(name: FileName) -> String {
+    NumberedName::segment(name).path_in(SEG_DIR)
+}
+
+/// A `log/` or `epoch/` object's number: exactly 20 digits.
+pub(crate) fn parse_seq(name: &str) -> Option<u64> {
+    (name.len() == SEQ_DIGITS && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+/// The bucket's newest state: the manifest its log spells, and the last object read.
+#[derive(Debug)]
+pub(crate) struct Assembled {
+    /// The last object applied (its body dropped).
+    pub(crate) head: LogObject,
+    /// The manifest: the log header, a reset's body and every append after it.
+    pub(crate) manifest: Vec<u8>,
+    /// What the manifest describes.
+    pub(crate) catalog: Catalog,
+}
+
+/// Reads the bucket's newest state: the newest `log/` object, the reset it builds on, and every
+/// object between, each checked (checksum, identity, chain) before it is used. `None` if the
+/// bucket holds no log yet.
+pub(crate) fn assemble(
+    bucket: &Bucket,
+    config: &RemoteConfig,
+    identity: Option<[u8; 16]>,
+) -> Result<Option<Assembled>, RemoteError> {
+    let seqs = log_seqs(bucket, None)?;
+    let Some(&newest) = seqs.last() else {
+        return Ok(None);
+    };
+    let identity = match identity {
+        Some(id) => id,
+        None => read_identity(bucket)?,
+    };
+    let head = read_log(bucket, newest, identity)?;
+    let reset = head.reset;
+    let count = newest - reset + 1;
+    if count > config.log_objects_max {
+        return Err(RemoteError::Bound {
+            reason: format!(
+                "{}: {count} log objects since the newest reset (log/{reset}) pass \
+                 RemoteConfig::log_objects_max {}",
+                bucket.location(),
+                config.log_objects_max
+            ),
+        });
+    }
+    let mut state: Option<Assembled> = None;
+    for seq in reset..newest {
+        let object = read_log(bucket, seq, identity)?;
+        state = Some(apply(state, object)?);
+    }
+    let state = apply(state, head)?;
+    finish(state).map(Some)
+}
+
+fn log_seqs(bucket: &Bucket, after: Option<u64>) -> Result<Vec<u64>, RemoteError> {
+    let after = after.map(|s| format!("{s:020}"));
+    let mut seqs = Vec::new();
+    for (name, _) in bucket.list("log", after.as_deref())? {
+        let seq = parse_seq(&name).ok_or_else(|| {
+            RemoteError::unreadable(&format!("log/{name}"), "not a log object's name")
+        })?;
+        seqs.push(seq);
+    }
+    Ok(seqs)
+}
+
+fn read_identity(bucket: &Bucket) -> Result<[u8; 16], RemoteError> {
+    let bytes = bucket.get(IDENTITY_KEY)?;
+    parse_identity(&bytes)
+        .ok_or_else(|| RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity"))
+}
+
+fn read_log(bucket: &Bucket, seq: u64, identity: [u8; 16]) -> Result<LogObject, RemoteError> {
+    let key = log_key(seq);
+    let bytes = bucket.get(&key)?;
+    let object = LogObject::decode(&bytes, seq).map_err(|r| RemoteError::unreadable(&key, r))?;
+    if object.identity != identity {
+        return Err(RemoteError::unreadable(
+            &key,
+            format!(
+                "written by store {}, the bucket is store {}",
+                hex(&object.identity),
+                hex(&identity)
+            ),
+        ));
+    }
+    Ok(object)
+}
+
+/// Applies one log object to the state before it: a reset starts over, an append must follow
+/// on exactly.
+fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, RemoteError> {
+    let key = log_key(object.seq);
+    let mut manifest = match (object.kind, before) {
+        (LogKind::Reset, _) => log_header().to_vec(),
+        (LogKind::Append, Some(before)) => {
+            let prev = &before.head;
+            if object.seq != prev.seq + 1
+                || object.reset != prev.reset
+                || object.generation != prev.generation
+                || object.start() != prev.end
+                || object.epoch < prev.epoch
+            {
+                return Err(RemoteError::unreadable(
+                    &key,
+                    format!("does not follow on from log/{:020}", prev.seq),
+                ));
+            }
+            before.manifest
+        }
+        (LogKind::Append, None) => {
+            return Err(RemoteError::unreadable(&key, "an append with nothing before it"));
+        }
+    };
+    manifest.extend_from_slice(&object.body);
+    Ok(Assembled {
+        head: LogObject {
+            body: Vec::new(),
+            ..object
+        },
+        manifest,
+        catalog: Catalog::new(),
+    })
+}
+
+/// Checks the assembled manifest against the newest object's length and checksum, and reads
+/// its catalog.
+fn finish(mut state: Assembled) -> Result<Assembled, RemoteError> {
+    let key = log_key(state.head.seq);
+    if state.manifest.len() as u64 != state.head.end
+        || crc32c::crc32c(&state.manifest) != state.head.prefix_crc
+    {
+        return Err(RemoteError::unreadable(
+            &key,
+            "the manifest its log spells differs from the writer's (length or checksum)",
+        ));
+    }
+    state.catalog = catalog_of(&state.manifest, key)?;
+    Ok(state)
+}
+
+/// The bucket, seen as a read-only store folder holding one manifest (the one the log spells)
+/// and the segments it claims, fetched with ranged GETs into a [`SegmentCache`] and checked
+/// against their records' lengths and digests. Every write is refused.
+#[derive(Debug)]
+pub struct BucketVfs {
+    bucket: Arc<Bucket>,
+    cache: Arc<SegmentCache>,
+    range_bytes: u64,
+    generation: u32,
+    manifest: Arc<[u8]>,
+    files: BTreeMap<FileName, (u64, u32)>,
+}
+
+impl BucketVfs {
+    fn new(
+        bucket: Arc<Bucket>,
+        cache: Arc<SegmentCache>,
+        range_bytes: u64,
+        state: &Assembled,
+    ) -> BucketVfs {
+        BucketVfs {
+            bucket,
+            cache,
+            range_bytes,
+            generation: state.head.generation.max(1),
+            manifest: state.manifest.clone().into(),
+            files: state
+                .catalog
+                .live_files()
+                .map(|f| (f.name, (f.len, f.digest)))
+                .collect(),
+        }
+    }
+
+    fn manifest_path(&self) -> String {
+        manifest_name(self.generation)
+    }
+
+    fn segment(&self, path: &str) -> Option<(FileName, u64, u32)> {
+        let name = NumberedName::parse(path.strip_prefix(SEG_DIR)?.strip_prefix('/')?)?;
+        let &(len, digest) = self.files.get(&name.number)?;
+        Some((name.number, len, digest))
+    }
+
+    fn fetch(&self, name: FileName, len: u64, digest: u32) -> io::Result<Arc<[u8]>> {
+        if let Some(bytes) = self.cache.get(name) {
+            return Ok(bytes);
+        }
+        let key = seg_key(name);
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut at = 0;
+        while at < len {
+            let end = len.min(at + self.range_bytes);
+            let part = self.bucket.get_range(&key, at..end).map_err(|e| match e {
+                RemoteError::Missing { .. } => io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("object {key} is missing from {}", self.bucket.location()),
+                ),
+                other => io::Error::other(other.to_string()),
+            })?;
+            if part.len() as u64 != end - at {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "object {key}: bytes {at}..{end} came back as {} bytes (is it shorter \
+                         than its record's {len}?)",
+                        part.len()
+                    ),
+                ));
+            }
+            bytes.extend_from_slice(&part);
+            at = end;
+        }
+        let actual = strata_segment::format::file_digest(&bytes);
+        if actual != digest {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "object {key}: digest {actual:#010x} differs from its record's {digest:#010x}"
+                ),
+            ));
+        }
+        let bytes: Arc<[u8]> = bytes.into();
+        self.cache.insert(name, Arc::clone(&bytes));
+        Ok(bytes)
+    }
+}
+
+fn read_only() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ReadOnlyFilesystem,
+        "a replica never writes: the bucket is the writer's",
+    )
+}
+
+fn not_found(path: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{path}: no such file"))
+}
+
+impl Vfs for BucketVfs {
+    fn create_dir(&self, _dir: &str) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn create(&self, _path: &str) -> io::Result<Box<dyn VfsFile>> {
+        Err(read_only())
+    }
+
+    fn open_append(&self, _path: &str) -> io::Result<Box<dyn VfsFile>> {
+        Err(read_only())
+    }
+
+    fn map(&self, path: &str) -> io::Result<Mapped> {
+        if path == self.manifest_path() {
+            return Ok(Mapped::from_bytes(Arc::clone(&self.manifest)));
+        }
+        let (name, len, digest) = self.segment(path).ok_or_else(|| not_found(path))?;
+        self.fetch(name, len, digest).map(Mapped::from_bytes)
+    }
+
+    fn len(&self, path: &str) -> io::Result<u64> {
+        if path == self.manifest_path() {
+            return Ok(self.manifest.len() as u64);
+        }
+        self.segment(path)
+            .map(|(_, len, _)| len)
+            .ok_or_else(|| not_found(path))
+    }
+
+    fn rename_noreplace(&self, _from: &str, _to: &str) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn rename_mode(&self) -> RenameMode {
+        RenameMode::Noreplace
+    }
+
+    fn location(&self) -> String {
+        self.bucket.location().to_owned()
+    }
+
+    fn remove(&self, _path: &str) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn sync_dir(&self, _dir: &str) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>> {
+        let entry = |name: String, is_dir| DirEntry { name, is_dir };
+        let mut entries = match dir {
+            "" => vec![
+                entry(self.manifest_path(), false),
+                entry(QUARANTINE_DIR.to_owned(), true),
+                entry(SEG_DIR.to_owned(), true),
+                entry(TMP_DIR.to_owned(), true),
+            ],
+            SEG_DIR => self
+                .files
+                .keys()
+                .map(|&n| entry(NumberedName::segment(n).to_string(), false))
+                .collect(),
+            TMP_DIR | QUARANTINE_DIR => Vec::new(),
+            other => return Err(not_found(other)),
+        };
+        entries.sort();
+        Ok(entries)
+    }
+
+    fn exists(&self, path: &str) -> io::Result<bool> {
+        Ok(path == self.manifest_path()
+            || [SEG_DIR, TMP_DIR, QUARANTINE_DIR].contains(&path)
+            || self.segment(path).is_some())
+    }
+
+    fn lock(&self) -> io::Result<Box<dyn VfsLock>> {
+        Err(read_only())
+    }
+
+    fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>> {
+        Ok(None)
+    }
+}
+
+/// A read replica: a read-only [`Store`] booted from the bucket's newest state, following new
+/// records when [`Replica::poll`] is called. It never writes to the bucket.
+#[derive(Debug)]
+pub struct Replica {
+    bucket: Arc<Bucket>,
+    cache: Arc<SegmentCache>,
+    remote: RemoteConfig,
+    config: Config,
+    identity: [u8; 16],
+    head: LogObject,
+    manifest: Vec<u8>,
+    store: Store,
+}
+
+impl Replica {
+    /// Boots from the bucket's newest state. Refuses a bucket with nothing published yet.
+    pub fn open(bucket: Bucket, config: Config, remote: RemoteConfig) -> Result<Replica, RemoteError> {
+        let identity = read_identity(&bucket).map_err(|e| match e {
+            RemoteError::Missing { .. } => RemoteError::Missing {
+                key: format!("{}/{IDENTITY_KEY} (nothing was ever published there)", bucket.location()),
+            },
+            other => other,
+        })?;
+        let state = assemble(&bucket, &remote, Some(identity))?.ok_or_else(|| {
+            RemoteError::Missing {
+                key: format!("{}/log/ (nothing was published yet)", bucket.location()),
+            }
+        })?;
+        let bucket = Arc::new(bucket);
+        let cache = Arc::new(SegmentCache::new(remote.cache_bytes));
+        let store = boot(&bucket, &cache, &remote, &config, &state)?;
+        Ok(Replica {
+            bucket,
+            cache,
+            remote,
+            config,
+            identity,
+            head: state.head,
+            manifest: state.manifest,
+            store,
+        })
+    }
+
+    /// [`Replica::open`] of the bucket a URL names (see [`Bucket::open_url`]).
+    pub fn open_url(url: &str, config: Config, remote: RemoteConfig) -> Result<Replica, RemoteError> {
+        Replica::open(Bucket::open_url(url, false)?, config, remote)
+    }
+
+    /// Reads the records published since the last boot or poll and, if there are any, boots
+    /// the store again on the new state (the cache is kept). `true` if the state moved. On an
+    /// error the replica keeps serving the state it had.
+    pub fn poll(&mut self) -> Result<bool, RemoteError> {
+        let seqs = log_seqs(&self.bucket, Some(self.head.seq))?;
+        if seqs.is_empty() {
+            return Ok(false);
+        }
+        let newest = seqs[seqs.len() - 1];
+        if newest - self.head.seq > self.remote.log_objects_max {
+            // Far behind: read the newest state from its reset instead.
+            return self.reboot();
+        }
+        let mut state = Some(Assembled {
+            head: self.head.clone(),
+            manifest: self.manifest.clone(),
+            catalog: Catalog::new(),
+        });
+        for seq in self.head.seq + 1..=newest {
+            let object = match read_log(&self.bucket, seq, self.identity) {
+                Ok(object) => object,
+                // Collected below a newer reset: read that state from its reset.
+                Err(RemoteError::Missing { .. }) => return self.reboot(),
+                Err(e) => return Err(e),
+            };
+            state = Some(apply(state, object)?);
+        }
+        let Some(state) = state else {
+            return Ok(false);
+        };
+        let state = finish(state)?;
+        self.install(state)?;
+        Ok(true)
+    }
+
+    fn reboot(&mut self) -> Result<bool, RemoteError> {
+        let state = assemble(&self.bucket, &self.remote, Some(self.identity))?.ok_or_else(|| {
+            RemoteError::Missing {
+                key: format!("{}/log/", self.bucket.location()),
+            }
+        })?;
+        let moved = state.head.seq != self.head.seq;
+        self.install(state)?;
+        Ok(moved)
+    }
+
+    fn install(&mut self, state: Assembled) -> Result<(), RemoteError> {
+        let store = boot(&self.bucket, &self.cache, &self.remote, &self.config, &state)?;
+        self.store = store;
+        self.head = state.head;
+        self.manifest = state.manifest;
+        Ok(())
+    }
+
+    /// The store as of the last boot or poll: query, survey and fold it as any read-only store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The `log/` object the replica's state ends with.
+    pub fn seq(&self) -> u64 {
+        self.head.seq
+    }
+
+    /// The segment cache (its bytes, budget and counts).
+    pub fn cache(&self) -> &SegmentCache {
+        &self.cache
+    }
+
+    /// Where the replica reads from.
+    pub fn location(&self) -> &str {
+        self.bucket.location()
+    }
+}
+
+fn boot(
+    bucket: &Arc<Bucket>,
+    cache: &Arc<SegmentCache>,
+    remote: &RemoteConfig,
+    config: &Config,
+    state: &Assembled,
+) -> Result<Store, RemoteError> {
+    let vfs = BucketVfs::new(
+        Arc::clone(bucket),
+        Arc::clone(cache),
+        remote.range_bytes,
+        state,
+    );
+    Ok(Store::open_read_only_in(Arc::new(vfs), config.clone(), &[])?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_names_are_exactly_twenty_digits() {
+        assert_eq!(parse_seq("00000000000000000042"), Some(42));
+        assert_eq!(parse_seq("0000000000000000042"), None);
+        assert_eq!(parse_seq("+0000000000000000042"), None);
+        assert_eq!(parse_seq("99999999999999999999"), None, "overflows u64");
+        assert_eq!(log_key(7), "log/00000000000000000007");
+    }
+}
