@@ -42,6 +42,9 @@ pub use strata_engine::{ServeConfig, Served};
 pub use strata_index as index;
 pub use strata_levels as levels;
 pub use strata_recover as recover;
+/// The object-storage tier (docs/remote.md): the `remote` feature, off by default.
+#[cfg(feature = "remote")]
+pub use strata_remote as remote;
 pub use strata_segment as segment;
 
 /// The README's Rust examples (its embedding example), compiled and run as doc-tests, so the

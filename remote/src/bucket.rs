@@ -174,10 +174,7 @@ impl Bucket {
     pub(crate) fn put_create(&self, key: &str, bytes: Vec<u8>) -> Result<Created, RemoteError> {
         let path = self.path(key);
         let options = PutOptions::from(PutMode::Create);
-        match self.block(
-            self.store
-                .put_opts(&path, PutPayload::from(bytes), options),
-        ) {
+        match self.block(self.store.put_opts(&path, PutPayload::from(bytes), options)) {
             Ok(_) => Ok(Created::New),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(Created::Exists),
             Err(e) => Err(RemoteError::object(key, e)),

@@ -132,7 +132,11 @@ mod tests {
             cache.insert(name, bytes(30));
             assert!(cache.bytes() <= 100, "{} bytes held", cache.bytes());
         }
-        assert_eq!(cache.bytes(), 90, "three segments of 30 fit a budget of 100");
+        assert_eq!(
+            cache.bytes(),
+            90,
+            "three segments of 30 fit a budget of 100"
+        );
         assert_eq!(cache.len(), 3);
         assert!(cache.get(10).is_some() && cache.get(9).is_some() && cache.get(8).is_some());
         assert!(cache.get(7).is_none(), "the least recently used went first");
@@ -156,6 +160,9 @@ mod tests {
         cache.insert(1, bytes(5));
         cache.insert(2, bytes(11));
         assert!(cache.get(2).is_none());
-        assert!(cache.get(1).is_some(), "nothing evicted for a segment not kept");
+        assert!(
+            cache.get(1).is_some(),
+            "nothing evicted for a segment not kept"
+        );
     }
 }

@@ -35,3 +35,29 @@ pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
 pub use publish::{Published, Publisher};
 pub use replica::{BucketVfs, Replica};
+
+/// `Store::open_replica(url)`: a [`Replica`] of the bucket a URL names, with default settings.
+///
+/// ```no_run
+/// use strata_engine::Store;
+/// use strata_remote::OpenReplica;
+///
+/// let replica = Store::open_replica("s3://my-bucket/plant-7")?;
+/// let mark = replica.store().watermark("capture", &["run_7"])?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait OpenReplica {
+    /// Boots a replica from the bucket `url` names (see [`Bucket::open_url`]), with
+    /// [`strata_engine::Config::default`] and [`RemoteConfig::default`].
+    fn open_replica(url: &str) -> Result<Replica, RemoteError>;
+}
+
+impl OpenReplica for strata_engine::Store {
+    fn open_replica(url: &str) -> Result<Replica, RemoteError> {
+        Replica::open_url(
+            url,
+            strata_engine::Config::default(),
+            RemoteConfig::default(),
+        )
+    }
+}

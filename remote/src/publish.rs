@@ -13,7 +13,7 @@ use crate::bucket::{Bucket, Created};
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
-use crate::replica::{IDENTITY_KEY, Assembled, assemble, epoch_key, log_key, parse_seq, seg_key};
+use crate::replica::{Assembled, IDENTITY_KEY, assemble, epoch_key, log_key, parse_seq, seg_key};
 
 /// The file in the local store's root that names the store to its buckets.
 pub const IDENTITY_FILE: &str = "remote-identity";
@@ -305,7 +305,9 @@ impl Publisher {
             }
             Created::Exists => {
                 let there = self.bucket.get(&key)?;
-                if there.len() as u64 != len || strata_segment::format::file_digest(&there) != digest {
+                if there.len() as u64 != len
+                    || strata_segment::format::file_digest(&there) != digest
+                {
                     return Err(RemoteError::unreadable(
                         &key,
                         format!(
@@ -442,12 +444,13 @@ fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError
         Ok(false) => None,
         Err(e) => return Err(io_error(IDENTITY_FILE, e).into()),
     };
-    let remote = match bucket.get_opt(IDENTITY_KEY)? {
-        Some(bytes) => Some(parse_identity(&bytes).ok_or_else(|| {
-            RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity")
-        })?),
-        None => None,
-    };
+    let remote =
+        match bucket.get_opt(IDENTITY_KEY)? {
+            Some(bytes) => Some(parse_identity(&bytes).ok_or_else(|| {
+                RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity")
+            })?),
+            None => None,
+        };
     let identity = match (local, remote) {
         (Some(l), Some(r)) if l == r => return Ok(l),
         (Some(l), Some(r)) => {

@@ -145,7 +145,10 @@ fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, Remo
             before.manifest
         }
         (LogKind::Append, None) => {
-            return Err(RemoteError::unreadable(&key, "an append with nothing before it"));
+            return Err(RemoteError::unreadable(
+                &key,
+                "an append with nothing before it",
+            ));
         }
     };
     manifest.extend_from_slice(&object.body);
@@ -376,18 +379,24 @@ pub struct Replica {
 
 impl Replica {
     /// Boots from the bucket's newest state. Refuses a bucket with nothing published yet.
-    pub fn open(bucket: Bucket, config: Config, remote: RemoteConfig) -> Result<Replica, RemoteError> {
+    pub fn open(
+        bucket: Bucket,
+        config: Config,
+        remote: RemoteConfig,
+    ) -> Result<Replica, RemoteError> {
         let identity = read_identity(&bucket).map_err(|e| match e {
             RemoteError::Missing { .. } => RemoteError::Missing {
-                key: format!("{}/{IDENTITY_KEY} (nothing was ever published there)", bucket.location()),
+                key: format!(
+                    "{}/{IDENTITY_KEY} (nothing was ever published there)",
+                    bucket.location()
+                ),
             },
             other => other,
         })?;
-        let state = assemble(&bucket, &remote, Some(identity))?.ok_or_else(|| {
-            RemoteError::Missing {
+        let state =
+            assemble(&bucket, &remote, Some(identity))?.ok_or_else(|| RemoteError::Missing {
                 key: format!("{}/log/ (nothing was published yet)", bucket.location()),
-            }
-        })?;
+            })?;
         let bucket = Arc::new(bucket);
         let cache = Arc::new(SegmentCache::new(remote.cache_bytes));
         let store = boot(&bucket, &cache, &remote, &config, &state)?;
@@ -404,7 +413,11 @@ impl Replica {
     }
 
     /// [`Replica::open`] of the bucket a URL names (see [`Bucket::open_url`]).
-    pub fn open_url(url: &str, config: Config, remote: RemoteConfig) -> Result<Replica, RemoteError> {
+    pub fn open_url(
+        url: &str,
+        config: Config,
+        remote: RemoteConfig,
+    ) -> Result<Replica, RemoteError> {
         Replica::open(Bucket::open_url(url, false)?, config, remote)
     }
 
@@ -444,18 +457,25 @@ impl Replica {
     }
 
     fn reboot(&mut self) -> Result<bool, RemoteError> {
-        let state = assemble(&self.bucket, &self.remote, Some(self.identity))?.ok_or_else(|| {
-            RemoteError::Missing {
-                key: format!("{}/log/", self.bucket.location()),
-            }
-        })?;
+        let state =
+            assemble(&self.bucket, &self.remote, Some(self.identity))?.ok_or_else(|| {
+                RemoteError::Missing {
+                    key: format!("{}/log/", self.bucket.location()),
+                }
+            })?;
         let moved = state.head.seq != self.head.seq;
         self.install(state)?;
         Ok(moved)
     }
 
     fn install(&mut self, state: Assembled) -> Result<(), RemoteError> {
-        let store = boot(&self.bucket, &self.cache, &self.remote, &self.config, &state)?;
+        let store = boot(
+            &self.bucket,
+            &self.cache,
+            &self.remote,
+            &self.config,
+            &state,
+        )?;
         self.store = store;
         self.head = state.head;
         self.manifest = state.manifest;
@@ -496,7 +516,11 @@ fn boot(
         remote.range_bytes,
         state,
     );
-    Ok(Store::open_read_only_in(Arc::new(vfs), config.clone(), &[])?)
+    Ok(Store::open_read_only_in(
+        Arc::new(vfs),
+        config.clone(),
+        &[],
+    )?)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
     reason = "test code: sizes are small, and a failed unwrap is a failed test"
 )]
 
+mod acceptance;
 mod primitives;
 mod server;
 mod support;

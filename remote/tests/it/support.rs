@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::memory::InMemory;
-use strata_engine::{Aggregate, Config, FieldKind, Store, StreamDecl, Stream, Value};
+use strata_engine::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Value};
 use strata_remote::Bucket;
 
 /// The stream every tier test writes: two labels, an axis, two measured fields.

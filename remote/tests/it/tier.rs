@@ -7,17 +7,13 @@ use crate::support::{TRACKS, config, decl, memory_bucket, rows, same_answers, sa
 
 /// Seals `barriers` barriers of `per` rows per track, publishing after each, compacting every
 /// third; returns the next row index.
-fn ingest(
-    store: &mut Store,
-    publisher: &mut Publisher,
-    from: u64,
-    barriers: u64,
-    per: u64,
-) -> u64 {
+fn ingest(store: &mut Store, publisher: &mut Publisher, from: u64, barriers: u64, per: u64) -> u64 {
     let mut at = from;
     for b in 0..barriers {
         for track in TRACKS {
-            store.publish("probe", 1, &rows(track, at, per)).expect("publish");
+            store
+                .publish("probe", 1, &rows(track, at, per))
+                .expect("publish");
         }
         at += per;
         store.seal().expect("seal");
@@ -44,22 +40,35 @@ fn a_replica_answers_as_the_writer_at_every_published_state() {
     let mut at = at;
     for round in 0..6 {
         at = ingest(&mut store, &mut publisher, at, 3, 40);
-        assert!(replica.poll().unwrap(), "round {round}: new records were published");
+        assert!(
+            replica.poll().unwrap(),
+            "round {round}: new records were published"
+        );
         assert_eq!(replica.seq(), publisher.head().unwrap());
         let compared = same_answers(&store, replica.store());
-        assert_eq!(compared as u64, 3 * at, "round {round}: every row is on the replica");
+        assert_eq!(
+            compared as u64,
+            3 * at,
+            "round {round}: every row is on the replica"
+        );
         assert!(!replica.poll().unwrap(), "nothing new");
         if round == 2 {
             // A manifest rewrite: the next publish is a reset, which the replica follows.
             assert!(store.checkpoint().unwrap(), "the manifest was rewritten");
             let published = publisher.publish(&store).unwrap();
-            assert!(published.reset, "after a rewrite the bucket gets the whole manifest");
+            assert!(
+                published.reset,
+                "after a rewrite the bucket gets the whole manifest"
+            );
             assert!(replica.poll().unwrap());
             same_answers(&store, replica.store());
         }
     }
     let compacted = store.catalog().live_files().count();
-    assert!(compacted < 20, "compaction merged the barriers' files ({compacted} live)");
+    assert!(
+        compacted < 20,
+        "compaction merged the barriers' files ({compacted} live)"
+    );
 }
 
 #[test]
