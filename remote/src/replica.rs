@@ -482,6 +482,19 @@ impl Replica {
         Ok(())
     }
 
+    /// Forgets every cached segment and boots the store again on the same state (without
+    /// reading the log again), so that the next reads fetch their segments from the bucket: a
+    /// cold cache, as a replica that just started has.
+    pub fn evict_all(&mut self) -> Result<(), RemoteError> {
+        self.cache.clear();
+        let state = finish(Assembled {
+            head: self.head.clone(),
+            manifest: self.manifest.clone(),
+            catalog: Catalog::new(),
+        })?;
+        self.install(state)
+    }
+
     /// The store as of the last boot or poll: query, survey and fold it as any read-only store.
     pub fn store(&self) -> &Store {
         &self.store
