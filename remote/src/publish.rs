@@ -137,7 +137,7 @@ impl Publisher {
         }
         drop(manifest);
         publisher.live = catalog.live_files().map(|f| f.name).collect();
-        publisher.uploaded = publisher.live.clone();
+        publisher.uploaded.clone_from(&publisher.live);
         let live = publisher.live.clone();
         publisher.sweep_unclaimed(&live)?;
         publisher.head = Some(LogObject {
