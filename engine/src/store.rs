@@ -768,7 +768,10 @@ impl Store {
         self.read_only
     }
 
-    pub(crate) fn check_poison(&self) -> Result<(), EngineError> {
+    /// `EngineError::Poisoned` if an earlier failed write poisoned the store: every write is
+    /// refused until it is reopened, and what the failed write left on disk may not be durable,
+    /// so nothing should copy the store elsewhere (strata-remote's publisher asks this first).
+    pub fn check_poison(&self) -> Result<(), EngineError> {
         match &self.poisoned {
             Some(cause) => Err(EngineError::Poisoned {
                 cause: Arc::clone(cause),

@@ -61,9 +61,9 @@ impl SegmentCache {
             return;
         }
         let mut inner = self.lock();
-        if let Some((_, last)) = inner.by_name.remove(&name) {
+        if let Some((old, last)) = inner.by_name.remove(&name) {
             inner.by_use.remove(&last);
-            inner.bytes -= len;
+            inner.bytes -= old.len() as u64;
         }
         while inner.bytes + len > self.budget {
             let Some((_, victim)) = inner.by_use.pop_first() else {
@@ -164,5 +164,21 @@ mod tests {
             cache.get(1).is_some(),
             "nothing evicted for a segment not kept"
         );
+    }
+
+    #[test]
+    fn inserting_a_held_name_again_counts_its_bytes_once() {
+        let cache = SegmentCache::new(100);
+        cache.insert(1, bytes(40));
+        cache.insert(1, bytes(10));
+        assert_eq!(
+            cache.bytes(),
+            10,
+            "the old 40 bytes went with the old entry"
+        );
+        cache.insert(1, bytes(60));
+        cache.insert(2, bytes(40));
+        assert_eq!(cache.bytes(), 100);
+        assert_eq!(cache.len(), 2);
     }
 }

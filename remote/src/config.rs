@@ -8,7 +8,10 @@ use std::time::Duration;
 pub struct RemoteConfig {
     /// How long an object stays in the bucket after the record that retires it was published
     /// (default 10 minutes). A replica that polls more often than this never reads a deleted
-    /// object; one that sleeps longer re-boots from the newest state when its reads fail.
+    /// object; one that sleeps longer may find a segment gone, and its read then fails with
+    /// `Unreadable` naming the object (never a wrong answer) until a `poll` moves it to the
+    /// bucket's newest state. It must also exceed the longest a writer takes from checking its
+    /// fence to putting its `log/` object (docs/remote.md, "Fencing").
     pub grace: Duration,
     /// The most bytes of segments a replica keeps in memory, least recently used evicted first
     /// (default 256 MiB). Segments the store's open readers still hold stay alive until their

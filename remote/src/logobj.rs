@@ -63,7 +63,8 @@ pub struct LogObject {
 impl LogObject {
     /// Where the body starts in the local manifest.
     pub fn start(&self) -> u64 {
-        self.end - self.body.len() as u64
+        // decode refuses a body longer than `end`; saturating keeps a hand-built one harmless.
+        self.end.saturating_sub(self.body.len() as u64)
     }
 
     /// The object's bytes.
@@ -144,11 +145,21 @@ impl LogObject {
             body,
         };
         let header = LOG_HEADER_LEN as u64;
+        // Where the body starts in the writer's manifest: at or after its header.
+        let start = end
+            .checked_sub(body_len)
+            .filter(|&start| start >= header)
+            .ok_or_else(|| {
+                format!(
+                    "its body ({body_len} bytes) would start before the manifest's header ends \
+                     (the manifest ends at byte {end})"
+                )
+            })?;
         match kind {
-            LogKind::Reset if reset != seq || object.start() != header || end < header => {
+            LogKind::Reset if reset != seq || start != header => {
                 return Err("a reset that does not hold a whole manifest".into());
             }
-            LogKind::Append if reset >= seq || end < body_len + header => {
+            LogKind::Append if reset >= seq => {
                 return Err("an append that builds on nothing before it".into());
             }
             _ => {}
@@ -216,6 +227,45 @@ mod tests {
         for len in 0..bytes.len() {
             assert!(LogObject::decode(&bytes[..len], 9).is_err(), "cut at {len}");
         }
+    }
+
+    /// An object whose checksum holds but whose fields contradict each other is refused with a
+    /// reason, never a panic or an overflow.
+    #[test]
+    fn checksummed_nonsense_is_refused() {
+        let header = LOG_HEADER_LEN as u64;
+        let cases: [(&str, fn(&mut LogObject)); 6] = [
+            ("body longer than the manifest", |o| o.end = 2),
+            ("body before the header", |o| {
+                o.end = LOG_HEADER_LEN as u64 + 2
+            }),
+            ("reset not at its own sequence", |o| {
+                o.kind = LogKind::Reset;
+                o.reset = 3;
+            }),
+            ("reset not holding the whole manifest", |o| {
+                o.kind = LogKind::Reset;
+                o.reset = 9;
+            }),
+            ("append on a later reset", |o| o.reset = 9),
+            ("append at u64::MAX on nothing", |o| {
+                o.end = u64::MAX;
+                o.reset = u64::MAX;
+            }),
+        ];
+        for (what, spoil) in cases {
+            let mut object = sample();
+            spoil(&mut object);
+            assert!(
+                LogObject::decode(&object.encode(), 9).is_err(),
+                "{what}: accepted"
+            );
+        }
+        let mut reset = sample();
+        reset.kind = LogKind::Reset;
+        reset.reset = 9;
+        reset.end = header + 5;
+        assert_eq!(LogObject::decode(&reset.encode(), 9).unwrap(), reset);
     }
 
     #[test]

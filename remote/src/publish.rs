@@ -13,7 +13,9 @@ use crate::bucket::{Bucket, Created};
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
-use crate::replica::{Assembled, IDENTITY_KEY, assemble, epoch_key, log_key, parse_seq, seg_key};
+use crate::replica::{
+    Assembled, IDENTITY_KEY, assemble, epoch_key, log_key, log_seqs, parse_seq, seg_key,
+};
 
 /// The file in the local store's root that names the store to its buckets.
 pub const IDENTITY_FILE: &str = "remote-identity";
@@ -51,7 +53,9 @@ pub struct Collected {
 /// The writer's side of the tier: publishes what a local [`Store`] made durable, in order.
 ///
 /// Call [`Publisher::publish`] after a `seal`, a compaction step, or any other change you want
-/// replicas to see; it holds `&Store`, so nothing changes the store while it reads it.
+/// replicas to see; it holds `&Store`, so nothing changes the store while it reads it. Call
+/// [`Publisher::collect`] now and then (publish does when something is due) to delete what
+/// the grace period no longer protects.
 #[derive(Debug)]
 pub struct Publisher {
     bucket: Bucket,
@@ -65,17 +69,21 @@ pub struct Publisher {
     uploaded: BTreeSet<FileName>,
     /// Files live in the bucket's newest state.
     live: BTreeSet<FileName>,
-    /// Segments retired by a published record, and when that record was published.
+    /// Segments no longer claimed, and since when: deleted once the grace period has passed.
     retired: Vec<(Instant, FileName)>,
     /// Resets published, and when: every `log/` object below one is deleted after the grace.
     resets: Vec<(Instant, u64)>,
     fenced: Option<(u64, Option<u64>)>,
+    /// The bucket's newest state may not be `head`: a `log/` put whose outcome is unknown (an
+    /// error after the request left), or another object found where ours was to go. The next
+    /// publish or collect reads the bucket's newest state before anything else.
+    stale: bool,
 }
 
 impl Publisher {
     /// Attaches `store` to `bucket`: checks (or, the first time, records) that the two belong
     /// together, takes the next writer epoch, and reads the bucket's newest state. Refuses a
-    /// bucket that holds another store, or records the local store does not hold.
+    /// bucket that holds another store, or a state the local store does not hold.
     pub fn attach(
         store: &Store,
         bucket: Bucket,
@@ -86,6 +94,7 @@ impl Publisher {
                 reason: "a read-only store cannot publish (open it writable)".into(),
             });
         }
+        store.check_poison()?;
         let vfs = store.vfs();
         let identity = bind_identity(vfs.as_ref(), &bucket)?;
         let epoch = take_epoch(&bucket)?;
@@ -100,62 +109,55 @@ impl Publisher {
             retired: Vec::new(),
             resets: Vec::new(),
             fenced: None,
+            stale: true,
         };
-        let state = assemble(&publisher.bucket, &publisher.config, Some(identity))?;
-        let Some(Assembled {
-            head,
-            catalog,
-            manifest,
-        }) = state
-        else {
-            publisher.sweep_unclaimed(&BTreeSet::new())?;
-            return Ok(publisher);
-        };
-        let (generation, local) = local_manifest(vfs.as_ref())?;
-        let ahead = |why: String| RemoteError::Diverged {
-            reason: format!(
-                "the bucket's log/{} {why}: the local store is behind the bucket (an old \
-                 copy?); refusing to rewind it",
-                head.seq
-            ),
-        };
-        if head.generation > generation {
-            return Err(ahead(format!(
-                "comes from manifest generation {}, the local store is at {generation}",
-                head.generation
-            )));
-        }
-        if head.generation == generation
-            && (head.end > local.len() as u64
-                || crc32c::crc32c(&local[..usize::try_from(head.end).unwrap_or(usize::MAX)])
-                    != head.prefix_crc)
-        {
-            return Err(ahead(format!(
-                "holds {} manifest bytes the local manifest does not",
-                head.end
-            )));
-        }
-        drop(manifest);
-        publisher.live = catalog.live_files().map(|f| f.name).collect();
-        publisher.uploaded.clone_from(&publisher.live);
-        let live = publisher.live.clone();
-        publisher.sweep_unclaimed(&live)?;
-        publisher.head = Some(LogObject {
-            body: Vec::new(),
-            ..head
-        });
+        publisher.read_head(vfs.as_ref())?;
+        publisher.sweep_unclaimed()?;
         Ok(publisher)
+    }
+
+    /// Reads the bucket's newest state and makes it this publisher's head, after checking
+    /// that no newer writer wrote it and that the local store holds everything it claims.
+    fn read_head(&mut self, vfs: &dyn Vfs) -> Result<(), RemoteError> {
+        let state = assemble(&self.bucket, &self.config, Some(self.identity))?;
+        let now = Instant::now();
+        let (head, live) = match state {
+            None => (None, BTreeSet::new()),
+            Some(Assembled { head, catalog, .. }) => {
+                if head.epoch > self.epoch {
+                    self.fenced = Some((head.seq, Some(head.epoch)));
+                    return Err(self.fenced_error());
+                }
+                local_holds(vfs, &head, &catalog)?;
+                let live = catalog.live_files().map(|f| f.name).collect();
+                (
+                    Some(LogObject {
+                        body: Vec::new(),
+                        ..head
+                    }),
+                    live,
+                )
+            }
+        };
+        for &gone in self.live.difference(&live) {
+            self.retired.push((now, gone));
+        }
+        self.uploaded.extend(live.iter().copied());
+        self.live = live;
+        self.head = head;
+        self.stale = false;
+        Ok(())
     }
 
     /// Any segment object the bucket's state does not claim (a retired one, or one uploaded
     /// by a writer that crashed before its record) is deleted after the grace period, counted
     /// from now: a replica may still be reading it.
-    fn sweep_unclaimed(&mut self, live: &BTreeSet<FileName>) -> Result<(), RemoteError> {
+    fn sweep_unclaimed(&mut self) -> Result<(), RemoteError> {
         let now = Instant::now();
         for (name, _) in self.bucket.list(SEG_DIR, None)? {
             match NumberedName::parse(&name) {
                 // Publish compares it with the local file before reusing it for a claim.
-                Some(n) if !live.contains(&n.number) => self.retired.push((now, n.number)),
+                Some(n) if !self.live.contains(&n.number) => self.retired.push((now, n.number)),
                 _ => {}
             }
         }
@@ -182,18 +184,53 @@ impl Publisher {
         &self.bucket
     }
 
+    /// Deletions waiting for their grace period (retired segments, resets whose older `log/`
+    /// objects go): at most what the grace period's publishes retired, since each publish
+    /// collects what is due.
+    pub fn waiting(&self) -> usize {
+        self.retired.len() + self.resets.len()
+    }
+
     /// Publishes everything `store` made durable since the last publish: uploads each live
     /// segment the bucket lacks, then one `log/` object with the new manifest frames. Does
-    /// nothing (and puts nothing) when the bucket is up to date.
+    /// nothing (and puts nothing) when the bucket is up to date. Refuses a poisoned store (what
+    /// its failed write left may not be durable).
     ///
     /// A failure leaves the bucket a consistent prefix (segments without a record are never
-    /// read); publish again to go on. A publisher that lost the race for a `log/` object to
-    /// another writer, or sees a newer epoch, answers [`RemoteError::Fenced`] now and ever
-    /// after.
+    /// read); publish again to go on, even when the failure hid whether the `log/` object was
+    /// put (the next publish reads the bucket first). A publisher that lost the race for a
+    /// `log/` object to a newer writer, or sees a newer epoch, answers [`RemoteError::Fenced`]
+    /// now and ever after.
     pub fn publish(&mut self, store: &Store) -> Result<Published, RemoteError> {
         self.check_fence()?;
+        store.check_poison()?;
         let vfs = store.vfs();
-        let (generation, local) = local_manifest(vfs.as_ref())?;
+        // At most twice: a put that finds our own earlier object (its acknowledgement was
+        // lost) reads the bucket's state and goes on from there once.
+        for _ in 0..2 {
+            if self.stale {
+                self.read_head(vfs.as_ref())?;
+            }
+            match self.publish_once(vfs.as_ref())? {
+                Some(published) => {
+                    self.collect_due();
+                    return Ok(published);
+                }
+                None => self.stale = true,
+            }
+        }
+        Err(RemoteError::Diverged {
+            reason: format!(
+                "{}: the bucket changed under this writer twice in one publish",
+                self.bucket.location()
+            ),
+        })
+    }
+
+    /// One attempt; `None` if `log/S` already holds an object not ours to go on from (the
+    /// caller re-reads the bucket's state).
+    fn publish_once(&mut self, vfs: &dyn Vfs) -> Result<Option<Published>, RemoteError> {
+        let (generation, local) = local_manifest(vfs)?;
         let len = local.len() as u64;
         let header = LOG_HEADER_LEN as u64;
         let (kind, start) = match &self.head {
@@ -208,7 +245,7 @@ impl Publisher {
                     });
                 }
                 if h.end == len {
-                    return Ok(Published::default());
+                    return Ok(Some(Published::default()));
                 }
                 (LogKind::Append, h.end)
             }
@@ -221,6 +258,12 @@ impl Publisher {
                 });
             }
             _ => (LogKind::Reset, header),
+        };
+        let seq = match &self.head {
+            None => 0,
+            Some(h) => h.seq.checked_add(1).ok_or_else(|| RemoteError::Bound {
+                reason: format!("{}: the log's numbers are used up", self.bucket.location()),
+            })?,
         };
         let catalog = catalog_of(&local, vfs.location())?;
         let live: BTreeMap<FileName, (u64, u32)> = catalog
@@ -235,10 +278,9 @@ impl Publisher {
             if self.uploaded.contains(&name) {
                 continue;
             }
-            self.upload(vfs.as_ref(), name, flen, digest, &mut published)?;
+            self.upload(vfs, name, flen, digest, &mut published)?;
             self.uploaded.insert(name);
         }
-        let seq = self.head.as_ref().map_or(0, |h| h.seq + 1);
         let object = LogObject {
             identity: self.identity,
             epoch: self.epoch,
@@ -255,13 +297,26 @@ impl Publisher {
         };
         let bytes = object.encode();
         let key = log_key(seq);
-        if self.bucket.put_create(&key, bytes.clone())? == Created::Exists {
-            let there = self.bucket.get(&key)?;
+        let created = self
+            .bucket
+            .put_create(&key, bytes.clone())
+            .inspect_err(|_| {
+                // The request may have landed before it failed: read the bucket before the next.
+                self.stale = true;
+            })?;
+        if created == Created::Exists {
+            let there = self.bucket.get(&key).inspect_err(|_| self.stale = true)?;
             if there != bytes {
                 let winner = LogObject::decode(&there, seq)
                     .map_err(|reason| RemoteError::unreadable(&key, reason))?;
-                self.fenced = Some((seq, Some(winner.epoch)));
-                return Err(self.fenced_error());
+                if winner.epoch > self.epoch {
+                    self.fenced = Some((seq, Some(winner.epoch)));
+                    return Err(self.fenced_error());
+                }
+                // Ours, put by a publish whose acknowledgement was lost, or an older writer's
+                // that raced us: read the bucket's state (which checks that the local store
+                // holds it) and go on from there.
+                return Ok(None);
             }
         }
         let now = Instant::now();
@@ -278,7 +333,7 @@ impl Publisher {
             ..object
         });
         published.seq = Some(seq);
-        Ok(published)
+        Ok(Some(published))
     }
 
     fn upload(
@@ -333,9 +388,12 @@ impl Publisher {
 
     /// Refuses once fenced, or once a newer writer has taken the next epoch.
     fn check_fence(&mut self) -> Result<(), RemoteError> {
-        if self.fenced.is_none() && self.bucket.exists(&epoch_key(self.epoch + 1))? {
-            let seq = self.head.as_ref().map_or(0, |h| h.seq + 1);
-            self.fenced = Some((seq, None));
+        if self.fenced.is_none() {
+            let next = self.epoch.saturating_add(1);
+            if self.bucket.exists(&epoch_key(next))? {
+                let seq = self.head.as_ref().map_or(0, |h| h.seq.saturating_add(1));
+                self.fenced = Some((seq, None));
+            }
         }
         match self.fenced {
             Some(_) => Err(self.fenced_error()),
@@ -343,51 +401,138 @@ impl Publisher {
         }
     }
 
-    /// Deletes what the grace period no longer protects: segments retired by a record
-    /// published at least `grace` ago, and `log/` objects below a reset published at least
-    /// `grace` ago. Never a segment the bucket's newest state claims.
+    /// Collects after a publish when something waited its grace period out. A failure is not
+    /// the publish's (it succeeded): what was not deleted waits for the next collect.
+    fn collect_due(&mut self) {
+        let grace = self.config.grace;
+        let due = self.retired.iter().any(|(when, _)| when.elapsed() >= grace)
+            || self.resets.iter().any(|(when, _)| when.elapsed() >= grace);
+        if due {
+            let _ = self.collect_inner();
+        }
+    }
+
+    /// Deletes what the grace period no longer protects: segments unclaimed since at least
+    /// `grace` ago, `log/` objects below a reset published at least `grace` ago, and the
+    /// epoch markers below this writer's. Never a segment the bucket's newest state claims:
+    /// it first checks that no other object followed this writer's newest `log/` object, and
+    /// reads the bucket's state again if one did.
+    ///
+    /// A failed delete keeps it and everything after it for the next collect.
     pub fn collect(&mut self) -> Result<Collected, RemoteError> {
         self.check_fence()?;
+        self.collect_inner()
+    }
+
+    fn collect_inner(&mut self) -> Result<Collected, RemoteError> {
+        let after = self.head.as_ref().map(|h| h.seq);
+        if !self.stale && !log_seqs(&self.bucket, after)?.is_empty() {
+            self.stale = true;
+        }
+        if self.stale {
+            return Err(RemoteError::Diverged {
+                reason: format!(
+                    "{}: the bucket holds a log/ object this writer did not see put (a lost \
+                     acknowledgement, or another writer): publish first, which reads it",
+                    self.bucket.location()
+                ),
+            });
+        }
         let grace = self.config.grace;
         let mut collected = Collected::default();
-        let mut keep = Vec::new();
-        for (when, name) in std::mem::take(&mut self.retired) {
-            if self.live.contains(&name) || when.elapsed() < grace {
-                if !self.live.contains(&name) {
-                    keep.push((when, name));
-                }
+        let live = &self.live;
+        self.retired.retain(|(_, name)| !live.contains(name));
+        let mut i = 0;
+        while i < self.retired.len() {
+            let (when, name) = self.retired[i];
+            if when.elapsed() < grace {
+                i += 1;
                 continue;
             }
-            if let Err(e) = self.bucket.delete(&seg_key(name)) {
-                self.retired.push((when, name));
-                self.retired.extend(keep);
-                return Err(e);
-            }
+            self.bucket.delete(&seg_key(name))?;
+            self.retired.swap_remove(i);
             self.uploaded.remove(&name);
             collected.segments += 1;
         }
-        self.retired = keep;
-        let due: Vec<u64> = self
+        let due = self
             .resets
             .iter()
             .filter(|(when, _)| when.elapsed() >= grace)
             .map(|&(_, seq)| seq)
-            .collect();
-        if let Some(&below) = due.iter().max() {
-            for (name, _) in self.bucket.list("log", None)? {
-                match parse_seq(&name) {
-                    Some(seq) if seq < below => {
-                        self.bucket.delete(&log_key(seq))?;
-                        collected.logs += 1;
-                    }
-                    _ => {}
+            .max();
+        if let Some(below) = due {
+            for seq in log_seqs(&self.bucket, None)? {
+                if seq >= below {
+                    break;
                 }
+                self.bucket.delete(&log_key(seq))?;
+                collected.logs += 1;
             }
             self.resets.retain(|&(_, seq)| seq > below);
         }
-        collected.waiting = self.retired.len();
+        for (name, _) in self.bucket.list("epoch", None)? {
+            if parse_seq(&name).is_some_and(|epoch| epoch < self.epoch) {
+                self.bucket.delete(&epoch_key_named(&name))?;
+            }
+        }
+        collected.waiting = self.waiting();
         Ok(collected)
     }
+}
+
+fn epoch_key_named(name: &str) -> String {
+    format!("epoch/{name}")
+}
+
+/// Checks that the local store holds the bucket's state `head` (whose manifest describes
+/// `catalog`): publishing would otherwise rewind or fork the bucket's history. The same
+/// manifest generation must hold the bucket's bytes as a prefix; a newer one (the store
+/// rewrote its manifest since) must have issued every name the bucket's state did and hold
+/// each file it claims with the same length and digest, or have retired it since.
+fn local_holds(vfs: &dyn Vfs, head: &LogObject, catalog: &Catalog) -> Result<(), RemoteError> {
+    let (generation, local) = local_manifest(vfs)?;
+    let behind = |why: String| RemoteError::Diverged {
+        reason: format!(
+            "the bucket's log/{} {why}: the local store is behind the bucket or another copy of \
+             it; refusing to rewind or fork the bucket's history",
+            head.seq
+        ),
+    };
+    if head.generation > generation {
+        return Err(behind(format!(
+            "comes from manifest generation {}, the local store is at {generation}",
+            head.generation
+        )));
+    }
+    if head.generation == generation {
+        let prefix = usize::try_from(head.end).unwrap_or(usize::MAX);
+        if head.end > local.len() as u64 || crc32c::crc32c(&local[..prefix]) != head.prefix_crc {
+            return Err(behind(format!(
+                "holds {} manifest bytes the local manifest does not",
+                head.end
+            )));
+        }
+        return Ok(());
+    }
+    let mine = catalog_of(&local, vfs.location())?;
+    if mine.name_high() < catalog.name_high() {
+        return Err(behind(format!(
+            "names files up to {}, the local store only up to {}",
+            catalog.name_high(),
+            mine.name_high()
+        )));
+    }
+    for file in catalog.live_files() {
+        if let Some(own) = mine.file(file.name)
+            && (own.len != file.len || own.digest != file.digest)
+        {
+            return Err(behind(format!(
+                "claims segment {} with another length or digest than the local one",
+                file.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn io_error(path: &str, source: std::io::Error) -> SegmentError {

@@ -68,7 +68,8 @@ pub(crate) fn assemble(
     };
     let head = read_log(bucket, newest, identity)?;
     let reset = head.reset;
-    let count = newest - reset + 1;
+    // decode guarantees reset <= seq.
+    let count = (newest - reset).saturating_add(1);
     if count > config.log_objects_max {
         return Err(RemoteError::Bound {
             reason: format!(
@@ -88,15 +89,18 @@ pub(crate) fn assemble(
     finish(state).map(Some)
 }
 
-fn log_seqs(bucket: &Bucket, after: Option<u64>) -> Result<Vec<u64>, RemoteError> {
-    let after = after.map(|s| format!("{s:020}"));
-    let mut seqs = Vec::new();
-    for (name, _) in bucket.list("log", after.as_deref())? {
-        let seq = parse_seq(&name).ok_or_else(|| {
-            RemoteError::unreadable(&format!("log/{name}"), "not a log object's name")
-        })?;
-        seqs.push(seq);
-    }
+/// The numbers of the `log/` objects above `after` (all, for `None`), ascending. A key under
+/// `log/` that is not a 20-digit number (a stray upload, a tool's marker) is not strata's and is
+/// passed over: it must not stop every replica of the bucket.
+pub(crate) fn log_seqs(bucket: &Bucket, after: Option<u64>) -> Result<Vec<u64>, RemoteError> {
+    let key = after.map(|s| format!("{s:020}"));
+    let mut seqs: Vec<u64> = bucket
+        .list("log", key.as_deref())?
+        .iter()
+        .filter_map(|(name, _)| parse_seq(name))
+        .filter(|&seq| after.is_none_or(|after| seq > after))
+        .collect();
+    seqs.sort_unstable();
     Ok(seqs)
 }
 
@@ -131,7 +135,7 @@ fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, Remo
         (LogKind::Reset, _) => log_header().to_vec(),
         (LogKind::Append, Some(before)) => {
             let prev = &before.head;
-            if object.seq != prev.seq + 1
+            if Some(object.seq) != prev.seq.checked_add(1)
                 || object.reset != prev.reset
                 || object.generation != prev.generation
                 || object.start() != prev.end
@@ -201,7 +205,8 @@ impl BucketVfs {
         BucketVfs {
             bucket,
             cache,
-            range_bytes,
+            // A field set to 0 by hand would never advance a fetch.
+            range_bytes: range_bytes.max(1),
             generation: state.head.generation.max(1),
             manifest: state.manifest.clone().into(),
             files: state
@@ -227,10 +232,12 @@ impl BucketVfs {
             return Ok(bytes);
         }
         let key = seg_key(name);
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        // The record's length is not trusted with an allocation: the bytes grow as the
+        // bucket answers, a range at a time.
+        let mut bytes = Vec::with_capacity(usize::try_from(len.min(self.range_bytes)).unwrap_or(0));
         let mut at = 0;
         while at < len {
-            let end = len.min(at + self.range_bytes);
+            let end = len.min(at.saturating_add(self.range_bytes));
             let part = self.bucket.get_range(&key, at..end).map_err(|e| match e {
                 RemoteError::Missing { .. } => io::Error::new(
                     io::ErrorKind::NotFound,
@@ -426,10 +433,9 @@ impl Replica {
     /// error the replica keeps serving the state it had.
     pub fn poll(&mut self) -> Result<bool, RemoteError> {
         let seqs = log_seqs(&self.bucket, Some(self.head.seq))?;
-        if seqs.is_empty() {
+        let Some(&newest) = seqs.last() else {
             return Ok(false);
-        }
-        let newest = seqs[seqs.len() - 1];
+        };
         if newest - self.head.seq > self.remote.log_objects_max {
             // Far behind: read the newest state from its reset instead.
             return self.reboot();
