@@ -233,11 +233,12 @@ mod tests {
     /// reason, never a panic or an overflow.
     #[test]
     fn checksummed_nonsense_is_refused() {
+        type Spoil = fn(&mut LogObject);
         let header = LOG_HEADER_LEN as u64;
-        let cases: [(&str, fn(&mut LogObject)); 6] = [
+        let cases: [(&str, Spoil); 6] = [
             ("body longer than the manifest", |o| o.end = 2),
             ("body before the header", |o| {
-                o.end = LOG_HEADER_LEN as u64 + 2
+                o.end = LOG_HEADER_LEN as u64 + 2;
             }),
             ("reset not at its own sequence", |o| {
                 o.kind = LogKind::Reset;

@@ -119,6 +119,7 @@ impl Publisher {
     /// Reads the bucket's newest state and makes it this publisher's head, after checking
     /// that no newer writer wrote it and that the local store holds everything it claims.
     fn read_head(&mut self, vfs: &dyn Vfs) -> Result<(), RemoteError> {
+        self.remove_torn_head()?;
         let state = assemble(&self.bucket, &self.config, Some(self.identity))?;
         let now = Instant::now();
         let (head, live) = match state {
@@ -147,6 +148,20 @@ impl Publisher {
         self.head = head;
         self.stale = false;
         Ok(())
+    }
+
+    /// Removes the newest `log/` object if it is not one (it fails its checksum: an upload a
+    /// store tore, against object_store's promise that a put is whole or absent). No reader can
+    /// have used it, and the publish that put it is re-done from the local manifest.
+    fn remove_torn_head(&self) -> Result<(), RemoteError> {
+        let Some(&newest) = log_seqs(&self.bucket, None)?.last() else {
+            return Ok(());
+        };
+        let key = log_key(newest);
+        match self.bucket.get_opt(&key)? {
+            Some(bytes) if LogObject::decode(&bytes, newest).is_err() => self.bucket.delete(&key),
+            _ => Ok(()),
+        }
     }
 
     /// Any segment object the bucket's state does not claim (a retired one, or one uploaded
@@ -295,29 +310,8 @@ impl Publisher {
             prefix_crc: crc32c::crc32c(&local),
             body: local[usize::try_from(start).unwrap_or(usize::MAX)..].to_vec(),
         };
-        let bytes = object.encode();
-        let key = log_key(seq);
-        let created = self
-            .bucket
-            .put_create(&key, bytes.clone())
-            .inspect_err(|_| {
-                // The request may have landed before it failed: read the bucket before the next.
-                self.stale = true;
-            })?;
-        if created == Created::Exists {
-            let there = self.bucket.get(&key).inspect_err(|_| self.stale = true)?;
-            if there != bytes {
-                let winner = LogObject::decode(&there, seq)
-                    .map_err(|reason| RemoteError::unreadable(&key, reason))?;
-                if winner.epoch > self.epoch {
-                    self.fenced = Some((seq, Some(winner.epoch)));
-                    return Err(self.fenced_error());
-                }
-                // Ours, put by a publish whose acknowledgement was lost, or an older writer's
-                // that raced us: read the bucket's state (which checks that the local store
-                // holds it) and go on from there.
-                return Ok(None);
-            }
+        if !self.put_log(seq, &object.encode())? {
+            return Ok(None);
         }
         let now = Instant::now();
         let live_now: BTreeSet<FileName> = live.keys().copied().collect();
@@ -334,6 +328,36 @@ impl Publisher {
         });
         published.seq = Some(seq);
         Ok(Some(published))
+    }
+
+    /// Puts `log/seq`, create-only. `false` if the bucket already held another object there
+    /// that is not a newer writer's (this writer's own, put by a publish whose acknowledgement
+    /// was lost; an older writer's that raced it; a torn one): the caller reads the bucket's
+    /// state again (which checks that the local store holds it, and removes a torn head) and
+    /// goes on from there. A newer writer's object fences this one.
+    fn put_log(&mut self, seq: u64, bytes: &[u8]) -> Result<bool, RemoteError> {
+        let key = log_key(seq);
+        let created = self
+            .bucket
+            .put_create(&key, bytes.to_vec())
+            .inspect_err(|_| {
+                // The request may have landed before it failed: read the bucket before the next.
+                self.stale = true;
+            })?;
+        if created == Created::New {
+            return Ok(true);
+        }
+        let there = self.bucket.get(&key).inspect_err(|_| self.stale = true)?;
+        if there == bytes {
+            return Ok(true);
+        }
+        if let Ok(winner) = LogObject::decode(&there, seq)
+            && winner.epoch > self.epoch
+        {
+            self.fenced = Some((seq, Some(winner.epoch)));
+            return Err(self.fenced_error());
+        }
+        Ok(false)
     }
 
     fn upload(
@@ -353,28 +377,35 @@ impl Publisher {
             )));
         }
         let key = seg_key(name);
-        match self.bucket.put_create(&key, bytes)? {
-            Created::New => {
+        // Twice at most: an object already there that is not a whole segment (a torn upload,
+        // or damage in the bucket) is replaced by the bytes its record names. A whole segment
+        // that differs (another copy of this store wrote it) is left alone and refused.
+        for _ in 0..2 {
+            if self.bucket.put_create(&key, bytes.clone())? == Created::New {
                 published.segments += 1;
                 published.bytes += len;
+                return Ok(());
             }
-            Created::Exists => {
-                let there = self.bucket.get(&key)?;
-                if there.len() as u64 != len
-                    || strata_segment::format::file_digest(&there) != digest
-                {
-                    return Err(RemoteError::unreadable(
-                        &key,
-                        format!(
-                            "it differs from the local {path} it should copy (a damaged upload?): \
-                             remove it from the bucket and publish again"
-                        ),
-                    ));
-                }
+            let there = self.bucket.get(&key)?;
+            if there.len() as u64 == len && strata_segment::format::file_digest(&there) == digest {
                 published.already_there += 1;
+                return Ok(());
             }
+            if whole_segment(&there) {
+                return Err(RemoteError::unreadable(
+                    &key,
+                    format!(
+                        "it is a whole segment other than the local {path} it should copy (did \
+                         another copy of this store publish here?)"
+                    ),
+                ));
+            }
+            self.bucket.delete(&key)?;
         }
-        Ok(())
+        Err(RemoteError::unreadable(
+            &key,
+            format!("it still differs from the local {path} it copies after it was put again"),
+        ))
     }
 
     fn fenced_error(&self) -> RemoteError {
@@ -478,6 +509,13 @@ impl Publisher {
         collected.waiting = self.waiting();
         Ok(collected)
     }
+}
+
+/// Whether `bytes` end with the digest of what precedes it, as every segment a store writes
+/// does: a torn or damaged object does not.
+fn whole_segment(bytes: &[u8]) -> bool {
+    let len = bytes.len();
+    len >= 8 && bytes[len - 8..len - 4] == strata_segment::format::file_digest(bytes).to_le_bytes()
 }
 
 fn epoch_key_named(name: &str) -> String {
@@ -589,13 +627,23 @@ fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError
         Ok(false) => None,
         Err(e) => return Err(io_error(IDENTITY_FILE, e).into()),
     };
-    let remote =
-        match bucket.get_opt(IDENTITY_KEY)? {
-            Some(bytes) => Some(parse_identity(&bytes).ok_or_else(|| {
-                RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity")
-            })?),
-            None => None,
-        };
+    let remote = match bucket.get_opt(IDENTITY_KEY)? {
+        Some(bytes) => match parse_identity(&bytes) {
+            Some(identity) => Some(identity),
+            // Torn by the first publish's put, before any record: no replica can have booted.
+            None if log_seqs(bucket, None)?.is_empty() => {
+                bucket.delete(IDENTITY_KEY)?;
+                None
+            }
+            None => {
+                return Err(RemoteError::unreadable(
+                    IDENTITY_KEY,
+                    "not a strata store identity",
+                ));
+            }
+        },
+        None => None,
+    };
     let identity = match (local, remote) {
         (Some(l), Some(r)) if l == r => return Ok(l),
         (Some(l), Some(r)) => {

@@ -31,7 +31,7 @@ fn a_million_rows_through_s3_answer_alike_on_a_replica() {
     for b in 0..BARRIERS {
         for track in TRACKS {
             store
-                .publish("probe", 1, &rows(track, b * PER, PER))
+                .publish("probe", b + 1, &rows(track, b * PER, PER))
                 .unwrap();
         }
         store.seal().unwrap();

@@ -12,6 +12,7 @@
 )]
 
 mod acceptance;
+mod faults;
 mod primitives;
 mod server;
 mod support;

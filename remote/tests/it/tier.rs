@@ -12,7 +12,7 @@ fn ingest(store: &mut Store, publisher: &mut Publisher, from: u64, barriers: u64
     for b in 0..barriers {
         for track in TRACKS {
             store
-                .publish("probe", 1, &rows(track, at, per))
+                .publish("probe", at + 1, &rows(track, at, per))
                 .expect("publish");
         }
         at += per;

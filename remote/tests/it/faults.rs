@@ -1,0 +1,781 @@
+//! #17's faults, over a simulated object store (`FaultStore`: object_store's `InMemory` with a
+//! put that fails before it lands, lands but loses its acknowledgement, or lands torn, at a
+//! chosen put): an upload interrupted at every put of a run, a writer that crashes at every put
+//! (and between its seal and its first upload), two writers racing at every put of the older
+//! one's publish, and a replica reading while the writer compacts and retires. Each test
+//! counts its cases and asserts the counts, so a loop that stopped early fails.
+//!
+//! After every fault the bucket is checked as a replica sees it: it boots to a state that
+//! answers exactly as the writer did there, or (only after a torn put, which object_store's
+//! backends promise never happens) refuses with an error naming the object; never a claim
+//! before its data, never a wrong answer.
+
+use std::fmt;
+use std::path::Path as FsPath;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use strata_engine::Store;
+use strata_remote::{Bucket, Publisher, RemoteConfig, RemoteError, Replica};
+
+use strata_engine::Config;
+
+use crate::support::{TRACKS, decl, rows, same_answers};
+
+/// Compaction merges past two live segments, so a short script compacts.
+fn config() -> Config {
+    crate::support::config()
+        .compact_inputs_min(2)
+        .compact_files_max(2)
+}
+
+/// What the fault does to the put it strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// The put fails and nothing lands.
+    FailBefore,
+    /// The put lands, but its caller is told it failed.
+    LostAck,
+    /// Half the bytes land, and the caller is told it failed.
+    Torn,
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Plan {
+    puts: u64,
+    fault: Option<(u64, Fault)>,
+    fired: u64,
+    hook: Option<(u64, Hook)>,
+}
+
+/// `InMemory`, with a fault armed at the k-th put, and a hook run (on a thread of its own)
+/// just before the k-th put goes through.
+struct FaultStore {
+    inner: InMemory,
+    plan: Mutex<Plan>,
+}
+
+impl FaultStore {
+    fn new() -> Arc<FaultStore> {
+        Arc::new(FaultStore {
+            inner: InMemory::new(),
+            plan: Mutex::new(Plan::default()),
+        })
+    }
+
+    fn plan(&self) -> std::sync::MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Arms `fault` at the `k`-th put from now (1 is the next).
+    fn arm(&self, k: u64, fault: Fault) {
+        let mut plan = self.plan();
+        plan.fault = Some((plan.puts + k, fault));
+    }
+
+    /// Runs `hook` just before the `k`-th put from now.
+    fn before_put(&self, k: u64, hook: Hook) {
+        let mut plan = self.plan();
+        plan.hook = Some((plan.puts + k, hook));
+    }
+
+    /// Drops a hook whose put never came.
+    fn disarm(&self) {
+        self.plan().hook = None;
+    }
+
+    fn puts(&self) -> u64 {
+        self.plan().puts
+    }
+
+    fn fired(&self) -> u64 {
+        self.plan().fired
+    }
+
+    fn bucket(self: &Arc<Self>) -> Bucket {
+        Bucket::new(Arc::clone(self) as Arc<dyn ObjectStore>, "store-1").expect("a bucket")
+    }
+}
+
+fn injected(what: &str) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "FaultStore",
+        source: format!("injected: {what}").into(),
+    }
+}
+
+impl fmt::Debug for FaultStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FaultStore")
+    }
+}
+
+impl fmt::Display for FaultStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FaultStore")
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FaultStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let (n, hook) = {
+            let mut plan = self.plan();
+            plan.puts += 1;
+            let n = plan.puts;
+            let hook = match plan.hook.take() {
+                Some((at, hook)) if at == n => Some(hook),
+                other => {
+                    plan.hook = other;
+                    None
+                }
+            };
+            (n, hook)
+        };
+        if let Some(hook) = hook {
+            // Its own thread: the hook drives another Bucket's runtime, which cannot start
+            // inside this one's.
+            std::thread::spawn(hook).join().expect("the hook ran");
+        }
+        let fault = {
+            let mut plan = self.plan();
+            match plan.fault {
+                Some((at, fault)) if at == n => {
+                    plan.fault = None;
+                    plan.fired += 1;
+                    Some(fault)
+                }
+                _ => None,
+            }
+        };
+        match fault {
+            None => self.inner.put_opts(location, payload, opts).await,
+            Some(Fault::FailBefore) => Err(injected("the put failed before it landed")),
+            Some(Fault::LostAck) => {
+                self.inner.put_opts(location, payload, opts).await?;
+                Err(injected("the put landed, its acknowledgement was lost"))
+            }
+            Some(Fault::Torn) => {
+                let bytes: Vec<u8> = payload.iter().flat_map(|b| b.iter().copied()).collect();
+                let half = PutPayload::from(bytes[..bytes.len() / 2].to_vec());
+                self.inner.put_opts(location, half, opts).await?;
+                Err(injected("the put was torn"))
+            }
+        }
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// What a writer does, one step at a time: local steps touch only its directory, `Publish`
+/// and `Attach` the bucket.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Attach,
+    /// Rows for every track, then a seal.
+    Barrier,
+    CompactStep,
+    /// A manifest rewrite: the next publish is a reset.
+    Checkpoint,
+    Publish,
+}
+
+/// Four barriers, compaction steps, a manifest rewrite, each followed by a publish.
+const SCRIPT: [Op; 18] = [
+    Op::Attach,
+    Op::Barrier,
+    Op::Publish,
+    Op::Barrier,
+    Op::Publish,
+    Op::Barrier,
+    Op::Publish,
+    Op::CompactStep,
+    Op::Publish,
+    Op::CompactStep,
+    Op::Publish,
+    Op::Checkpoint,
+    Op::Publish,
+    Op::Barrier,
+    Op::Publish,
+    Op::CompactStep,
+    Op::Publish,
+    Op::Publish,
+];
+
+const PER: u64 = 40;
+
+/// How a writer meets a failed request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recovery {
+    /// It publishes (or attaches) again.
+    Retry,
+    /// It crashes: the store and the publisher are dropped, the store opened again from its
+    /// directory, a new publisher attached, and the publish done again.
+    Crash,
+}
+
+/// What the bucket looked like to a replica each time a request failed.
+#[derive(Default, Debug)]
+struct Seen {
+    failures: u64,
+    /// A replica booted and answered as the writer did.
+    booted: u64,
+    /// Nothing was published yet.
+    empty: u64,
+    /// A torn object was refused, naming it.
+    refused: u64,
+    compacted: u64,
+}
+
+struct Writer {
+    dir: tempfile::TempDir,
+    store: Option<Store>,
+    publisher: Option<Publisher>,
+    objects: Arc<FaultStore>,
+    at: u64,
+}
+
+impl Writer {
+    fn new(objects: &Arc<FaultStore>) -> Writer {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+        Writer {
+            dir,
+            store: Some(store),
+            publisher: None,
+            objects: Arc::clone(objects),
+            at: 0,
+        }
+    }
+
+    fn store(&mut self) -> &mut Store {
+        self.store.as_mut().expect("a store")
+    }
+
+    fn crash(&mut self) {
+        self.publisher = None;
+        self.store = None;
+        self.store = Some(Store::open(self.dir.path(), config(), &[decl()]).unwrap());
+    }
+
+    /// Runs `script`, meeting every failure as `recovery` says, checking the bucket through
+    /// a replica after each.
+    fn run(&mut self, script: &[Op], recovery: Recovery, fault: Option<Fault>) -> Seen {
+        let mut seen = Seen::default();
+        for &op in script {
+            match op {
+                Op::Barrier => {
+                    let at = self.at;
+                    for track in TRACKS {
+                        self.store()
+                            .publish("probe", at / PER + 1, &rows(track, at, PER))
+                            .unwrap();
+                    }
+                    self.at += PER;
+                    self.store().seal().unwrap();
+                }
+                Op::CompactStep => {
+                    if self.store().compact_step().unwrap().is_some() {
+                        seen.compacted += 1;
+                    }
+                }
+                Op::Checkpoint => {
+                    self.store().checkpoint().unwrap();
+                }
+                Op::Attach | Op::Publish => loop {
+                    let Err(error) = self.attach_and(op) else {
+                        break;
+                    };
+                    seen.failures += 1;
+                    assert!(
+                        seen.failures <= 3,
+                        "{fault:?}: the request failed {} times; last: {error}",
+                        seen.failures
+                    );
+                    assert!(
+                        !matches!(
+                            error,
+                            RemoteError::Fenced { .. } | RemoteError::Diverged { .. }
+                        ),
+                        "{fault:?}: one writer alone was refused: {error}"
+                    );
+                    self.check_bucket(fault, &mut seen);
+                    if recovery == Recovery::Crash {
+                        self.crash();
+                    }
+                },
+            }
+        }
+        seen
+    }
+
+    /// Attaches a publisher if there is none (the first time, or after a crash), then
+    /// publishes if `op` says so.
+    fn attach_and(&mut self, op: Op) -> Result<(), RemoteError> {
+        let store = self.store.as_ref().unwrap();
+        if self.publisher.is_none() {
+            let publisher =
+                Publisher::attach(store, self.objects.bucket(), RemoteConfig::default())?;
+            self.publisher = Some(publisher);
+        }
+        if matches!(op, Op::Publish) {
+            self.publisher.as_mut().unwrap().publish(store)?;
+        }
+        Ok(())
+    }
+
+    /// Boots a replica over the bucket as it is: it answers as the writer does, or nothing
+    /// was published yet, or (after a torn put only) it refuses naming the torn object.
+    fn check_bucket(&self, fault: Option<Fault>, seen: &mut Seen) {
+        let store = self.store.as_ref().unwrap();
+        match Replica::open(self.objects.bucket(), config(), RemoteConfig::default()) {
+            Ok(replica) => {
+                same_answers(store, replica.store());
+                seen.booted += 1;
+            }
+            Err(RemoteError::Missing { key }) => {
+                assert!(
+                    key.contains("identity") || key.ends_with("log/ (nothing was published yet)"),
+                    "{fault:?}: a replica found an object missing that a record claims: {key}"
+                );
+                seen.empty += 1;
+            }
+            Err(RemoteError::Unreadable { key, reason }) if fault == Some(Fault::Torn) => {
+                assert!(
+                    key.contains("identity") || key.contains("log/"),
+                    "{fault:?}: a replica refused {key} ({reason})"
+                );
+                seen.refused += 1;
+            }
+            Err(other) => panic!("{fault:?}: a replica of the bucket failed: {other}"),
+        }
+    }
+
+    /// A replica of the bucket holds every row this writer wrote and answers as it does.
+    fn assert_replica_complete(&self, what: &str) {
+        let replica =
+            Replica::open(self.objects.bucket(), config(), RemoteConfig::default()).unwrap();
+        let compared = same_answers(self.store.as_ref().unwrap(), replica.store());
+        assert_eq!(compared as u64, 3 * self.at, "{what}: rows on the replica");
+    }
+}
+
+/// The puts a clean run of `script` makes.
+fn clean_puts(script: &[Op]) -> u64 {
+    let objects = FaultStore::new();
+    let mut writer = Writer::new(&objects);
+    let seen = writer.run(script, Recovery::Retry, None);
+    assert_eq!(seen.failures, 0);
+    assert!(seen.compacted >= 2, "the script compacts ({seen:?})");
+    writer.assert_replica_complete("clean run");
+    objects.puts()
+}
+
+fn every_put(recovery: Recovery) {
+    let puts = clean_puts(&SCRIPT);
+    assert!(
+        puts >= 12,
+        "the script puts identity, epoch, segments and log objects ({puts})"
+    );
+    let mut cases = 0;
+    let mut total = Seen::default();
+    for fault in [Fault::FailBefore, Fault::LostAck, Fault::Torn] {
+        for k in 1..=puts {
+            let objects = FaultStore::new();
+            objects.arm(k, fault);
+            let mut writer = Writer::new(&objects);
+            let seen = writer.run(&SCRIPT, recovery, Some(fault));
+            assert_eq!(objects.fired(), 1, "{fault:?} at put {k} struck");
+            assert!(seen.failures >= 1, "{fault:?} at put {k} was reported");
+            writer.assert_replica_complete(&format!("{recovery:?} after {fault:?} at put {k}"));
+            cases += 1;
+            total.failures += seen.failures;
+            total.booted += seen.booted;
+            total.empty += seen.empty;
+            total.refused += seen.refused;
+            total.compacted += seen.compacted;
+        }
+    }
+    assert_eq!(cases, 3 * puts);
+    eprintln!("{recovery:?}: {puts} puts × 3 faults = {cases} cases; {total:?}");
+    assert_eq!(
+        total.booted + total.empty + total.refused,
+        total.failures,
+        "every failure's bucket was checked"
+    );
+    assert!(
+        total.booted > total.empty + total.refused,
+        "most failures left a bucket a replica boots from ({total:?})"
+    );
+    assert!(
+        total.refused > 0,
+        "some torn put was refused by a replica ({total:?})"
+    );
+}
+
+/// An upload interrupted at every put of a run (failed, landed unacknowledged, torn), the
+/// writer publishing again: after each failure the bucket is a state a replica boots from
+/// and answers as the writer did; at the end the replica holds every row.
+#[test]
+fn an_upload_interrupted_at_every_put_loses_nothing() {
+    every_put(Recovery::Retry);
+}
+
+/// A writer that crashes at every put of a run (and opens its store again, attaches a new
+/// publisher and goes on) loses nothing, and never leaves a claim before its data.
+#[test]
+fn a_writer_crashing_at_every_put_loses_nothing() {
+    every_put(Recovery::Crash);
+}
+
+/// A writer that crashes after its seal made a barrier durable and before any of it was
+/// uploaded publishes it when it comes back: the local store is the upload's source of truth.
+#[test]
+fn a_writer_crashing_between_its_seal_and_its_upload_publishes_on_return() {
+    let objects = FaultStore::new();
+    let mut writer = Writer::new(&objects);
+    writer.run(&SCRIPT[..5], Recovery::Retry, None);
+    let before = objects.puts();
+    writer.run(&[Op::Barrier], Recovery::Retry, None);
+    assert_eq!(objects.puts(), before, "a seal puts nothing");
+    writer.crash();
+    let replica = Replica::open(objects.bucket(), config(), RemoteConfig::default()).unwrap();
+    let compared = same_answers(writer.store.as_ref().unwrap(), replica.store());
+    assert_eq!(
+        compared as u64,
+        3 * (writer.at - PER),
+        "the bucket lacks the last barrier"
+    );
+    let seen = writer.run(&[Op::Publish], Recovery::Retry, None);
+    assert_eq!(seen.failures, 0);
+    writer.assert_replica_complete("after the crash");
+}
+
+fn copy_dir(from: &FsPath, to: &FsPath) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Stages rows `from..from + PER` of every track at `position`, and seals.
+fn barrier(store: &mut Store, position: u64, from: u64) {
+    for track in TRACKS {
+        store
+            .publish("probe", position, &rows(track, from, PER))
+            .unwrap();
+    }
+    store.seal().unwrap();
+}
+
+/// Who won a race for the bucket.
+#[derive(Debug, PartialEq, Eq)]
+enum Winner {
+    /// A published, then B attached: B's history no longer follows the bucket's.
+    A,
+    /// B attached and published before A's put: A is fenced.
+    B,
+}
+
+/// Writer A publishes its second barrier; writer B (a copy of A's directory taken after the
+/// first, with a second barrier of its own) attaches and publishes just before A's `k`-th put
+/// of that publish (or after it, when A makes fewer puts). Returns A's puts and the winner.
+fn race(k: Option<u64>) -> (u64, Winner) {
+    let objects = FaultStore::new();
+    let dir_a = tempfile::tempdir().unwrap();
+    let mut a = Store::create(dir_a.path(), config(), &[decl()]).unwrap();
+    let mut pa = Publisher::attach(&a, objects.bucket(), RemoteConfig::default()).unwrap();
+    barrier(&mut a, 1, 0);
+    pa.publish(&a).unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    copy_dir(dir_a.path(), dir_b.path());
+    let mut b = Store::open(dir_b.path(), config(), &[decl()]).unwrap();
+    // A's publish uploads two segments, then its log object.
+    barrier(&mut a, 2, PER);
+    barrier(&mut a, 3, 2 * PER);
+    barrier(&mut b, 2, 10 * PER);
+
+    let b = Arc::new(Mutex::new(Some(b)));
+    let b_result: Arc<Mutex<Option<Result<(), RemoteError>>>> = Arc::default();
+    let hook = {
+        let (b, b_result, objects) = (Arc::clone(&b), Arc::clone(&b_result), Arc::clone(&objects));
+        move || {
+            let store = b.lock().unwrap().take().unwrap();
+            let result = Publisher::attach(&store, objects.bucket(), RemoteConfig::default())
+                .and_then(|mut pb| pb.publish(&store).map(|_| ()));
+            *b_result.lock().unwrap() = Some(result);
+            *b.lock().unwrap() = Some(store);
+        }
+    };
+    let before = objects.puts();
+    let Some(k) = k else {
+        pa.publish(&a).unwrap();
+        return (objects.puts() - before, Winner::A);
+    };
+    objects.before_put(k, Box::new(hook.clone()));
+    let a_result = pa.publish(&a);
+    objects.disarm();
+    let b_ran = b_result.lock().unwrap().is_some();
+    if !b_ran {
+        hook();
+    }
+    let b_result = b_result.lock().unwrap().take().unwrap();
+    let b = b.lock().unwrap().take().unwrap();
+    let replica = Replica::open(objects.bucket(), config(), RemoteConfig::default()).unwrap();
+    let seg_refusal =
+        |e: &RemoteError| matches!(e, RemoteError::Unreadable { key, .. } if key.contains("seg/"));
+    let winner = match (&a_result, &b_result) {
+        // B went first: A finds B's log object (or B's segment under its own segment's name).
+        (Err(RemoteError::Fenced { .. }), Ok(())) => Winner::B,
+        (Err(e), Ok(())) if b_ran && seg_refusal(e) => Winner::B,
+        // B went between A's segment and A's log object: B finds A's segment and stops; A's
+        // log object claims it.
+        (Ok(_), Err(e)) if b_ran && seg_refusal(e) => Winner::A,
+        // B came after A: its history no longer follows the bucket's.
+        (Ok(_), Err(RemoteError::Diverged { .. })) if !b_ran => Winner::A,
+        other => panic!("put {k}: not one winner: {other:?}"),
+    };
+    if b_ran {
+        // B's attach took a newer epoch: A publishes no more, won or lost.
+        let again = pa.publish(&a).unwrap_err();
+        assert!(
+            matches!(again, RemoteError::Fenced { .. }),
+            "put {k}: A publishes again: {again}"
+        );
+    }
+    let (compared, rows) = match winner {
+        Winner::A => (same_answers(&a, replica.store()), 3 * 3 * PER),
+        Winner::B => (same_answers(&b, replica.store()), 3 * 2 * PER),
+    };
+    assert_eq!(compared as u64, rows, "put {k}: the bucket is {winner:?}'s");
+    (0, winner)
+}
+
+/// Two writers of one store race for the bucket at every put of the older one's publish, and
+/// once after it: exactly one history is in the bucket, the other writer is refused (fenced,
+/// or diverged if it came second), and a replica answers as the winner.
+#[test]
+fn two_writers_racing_at_every_put_leave_one_history() {
+    let (puts, _) = race(None);
+    assert!(
+        puts >= 3,
+        "A's publish puts two segments and a log object ({puts})"
+    );
+    let mut wins = (0, 0);
+    for k in 1..=puts + 1 {
+        match race(Some(k)) {
+            (_, Winner::A) => wins.0 += 1,
+            (_, Winner::B) => wins.1 += 1,
+        }
+    }
+    eprintln!(
+        "race: {} cases; A won {}, B won {}",
+        puts + 1,
+        wins.0,
+        wins.1
+    );
+    assert_eq!(wins.0 + wins.1, puts + 1);
+    assert!(
+        wins.1 >= 1,
+        "B, entering first, wins at least the race at A's first put"
+    );
+}
+
+/// What an old replica's reads met while the writer compacted, rewrote its manifest and
+/// collected under `grace`.
+#[derive(Debug, Default)]
+struct Reads {
+    answered: u64,
+    refused: u64,
+    deleted: usize,
+}
+
+fn reads_while_retiring(grace: Duration) -> Reads {
+    let (objects, bucket) = crate::support::memory_bucket();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let remote = RemoteConfig::default().grace(grace);
+    let mut publisher = Publisher::attach(&store, bucket, remote).unwrap();
+    for b in 0..6 {
+        barrier(&mut store, b + 1, b * PER);
+        publisher.publish(&store).unwrap();
+    }
+    // A replica with no cache and one open segment: every read goes to the bucket.
+    let mut replica = Replica::open(
+        crate::support::same_bucket(&objects),
+        config().open_segments_max(1),
+        RemoteConfig::default().cache_bytes(0),
+    )
+    .unwrap();
+    assert_eq!(same_answers(&store, replica.store()) as u64, 3 * 6 * PER);
+    let segments = |objects: &Arc<dyn ObjectStore>| {
+        use futures_util::StreamExt;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let prefix = Path::from("store-1/seg");
+        runtime.block_on(objects.list(Some(&prefix)).count())
+    };
+    let uploaded = segments(&objects);
+    let mut steps = 0;
+    while store.compact_step().unwrap().is_some() {
+        publisher.publish(&store).unwrap();
+        steps += 1;
+    }
+    assert!(steps > 0, "compaction merged the barriers' segments");
+    store.checkpoint().unwrap();
+    publisher.publish(&store).unwrap();
+    publisher.collect().unwrap();
+    let mut reads = Reads {
+        deleted: uploaded.saturating_sub(segments(&objects)),
+        ..Reads::default()
+    };
+    // The replica, not polled, still reads the state it booted on: every answer is the
+    // writer's (compaction changes no answer) or an error naming a deleted object.
+    for round in 0..3 {
+        for track in TRACKS {
+            let sel = &track[..];
+            let t_max = 3 * (6 * PER - 1);
+            let answers = [
+                (
+                    replica
+                        .store()
+                        .query("probe", sel, ..)
+                        .map(|r| format!("{r:?}")),
+                    store.query("probe", sel, ..).map(|r| format!("{r:?}")),
+                ),
+                (
+                    replica
+                        .store()
+                        .survey("probe", sel, 0..=t_max, 64)
+                        .map(|r| format!("{r:?}")),
+                    store
+                        .survey("probe", sel, 0..=t_max, 64)
+                        .map(|r| format!("{r:?}")),
+                ),
+                (
+                    replica
+                        .store()
+                        .fold("probe", sel, 0..=t_max / 2, strata_engine::Aggregate::p(90))
+                        .map(|r| format!("{r:?}")),
+                    store
+                        .fold("probe", sel, 0..=t_max / 2, strata_engine::Aggregate::p(90))
+                        .map(|r| format!("{r:?}")),
+                ),
+            ];
+            for (theirs, ours) in answers {
+                let ours = ours.expect("the writer answers");
+                match theirs {
+                    Ok(theirs) => {
+                        assert_eq!(theirs, ours, "round {round}, {track:?}: a wrong answer");
+                        reads.answered += 1;
+                    }
+                    Err(e) => {
+                        assert!(
+                            e.to_string().contains("seg/"),
+                            "round {round}, {track:?}: an error that names no object: {e}"
+                        );
+                        reads.refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    // A poll moves it to the bucket's newest state, which answers everything.
+    assert!(replica.poll().unwrap());
+    assert_eq!(same_answers(&store, replica.store()) as u64, 3 * 6 * PER);
+    reads
+}
+
+/// A replica reading while the writer compacts, retires and collects: with a grace period
+/// longer than the replica's reads, every read of its old state answers as the writer does;
+/// with none, reads of deleted segments fail naming the object, never answer wrongly, and a
+/// poll puts the replica right.
+#[test]
+fn a_replica_reading_while_the_writer_retires_is_never_wrong() {
+    let kept = reads_while_retiring(Duration::from_secs(3600));
+    eprintln!("grace 1 h: {kept:?}");
+    assert_eq!(
+        kept.deleted, 0,
+        "nothing is deleted within the grace period"
+    );
+    assert_eq!((kept.answered, kept.refused), (27, 0));
+    let gone = reads_while_retiring(Duration::ZERO);
+    eprintln!("grace 0: {gone:?}");
+    assert!(
+        gone.deleted > 0,
+        "retired segments are deleted once the grace is over"
+    );
+    assert_eq!(gone.answered + gone.refused, 27);
+    assert!(
+        gone.refused > 0,
+        "reads of deleted segments fail ({gone:?})"
+    );
+}
