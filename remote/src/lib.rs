@@ -33,7 +33,7 @@ pub use cache::SegmentCache;
 pub use config::RemoteConfig;
 pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
-pub use publish::{Published, Publisher};
+pub use publish::{Collected, Published, Publisher};
 pub use replica::{BucketVfs, Replica};
 
 /// `Store::open_replica(url)`: a [`Replica`] of the bucket a URL names, with default settings.

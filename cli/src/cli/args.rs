@@ -15,6 +15,14 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub store: Option<PathBuf>,
 
+    /// An object store the store is published to, or read from (docs/remote.md):
+    /// `s3://BUCKET/PREFIX` (credentials, region and endpoint from the `AWS_*` environment) or
+    /// `file:///ABSOLUTE/PATH`. With --store, a command that writes (declare, ingest, seal,
+    /// compact, trim, retire, retention) publishes what it made durable there when it is done.
+    /// Without --store, query, survey and fold read the bucket as a replica.
+    #[arg(long, global = true, value_name = "URL")]
+    pub remote: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -11,7 +11,6 @@
 //! that string, never as `null` (see `json.rs`). A stream with no measured field is refused.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::ExitCode;
 
 use strata::{Config, FieldStat, Num};
@@ -21,10 +20,10 @@ use super::{
     Failure, axis_bounds, declared, exact, json, open_to_read, print, selection, selection_matches,
 };
 
-pub fn run(dir: &Path, args: &FoldArgs) -> Result<ExitCode, Failure> {
+pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
-    let store = open_to_read(dir, Config::default())?;
+    let store = open_to_read(source, Config::default())?;
     declared(&store, &args.range.stream)?;
     let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
     selection_matches(&store, &args.range.stream, &selection)?;

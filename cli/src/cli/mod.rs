@@ -23,6 +23,7 @@ mod json;
 mod parse;
 mod progress;
 mod query;
+mod remote;
 mod retention;
 mod retire;
 mod seal;
@@ -82,27 +83,83 @@ impl From<EngineError> for Failure {
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
-    let store = cli.store;
+    let (store, url) = (cli.store, cli.remote);
+    // A command that writes, with --remote: publish what it made durable once it is done.
+    let written = |dir: PathBuf, code: Result<ExitCode, Failure>| match &url {
+        Some(url) => remote::publish_after(&dir, url, code?),
+        None => code,
+    };
     match cli.command {
-        Command::Declare(args) => declare::run(&store_dir(store, "declare"), &args),
-        Command::Ingest(args) => ingest::run(&store_dir(store, "ingest"), &args),
-        Command::Query(args) => query::run(&store_dir(store, "query"), &args),
-        Command::Survey(args) => survey::run(&store_dir(store, "survey"), &args),
-        Command::Fold(args) => fold::run(&store_dir(store, "fold"), &args),
-        Command::Seal => seal::run(&store_dir(store, "seal")),
-        Command::Compact => compact::run(&store_dir(store, "compact")),
-        Command::Trim(args) => trim::run(&store_dir(store, "trim"), &args),
-        Command::Retire(args) => retire::run(&store_dir(store, "retire"), &args),
-        Command::Retention(args) => retention::run(&store_dir(store, "retention"), &args),
-        Command::Fsck(args) => fsck::run(&store_dir(store, "fsck"), &args),
+        Command::Declare(args) => {
+            let dir = store_dir(store, "declare");
+            written(dir.clone(), declare::run(&dir, &args))
+        }
+        Command::Ingest(args) => {
+            let dir = store_dir(store, "ingest");
+            written(dir.clone(), ingest::run(&dir, &args))
+        }
+        Command::Query(args) => query::run(&source(store, url, "query"), &args),
+        Command::Survey(args) => survey::run(&source(store, url, "survey"), &args),
+        Command::Fold(args) => fold::run(&source(store, url, "fold"), &args),
+        Command::Seal => {
+            let dir = store_dir(store, "seal");
+            written(dir.clone(), seal::run(&dir))
+        }
+        Command::Compact => {
+            let dir = store_dir(store, "compact");
+            written(dir.clone(), compact::run(&dir))
+        }
+        Command::Trim(args) => {
+            let dir = store_dir(store, "trim");
+            written(dir.clone(), trim::run(&dir, &args))
+        }
+        Command::Retire(args) => {
+            let dir = store_dir(store, "retire");
+            written(dir.clone(), retire::run(&dir, &args))
+        }
+        Command::Retention(args) => {
+            let dir = store_dir(store, "retention");
+            written(dir.clone(), retention::run(&dir, &args))
+        }
+        Command::Fsck(args) => {
+            if url.is_some() {
+                usage_error("`strata fsck` inspects a local store; --remote does not apply");
+            }
+            fsck::run(&store_dir(store, "fsck"), &args)
+        }
         Command::Demo(args) => {
-            if store.is_some() {
+            if store.is_some() || url.is_some() {
                 usage_error(
-                    "`strata demo` makes its own store in ./strata-demo; --store does not apply",
+                    "`strata demo` makes its own store in ./strata-demo; --store and --remote do \
+                     not apply",
                 );
             }
             demo::run(&args)
         }
+    }
+}
+
+/// Where a read command reads: a local store's folder, or a bucket read as a replica.
+#[derive(Debug)]
+pub enum Source {
+    /// `--store DIR`.
+    Dir(PathBuf),
+    /// `--remote URL` (without --store).
+    Remote(String),
+}
+
+/// The read's source: --store or --remote, exactly one, or a usage error (exit 2).
+fn source(store: Option<PathBuf>, url: Option<String>, command: &str) -> Source {
+    match (store, url) {
+        (Some(dir), None) => Source::Dir(dir),
+        (None, Some(url)) => Source::Remote(url),
+        (Some(_), Some(_)) => usage_error(&format!(
+            "`strata {command}` reads one store: --store DIR (the local folder) or --remote URL \
+             (the bucket, as a replica), not both"
+        )),
+        (None, None) => usage_error(&format!(
+            "`strata {command}` needs --store DIR (or --remote URL to read a bucket)"
+        )),
     }
 }
 
@@ -213,14 +270,38 @@ fn open_existing(dir: &Path) -> Result<Store, Failure> {
     open_existing_with(dir, Config::default())
 }
 
-/// Opens the store in `dir` for reading only (`Store::open_read_only`), with `config`: it
-/// writes nothing (no LOCK, no heal), so the read commands work on a read-only mount and on a
-/// copied store, and a missing store is an error naming the folder, never created.
-fn open_to_read(dir: &Path, config: Config) -> Result<Store, Failure> {
-    let store =
-        Store::open_read_only(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
-    warn_heal_pending(dir, store.boot_report());
-    Ok(store)
+/// Opens the store `source` names for reading only, with `config`. A folder is opened with
+/// `Store::open_read_only`: it writes nothing (no LOCK, no heal), so the read commands work on
+/// a read-only mount and on a copied store, and a missing store is an error naming the folder,
+/// never created. A bucket is booted as a replica (`strata::remote::Replica`), which never
+/// writes to it.
+fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
+    match source {
+        Source::Dir(dir) => {
+            let store = Store::open_read_only(dir, config, &[])
+                .map_err(|error| open_failure(dir, &error))?;
+            warn_heal_pending(dir, store.boot_report());
+            Ok(Opened::Local(Box::new(store)))
+        }
+        Source::Remote(url) => Ok(Opened::Remote(Box::new(remote::open_replica(url, config)?))),
+    }
+}
+
+/// A store opened to read: a local one, or a replica of a bucket (which owns its store).
+enum Opened {
+    Local(Box<Store>),
+    Remote(Box<strata::remote::Replica>),
+}
+
+impl std::ops::Deref for Opened {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        match self {
+            Opened::Local(store) => store,
+            Opened::Remote(replica) => replica.store(),
+        }
+    }
 }
 
 /// Says on stderr what a crash (or damage) left that this read-only open found, so that a read

@@ -4,7 +4,6 @@
 //! part-way ends the output there: stderr says why and the command exits 1.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use strata::{Config, EngineError, StoredRow};
@@ -16,7 +15,7 @@ use super::{Failure, declared, open_to_read, quiet_pipe, selection_matches, usag
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
 
-pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
+pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure> {
     let from = args.from.unwrap_or(0);
     let to = args.to.unwrap_or(u64::MAX);
     if from > to {
@@ -31,7 +30,7 @@ pub fn run(dir: &Path, args: &QueryArgs) -> Result<ExitCode, Failure> {
     // A query reads each file once, in order: a file done with is let go (unmapped) rather
     // than cached, so the pages of what was printed leave the process as the rows do.
     let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
-    let store = open_to_read(dir, config)?;
+    let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
     // The selection and the floors are checked here, before anything is written.
     let rows = store.query_iter(&args.stream, &selection, from..=to)?;

@@ -10,7 +10,6 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
 use std::process::ExitCode;
 
 use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
@@ -22,11 +21,11 @@ use super::{
     selection_matches, units,
 };
 
-pub fn run(dir: &Path, args: &SurveyArgs) -> Result<ExitCode, Failure> {
+pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let selection = selection(args.range.track.as_deref());
     let config = Config::default().survey_fill(args.fill.fill());
-    let store = open_to_read(dir, config)?;
+    let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.range.stream)?;
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
     selection_matches(&store, &args.range.stream, &selection)?;

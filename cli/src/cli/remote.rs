@@ -1,0 +1,59 @@
+//! `--remote URL`: a writer publishes its store to a bucket when its command is done; a reader
+//! boots the bucket as a replica (docs/remote.md, "The command line").
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use strata::Config;
+use strata::remote::{Bucket, Publisher, RemoteConfig, RemoteError, Replica};
+
+use super::{Failure, count, grouped, open_existing};
+
+/// After a writing command ended with `code` (success, or 3 for an ingest or compact a signal
+/// stopped after sealing): uploads what the store in `dir` made durable and the records that
+/// claim it, then deletes what the grace period no longer protects. The command's exit code
+/// stands unless the publish fails (exit 1, the command's own work kept locally: run any
+/// writing command with --remote again, `strata seal` for one that writes nothing, to retry).
+pub fn publish_after(dir: &Path, url: &str, code: ExitCode) -> Result<ExitCode, Failure> {
+    let failed = |error: RemoteError| {
+        Failure::new(format!(
+            "cannot publish {} to {url}: {error} (the local store keeps everything; publishing \
+             again resumes)",
+            dir.display()
+        ))
+    };
+    let store = open_existing(dir)?;
+    let bucket = Bucket::open_url(url, true).map_err(failed)?;
+    let mut publisher =
+        Publisher::attach(&store, bucket, RemoteConfig::default()).map_err(failed)?;
+    let published = publisher.publish(&store).map_err(failed)?;
+    // Deletes what an earlier publish of this process retired past the grace period (none,
+    // for a command shorter than it) and the epoch markers of earlier writers.
+    let collected = publisher.collect().map_err(failed)?;
+    let what = match published.seq {
+        None => "already up to date".to_owned(),
+        Some(seq) => format!(
+            "{} ({} bytes) and log/{seq}{}",
+            count(published.segments as u64, "segment", "segments"),
+            grouped(published.bytes),
+            if published.reset { " (a reset)" } else { "" }
+        ),
+    };
+    let deleted = (collected.segments + collected.logs) as u64;
+    let deleted = if deleted > 0 {
+        format!(
+            "; deleted {} past the grace period",
+            count(deleted, "object", "objects")
+        )
+    } else {
+        String::new()
+    };
+    eprintln!("strata: published to {url}: {what}{deleted}");
+    Ok(code)
+}
+
+/// Boots a replica of the bucket `url` names with `config`; it never writes to the bucket.
+pub fn open_replica(url: &str, config: Config) -> Result<Replica, Failure> {
+    Replica::open_url(url, config, RemoteConfig::default())
+        .map_err(|error| Failure::new(format!("cannot read {url} as a replica: {error}")))
+}

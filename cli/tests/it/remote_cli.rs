@@ -1,0 +1,213 @@
+//! `--remote URL` (docs/remote.md, "The command line"), over a `file://` bucket: writers publish
+//! what they made durable when they are done; query, survey and fold read the bucket as a
+//! replica and answer exactly as the local store does; a bad URL or a mix of --store and
+//! --remote on a read is refused with a message naming it.
+
+use std::fmt::Write as _;
+
+use super::cli::{Scratch, strata_in};
+
+const DECLARE: [&str; 13] = [
+    "declare", "s", "--field", "site:str", "--field", "t:u64", "--field", "v:f64", "--track",
+    "site", "--axis", "t", "--ladder",
+];
+
+fn csv(from: u64, to: u64) -> String {
+    let mut csv = String::from("site,t,v\n");
+    for i in from..to {
+        for site in ["north", "south"] {
+            let v = f64::from(u32::try_from((i * 37 + 11) % 101).unwrap()) / 4.0;
+            writeln!(csv, "{site},{},{v}", i * 3).unwrap();
+        }
+    }
+    csv
+}
+
+/// A scratch folder and the `file://` URL of a bucket folder inside it.
+fn scratch() -> (Scratch, String) {
+    let s = Scratch::new();
+    let url = format!("file://{}/bucket", s.dir.path().display());
+    (s, url)
+}
+
+/// `strata --store store --remote URL ARGS`, insisting on exit 0.
+fn write(s: &Scratch, url: &str, args: &[&str], stdin: &str) -> String {
+    let mut all = vec!["--remote", url];
+    all.extend_from_slice(args);
+    let run = s.ok(&all, stdin);
+    run.stderr
+}
+
+/// `strata --remote URL ARGS` (no --store).
+fn read_remote(s: &Scratch, url: &str, args: &[&str]) -> super::cli::Run {
+    let mut all = vec!["--remote", url];
+    all.extend_from_slice(args);
+    strata_in(s.dir.path(), &all, "")
+}
+
+const READS: [&[&str]; 6] = [
+    &["query", "s"],
+    &["query", "s", "--track", "north", "--from", "2"],
+    &["survey", "s", "--budget", "64"],
+    &[
+        "survey", "s", "--budget", "400", "--format", "json", "--from", "90",
+    ],
+    &["fold", "s", "--agg", "mean"],
+    &["fold", "s", "--agg", "p50", "--track", "south"],
+];
+
+/// Every read answers from the bucket exactly as from the local store: the same exit code
+/// (a floor's refusal too) and the same output. Returns the reads that answered.
+fn same_reads(s: &Scratch, url: &str) -> usize {
+    let mut answered = 0;
+    for args in READS {
+        let local = s.run(args);
+        let remote = read_remote(s, url, args);
+        assert_eq!(remote.code, local.code, "{args:?}: {remote:?} / {local:?}");
+        assert_eq!(
+            remote.stdout, local.stdout,
+            "{args:?}: the bucket answers otherwise"
+        );
+        if local.code == 0 {
+            assert!(!local.stdout.is_empty(), "{args:?} printed nothing");
+            answered += 1;
+        }
+    }
+    answered
+}
+
+#[test]
+fn writers_publish_and_reads_from_the_bucket_answer_as_the_store() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    let said = write(&s, &url, &declare, "");
+    assert!(said.contains("strata: published to file://"), "{said}");
+    let said = write(
+        &s,
+        &url,
+        &["ingest", "s", "-", "--seal-every", "50"],
+        &csv(0, 200),
+    );
+    assert!(
+        said.contains("segment"),
+        "the ingest uploaded its segments: {said}"
+    );
+    assert_eq!(same_reads(&s, &url), READS.len());
+    // More rows, a compaction, a trim: each publishes, and the bucket follows.
+    write(
+        &s,
+        &url,
+        &["ingest", "s", "-", "--seal-every", "40"],
+        &csv(200, 300),
+    );
+    write(&s, &url, &["compact"], "");
+    write(&s, &url, &["trim", "s", "--to", "1"], "");
+    let answered = same_reads(&s, &url);
+    assert!(
+        (1..READS.len()).contains(&answered),
+        "the trim's floor refuses some reads, alike from the bucket ({answered})"
+    );
+    // Nothing new: the publish says so and puts nothing.
+    let said = write(&s, &url, &["seal"], "");
+    assert!(said.contains("already up to date"), "{said}");
+}
+
+#[test]
+fn a_read_names_one_store_not_two() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    let both = s.run(&["--remote", &url, "query", "s"]);
+    assert_eq!(both.code, 2, "{both:?}");
+    assert!(both.stderr.contains("not both"), "{}", both.stderr);
+    let neither = strata_in(s.dir.path(), &["fold", "s", "--agg", "max"], "");
+    assert_eq!(neither.code, 2, "{neither:?}");
+    assert!(
+        neither.stderr.contains("--remote URL"),
+        "{}",
+        neither.stderr
+    );
+    let fsck = s.run(&["--remote", &url, "fsck"]);
+    assert_eq!(fsck.code, 2, "{fsck:?}");
+}
+
+#[test]
+fn bad_urls_are_refused_naming_them() {
+    let (s, _) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    s.ok(&declare, "");
+    for url in [
+        "ftp://example.org/x",
+        "file://relative/path",
+        "s3://",
+        "",
+        "bucket",
+    ] {
+        let read = read_remote(&s, url, &["query", "s"]);
+        assert_eq!(read.code, 1, "{url:?}: {read:?}");
+        assert!(
+            read.stderr.contains("cannot read"),
+            "{url:?}: {}",
+            read.stderr
+        );
+        assert!(read.stdout.is_empty());
+        let written = s.run(&["--remote", url, "seal"]);
+        assert_eq!(written.code, 1, "{url:?}: {written:?}");
+        assert!(
+            written.stderr.contains("cannot publish") && written.stderr.contains(url),
+            "{url:?}: {}",
+            written.stderr
+        );
+        assert_eq!(
+            written.stderr.lines().count(),
+            1,
+            "one line: {}",
+            written.stderr
+        );
+    }
+    // The store is untouched by the refusals, and still reads.
+    s.ok(&["query", "s"], "");
+}
+
+#[test]
+fn an_empty_bucket_is_refused_and_another_stores_bucket_too() {
+    let (s, url) = scratch();
+    std::fs::create_dir_all(s.dir.path().join("bucket")).unwrap();
+    let empty = read_remote(&s, &url, &["query", "s"]);
+    assert_eq!(empty.code, 1, "{empty:?}");
+    assert!(
+        empty.stderr.contains("nothing was ever published"),
+        "{}",
+        empty.stderr
+    );
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    // A second store may not publish to the first one's bucket.
+    let other = Scratch::new();
+    other.ok(&declare, "");
+    let refused = other.run(&["--remote", &url, "seal"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("holds store"), "{}", refused.stderr);
+}
+
+#[test]
+fn a_failed_command_publishes_nothing() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    let bad = s.run_with(
+        &["--remote", &url, "ingest", "s", "-"],
+        "site,t,v\nnorth,x,1\n",
+    );
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(!bad.stderr.contains("published"), "{}", bad.stderr);
+    let logs = std::fs::read_dir(s.dir.path().join("bucket/log"))
+        .unwrap()
+        .count();
+    assert_eq!(logs, 1, "only the declaration's record is in the bucket");
+}
