@@ -89,6 +89,17 @@ impl LogObject {
         out
     }
 
+    /// Whether `bytes` are a torn object: shorter than a header and checksum, or failing the
+    /// checksum over what is there. An object whose checksum holds is never torn, even if it
+    /// does not decode (a later format's, or nonsense written whole): that is refused, never
+    /// removed.
+    pub fn torn(bytes: &[u8]) -> bool {
+        bytes.len() < HEADER_LEN + 4 || {
+            let (covered, crc) = bytes.split_at(bytes.len() - 4);
+            crc32c::crc32c(covered).to_le_bytes() != crc
+        }
+    }
+
     /// Decodes an object read from `log/seq`; the reason, if its bytes are not one.
     pub fn decode(bytes: &[u8], seq: u64) -> Result<LogObject, String> {
         if bytes.len() < HEADER_LEN + 4 {
@@ -226,7 +237,9 @@ mod tests {
         }
         for len in 0..bytes.len() {
             assert!(LogObject::decode(&bytes[..len], 9).is_err(), "cut at {len}");
+            assert!(LogObject::torn(&bytes[..len]), "cut at {len} is torn");
         }
+        assert!(!LogObject::torn(&bytes), "the whole object is not torn");
     }
 
     /// An object whose checksum holds but whose fields contradict each other is refused with a
@@ -257,6 +270,10 @@ mod tests {
         for (what, spoil) in cases {
             let mut object = sample();
             spoil(&mut object);
+            assert!(
+                !LogObject::torn(&object.encode()),
+                "{what}: whole, so never removed"
+            );
             assert!(
                 LogObject::decode(&object.encode(), 9).is_err(),
                 "{what}: accepted"

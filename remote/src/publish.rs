@@ -150,16 +150,17 @@ impl Publisher {
         Ok(())
     }
 
-    /// Removes the newest `log/` object if it is not one (it fails its checksum: an upload a
-    /// store tore, against object_store's promise that a put is whole or absent). No reader can
-    /// have used it, and the publish that put it is re-done from the local manifest.
+    /// Removes the newest `log/` object if it is torn (it fails its checksum: an upload a store
+    /// tore, against object_store's promise that a put is whole or absent). No reader can have
+    /// used it, and the publish that put it is re-done from the local manifest. A whole object
+    /// that does not decode is left for `assemble` to refuse.
     fn remove_torn_head(&self) -> Result<(), RemoteError> {
         let Some(&newest) = log_seqs(&self.bucket, None)?.last() else {
             return Ok(());
         };
         let key = log_key(newest);
         match self.bucket.get_opt(&key)? {
-            Some(bytes) if LogObject::decode(&bytes, newest).is_err() => self.bucket.delete(&key),
+            Some(bytes) if LogObject::torn(&bytes) => self.bucket.delete(&key),
             _ => Ok(()),
         }
     }

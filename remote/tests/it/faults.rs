@@ -21,7 +21,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use strata_engine::Store;
 use strata_remote::{Bucket, Publisher, RemoteConfig, RemoteError, Replica};
@@ -778,4 +778,50 @@ fn a_replica_reading_while_the_writer_retires_is_never_wrong() {
         gone.refused > 0,
         "reads of deleted segments fail ({gone:?})"
     );
+}
+
+/// A whole `log/` object that does not decode (here a copy of `log/0` put at `log/1`: its
+/// checksum holds, its sequence does not) is refused naming it, by a writer and a replica
+/// alike, and never removed: only a torn object, which no reader can have used, is.
+#[test]
+fn a_whole_log_object_that_does_not_decode_is_refused_not_removed() {
+    let (objects, bucket) = crate::support::memory_bucket();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, RemoteConfig::default()).unwrap();
+    barrier(&mut store, 1, 0);
+    publisher.publish(&store).unwrap();
+    drop(publisher);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let first = Path::from("store-1/log/00000000000000000000");
+    let copy = Path::from("store-1/log/00000000000000000001");
+    runtime.block_on(async {
+        let bytes = objects.get(&first).await.unwrap().bytes().await.unwrap();
+        objects.put(&copy, bytes.into()).await.unwrap();
+    });
+    let refused = Publisher::attach(
+        &store,
+        crate::support::same_bucket(&objects),
+        RemoteConfig::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&refused, RemoteError::Unreadable { key, .. } if key.ends_with("log/00000000000000000001")),
+        "{refused}"
+    );
+    let replica = Replica::open(
+        crate::support::same_bucket(&objects),
+        config(),
+        RemoteConfig::default(),
+    )
+    .unwrap_err();
+    assert!(
+        replica.to_string().contains("log/00000000000000000001"),
+        "{replica}"
+    );
+    runtime.block_on(async {
+        objects.head(&copy).await.expect("the object is kept");
+    });
 }
