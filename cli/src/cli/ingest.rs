@@ -90,9 +90,12 @@ struct Ingest {
     /// Whether `retention.json` sets any retention (the steps' sweeps then apply it).
     retention_set: bool,
     interrupt: Interrupt,
+    /// With `--remote`: publishes each barrier and its compaction steps as they become durable
+    /// (the command's end publishes the last, with everything else).
+    publisher: Option<super::remote::Publishing>,
 }
 
-pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
+pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCode, Failure> {
     // Taken before the store is opened, so a signal during a long open still gets its answer.
     let interrupt = Interrupt::watch(
         INGEST,
@@ -106,6 +109,10 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
     let retention_set = !retention.is_empty();
     let store = open_to_compact(dir, retention)?;
     let decl = declared(&store, &args.stream)?.clone();
+    let publisher = match remote {
+        Some(url) => Some(super::remote::Publishing::attach(dir, url, &store)?),
+        None => None,
+    };
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(input.read);
@@ -161,6 +168,7 @@ pub fn run(dir: &Path, args: &IngestArgs) -> Result<ExitCode, Failure> {
         compact_elapsed: Duration::ZERO,
         retention_set,
         interrupt,
+        publisher,
     };
     ingest.run(&mut reader, input.len_bytes)
 }
@@ -241,6 +249,11 @@ impl Ingest {
             {
                 // A signal heard between steps is answered at the top of the loop.
                 self.compact()?;
+                if let Some(publisher) = &mut self.publisher {
+                    publisher.publish(&self.store).map_err(|failure| {
+                        Failure::new(format!("{failure}; {}", self.durable()))
+                    })?;
+                }
             }
             show(
                 &bar,

@@ -96,7 +96,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         Command::Ingest(args) => {
             let dir = store_dir(store, "ingest");
-            written(dir.clone(), ingest::run(&dir, &args))
+            written(dir.clone(), ingest::run(&dir, &args, url.as_deref()))
         }
         Command::Query(args) => query::run(&source(store, url, "query"), &args),
         Command::Survey(args) => survey::run(&source(store, url, "survey"), &args),

@@ -93,6 +93,12 @@ fn writers_publish_and_reads_from_the_bucket_answer_as_the_store() {
         said.contains("segment"),
         "the ingest uploaded its segments: {said}"
     );
+    // It published as it sealed: one log/ object per barrier (400 rows, a seal every 50), the
+    // declaration's, and the end's (its manifest rewrite).
+    let logs = std::fs::read_dir(s.dir.path().join("bucket/log"))
+        .unwrap()
+        .count();
+    assert!(logs >= 9, "{logs} log/ objects after 8 barriers");
     assert_eq!(same_reads(&s, &url), READS.len());
     // More rows, a compaction, a trim: each publishes, and the bucket follows.
     write(
