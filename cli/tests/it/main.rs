@@ -32,3 +32,8 @@ mod support;
 /// which own it.
 #[path = "../../../tests/it/read_only_mount.rs"]
 mod read_only_mount;
+
+/// moto's S3 server, started and stopped by the tests: shared with strata-remote's tests, which
+/// own it.
+#[path = "../../../remote/tests/it/server.rs"]
+mod server;

@@ -217,3 +217,95 @@ fn a_failed_command_publishes_nothing() {
         .count();
     assert_eq!(logs, 1, "only the declaration's record is in the bucket");
 }
+
+/// `strata ARGS` in `s`'s folder, with the `AWS_*` environment that reaches moto on `port`
+/// (and no other AWS setting of the machine's).
+fn strata_s3(s: &Scratch, port: u16, args: &[&str], stdin: &str) -> super::cli::Run {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("AWS_") {
+            command.env_remove(key);
+        }
+    }
+    let mut child = command
+        .args(args)
+        .current_dir(s.dir.path())
+        .env("AWS_ENDPOINT", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "strata-test")
+        .env("AWS_SECRET_ACCESS_KEY", "strata-test")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    super::cli::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// The same over S3 (moto on loopback): the writer publishes as it ingests and compacts, and a
+/// reader with only the URL answers every read exactly as the local store.
+#[test]
+fn an_s3_bucket_is_published_to_and_read_from() {
+    let server = crate::server::shared();
+    let _ = server.store("strata-cli");
+    let port = server.port();
+    let url = "s3://strata-cli/lab";
+    let s = Scratch::new();
+    let mut declare = vec!["--store", "store", "--remote", url];
+    declare.extend_from_slice(&DECLARE);
+    declare.push("10:2");
+    let run = strata_s3(&s, port, &declare, "");
+    assert_eq!(run.code, 0, "{run:?}");
+    for args in [
+        &["ingest", "s", "-", "--seal-every", "60"][..],
+        &["compact"],
+    ] {
+        let mut all = vec!["--store", "store", "--remote", url];
+        all.extend_from_slice(args);
+        let run = strata_s3(&s, port, &all, &csv(0, 150));
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        assert!(
+            run.stderr
+                .contains("strata: published to s3://strata-cli/lab"),
+            "{run:?}"
+        );
+    }
+    for args in READS {
+        let local = s.ok(args, "");
+        let mut all = vec!["--remote", url];
+        all.extend_from_slice(args);
+        let remote = strata_s3(&s, port, &all, "");
+        assert_eq!(remote.code, 0, "{args:?}: {remote:?}");
+        assert_eq!(
+            remote.stdout, local.stdout,
+            "{args:?}: S3 answers otherwise"
+        );
+    }
+    // Another prefix of the same bucket holds nothing.
+    let empty = strata_s3(
+        &s,
+        port,
+        &["--remote", "s3://strata-cli/other", "query", "s"],
+        "",
+    );
+    assert_eq!(empty.code, 1, "{empty:?}");
+    assert!(
+        empty.stderr.contains("nothing was ever published"),
+        "{}",
+        empty.stderr
+    );
+}
