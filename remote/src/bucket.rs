@@ -132,20 +132,35 @@ impl Bucket {
         self.runtime.block_on(future)
     }
 
-    /// The whole object at `key`.
-    pub(crate) fn get(&self, key: &str) -> Result<Vec<u8>, RemoteError> {
+    /// The whole object at `key`, refused (`RemoteError::Bound`, before its body is read) if
+    /// it holds more than `max` bytes: a damaged or hostile bucket cannot make a reader
+    /// allocate without end.
+    pub(crate) fn get(&self, key: &str, max: u64) -> Result<Vec<u8>, RemoteError> {
         let path = self.path(key);
-        self.block(async {
+        let got = self.block(async {
             let result = self.store.get(&path).await?;
-            result.bytes().await
-        })
-        .map(|b| b.to_vec())
-        .map_err(|e| RemoteError::object(key, e))
+            let size = result.meta.size;
+            if size > max {
+                return Ok(Err(size));
+            }
+            result.bytes().await.map(Ok)
+        });
+        match got {
+            Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+            Ok(Err(size)) => Err(RemoteError::Bound {
+                reason: format!(
+                    "{}/{key} holds {size} bytes, more than the {max} a reader takes of it",
+                    self.location
+                ),
+            }),
+            Err(e) => Err(RemoteError::object(key, e)),
+        }
     }
 
-    /// The object at `key`, or `None` if there is none.
-    pub(crate) fn get_opt(&self, key: &str) -> Result<Option<Vec<u8>>, RemoteError> {
-        match self.get(key) {
+    /// The object at `key` (at most `max` bytes, as [`Bucket::get`]), or `None` if there is
+    /// none.
+    pub(crate) fn get_opt(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>, RemoteError> {
+        match self.get(key, max) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(RemoteError::Missing { .. }) => Ok(None),
             Err(e) => Err(e),

@@ -25,6 +25,11 @@ pub struct RemoteConfig {
     /// since its newest reset is longer is refused, naming the count, rather than read without
     /// end.
     pub log_objects_max: u64,
+    /// The most bytes of one `log/` object, and of the manifest one boot or poll assembles from
+    /// them (default 1 GiB): an object or a manifest past it is refused (`RemoteError::Bound`)
+    /// before it is read, rather than allocated. A store's manifest is rewritten long before
+    /// (`Config::manifest_rewrite_bytes`), so only damage or another program reaches it.
+    pub log_bytes_max: u64,
 }
 
 impl Default for RemoteConfig {
@@ -34,6 +39,7 @@ impl Default for RemoteConfig {
             cache_bytes: 256 << 20,
             range_bytes: 8 << 20,
             log_objects_max: 100_000,
+            log_bytes_max: 1 << 30,
         }
     }
 }
@@ -57,6 +63,13 @@ impl RemoteConfig {
     #[must_use]
     pub fn range_bytes(mut self, bytes: u64) -> Self {
         self.range_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`RemoteConfig::log_bytes_max`].
+    #[must_use]
+    pub fn log_bytes_max(mut self, max: u64) -> Self {
+        self.log_bytes_max = max;
         self
     }
 

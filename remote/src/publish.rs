@@ -14,7 +14,8 @@ use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
 use crate::replica::{
-    Assembled, IDENTITY_KEY, assemble, epoch_key, log_key, log_seqs, parse_seq, seg_key,
+    Assembled, IDENTITY_BYTES_MAX, IDENTITY_KEY, assemble, epoch_key, log_key, log_seqs, parse_seq,
+    seg_key,
 };
 
 /// The file in the local store's root that names the store to its buckets.
@@ -159,7 +160,7 @@ impl Publisher {
             return Ok(());
         };
         let key = log_key(newest);
-        match self.bucket.get_opt(&key)? {
+        match self.bucket.get_opt(&key, self.config.log_bytes_max)? {
             Some(bytes) if LogObject::torn(&bytes) => self.bucket.delete(&key),
             _ => Ok(()),
         }
@@ -348,7 +349,10 @@ impl Publisher {
         if created == Created::New {
             return Ok(true);
         }
-        let there = self.bucket.get(&key).inspect_err(|_| self.stale = true)?;
+        let there = self
+            .bucket
+            .get(&key, self.config.log_bytes_max)
+            .inspect_err(|_| self.stale = true)?;
         if there == bytes {
             return Ok(true);
         }
@@ -387,7 +391,16 @@ impl Publisher {
                 published.bytes += len;
                 return Ok(());
             }
-            let there = self.bucket.get(&key)?;
+            let there = self.bucket.get(&key, len).map_err(|e| match e {
+                RemoteError::Bound { .. } => RemoteError::unreadable(
+                    &key,
+                    format!(
+                        "it is larger than the local {path} it should copy (did another copy \
+                         of this store publish here?)"
+                    ),
+                ),
+                other => other,
+            })?;
             if there.len() as u64 == len && strata_segment::format::file_digest(&there) == digest {
                 published.already_there += 1;
                 return Ok(());
@@ -628,7 +641,7 @@ fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError
         Ok(false) => None,
         Err(e) => return Err(io_error(IDENTITY_FILE, e).into()),
     };
-    let remote = match bucket.get_opt(IDENTITY_KEY)? {
+    let remote = match bucket.get_opt(IDENTITY_KEY, IDENTITY_BYTES_MAX)? {
         Some(bytes) => match parse_identity(&bytes) {
             Some(identity) => Some(identity),
             // Torn by the first publish's put, before any record: no replica can have booted.
@@ -674,7 +687,7 @@ fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError
         }
     };
     if bucket.put_create(IDENTITY_KEY, identity_bytes(&identity))? == Created::Exists {
-        let there = bucket.get(IDENTITY_KEY)?;
+        let there = bucket.get(IDENTITY_KEY, IDENTITY_BYTES_MAX)?;
         if parse_identity(&there) != Some(identity) {
             return Err(RemoteError::Identity {
                 reason: format!("another store claimed {} first", bucket.location()),

@@ -66,7 +66,7 @@ pub(crate) fn assemble(
         Some(id) => id,
         None => read_identity(bucket)?,
     };
-    let head = read_log(bucket, newest, identity)?;
+    let head = read_log(bucket, newest, identity, config)?;
     let reset = head.reset;
     // decode guarantees reset <= seq.
     let count = (newest - reset).saturating_add(1);
@@ -82,10 +82,10 @@ pub(crate) fn assemble(
     }
     let mut state: Option<Assembled> = None;
     for seq in reset..newest {
-        let object = read_log(bucket, seq, identity)?;
-        state = Some(apply(state, object)?);
+        let object = read_log(bucket, seq, identity, config)?;
+        state = Some(within(apply(state, object)?, config)?);
     }
-    let state = apply(state, head)?;
+    let state = within(apply(state, head)?, config)?;
     finish(state).map(Some)
 }
 
@@ -104,15 +104,38 @@ pub(crate) fn log_seqs(bucket: &Bucket, after: Option<u64>) -> Result<Vec<u64>, 
     Ok(seqs)
 }
 
+/// The most bytes an `identity` object may hold (it holds a line of 40-odd).
+pub(crate) const IDENTITY_BYTES_MAX: u64 = 4096;
+
+/// `state`, if its manifest is within [`RemoteConfig::log_bytes_max`].
+fn within(state: Assembled, config: &RemoteConfig) -> Result<Assembled, RemoteError> {
+    let len = state.manifest.len() as u64;
+    if len > config.log_bytes_max {
+        return Err(RemoteError::Bound {
+            reason: format!(
+                "the manifest assembled up to log/{} holds {len} bytes, more than \
+                 RemoteConfig::log_bytes_max {}",
+                state.head.seq, config.log_bytes_max
+            ),
+        });
+    }
+    Ok(state)
+}
+
 fn read_identity(bucket: &Bucket) -> Result<[u8; 16], RemoteError> {
-    let bytes = bucket.get(IDENTITY_KEY)?;
+    let bytes = bucket.get(IDENTITY_KEY, IDENTITY_BYTES_MAX)?;
     parse_identity(&bytes)
         .ok_or_else(|| RemoteError::unreadable(IDENTITY_KEY, "not a strata store identity"))
 }
 
-fn read_log(bucket: &Bucket, seq: u64, identity: [u8; 16]) -> Result<LogObject, RemoteError> {
+fn read_log(
+    bucket: &Bucket,
+    seq: u64,
+    identity: [u8; 16],
+    config: &RemoteConfig,
+) -> Result<LogObject, RemoteError> {
     let key = log_key(seq);
-    let bytes = bucket.get(&key)?;
+    let bytes = bucket.get(&key, config.log_bytes_max)?;
     let object = LogObject::decode(&bytes, seq).map_err(|r| RemoteError::unreadable(&key, r))?;
     if object.identity != identity {
         return Err(RemoteError::unreadable(
@@ -446,13 +469,13 @@ impl Replica {
             catalog: Catalog::new(),
         });
         for seq in self.head.seq + 1..=newest {
-            let object = match read_log(&self.bucket, seq, self.identity) {
+            let object = match read_log(&self.bucket, seq, self.identity, &self.remote) {
                 Ok(object) => object,
                 // Collected below a newer reset: read that state from its reset.
                 Err(RemoteError::Missing { .. }) => return self.reboot(),
                 Err(e) => return Err(e),
             };
-            state = Some(apply(state, object)?);
+            state = Some(within(apply(state, object)?, &self.remote)?);
         }
         let Some(state) = state else {
             return Ok(false);

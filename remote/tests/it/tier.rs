@@ -91,3 +91,65 @@ fn a_replica_of_an_empty_bucket_is_refused_naming_it() {
     assert!(matches!(error, RemoteError::Missing { .. }), "{error}");
     assert!(error.to_string().contains("identity"), "{error}");
 }
+
+/// `RemoteConfig::log_bytes_max` is reached and refused naming it, both by one `log/` object
+/// over it and by a manifest assembled from objects each under it; an `identity` object larger
+/// than an identity is refused before it is read.
+#[test]
+fn log_bytes_max_is_reached_and_refused() {
+    use futures_util::TryStreamExt;
+    use object_store::{ObjectStoreExt, PutPayload, path::Path};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (objects, bucket) = memory_bucket();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, RemoteConfig::default()).unwrap();
+    ingest(&mut store, &mut publisher, 0, 5, 20);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let sizes: Vec<u64> = runtime.block_on(async {
+        let logs = Path::from("store-1/log");
+        let metas: Vec<_> = objects.list(Some(&logs)).try_collect().await.unwrap();
+        metas.iter().map(|m| m.size).collect()
+    });
+    let largest = *sizes.iter().max().unwrap();
+    let total: u64 = sizes.iter().sum();
+    assert!(sizes.len() >= 5 && total > 2 * largest, "{sizes:?}");
+    let open = |max: u64| {
+        Replica::open(
+            same_bucket(&objects),
+            config(),
+            RemoteConfig::default().log_bytes_max(max),
+        )
+    };
+    for (max, what) in [
+        (largest - 1, "bytes, more than the"),
+        (largest, "manifest assembled"),
+    ] {
+        let refused = open(max).unwrap_err();
+        assert!(
+            matches!(refused, RemoteError::Bound { .. }) && refused.to_string().contains(what),
+            "log_bytes_max {max}: {refused}"
+        );
+    }
+    assert_eq!(same_answers(&store, open(total).unwrap().store()), 3 * 100);
+
+    let (big, _) = memory_bucket();
+    runtime.block_on(async {
+        let identity = Path::from("store-1/identity");
+        big.put(&identity, PutPayload::from(vec![b'x'; 5000]))
+            .await
+            .unwrap();
+    });
+    let refused = Replica::open(same_bucket(&big), config(), RemoteConfig::default()).unwrap_err();
+    assert!(
+        matches!(refused, RemoteError::Bound { .. }) && refused.to_string().contains("identity"),
+        "{refused}"
+    );
+    let other = tempfile::tempdir().unwrap();
+    let fresh = Store::create(other.path(), config(), &[decl()]).unwrap();
+    let refused =
+        Publisher::attach(&fresh, same_bucket(&big), RemoteConfig::default()).unwrap_err();
+    assert!(matches!(refused, RemoteError::Bound { .. }), "{refused}");
+}
