@@ -4,6 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use futures_util::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
@@ -203,6 +204,37 @@ impl Bucket {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(RemoteError::object(key, e)),
         }
+    }
+
+    /// When the object at `key` was last written, by the object store's clock.
+    pub(crate) fn modified(&self, key: &str) -> Result<SystemTime, RemoteError> {
+        let path = self.path(key);
+        self.block(self.store.head(&path))
+            .map(|meta| SystemTime::from(meta.last_modified))
+            .map_err(|e| RemoteError::object(key, e))
+    }
+
+    /// The keys under folder `dir` (relative to the prefix, without `dir/`), with when each was
+    /// last written by the object store's clock.
+    pub(crate) fn list_modified(
+        &self,
+        dir: &str,
+    ) -> Result<Vec<(String, SystemTime)>, RemoteError> {
+        let folder = self.path(dir);
+        let metas: Vec<object_store::ObjectMeta> = self
+            .block(self.store.list(Some(&folder)).try_collect())
+            .map_err(|e| RemoteError::object(dir, e))?;
+        Ok(metas
+            .into_iter()
+            .filter_map(|meta| {
+                let mut parts = meta.location.prefix_match(&folder)?;
+                let name = parts.next()?.as_ref().to_owned();
+                parts
+                    .next()
+                    .is_none()
+                    .then(|| (name, SystemTime::from(meta.last_modified)))
+            })
+            .collect())
     }
 
     /// The keys under folder `dir` (relative to the prefix, without `dir/`), sorted, with their

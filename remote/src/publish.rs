@@ -1,7 +1,7 @@
 //! `Publisher`: the writer's side. Segments first, then the record that claims them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use strata_engine::Store;
 use strata_index::{Catalog, FileName, LOG_HEADER_LEN, parse_log};
@@ -113,7 +113,9 @@ impl Publisher {
             stale: true,
         };
         publisher.read_head(vfs.as_ref())?;
-        publisher.sweep_unclaimed()?;
+        // The object store's clock now: when our epoch marker was written.
+        let clock = publisher.bucket.modified(&epoch_key(epoch))?;
+        publisher.sweep_unclaimed(clock)?;
         Ok(publisher)
     }
 
@@ -166,17 +168,45 @@ impl Publisher {
         }
     }
 
-    /// Any segment object the bucket's state does not claim (a retired one, or one uploaded
-    /// by a writer that crashed before its record) is deleted after the grace period, counted
-    /// from now: a replica may still be reading it.
-    fn sweep_unclaimed(&mut self) -> Result<(), RemoteError> {
+    /// Queues for deletion what the bucket's state no longer needs: every segment object it
+    /// does not claim (retired, or uploaded by a writer that crashed before its record), and the
+    /// `log/` objects below the newest state's reset. Each waits out the grace period counted
+    /// from when the object store wrote the newest `log/` object (no later than whatever
+    /// retired them; for an unclaimed segment, no earlier than its own upload), by the object
+    /// store's own clock (`clock`, when it wrote this writer's epoch marker), so that a writer
+    /// that lives for seconds (a command) still deletes what was retired long enough ago, and
+    /// the machines' clocks never enter. A replica may still be reading what the grace covers.
+    fn sweep_unclaimed(&mut self, clock: SystemTime) -> Result<(), RemoteError> {
         let now = Instant::now();
-        for (name, _) in self.bucket.list(SEG_DIR, None)? {
+        let grace = self.config.grace;
+        let since = |written: SystemTime| {
+            // Only whether `grace` has passed matters: an age past it is clamped, so that it
+            // fits below an Instant's origin.
+            let age = clock.duration_since(written).unwrap_or(Duration::ZERO);
+            now.checked_sub(age.min(grace)).unwrap_or(now)
+        };
+        let logs = self.bucket.list_modified("log")?;
+        let written_of = |seq: u64| {
+            logs.iter()
+                .find(|(name, _)| parse_seq(name) == Some(seq))
+                .map(|&(_, written)| written)
+        };
+        let head_written = self.head.as_ref().and_then(|h| written_of(h.seq));
+        for (name, written) in self.bucket.list_modified(SEG_DIR)? {
             match NumberedName::parse(&name) {
                 // Publish compares it with the local file before reusing it for a claim.
-                Some(n) if !self.live.contains(&n.number) => self.retired.push((now, n.number)),
+                Some(n) if !self.live.contains(&n.number) => {
+                    let retired = head_written.map_or(written, |head| head.max(written));
+                    self.retired.push((since(retired), n.number));
+                }
                 _ => {}
             }
+        }
+        if let Some(head) = &self.head
+            && head.reset > 0
+            && let Some(written) = written_of(head.reset)
+        {
+            self.resets.push((since(written), head.reset));
         }
         Ok(())
     }

@@ -18,8 +18,8 @@ pub fn publish_after(dir: &Path, url: &str, code: ExitCode) -> Result<ExitCode, 
     let store = open_existing(dir)?;
     let mut publishing = Publishing::attach(dir, url, &store)?;
     let said = publishing.publish(&store)?;
-    // Deletes what an earlier publish of this process retired past the grace period (none,
-    // for a command shorter than it) and the epoch markers of earlier writers.
+    // Deletes what was retired more than the grace period ago, by the object store's clock
+    // (an earlier command's retirements), and the epoch markers of earlier writers.
     let collected = publishing
         .publisher
         .collect()

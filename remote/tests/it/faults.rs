@@ -825,3 +825,76 @@ fn a_whole_log_object_that_does_not_decode_is_refused_not_removed() {
         objects.head(&copy).await.expect("the object is kept");
     });
 }
+
+/// The objects under `store-1/dir`.
+fn objects_under(objects: &Arc<dyn ObjectStore>, dir: &str) -> usize {
+    use futures_util::StreamExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let prefix = Path::from(format!("store-1/{dir}"));
+    runtime.block_on(objects.list(Some(&prefix)).count())
+}
+
+/// A writer that lives for seconds, as a command does, still deletes what an earlier writer
+/// retired more than the grace period ago, and nothing retired within it: the grace is counted
+/// by the object store's own clock, from the newest `log/` object.
+#[test]
+fn a_short_lived_writer_collects_what_was_retired_a_grace_ago() {
+    let grace = Duration::from_millis(1500);
+    let remote = RemoteConfig::default().grace(grace);
+    let (objects, bucket) = crate::support::memory_bucket();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, remote.clone()).unwrap();
+    for b in 0..4 {
+        barrier(&mut store, b + 1, b * PER);
+        publisher.publish(&store).unwrap();
+    }
+    while store.compact_step().unwrap().is_some() {
+        publisher.publish(&store).unwrap();
+    }
+    store.checkpoint().unwrap();
+    assert!(publisher.publish(&store).unwrap().reset);
+    drop(publisher);
+    let live = store.catalog().live_files().count();
+    let (segments, logs) = (
+        objects_under(&objects, "seg"),
+        objects_under(&objects, "log"),
+    );
+    assert!(
+        segments > live && logs > 1,
+        "{segments} segments, {logs} logs"
+    );
+
+    // Within the grace: a new writer deletes nothing.
+    let attach = || {
+        Publisher::attach(
+            &store,
+            crate::support::same_bucket(&objects),
+            remote.clone(),
+        )
+        .unwrap()
+    };
+    let collected = attach().collect().unwrap();
+    assert_eq!((collected.segments, collected.logs), (0, 0));
+    assert_eq!(objects_under(&objects, "seg"), segments);
+
+    std::thread::sleep(grace + Duration::from_millis(300));
+    let collected = attach().collect().unwrap();
+    assert_eq!(collected.segments, segments - live, "every retired segment");
+    assert_eq!(
+        collected.logs,
+        logs - 1,
+        "every log/ object below the reset"
+    );
+    assert_eq!(objects_under(&objects, "seg"), live);
+    assert_eq!(objects_under(&objects, "log"), 1);
+    let replica = Replica::open(
+        crate::support::same_bucket(&objects),
+        config(),
+        RemoteConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(same_answers(&store, replica.store()) as u64, 3 * 4 * PER);
+}
