@@ -206,6 +206,14 @@ impl Bucket {
         }
     }
 
+    /// The length of the object at `key`.
+    pub(crate) fn size(&self, key: &str) -> Result<u64, RemoteError> {
+        let path = self.path(key);
+        self.block(self.store.head(&path))
+            .map(|meta| meta.size)
+            .map_err(|e| RemoteError::object(key, e))
+    }
+
     /// When the object at `key` was last written, by the object store's clock.
     pub(crate) fn modified(&self, key: &str) -> Result<SystemTime, RemoteError> {
         let path = self.path(key);

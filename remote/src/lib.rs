@@ -11,6 +11,10 @@
 //!   [`RemoteConfig::cache_bytes`], each checked against the digest its record gives;
 //!   [`Replica::poll`] follows new records. A replica never writes to the bucket.
 //!
+//! - [`TieredVfs`] (the writer's disk as a cache): a store opened through it may evict
+//!   uploaded segments under a byte budget ([`TieredVfs::evict`]) and reads them back from the
+//!   bucket, checked against their digests, into a bounded cache.
+//!
 //! docs/remote.md has the bucket's layout, the order of writes, and why that order is safe.
 //!
 //! Everything here is blocking: each [`Bucket`] drives its object store on a small runtime of its
@@ -25,6 +29,7 @@ mod error;
 mod logobj;
 mod publish;
 mod replica;
+mod tiered;
 
 pub use object_store;
 
@@ -35,6 +40,7 @@ pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
 pub use publish::{Collected, Published, Publisher};
 pub use replica::{BucketVfs, Replica};
+pub use tiered::{EVICTED_DIR, Evicted, TieredVfs};
 
 /// `Store::open_replica(url)`: a [`Replica`] of the bucket a URL names, with default settings.
 ///

@@ -211,6 +211,12 @@ impl Publisher {
         Ok(())
     }
 
+    /// The segments the bucket's newest state claims, as this publisher last published or
+    /// read it; `None` when a failure left it unsure (the next publish reads the bucket).
+    pub fn claimed(&self) -> Option<&BTreeSet<FileName>> {
+        (!self.stale).then_some(&self.live)
+    }
+
     /// This writer's epoch.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -617,7 +623,7 @@ fn local_holds(vfs: &dyn Vfs, head: &LogObject, catalog: &Catalog) -> Result<(),
     Ok(())
 }
 
-fn io_error(path: &str, source: std::io::Error) -> SegmentError {
+pub(crate) fn io_error(path: &str, source: std::io::Error) -> SegmentError {
     SegmentError::Io {
         path: path.to_owned(),
         source,

@@ -251,49 +251,69 @@ impl BucketVfs {
     }
 
     fn fetch(&self, name: FileName, len: u64, digest: u32) -> io::Result<Arc<[u8]>> {
-        if let Some(bytes) = self.cache.get(name) {
-            return Ok(bytes);
-        }
-        let key = seg_key(name);
-        // The record's length is not trusted with an allocation: the bytes grow as the
-        // bucket answers, a range at a time.
-        let mut bytes = Vec::with_capacity(usize::try_from(len.min(self.range_bytes)).unwrap_or(0));
-        let mut at = 0;
-        while at < len {
-            let end = len.min(at.saturating_add(self.range_bytes));
-            let part = self.bucket.get_range(&key, at..end).map_err(|e| match e {
-                RemoteError::Missing { .. } => io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("object {key} is missing from {}", self.bucket.location()),
-                ),
-                other => io::Error::other(other.to_string()),
-            })?;
-            if part.len() as u64 != end - at {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "object {key}: bytes {at}..{end} came back as {} bytes (is it shorter \
-                         than its record's {len}?)",
-                        part.len()
-                    ),
-                ));
-            }
-            bytes.extend_from_slice(&part);
-            at = end;
-        }
-        let actual = strata_segment::format::file_digest(&bytes);
-        if actual != digest {
+        fetch_segment(
+            &self.bucket,
+            &self.cache,
+            self.range_bytes,
+            name,
+            len,
+            digest,
+        )
+    }
+}
+
+/// Segment `name` from the bucket (or `cache`), fetched in ranges of `range_bytes` and checked
+/// against its record's `len` and `digest`; kept in `cache`. A missing object is `NotFound`,
+/// a short or damaged one `InvalidData`, each naming the object.
+pub(crate) fn fetch_segment(
+    bucket: &Bucket,
+    cache: &SegmentCache,
+    range_bytes: u64,
+    name: FileName,
+    len: u64,
+    digest: u32,
+) -> io::Result<Arc<[u8]>> {
+    let range_bytes = range_bytes.max(1);
+    if let Some(bytes) = cache.get(name) {
+        return Ok(bytes);
+    }
+    let key = seg_key(name);
+    // The record's length is not trusted with an allocation: the bytes grow as the
+    // bucket answers, a range at a time.
+    let mut bytes = Vec::with_capacity(usize::try_from(len.min(range_bytes)).unwrap_or(0));
+    let mut at = 0;
+    while at < len {
+        let end = len.min(at.saturating_add(range_bytes));
+        let part = bucket.get_range(&key, at..end).map_err(|e| match e {
+            RemoteError::Missing { .. } => io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("object {key} is missing from {}", bucket.location()),
+            ),
+            other => io::Error::other(other.to_string()),
+        })?;
+        if part.len() as u64 != end - at {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
-                    "object {key}: digest {actual:#010x} differs from its record's {digest:#010x}"
+                    "object {key}: bytes {at}..{end} came back as {} bytes (is it shorter \
+                     than its record's {len}?)",
+                    part.len()
                 ),
             ));
         }
-        let bytes: Arc<[u8]> = bytes.into();
-        self.cache.insert(name, Arc::clone(&bytes));
-        Ok(bytes)
+        bytes.extend_from_slice(&part);
+        at = end;
     }
+    let actual = strata_segment::format::file_digest(&bytes);
+    if actual != digest {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("object {key}: digest {actual:#010x} differs from its record's {digest:#010x}"),
+        ));
+    }
+    let bytes: Arc<[u8]> = bytes.into();
+    cache.insert(name, Arc::clone(&bytes));
+    Ok(bytes)
 }
 
 fn read_only() -> io::Error {

@@ -17,3 +17,4 @@ mod primitives;
 mod server;
 mod support;
 mod tier;
+mod tiered;
