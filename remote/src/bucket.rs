@@ -176,16 +176,6 @@ impl Bucket {
             .map_err(|e| RemoteError::object(key, e))
     }
 
-    /// Whether an object is at `key`.
-    pub(crate) fn exists(&self, key: &str) -> Result<bool, RemoteError> {
-        let path = self.path(key);
-        match self.block(self.store.head(&path)) {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(RemoteError::object(key, e)),
-        }
-    }
-
     /// Puts `bytes` at `key` unless an object is there (never overwrites).
     pub(crate) fn put_create(&self, key: &str, bytes: Vec<u8>) -> Result<Created, RemoteError> {
         let path = self.path(key);
@@ -204,14 +194,6 @@ impl Bucket {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(RemoteError::object(key, e)),
         }
-    }
-
-    /// The length of the object at `key`.
-    pub(crate) fn size(&self, key: &str) -> Result<u64, RemoteError> {
-        let path = self.path(key);
-        self.block(self.store.head(&path))
-            .map(|meta| meta.size)
-            .map_err(|e| RemoteError::object(key, e))
     }
 
     /// When the object at `key` was last written, by the object store's clock.

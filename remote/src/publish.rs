@@ -147,23 +147,32 @@ impl Publisher {
             self.retired.push((now, gone));
         }
         self.uploaded.extend(live.iter().copied());
+        self.retired.retain(|(_, name)| !live.contains(name));
         self.live = live;
         self.head = head;
         self.stale = false;
         Ok(())
     }
 
-    /// Removes the newest `log/` object if it is torn (it fails its checksum: an upload a store
-    /// tore, against object_store's promise that a put is whole or absent). No reader can have
-    /// used it, and the publish that put it is re-done from the local manifest. A whole object
-    /// that does not decode is left for `assemble` to refuse.
+    /// Moves the newest `log/` object to `quarantine/` if it is torn (it fails its checksum: an
+    /// upload a store tore, against object_store's promise that a put is whole or absent). No
+    /// reader can have used a torn object (a replica refuses it), and the publish that put it
+    /// is done again from the local manifest. A whole object that does not decode is left for
+    /// `assemble` to refuse.
     fn remove_torn_head(&self) -> Result<(), RemoteError> {
         let Some(&newest) = log_seqs(&self.bucket, None)?.last() else {
             return Ok(());
         };
         let key = log_key(newest);
         match self.bucket.get_opt(&key, self.config.log_bytes_max)? {
-            Some(bytes) if LogObject::torn(&bytes) => self.bucket.delete(&key),
+            Some(bytes) if LogObject::torn(&bytes) => {
+                // Kept, never only deleted: a copy under quarantine/ (named by the writer that
+                // moved it) is evidence, should the object have been whole once and damaged
+                // after, rather than torn by its put.
+                let kept = format!("quarantine/log-{newest:020}-epoch-{}", self.epoch);
+                self.bucket.put_create(&kept, bytes)?;
+                self.bucket.delete(&key)
+            }
             _ => Ok(()),
         }
     }
@@ -196,7 +205,12 @@ impl Publisher {
             match NumberedName::parse(&name) {
                 // Publish compares it with the local file before reusing it for a claim.
                 Some(n) if !self.live.contains(&n.number) => {
-                    let retired = head_written.map_or(written, |head| head.max(written));
+                    // No time for a head the listing lacks: count from now.
+                    let retired = match (&self.head, head_written) {
+                        (_, Some(head)) => head.max(written),
+                        (Some(_), None) => clock,
+                        (None, None) => written,
+                    };
                     self.retired.push((since(retired), n.number));
                 }
                 _ => {}
@@ -356,6 +370,9 @@ impl Publisher {
         for &gone in self.live.difference(&live_now) {
             self.retired.push((now, gone));
         }
+        // A segment claimed again (an upload whose record a crash lost, re-used by this
+        // publish) is no longer waiting to be deleted: its grace starts when it is retired.
+        self.retired.retain(|(_, name)| !live_now.contains(name));
         self.live = live_now;
         if kind == LogKind::Reset {
             self.resets.push((now, seq));
@@ -470,8 +487,14 @@ impl Publisher {
     /// Refuses once fenced, or once a newer writer has taken the next epoch.
     fn check_fence(&mut self) -> Result<(), RemoteError> {
         if self.fenced.is_none() {
-            let next = self.epoch.saturating_add(1);
-            if self.bucket.exists(&epoch_key(next))? {
+            // Any epoch above ours: a newer writer may have collected the markers between.
+            let newer = self
+                .bucket
+                .list("epoch", None)?
+                .iter()
+                .filter_map(|(name, _)| parse_seq(name))
+                .any(|epoch| epoch > self.epoch);
+            if newer {
                 let seq = self.head.as_ref().map_or(0, |h| h.seq.saturating_add(1));
                 self.fenced = Some((seq, None));
             }

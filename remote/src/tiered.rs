@@ -3,8 +3,8 @@
 //! ([`TieredVfs::evict`], under a byte budget) and is then read from the bucket with ranged
 //! GETs into a bounded [`SegmentCache`], checked against its record's length and digest.
 //!
-//! An eviction is recorded before the local file goes: a marker `remote-evicted/NAME` (the
-//! segment's name), written two-phase, holding the segment's length and digest. A crash between
+//! An eviction is recorded before the local file goes: a marker `remote-evicted/NAME.evicted`
+//! (NAME the segment's), written two-phase, holding the segment's length and digest. A crash between
 //! the marker and the removal leaves both, and the local file is read. Boot sees an evicted
 //! segment as present (its listing and length come from the marker), so a store with evicted
 //! segments must be opened through a `TieredVfs` ([`strata_engine::Store::open_in`]); opened
@@ -32,6 +32,14 @@ use crate::replica::{fetch_segment, seg_key};
 pub const EVICTED_DIR: &str = "remote-evicted";
 
 const MARKER_PREFIX: &str = "strata evicted segment ";
+
+/// A marker's file name: the segment's, with this suffix (so that a marker's temp in `tmp/`
+/// never looks like a segment's).
+const MARKER_SUFFIX: &str = ".evicted";
+
+fn marker_name(name: FileName) -> String {
+    format!("{}{MARKER_SUFFIX}", NumberedName::segment(name))
+}
 
 /// What one [`TieredVfs::evict`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,7 +83,10 @@ impl TieredVfs {
                 .map_err(|e| io_error(EVICTED_DIR, e))?
             {
                 let path = format!("{EVICTED_DIR}/{}", entry.name);
-                let name = NumberedName::parse(&entry.name)
+                let name = entry
+                    .name
+                    .strip_suffix(MARKER_SUFFIX)
+                    .and_then(NumberedName::parse)
                     .filter(|_| !entry.is_dir)
                     .ok_or_else(|| RemoteError::unreadable(&path, "not an eviction marker"))?;
                 let bytes = local.read(&path).map_err(|e| io_error(&path, e))?;
@@ -110,8 +121,8 @@ impl TieredVfs {
 
     /// Removes local copies of live segments that the bucket's newest state (as `publisher`
     /// last published or read it) claims, oldest first, until the live segments on the local
-    /// disk hold at most `budget` bytes. Each is checked in the bucket (its object's length)
-    /// and recorded by its marker before its local file goes. `store` must be the store over
+    /// disk hold at most `budget` bytes. Each is read from the bucket and checked against its
+    /// digest, and recorded by its marker, before its local file goes. `store` must be the store over
     /// this file system, and `publisher` attached to it.
     pub fn evict(
         &self,
@@ -147,14 +158,18 @@ impl TieredVfs {
             if !claimed.contains(&name) {
                 continue;
             }
+            // The bucket's copy is read whole and checked against the digest before the
+            // local one goes (and is then in the cache for the next read).
             let key = seg_key(name);
-            let size = self.bucket.size(&key)?;
-            if size != len {
-                return Err(RemoteError::unreadable(
-                    &key,
-                    format!("it holds {size} bytes, its record {len}: not evicted"),
-                ));
-            }
+            fetch_segment(
+                &self.bucket,
+                &self.cache,
+                self.range_bytes,
+                name,
+                len,
+                digest,
+            )
+            .map_err(|e| RemoteError::unreadable(&key, format!("{e}: not evicted")))?;
             self.record(name, len, digest)?;
             let path = NumberedName::segment(name).path_in(SEG_DIR);
             self.local
@@ -183,7 +198,7 @@ impl TieredVfs {
         write_two_phase(
             self.local.as_ref(),
             EVICTED_DIR,
-            &NumberedName::segment(name).to_string(),
+            &marker_name(name),
             marker.as_bytes(),
         )?;
         self.evicted().insert(name, (len, digest));
@@ -277,7 +292,17 @@ impl Vfs for TieredVfs {
                 format!("{to} exists (evicted to the bucket)"),
             ));
         }
-        self.local.rename_noreplace(from, to)
+        match self.evicted_at(from) {
+            // Boot moving an evicted segment aside (to quarantine/, when no record claims
+            // it): its marker goes there in its stead, as the evidence.
+            Some((name, _, _)) if !self.local.exists(from)? => {
+                let marker = format!("{EVICTED_DIR}/{}", marker_name(name));
+                self.local.rename_noreplace(&marker, to)?;
+                self.evicted().remove(&name);
+                Ok(())
+            }
+            _ => self.local.rename_noreplace(from, to),
+        }
     }
 
     fn rename_mode(&self) -> RenameMode {
@@ -292,7 +317,7 @@ impl Vfs for TieredVfs {
         let Some((name, _, _)) = self.evicted_at(path) else {
             return self.local.remove(path);
         };
-        let marker = NumberedName::segment(name).path_in(EVICTED_DIR);
+        let marker = format!("{EVICTED_DIR}/{}", marker_name(name));
         match self.local.remove(&marker) {
             Ok(()) => self.local.sync_dir(EVICTED_DIR)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -20,18 +20,19 @@ pub fn publish_after(dir: &Path, url: &str, code: ExitCode) -> Result<ExitCode, 
     let said = publishing.publish(&store)?;
     // Deletes what was retired more than the grace period ago, by the object store's clock
     // (an earlier command's retirements), and the epoch markers of earlier writers.
-    let collected = publishing
-        .publisher
-        .collect()
-        .map_err(|error| publishing.failed(&error))?;
-    let deleted = (collected.segments + collected.logs) as u64;
-    let deleted = if deleted > 0 {
-        format!(
-            "; deleted {} past the grace period",
-            count(deleted, "object", "objects")
-        )
-    } else {
-        String::new()
+    let deleted = match publishing.publisher.collect() {
+        Ok(collected) => match (collected.segments + collected.logs) as u64 {
+            0 => String::new(),
+            n => format!(
+                "; deleted {} past the grace period",
+                count(n, "object", "objects")
+            ),
+        },
+        // The command and its publish succeeded: a delete refused (a bucket policy without
+        // delete, an object lock) is said, and the objects wait for a later collect.
+        Err(error) => {
+            format!("; warning: deleting what the grace period no longer protects failed: {error}")
+        }
     };
     eprintln!("strata: published to {url}: {said}{deleted}");
     Ok(code)

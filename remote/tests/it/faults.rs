@@ -898,3 +898,41 @@ fn a_short_lived_writer_collects_what_was_retired_a_grace_ago() {
     .unwrap();
     assert_eq!(same_answers(&store, replica.store()) as u64, 3 * 4 * PER);
 }
+
+/// A segment uploaded by a publish whose `log/` put failed, and claimed by the next writer's
+/// publish, starts its grace only when it is retired: a writer that found it unclaimed (and
+/// old) at attach must not delete it as soon as a compaction retires it.
+#[test]
+fn a_segment_claimed_again_waits_a_whole_grace_after_its_retirement() {
+    let grace = Duration::from_millis(1500);
+    let remote = RemoteConfig::default().grace(grace);
+    let objects = FaultStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, objects.bucket(), remote.clone()).unwrap();
+    barrier(&mut store, 1, 0);
+    publisher.publish(&store).unwrap();
+    barrier(&mut store, 2, PER);
+    // The segment lands; the log/ object that would claim it does not.
+    objects.arm(2, Fault::FailBefore);
+    publisher.publish(&store).unwrap_err();
+    drop(publisher);
+    std::thread::sleep(grace + Duration::from_millis(300));
+    // A new writer finds the upload unclaimed and older than the grace, then claims it.
+    let mut publisher = Publisher::attach(&store, objects.bucket(), remote).unwrap();
+    let published = publisher.publish(&store).unwrap();
+    assert_eq!(published.already_there, 1, "{published:?}");
+    let mut steps = 0;
+    while store.compact_step().unwrap().is_some() {
+        publisher.publish(&store).unwrap();
+        steps += 1;
+    }
+    assert!(steps > 0);
+    let collected = publisher.collect().unwrap();
+    assert_eq!(
+        collected.segments, 0,
+        "a segment retired just now waits its grace out"
+    );
+    std::thread::sleep(grace + Duration::from_millis(100));
+    assert_eq!(publisher.collect().unwrap().segments, 2, "then both go");
+}

@@ -247,3 +247,37 @@ fn a_crash_at_every_step_of_an_eviction_loses_nothing() {
     );
     assert_eq!(cases, steps as usize * SimFs::CRASH_IMAGES);
 }
+
+/// A marker for a segment no record claims (left by a plain open that forgot the segment, or
+/// by hand) does not stop the store: boot moves it to quarantine as it would the segment, and
+/// the store answers as before.
+#[test]
+fn a_marker_no_record_claims_is_quarantined_by_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (objects, bucket) = memory_bucket();
+    let vfs = tiered(dir.path(), &objects);
+    let mut store = Store::create_in(vfs.clone(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, RemoteConfig::default()).unwrap();
+    barriers(&mut store, &mut publisher, 0, 2);
+    assert!(vfs.evict(&store, &publisher, 0).unwrap().files >= 1);
+    let before = answers(&store);
+    drop(publisher);
+    drop(store);
+    let markers = dir.path().join(strata_remote::EVICTED_DIR);
+    let first = std::fs::read_dir(&markers)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let stray = markers.join("000000999999.seg.evicted");
+    std::fs::copy(&first, &stray).unwrap();
+    let vfs = tiered(dir.path(), &objects);
+    let store = Store::open_in(vfs, config(), &[decl()]).unwrap();
+    assert!(!stray.exists(), "the stray marker left remote-evicted/");
+    let quarantined = std::fs::read_dir(dir.path().join("quarantine"))
+        .unwrap()
+        .count();
+    assert!(quarantined >= 1, "it is kept in quarantine/");
+    assert_eq!(answers(&store), before);
+}
