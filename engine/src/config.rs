@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use strata_index::{LINEAGE_STATES_DEFAULT, LINEAGE_STATES_LIMIT};
 use strata_levels::SurveyFill;
 
 use crate::error::EngineError;
@@ -86,6 +87,15 @@ pub struct Config {
     /// or groups of a finer level that spend most of the budget (`SurveyFill::Spend`;
     /// docs/levels.md). Floors apply to either alike.
     pub survey_fill: SurveyFill,
+    /// How many manifest states a rewrite keeps in the store's lineage: the frame boundaries
+    /// of the generations before the current one, newest kept, each 8 bytes in every snapshot.
+    /// What proves a copy of the store elsewhere (a bucket's newest `log/` object, #28) an
+    /// earlier state of this store after its manifest was rewritten: a copy older than the
+    /// oldest state kept can no longer be proven and is refused as such
+    /// (strata-remote's `Diverged`). The default, 16,384 (`LINEAGE_STATES_DEFAULT`), is the
+    /// barriers of about seven 1 MiB generations, 128 KiB in each snapshot. 0 keeps none; more
+    /// than `LINEAGE_STATES_LIMIT` is refused at open (`EngineError::Config`).
+    pub lineage_states_max: usize,
 }
 
 impl Default for Config {
@@ -100,6 +110,7 @@ impl Default for Config {
             open_segments_max: 1024,
             retention: BTreeMap::new(),
             survey_fill: SurveyFill::FinestLevel,
+            lineage_states_max: LINEAGE_STATES_DEFAULT,
         }
     }
 }
@@ -177,11 +188,27 @@ impl Config {
         self.survey_fill = survey_fill;
         self
     }
+
+    /// Sets [`Config::lineage_states_max`].
+    #[must_use]
+    pub fn lineage_states_max(mut self, lineage_states_max: usize) -> Self {
+        self.lineage_states_max = lineage_states_max;
+        self
+    }
 }
 
 impl Config {
     /// Refuses a bound no store can honour, before anything is opened.
     pub(crate) fn validate(&self) -> Result<(), EngineError> {
+        if self.lineage_states_max > LINEAGE_STATES_LIMIT {
+            return Err(EngineError::Config {
+                setting: "lineage_states_max",
+                reason: format!(
+                    "is {}; a lineage holds at most {LINEAGE_STATES_LIMIT} states",
+                    self.lineage_states_max
+                ),
+            });
+        }
         if self.open_segments_max == 0 || self.open_segments_max > OPEN_SEGMENTS_LIMIT {
             return Err(EngineError::Config {
                 setting: "open_segments_max",

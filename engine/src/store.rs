@@ -14,7 +14,7 @@ use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
     CountingSink, FileSink, ManifestWriter, SegmentError, SegmentSink, SegmentSummary,
-    SegmentWriter, SyncedFile, TempFile, rewrite_manifest, truncate_manifest,
+    SegmentWriter, SyncedFile, TempFile, read_manifest, rewrite_manifest, truncate_manifest,
 };
 
 use crate::config::Config;
@@ -707,10 +707,21 @@ impl Store {
         if !self.removals.is_empty() {
             return Ok(false);
         }
+        // The generation replaced, read back whole: its frame boundaries join the lineage
+        // the new one records, which is what proves a copy of any of them (a bucket's) an
+        // earlier state of this store. The appends that wrote it succeeded (a failed one
+        // poisons the store), so it is all trusted prefix.
+        let generation = self.manifest.generation();
+        // A failed read writes nothing: the store stays as it was, unpoisoned.
+        let replaced = read_manifest(self.vfs.as_ref(), generation).map_err(EngineError::read)?;
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
         // half the frame bound. The generation is written whole, two-phase, so a crash leaves
         // either the old manifest or all of the new one.
-        let snapshot = split_record(self.catalog.snapshot(), FRAME_BODY_MAX / 2);
+        let snapshot = split_record(
+            self.catalog
+                .snapshot_after(generation, &replaced, self.config.lineage_states_max),
+            FRAME_BODY_MAX / 2,
+        );
         // Rebuilt before it is written, as boot would rebuild it: a snapshot that would not
         // apply (our bug) never reaches the disk.
         let mut rebuilt = Catalog::new();
@@ -719,7 +730,7 @@ impl Store {
                 reason: format!("the manifest's snapshot does not apply: {e}"),
             })?;
         }
-        match rewrite_manifest(self.vfs.as_ref(), self.manifest.generation(), &snapshot) {
+        match rewrite_manifest(self.vfs.as_ref(), generation, &snapshot) {
             Ok(manifest) => {
                 self.manifest_base_len = manifest.len();
                 self.retired_since_measure = false;

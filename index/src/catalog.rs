@@ -16,6 +16,7 @@ use std::fmt;
 
 use crate::key::TrackKey;
 use crate::label::validate_label;
+use crate::lineage::Lineage;
 use crate::record::{
     DeclError, Entry, FileEntry, FileName, Floor, History, PartitionEntry, Record, Retirement,
     StreamDecl, Tier,
@@ -658,6 +659,8 @@ pub struct Catalog {
     /// Per stream, per track, the floors `Floor` records raised. Kept apart from the live
     /// tracks: a track retired whole has nothing live, and its floor still answers.
     floors: BTreeMap<String, BTreeMap<TrackKey, TrackFloors>>,
+    /// The manifest states of the generations before this one (the last `Lineage` recorded).
+    lineage: Lineage,
 }
 
 impl Catalog {
@@ -766,6 +769,7 @@ impl Catalog {
                 let fence = self.fences.entry(stream.clone()).or_insert(*position);
                 *fence = (*fence).max(*position);
             }
+            Entry::Lineage(lineage) => self.lineage = lineage.clone(),
         }
     }
 
@@ -1085,6 +1089,23 @@ impl Catalog {
     /// writes a snapshot only once every such file is removed from the disk, or else boot
     /// quarantines what is left of it as unclaimed (kept, never deleted).
     pub fn snapshot(&self) -> Record {
+        self.snapshot_with(&self.lineage)
+    }
+
+    /// The [`Catalog::snapshot`] a rewrite writes into the generation after `replaced`: its
+    /// lineage is this catalog's followed by every state of `manifest` (generation `replaced`'s
+    /// trusted bytes, or a repair's kept prefix of them), the newest `states_max` kept.
+    pub fn snapshot_after(&self, replaced: u32, manifest: &[u8], states_max: usize) -> Record {
+        self.snapshot_with(&self.lineage.extended(replaced, manifest, states_max))
+    }
+
+    /// The manifest states of the generations before this catalog's (the last `Lineage` entry
+    /// applied; empty for a store never rewritten).
+    pub fn lineage(&self) -> &Lineage {
+        &self.lineage
+    }
+
+    fn snapshot_with(&self, lineage: &Lineage) -> Record {
         let mut entries: Vec<Entry> = self.streams().cloned().map(Entry::Declare).collect();
         for state in self.streams.values() {
             if let Some(last_position) = state.last_position {
@@ -1151,6 +1172,9 @@ impl Catalog {
         }
         if self.name_high > 0 {
             entries.push(Entry::NameHigh(self.name_high));
+        }
+        if !lineage.is_empty() {
+            entries.push(Entry::Lineage(lineage.clone()));
         }
         Record { entries }
     }
@@ -1357,6 +1381,8 @@ impl<'a> Pending<'a> {
                         error: DeclError::Id { error },
                     })
             }
+            // Checked whole when it was decoded (`Lineage::from_runs`).
+            Entry::Lineage(_) => Ok(()),
         }
     }
 

@@ -1,11 +1,17 @@
 //! The manifest's bytes: a header, then checksummed frames, one [`Record`] per frame.
 //!
 //! ```text
-//! header: magic "STRATAMF" (8) | format version u32 LE (= 1) | reserved u32 LE (= 0)
+//! header: magic "STRATAMF" (8) | format version u32 LE (1 or 2) | reserved u32 LE (= 0)
 //! frame:  len u32 LE | crc u32 LE | body (len bytes)
 //!         crc = crc32c(len bytes ++ body)
-//! body:   version u8 (= 1) | n_entries u32 LE | entries, each tag u8 + payload
+//! body:   version u8 (1 or 2) | n_entries u32 LE | entries, each tag u8 + payload
 //! ```
+//!
+//! Format 2 adds one entry kind, `Lineage` (tag 12), which only a body of version 2 may hold. A
+//! frame is written in the lowest body version that holds its entries (1 unless it holds a
+//! `Lineage`), and a body's version may not pass its manifest's: so a build that knows only
+//! format 1 refuses a format-2 manifest whole by its header, and still reads a format-1
+//! manifest this build appended to.
 //!
 //! The checksum covers the length so that a torn or flipped length is caught by the frame's own
 //! check rather than being trusted to find the next frame. Parsing stops at the first frame that
@@ -15,6 +21,7 @@
 use std::fmt;
 
 use crate::key::TrackKey;
+use crate::lineage::{Lineage, LineageRun};
 use crate::record::{
     Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
     Retirement, StreamDecl, Tier,
@@ -22,16 +29,19 @@ use crate::record::{
 
 /// The manifest file's magic bytes.
 pub const LOG_MAGIC: [u8; 8] = *b"STRATAMF";
-/// The manifest format version this build writes and reads.
-pub const LOG_VERSION: u32 = 1;
+/// The manifest format version this build writes (for every new generation); it reads
+/// [`LOG_VERSION_MIN`] up to this.
+pub const LOG_VERSION: u32 = 2;
+/// The oldest manifest format version this build reads.
+pub const LOG_VERSION_MIN: u32 = 1;
 /// Length of the manifest header.
 pub const LOG_HEADER_LEN: usize = 16;
 /// Length of a frame header (`len` + `crc`).
 pub const FRAME_HEADER_LEN: usize = 8;
 /// The largest frame body; a longer declared length is a fault, never an allocation.
 pub const FRAME_BODY_MAX: usize = 64 * 1024 * 1024;
-/// The body version this build writes and reads.
-pub const BODY_VERSION: u8 = 1;
+/// The newest body version this build writes and reads (it reads 1 too): 2 adds `Lineage`.
+pub const BODY_VERSION: u8 = 2;
 
 // Entry tags. Never renumber: they are on disk.
 const TAG_DECLARE: u8 = 1;
@@ -45,16 +55,22 @@ const TAG_ASSIGNED: u8 = 8;
 const TAG_CLAIM: u8 = 9;
 const TAG_HISTORY: u8 = 10;
 const TAG_FLOOR: u8 = 11;
+const TAG_LINEAGE: u8 = 12;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
 const TIER_LEVEL: u8 = 1;
 
-/// The manifest header: magic, format version, reserved zero.
+/// The manifest header this build writes: magic, format version [`LOG_VERSION`], reserved zero.
 pub fn log_header() -> [u8; LOG_HEADER_LEN] {
+    log_header_of(LOG_VERSION)
+}
+
+/// The manifest header of format `version` (a replica rebuilding an older writer's manifest).
+pub fn log_header_of(version: u32) -> [u8; LOG_HEADER_LEN] {
     let mut header = [0u8; LOG_HEADER_LEN];
     header[..8].copy_from_slice(&LOG_MAGIC);
-    header[8..12].copy_from_slice(&LOG_VERSION.to_le_bytes());
+    header[8..12].copy_from_slice(&version.to_le_bytes());
     header[12..16].copy_from_slice(&0u32.to_le_bytes());
     header
 }
@@ -87,10 +103,18 @@ pub enum FrameFault {
         /// The checksum computed over the length and body read.
         got: u32,
     },
-    /// The body's version byte is not [`BODY_VERSION`].
+    /// The body's version byte is not one this build reads (1 to [`BODY_VERSION`]).
     UnknownVersion {
         /// The version byte read.
         version: u8,
+    },
+    /// The body's version is newer than its manifest's format allows (a version-2 body in a
+    /// format-1 manifest).
+    VersionAboveLog {
+        /// The body's version byte.
+        version: u8,
+        /// The manifest's format version.
+        log_version: u32,
     },
     /// The body passed its checksum but does not decode as a record.
     Malformed {
@@ -137,7 +161,15 @@ impl fmt::Display for FrameFault {
             }
             Self::UnknownVersion { version } => write!(
                 f,
-                "unknown frame body version {version} (this build reads {BODY_VERSION})"
+                "unknown frame body version {version} (this build reads 1 to {BODY_VERSION})"
+            ),
+            Self::VersionAboveLog {
+                version,
+                log_version,
+            } => write!(
+                f,
+                "frame body version {version} in a manifest of format {log_version}, which \
+                 holds bodies of version {log_version} at most"
             ),
             Self::Malformed {
                 body_offset,
@@ -168,7 +200,8 @@ pub enum FaultReason {
         /// The first 8 bytes found.
         got: [u8; 8],
     },
-    /// The header's format version is not [`LOG_VERSION`].
+    /// The header's format version is not one this build reads ([`LOG_VERSION_MIN`] to
+    /// [`LOG_VERSION`]).
     UnsupportedVersion {
         /// The version found.
         version: u32,
@@ -197,7 +230,8 @@ impl fmt::Display for FaultReason {
             ),
             Self::UnsupportedVersion { version } => write!(
                 f,
-                "unsupported manifest format version {version} (this build reads {LOG_VERSION})"
+                "unsupported manifest format version {version} (this build reads \
+                 {LOG_VERSION_MIN} to {LOG_VERSION})"
             ),
             Self::ReservedNotZero { got } => {
                 write!(f, "manifest header reserved field is {got}, expected 0")
@@ -240,13 +274,16 @@ pub struct ParsedLog {
 /// # Panics
 /// Never because of the input; only if [`decode_frame`] broke its own contract (a bug).
 pub fn parse_log(bytes: &[u8]) -> ParsedLog {
-    if let Err(reason) = check_header(bytes) {
-        return ParsedLog {
-            records: Vec::new(),
-            trusted_len: 0,
-            fault: Some(Fault { offset: 0, reason }),
-        };
-    }
+    let log_version = match check_header(bytes) {
+        Ok(version) => version,
+        Err(reason) => {
+            return ParsedLog {
+                records: Vec::new(),
+                trusted_len: 0,
+                fault: Some(Fault { offset: 0, reason }),
+            };
+        }
+    };
     let mut records = Vec::new();
     let mut pos = LOG_HEADER_LEN;
     let fault = loop {
@@ -254,7 +291,7 @@ pub fn parse_log(bytes: &[u8]) -> ParsedLog {
         if rest.is_empty() {
             break None;
         }
-        match decode_frame(rest) {
+        match decode_frame_in(rest, log_version) {
             Ok((record, consumed)) => {
                 assert!(
                     consumed > 0 && consumed <= rest.len(),
@@ -308,7 +345,9 @@ pub fn scan_frames(bytes: &[u8], from: u64) -> Vec<StrayFrame> {
             .first_chunk::<4>()
             .map(|len| u32::from_le_bytes(*len))
             .is_some_and(|len| len >= 5 && len as usize <= rest.len() - FRAME_HEADER_LEN)
-            && rest.get(FRAME_HEADER_LEN) == Some(&BODY_VERSION);
+            && rest
+                .get(FRAME_HEADER_LEN)
+                .is_some_and(|v| (1..=BODY_VERSION).contains(v));
         if !plausible {
             pos += 1;
             continue;
@@ -331,7 +370,8 @@ fn offset_u64(pos: usize) -> u64 {
     u64::try_from(pos).expect("a byte offset fits u64")
 }
 
-fn check_header(bytes: &[u8]) -> Result<(), FaultReason> {
+/// The header's format version, if the header is one this build reads.
+pub fn check_header(bytes: &[u8]) -> Result<u32, FaultReason> {
     let Some((header, _)) = bytes.split_first_chunk::<LOG_HEADER_LEN>() else {
         return Err(FaultReason::ShortHeader {
             available: bytes.len(),
@@ -345,14 +385,14 @@ fn check_header(bytes: &[u8]) -> Result<(), FaultReason> {
         return Err(FaultReason::BadMagic { got: magic });
     }
     let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-    if version != LOG_VERSION {
+    if !(LOG_VERSION_MIN..=LOG_VERSION).contains(&version) {
         return Err(FaultReason::UnsupportedVersion { version });
     }
     let reserved = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
     if reserved != 0 {
         return Err(FaultReason::ReservedNotZero { got: reserved });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// Splits `record` into consecutive records, in order, each of whose frame bodies stays within
@@ -389,7 +429,19 @@ pub fn split_record(record: Record, body_max: usize) -> Vec<Record> {
 /// # Panics
 /// If the body would be longer than [`FRAME_BODY_MAX`]: the caller must split such a record.
 pub fn encode_frame(record: &Record) -> Vec<u8> {
-    let mut body = vec![BODY_VERSION];
+    // The lowest version that holds the entries, so that a format-1 manifest a barrier appends
+    // to stays readable by a build of format 1 (a `Lineage` is written only in a snapshot, into
+    // a new generation of this build's format).
+    let version = if record
+        .entries
+        .iter()
+        .any(|e| matches!(e, Entry::Lineage(_)))
+    {
+        2
+    } else {
+        1
+    };
+    let mut body = vec![version];
     put_len(&mut body, record.entries.len());
     for entry in &record.entries {
         put_entry(&mut body, entry);
@@ -411,8 +463,16 @@ pub fn encode_frame(record: &Record) -> Vec<u8> {
 
 /// Decodes the frame at the start of `bytes`: its record and the bytes it took. Never panics.
 ///
-/// Bytes after the frame are not looked at.
+/// Bytes after the frame are not looked at. Reads every body version this build knows; a frame
+/// inside a manifest is decoded by [`parse_log`], which also holds each body to its manifest's
+/// format.
 pub fn decode_frame(bytes: &[u8]) -> Result<(Record, usize), FrameFault> {
+    decode_frame_in(bytes, LOG_VERSION)
+}
+
+/// [`decode_frame`] of a frame in a manifest of format `log_version`: a body of a newer version
+/// than the format allows is refused ([`FrameFault::VersionAboveLog`]).
+pub fn decode_frame_in(bytes: &[u8], log_version: u32) -> Result<(Record, usize), FrameFault> {
     let Some((len_bytes, rest)) = bytes.split_first_chunk::<4>() else {
         return Err(FrameFault::TruncatedHeader {
             available: bytes.len(),
@@ -445,28 +505,51 @@ pub fn decode_frame(bytes: &[u8]) -> Result<(Record, usize), FrameFault> {
             detail: "empty body: the version byte is missing".to_owned(),
         });
     };
-    if version != BODY_VERSION {
+    if !(1..=BODY_VERSION).contains(&version) {
         return Err(FrameFault::UnknownVersion { version });
     }
-    let record = decode_entries(body).map_err(|m| FrameFault::Malformed {
+    if u32::from(version) > log_version {
+        return Err(FrameFault::VersionAboveLog {
+            version,
+            log_version,
+        });
+    }
+    let record = decode_entries(body, version).map_err(|m| FrameFault::Malformed {
         body_offset: m.body_offset,
         detail: m.detail,
     })?;
     Ok((record, FRAME_HEADER_LEN + body_len))
 }
 
-/// Decodes the entries of a body whose version byte (at offset 0) was already checked.
-fn decode_entries(body: &[u8]) -> Result<Record, Malformed> {
+/// Decodes the entries of a body whose version byte (at offset 0, `version`) was already
+/// checked.
+fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
     let mut r = Reader { body, pos: 1 };
     let n_entries = r.count("entry count")?;
     let mut entries = Vec::with_capacity(n_entries.min(r.remaining()));
     for entry_idx in 0..n_entries {
-        entries.push(get_entry(&mut r).map_err(|m| m.within(format_args!("entry {entry_idx}")))?);
+        let at = r.pos;
+        let entry = get_entry(&mut r).map_err(|m| m.within(format_args!("entry {entry_idx}")))?;
+        if version < 2 && matches!(entry, Entry::Lineage(_)) {
+            return Err(Malformed::new(
+                at,
+                format!("entry {entry_idx}: a Lineage (tag {TAG_LINEAGE}) in a version-1 body"),
+            ));
+        }
+        entries.push(entry);
     }
     if r.remaining() > 0 {
         return Err(Malformed::new(
             r.pos,
             format!("{} trailing bytes after the last entry", r.remaining()),
+        ));
+    }
+    // One encoding per record: a body is written in the lowest version that holds it.
+    if version >= 2 && !entries.iter().any(|e| matches!(e, Entry::Lineage(_))) {
+        return Err(Malformed::new(
+            0,
+            "a version-2 body holding no Lineage entry (such a body is written as version 1)"
+                .to_owned(),
         ));
     }
     Ok(Record { entries })
@@ -567,6 +650,33 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
             put_tier(buf, floor.tier);
             put_option(buf, floor.position);
             put_option(buf, floor.axis);
+        }
+        Entry::Lineage(lineage) => {
+            buf.push(TAG_LINEAGE);
+            put_lineage(buf, lineage);
+        }
+    }
+}
+
+/// Per run: generation `u32`, `n` `u32`, the first state's end `u64` and crc `u32`, then for
+/// each later state the growth of its end since the one before (`u32`: a frame is shorter
+/// than 4 GiB) and its crc `u32`.
+fn put_lineage(buf: &mut Vec<u8>, lineage: &Lineage) {
+    put_len(buf, lineage.runs().len());
+    for run in lineage.runs() {
+        buf.extend_from_slice(&run.generation.to_le_bytes());
+        put_len(buf, run.states.len());
+        let mut before = None;
+        for &(end, crc) in &run.states {
+            match before {
+                None => put_u64(buf, end),
+                Some(prev) => {
+                    let growth = u32::try_from(end - prev).expect("a frame is under 4 GiB");
+                    buf.extend_from_slice(&growth.to_le_bytes());
+                }
+            }
+            buf.extend_from_slice(&crc.to_le_bytes());
+            before = Some(end);
         }
     }
 }
@@ -822,8 +932,38 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             position: get_option(r, "floor position")?,
             axis: get_option(r, "floor axis")?,
         })),
+        TAG_LINEAGE => get_lineage(r).map(Entry::Lineage),
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
     }
+}
+
+fn get_lineage(r: &mut Reader<'_>) -> Result<Lineage, Malformed> {
+    let at = r.pos;
+    let n_runs = r.count("lineage run count")?;
+    let mut runs = Vec::with_capacity(n_runs.min(r.remaining()));
+    for run_idx in 0..n_runs {
+        let generation = r.u32("lineage generation")?;
+        let n_states = r.count("lineage state count")?;
+        // Each state takes at least 8 bytes: no allocation past what the body holds.
+        let mut states = Vec::with_capacity(n_states.min(r.remaining() / 8));
+        let mut end = 0u64;
+        for state_idx in 0..n_states {
+            end = if state_idx == 0 {
+                r.u64("lineage end")?
+            } else {
+                let growth = r.u32("lineage growth")?;
+                end.checked_add(u64::from(growth)).ok_or_else(|| {
+                    Malformed::new(
+                        r.pos,
+                        format!("lineage run {run_idx}: an end past u64::MAX"),
+                    )
+                })?
+            };
+            states.push((end, r.u32("lineage crc")?));
+        }
+        runs.push(LineageRun { generation, states });
+    }
+    Lineage::from_runs(runs).map_err(|e| Malformed::new(at, e.0))
 }
 
 fn get_tier(r: &mut Reader<'_>) -> Result<Tier, Malformed> {

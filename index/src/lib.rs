@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod codec;
 pub mod key;
 pub mod label;
+pub mod lineage;
 pub mod record;
 #[cfg(test)]
 mod strategies;
@@ -23,11 +24,15 @@ pub use catalog::{
 };
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
-    LOG_MAGIC, LOG_VERSION, ParsedLog, StrayFrame, decode_frame, encode_frame, log_header,
-    parse_log, scan_frames, split_record,
+    LOG_MAGIC, LOG_VERSION, LOG_VERSION_MIN, ParsedLog, StrayFrame, check_header, decode_frame,
+    decode_frame_in, encode_frame, log_header, log_header_of, parse_log, scan_frames, split_record,
 };
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
 pub use label::{LABEL_BYTES_MAX, LabelError, validate_label};
+pub use lineage::{
+    Holds, LINEAGE_STATES_DEFAULT, LINEAGE_STATES_LIMIT, Lineage, LineageError, LineageRun,
+    ManifestState, manifest_states, state_of,
+};
 pub use record::{
     DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, Floor, History,
     LadderSpec, PartitionEntry, Record, Retirement, StreamDecl, Tier,

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::key::{TRACK_DEPTH_MAX, TrackKey};
 use crate::label::{LabelError, validate_label};
+use crate::lineage::Lineage;
 
 /// Segment files are named by number.
 pub type FileName = u64;
@@ -545,6 +546,10 @@ pub enum Entry {
     /// Written with the retirements that move it; floors are derived from these records and
     /// from nothing else (never from the files present).
     Floor(Floor),
+    /// A snapshot's record of the manifest states the store's history passed through before
+    /// this generation (see [`crate::lineage`]): what proves a copy of the store elsewhere an
+    /// earlier state of this one. Replaces the lineage held before. Format 2 (body version 2).
+    Lineage(Lineage),
 }
 
 /// One tier's floor in one partition: the lowest position and axis value it still holds.

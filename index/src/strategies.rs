@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use crate::key::TrackKey;
+use crate::lineage::{Lineage, LineageRun};
 use crate::record::{
     Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
     Retirement, StreamDecl, Tier,
@@ -199,7 +200,43 @@ pub fn any_entry() -> impl Strategy<Value = Entry> {
                     axis,
                 })
             }),
+        any_lineage().prop_map(Entry::Lineage),
     ]
+}
+
+/// Lineages as `Lineage::from_runs` accepts them: rising generations, each run's ends rising
+/// from the header's end on, growths that fit a `u32`.
+pub fn any_lineage() -> impl Strategy<Value = Lineage> {
+    proptest::collection::vec(
+        (
+            1u32..4,
+            16u64..u64::MAX / 2,
+            proptest::collection::vec((1u64..=u64::from(u32::MAX), any::<u32>()), 1..5),
+        ),
+        0..4,
+    )
+    .prop_map(|runs| {
+        let mut generation = 0u32;
+        let runs = runs
+            .into_iter()
+            .map(|(step, first, states)| {
+                generation += step;
+                let mut end = first;
+                let states = states
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (growth, crc))| {
+                        if i > 0 {
+                            end += growth;
+                        }
+                        (end, crc)
+                    })
+                    .collect();
+                LineageRun { generation, states }
+            })
+            .collect();
+        Lineage::from_runs(runs).expect("built within the rules")
+    })
 }
 
 /// Records with arbitrary content, the empty record included.

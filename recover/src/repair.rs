@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 use strata_index::{
-    Catalog, Entry, FRAME_BODY_MAX, FileName, Record, parse_log, split_record, validate_label,
+    Catalog, Entry, FRAME_BODY_MAX, FileName, LINEAGE_STATES_DEFAULT, Record, parse_log,
+    split_record, validate_label,
 };
 use strata_segment::names::{
     MANIFEST_GENERATION_MAX, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name,
@@ -62,6 +63,9 @@ pub struct RepairPlan {
     pub generation: u32,
     /// The state of the trusted prefix.
     catalog: Catalog,
+    /// The trusted prefix's bytes: its frame boundaries are the last the repaired store's
+    /// lineage keeps of the damaged generation (nothing after the cut is its history).
+    prefix: Vec<u8>,
     /// The record appended to the prefix's state.
     pub record: Record,
     /// Per stream, the fence the record sets.
@@ -139,6 +143,7 @@ pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
         corruption,
         generation,
         catalog,
+        prefix: bytes[..prefix_len].to_vec(),
         record: Record { entries },
         fences,
         files_read: evidence.read,
@@ -170,7 +175,10 @@ pub fn repair(vfs: &dyn Vfs) -> Result<Repaired, RecoverError> {
             reason: format!("the repair record does not apply: {e}"),
         })?;
     keep_leftover_temp(vfs, &manifest_name(next))?;
-    let records = split_record(catalog.snapshot(), FRAME_BODY_MAX / 2);
+    let records = split_record(
+        catalog.snapshot_after(plan.generation, &plan.prefix, LINEAGE_STATES_DEFAULT),
+        FRAME_BODY_MAX / 2,
+    );
     drop(ManifestWriter::create(vfs, next, &records)?);
     // The ordinary boot now quarantines the damaged generation (whole) and every file the new
     // one does not claim.

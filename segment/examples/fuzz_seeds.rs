@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 
 use strata_index::{
-    Entry, FieldDecl, FieldKind, LadderSpec, Record, StreamDecl, TrackKey, encode_frame, log_header,
+    Entry, FieldDecl, FieldKind, LadderSpec, Lineage, Record, StreamDecl, TrackKey, encode_frame,
+    log_header,
 };
 use strata_levels::{Ladder, Num, NumKind};
 use strata_segment::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData};
@@ -30,6 +31,7 @@ fn main() -> std::io::Result<()> {
         std::fs::write(path, bytes)
     };
     write_new(root.join("segment/run-blocks.seg"), &runs_segment().bytes)?;
+    write_new(root.join("manifest/lineage-v2.log"), &lineage_manifest())?;
     if root.join("segment/two-partitions.seg").exists() {
         return Ok(());
     }
@@ -83,6 +85,26 @@ fn main() -> std::io::Result<()> {
     log.truncate(log.len() - 7);
     std::fs::write(root.join("manifest/torn-tail.log"), &log)?;
     Ok(())
+}
+
+/// A manifest of format 2 as a rewrite writes it: a generation whose snapshot ends with the
+/// lineage of the two generations before (the fixture of format 2).
+fn lineage_manifest() -> Vec<u8> {
+    let mut before = log_header().to_vec();
+    before.extend_from_slice(&encode_frame(&Record {
+        entries: vec![Entry::NameHigh(3)],
+    }));
+    let lineage = Lineage::default()
+        .extended(1, &before, 16)
+        .extended(2, &before, 16);
+    let mut log = log_header().to_vec();
+    log.extend_from_slice(&encode_frame(&Record {
+        entries: vec![Entry::NameHigh(3), Entry::Lineage(lineage)],
+    }));
+    log.extend_from_slice(&encode_frame(&Record {
+        entries: vec![Entry::NameHigh(4)],
+    }));
+    log
 }
 
 /// A partition as a store writes it, so its positions and ordinals are run blocks: three publish

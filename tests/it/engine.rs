@@ -967,3 +967,94 @@ fn a_streamed_read_ends_with_an_error_at_a_damaged_block() {
     // A read that stops before the damaged file answers whole.
     assert_eq!(store.query("capture", &[], ..=1).unwrap().len(), 2);
 }
+
+/// Every state of `bytes` (generation `generation`'s manifest), found by the test itself: the
+/// header's end and each frame's end, with the crc32c of the bytes before it.
+fn states_of(generation: u32, bytes: &[u8]) -> Vec<strata::index::ManifestState> {
+    let mut at = strata::index::LOG_HEADER_LEN;
+    let mut ends = vec![at];
+    while at < bytes.len() {
+        at += strata::index::decode_frame(&bytes[at..]).unwrap().1;
+        ends.push(at);
+    }
+    ends.into_iter()
+        .map(|end| strata::index::ManifestState {
+            generation,
+            end: end as u64,
+            crc: crc32c::crc32c(&bytes[..end]),
+        })
+        .collect()
+}
+
+/// A rewrite records in the new generation the states of the one it replaces (every frame
+/// boundary, with the crc32c of the bytes before it: what a bucket's `log/` object records of
+/// the manifest it copied), after the lineage it had, keeping the newest
+/// `Config::lineage_states_max`; a reopen reads the same lineage back (#28).
+#[test]
+fn each_rewrite_keeps_the_newest_states_of_the_generations_it_replaced_up_to_the_bound() {
+    use strata::index::Holds;
+    let fs = SimFs::new();
+    let config = Config::default().lineage_states_max(12);
+    let mut store = Store::open_or_create_in(sim(&fs), config.clone(), &[capture()]).unwrap();
+    let mut replaced = Vec::new();
+    let mut position = 0;
+    for _ in 0..6 {
+        for _ in 0..6 {
+            position += 1;
+            let rows = vec![row("run_7", 1, position, position as f64)];
+            store.publish("capture", position, &rows).unwrap();
+            store.seal().unwrap();
+        }
+        // Merged into one file, the live state's snapshot is a fraction of the frames.
+        // (Step by step: `compact` would checkpoint before the test reads the manifest.)
+        while store.compact_step().unwrap().is_some() {}
+        let names = fs.list("").unwrap();
+        let name = names
+            .iter()
+            .map(|e| e.name.clone())
+            .find(|n| n.starts_with("manifest-"))
+            .unwrap();
+        let generation: u32 = name["manifest-".len()..].parse().unwrap();
+        let bytes = fs.read(&name).unwrap();
+        replaced.extend(states_of(generation, &bytes));
+        assert!(
+            store.checkpoint().unwrap(),
+            "a rewrite of generation {generation}"
+        );
+        assert!(!fs.exists(&name).unwrap(), "{name} was replaced");
+    }
+    let lineage = store.catalog().lineage().clone();
+    assert_eq!(lineage.len(), 12, "the bound is reached, and held");
+    let (dropped, kept) = replaced.split_at(replaced.len() - 12);
+    let held: Vec<_> = lineage
+        .runs()
+        .iter()
+        .flat_map(|run| {
+            run.states
+                .iter()
+                .map(|&(end, crc)| strata::index::ManifestState {
+                    generation: run.generation,
+                    end,
+                    crc,
+                })
+        })
+        .collect();
+    assert_eq!(held, kept, "the newest states, oldest first");
+    for &state in kept {
+        let forked = strata::index::ManifestState {
+            crc: !state.crc,
+            ..state
+        };
+        assert_eq!(lineage.holds(forked), Holds::Differs { crc: state.crc });
+    }
+    for &state in dropped {
+        assert!(matches!(lineage.holds(state), Holds::Older { .. }));
+    }
+    drop(store);
+    let store = Store::open_in(sim(&fs.crash()), config, &[]).unwrap();
+    assert_eq!(
+        store.catalog().lineage(),
+        &lineage,
+        "a reopen reads it back"
+    );
+}

@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::codec::{decode_frame, encode_frame};
+use crate::lineage::{Holds, ManifestState, manifest_states};
 use crate::record::{FieldDecl, FieldKind, LadderSpec};
 
 // ---- fixtures ----
@@ -1499,6 +1500,48 @@ proptest! {
         let booted = rebuild(&[decoded]);
         prop_assert_eq!(&booted, &without_retired(&cat));
         prop_assert_eq!(booted.snapshot(), snapshot);
+    }
+
+    /// A rewrite's snapshot carries the states of the manifest it replaces after the lineage
+    /// before, the newest `states_max` of them; the catalog it rebuilds holds them, restates
+    /// them in its own snapshot, and a second rewrite carries both generations.
+    #[test]
+    fn rewrites_carry_the_lineage_of_the_generations_they_replace(
+        (streams, barriers) in plan(),
+        states_max in 1usize..40,
+    ) {
+        let (records, _) = build(&streams, &barriers);
+        let mut log1 = crate::codec::log_header().to_vec();
+        for record in &records {
+            log1.extend(encode_frame(record));
+        }
+        let cat = replay(&records);
+        let snap2 = cat.snapshot_after(1, &log1, states_max);
+        let gen2 = rebuild(std::slice::from_ref(&snap2));
+        prop_assert_eq!(gen2.snapshot(), snap2.clone());
+        let states1: Vec<ManifestState> = manifest_states(1, &log1).collect();
+        prop_assert_eq!(states1.len(), records.len() + 1);
+        prop_assert_eq!(gen2.lineage().len(), states1.len().min(states_max));
+        let kept = states1.len().saturating_sub(states_max);
+        for (i, &state) in states1.iter().enumerate() {
+            let holds = gen2.lineage().holds(state);
+            if i >= kept {
+                prop_assert_eq!(holds, Holds::Yes);
+                let forked = ManifestState { crc: !state.crc, ..state };
+                prop_assert_eq!(gen2.lineage().holds(forked), Holds::Differs { crc: state.crc });
+            } else {
+                prop_assert!(matches!(holds, Holds::Older { .. }), "{:?}", holds);
+            }
+        }
+        let mut log2 = crate::codec::log_header().to_vec();
+        log2.extend(encode_frame(&snap2));
+        let gen3 = rebuild(&[gen2.snapshot_after(2, &log2, states_max)]);
+        let states2: Vec<ManifestState> = manifest_states(2, &log2).collect();
+        prop_assert_eq!(gen3.lineage().len(), (states1.len() + states2.len()).min(states_max));
+        prop_assert_eq!(gen3.lineage().holds(*states2.last().unwrap()), Holds::Yes);
+        if states_max > states2.len() {
+            prop_assert_eq!(gen3.lineage().holds(*states1.last().unwrap()), Holds::Yes);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::lineage::{Lineage, LineageRun};
 use crate::strategies::any_record;
 
 /// Frames `body` with a correct length and checksum, so the body decoder itself is exercised.
@@ -27,7 +28,7 @@ fn key(labels: &[&str]) -> TrackKey {
 
 /// The body of a frame holding `entries` raw entry bytes, count `n`.
 fn body(n: u32, entries: &[u8]) -> Vec<u8> {
-    [&[BODY_VERSION][..], &n.to_le_bytes(), entries].concat()
+    [&[1][..], &n.to_le_bytes(), entries].concat()
 }
 
 fn malformed(frame: &[u8]) -> (usize, String) {
@@ -172,7 +173,11 @@ proptest! {
 
 #[test]
 fn header_is_magic_version_reserved() {
-    assert_eq!(&log_header(), b"STRATAMF\x01\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(&log_header(), b"STRATAMF\x02\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(
+        &log_header_of(1),
+        b"STRATAMF\x01\x00\x00\x00\x00\x00\x00\x00"
+    );
     assert_eq!(LOG_HEADER_LEN, 16);
 }
 
@@ -194,7 +199,9 @@ fn bad_headers_fault_at_zero() {
     let mut bad_magic = log_header();
     bad_magic[0] = b'X';
     let mut bad_version = log_header();
-    bad_version[8] = 2;
+    bad_version[8] = 3;
+    let mut zero_version = log_header();
+    zero_version[8] = 0;
     let mut bad_reserved = log_header();
     bad_reserved[15] = 1;
     let cases = [
@@ -206,7 +213,11 @@ fn bad_headers_fault_at_zero() {
         (&bad_magic[..], FaultReason::BadMagic { got: *b"XTRATAMF" }),
         (
             &bad_version[..],
-            FaultReason::UnsupportedVersion { version: 2 },
+            FaultReason::UnsupportedVersion { version: 3 },
+        ),
+        (
+            &zero_version[..],
+            FaultReason::UnsupportedVersion { version: 0 },
         ),
         (
             &bad_reserved[..],
@@ -385,11 +396,13 @@ fn checksum_fault_names_expected_and_got() {
 
 #[test]
 fn unknown_body_version_and_empty_body() {
-    let frame = frame_from_body(&[2, 0, 0, 0, 0]);
-    assert_eq!(
-        decode_frame(&frame),
-        Err(FrameFault::UnknownVersion { version: 2 })
-    );
+    for version in [0, 3, 255] {
+        let frame = frame_from_body(&[version, 0, 0, 0, 0]);
+        assert_eq!(
+            decode_frame(&frame),
+            Err(FrameFault::UnknownVersion { version })
+        );
+    }
     assert_eq!(malformed(&frame_from_body(&[])).0, 0);
 }
 
@@ -404,10 +417,10 @@ fn trailing_bytes_inside_a_body_are_malformed() {
 
 #[test]
 fn unknown_tags_are_malformed_at_the_tag() {
-    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 12]));
+    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 13]));
     assert_eq!(
         malformed(&frame),
-        (14, "entry 1: unknown entry tag 12".to_owned())
+        (14, "entry 1: unknown entry tag 13".to_owned())
     );
     let frame = frame_from_body(&body(
         1,
@@ -643,7 +656,8 @@ fn a_merge_is_tag_7_then_a_file_then_its_inputs() {
     };
     let frame = encode_frame(&record);
     let body = &frame[FRAME_HEADER_LEN..];
-    let mut expected = vec![BODY_VERSION, 1, 0, 0, 0, 7];
+    // A body holding no Lineage is written as version 1 (readable by a format-1 build).
+    let mut expected = vec![1, 1, 0, 0, 0, 7];
     put_file(&mut expected, &file);
     expected.extend_from_slice(&[2, 0, 0, 0]);
     expected.extend_from_slice(&3u64.to_le_bytes());
@@ -681,4 +695,82 @@ fn a_floors_presence_bytes_are_0_or_1() {
         detail.contains("floor position: presence byte 2"),
         "{detail}"
     );
+}
+
+/// Format 2's one addition: a `Lineage` entry, tag 12, only in a version-2 body, and a
+/// version-2 body only in a format-2 manifest. Everything else is written as before.
+#[test]
+fn a_lineage_is_a_version_2_body_and_only_in_a_format_2_manifest() {
+    let lineage = Lineage::from_runs(vec![LineageRun {
+        generation: 3,
+        states: vec![(16, 0xaabb_ccdd), (40, 7), (41, 8)],
+    }])
+    .unwrap();
+    let record = Record {
+        entries: vec![Entry::NameHigh(4), Entry::Lineage(lineage.clone())],
+    };
+    let frame = encode_frame(&record);
+    let body = &frame[FRAME_HEADER_LEN..];
+    let mut expected = vec![2, 2, 0, 0, 0, 5];
+    expected.extend_from_slice(&4u64.to_le_bytes());
+    expected.push(12);
+    expected.extend_from_slice(&1u32.to_le_bytes()); // one run
+    expected.extend_from_slice(&3u32.to_le_bytes()); // generation 3
+    expected.extend_from_slice(&3u32.to_le_bytes()); // three states
+    expected.extend_from_slice(&16u64.to_le_bytes());
+    expected.extend_from_slice(&0xaabb_ccddu32.to_le_bytes());
+    expected.extend_from_slice(&24u32.to_le_bytes()); // 40 - 16
+    expected.extend_from_slice(&7u32.to_le_bytes());
+    expected.extend_from_slice(&1u32.to_le_bytes()); // 41 - 40
+    expected.extend_from_slice(&8u32.to_le_bytes());
+    assert_eq!(body, expected.as_slice());
+    assert_eq!(decode_frame(&frame), Ok((record.clone(), frame.len())));
+
+    // In a format-2 manifest it is read; in a format-1 manifest the frame is refused.
+    let v2 = [&log_header()[..], &frame].concat();
+    assert_eq!(parse_log(&v2).records, vec![record.clone()]);
+    let v1 = [&log_header_of(1)[..], &frame].concat();
+    let parsed = parse_log(&v1);
+    assert_eq!(parsed.trusted_len, 16);
+    assert_eq!(
+        parsed.fault.map(|f| f.reason),
+        Some(FaultReason::Frame(FrameFault::VersionAboveLog {
+            version: 2,
+            log_version: 1
+        }))
+    );
+    // A format-1 manifest of version-1 frames still reads.
+    let plain = encode_frame(&Record {
+        entries: vec![Entry::NameHigh(4)],
+    });
+    assert_eq!(plain[FRAME_HEADER_LEN], 1);
+    assert_eq!(
+        parse_log(&[&log_header_of(1)[..], &plain].concat()).fault,
+        None
+    );
+
+    // A version-1 body holding tag 12 is malformed, at the entry.
+    let mut v1_body = body.to_vec();
+    v1_body[0] = 1;
+    let (at, detail) = malformed(&frame_from_body(&v1_body));
+    assert_eq!(at, 14);
+    assert!(detail.contains("Lineage"), "{detail}");
+
+    // A lineage that breaks its rules is malformed (ends not rising: growth 0).
+    let mut flat = body.to_vec();
+    let growth_at = flat.len() - 16;
+    flat[growth_at..growth_at + 4].copy_from_slice(&0u32.to_le_bytes());
+    let (_, detail) = malformed(&frame_from_body(&flat));
+    assert!(detail.contains("after one ending at"), "{detail}");
+    // A version-2 body holding no Lineage is not how this build writes one: refused, so that
+    // every record has one encoding.
+    let (_, detail) = malformed(&frame_from_body(&[2, 0, 0, 0, 0]));
+    assert!(detail.contains("no Lineage"), "{detail}");
+    // Cut anywhere inside it, never a shorter lineage.
+    for cut in 15..body.len() {
+        assert!(
+            decode_frame(&frame_from_body(&body[..cut])).is_err(),
+            "cut at {cut}"
+        );
+    }
 }

@@ -72,6 +72,27 @@ fn the_seeds_are_valid_so_the_fuzzers_start_deep() {
         catalog.apply(record).unwrap();
     }
     assert_eq!(catalog.watermark("capture"), Some(9));
+    // It is also the fixture of manifest format 1, which this build still reads.
+    assert_eq!(log[8..12], 1u32.to_le_bytes());
+    // And the fixture of format 2: a snapshot carrying the lineage of two generations.
+    let (_, log) = manifests
+        .iter()
+        .find(|(p, _)| p.ends_with("lineage-v2.log"))
+        .unwrap();
+    assert_eq!(log[8..12], 2u32.to_le_bytes());
+    let parsed = strata_index::parse_log(log);
+    assert_eq!((parsed.records.len(), parsed.fault), (2, None));
+    let mut catalog = strata_index::Catalog::new();
+    for record in &parsed.records {
+        catalog.apply(record).unwrap();
+    }
+    let runs = catalog.lineage().runs();
+    assert_eq!(
+        runs.iter().map(|r| r.generation).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(runs[0].states.len(), 2, "the header's end and one frame");
+    assert_eq!(catalog.name_high(), 4);
 }
 
 #[test]
