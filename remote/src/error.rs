@@ -64,6 +64,12 @@ pub enum RemoteError {
         /// Why it was refused.
         reason: String,
     },
+    /// An operator's act the bucket cannot take as asked (an adoption over segments another
+    /// history still holds under the same names); nothing was changed.
+    Refused {
+        /// Why, naming the objects.
+        reason: String,
+    },
     /// A bound of [`RemoteConfig`](crate::RemoteConfig) was reached.
     Bound {
         /// What was refused, naming the bound.
@@ -123,6 +129,7 @@ impl fmt::Display for RemoteError {
             RemoteError::Local(e) => write!(f, "local store: {e}"),
             RemoteError::Engine(e) => write!(f, "{e}"),
             RemoteError::Url { url, reason } => write!(f, "remote {url:?}: {reason}"),
+            RemoteError::Refused { reason } => write!(f, "refused: {reason}"),
             RemoteError::Bound { reason } => write!(f, "{reason}"),
         }
     }

@@ -24,6 +24,7 @@
 
 mod bucket;
 mod cache;
+mod chain;
 mod config;
 mod error;
 mod logobj;
@@ -38,7 +39,7 @@ pub use cache::SegmentCache;
 pub use config::RemoteConfig;
 pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
-pub use publish::{Collected, Published, Publisher};
+pub use publish::{Adoption, Collected, EPOCH_MAX, IDENTITY_FILE, Published, Publisher};
 pub use replica::{BucketVfs, Replica};
 pub use tiered::{EVICTED_DIR, Evicted, TieredVfs};
 

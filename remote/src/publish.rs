@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime};
 
 use strata_engine::Store;
-use strata_index::{Catalog, FileName, LOG_HEADER_LEN, parse_log};
+use strata_index::{Catalog, FileName, parse_log};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 use strata_segment::{SegmentError, manifest_generations, read_manifest, write_two_phase};
 
 use crate::bucket::{Bucket, Created};
+use crate::chain::{Apart, passes_through};
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
@@ -24,6 +25,9 @@ const IDENTITY_PREFIX: &str = "strata-remote identity v1 ";
 /// How many epochs a starting writer tries before giving up on a bucket other writers keep
 /// starting on.
 const EPOCH_TRIES: u32 = 16;
+/// The epochs writers take stay below this (2^53): a marker at or above it was put by hand or
+/// by damage, and is refused as junk rather than exhausting the epochs left.
+pub const EPOCH_MAX: u64 = 1 << 53;
 
 /// What one [`Publisher::publish`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -49,6 +53,28 @@ pub struct Collected {
     pub logs: usize,
     /// Deletions still waiting for their grace period.
     pub waiting: usize,
+}
+
+/// What [`Publisher::adopt`] did, or [`Publisher::plan_adoption`] would do.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Adoption {
+    /// The bucket's newest `log/` object, whose history the adoption replaces (`None`: the
+    /// bucket's log is empty).
+    pub replaces: Option<u64>,
+    /// The reset the adoption puts: one above `replaces`.
+    pub seq: u64,
+    /// The `log/` objects below it: deleted once the grace has passed.
+    pub logs: Vec<u64>,
+    /// The segment objects the store's live state does not claim: deleted once the grace has
+    /// passed.
+    pub segments: Vec<FileName>,
+    /// Segments the store's live state claims that the bucket holds under the same name with
+    /// another length: the adoption is refused while there are any.
+    pub collisions: Vec<FileName>,
+    /// How long after the adoption the old history's objects stay.
+    pub grace: Duration,
+    /// What the adoption uploaded and put (empty in a plan).
+    pub published: Published,
 }
 
 /// The writer's side of the tier: publishes what a local [`Store`] made durable, in order.
@@ -90,6 +116,27 @@ impl Publisher {
         bucket: Bucket,
         config: RemoteConfig,
     ) -> Result<Publisher, RemoteError> {
+        let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
+        // The chain first, with no epoch taken: a store whose history does not pass through
+        // the bucket's head (a stale copy, a restored backup, a repaired store, another store
+        // given this one's identity) is refused before it writes anything, so it fences
+        // nobody and the bucket's writer goes on.
+        publisher.read_head(vfs.as_ref(), false)?;
+        publisher.epoch = take_epoch(&publisher.bucket)?;
+        publisher.read_head(vfs.as_ref(), true)?;
+        // The object store's clock now: when our epoch marker was written.
+        let clock = publisher.bucket.modified(&epoch_key(publisher.epoch))?;
+        publisher.sweep_unclaimed(clock)?;
+        Ok(publisher)
+    }
+
+    /// A publisher of `store` to `bucket` that has checked the store may publish and the
+    /// bucket is this store's (recording the identity the first time), and taken no epoch.
+    fn bind(
+        store: &Store,
+        bucket: Bucket,
+        config: RemoteConfig,
+    ) -> Result<(Publisher, std::sync::Arc<dyn Vfs>), RemoteError> {
         if store.is_read_only() {
             return Err(RemoteError::Identity {
                 reason: "a read-only store cannot publish (open it writable)".into(),
@@ -98,12 +145,11 @@ impl Publisher {
         store.check_poison()?;
         let vfs = store.vfs();
         let identity = bind_identity(vfs.as_ref(), &bucket)?;
-        let epoch = take_epoch(&bucket)?;
-        let mut publisher = Publisher {
+        let publisher = Publisher {
             bucket,
             config,
             identity,
-            epoch,
+            epoch: 0,
             head: None,
             uploaded: BTreeSet::new(),
             live: BTreeSet::new(),
@@ -112,27 +158,25 @@ impl Publisher {
             fenced: None,
             stale: true,
         };
-        publisher.read_head(vfs.as_ref())?;
-        // The object store's clock now: when our epoch marker was written.
-        let clock = publisher.bucket.modified(&epoch_key(epoch))?;
-        publisher.sweep_unclaimed(clock)?;
-        Ok(publisher)
+        Ok((publisher, vfs))
     }
 
     /// Reads the bucket's newest state and makes it this publisher's head, after checking
-    /// that no newer writer wrote it and that the local store holds everything it claims.
-    fn read_head(&mut self, vfs: &dyn Vfs) -> Result<(), RemoteError> {
+    /// that the local store's history passes through it (the chain: [`crate::chain`]) and,
+    /// with `fence`, that no newer writer wrote it.
+    fn read_head(&mut self, vfs: &dyn Vfs, fence: bool) -> Result<(), RemoteError> {
         self.remove_torn_head()?;
         let state = assemble(&self.bucket, &self.config, Some(self.identity))?;
         let now = Instant::now();
         let (head, live) = match state {
             None => (None, BTreeSet::new()),
             Some(Assembled { head, catalog, .. }) => {
-                if head.epoch > self.epoch {
+                if fence && head.epoch > self.epoch {
                     self.fenced = Some((head.seq, Some(head.epoch)));
                     return Err(self.fenced_error());
                 }
-                local_holds(vfs, &head, &catalog)?;
+                let local = LocalState::read(vfs)?;
+                local.extends(&head)?;
                 let live = catalog.live_files().map(|f| f.name).collect();
                 (
                     Some(LogObject {
@@ -152,6 +196,156 @@ impl Publisher {
         self.head = head;
         self.stale = false;
         Ok(())
+    }
+
+    /// What [`Publisher::adopt`] would do to `bucket`, changing nothing: the objects of the
+    /// bucket's history it would leave to be deleted once the grace has passed, and the
+    /// segments whose names the store's history shares with other bytes in the bucket (which
+    /// make an adoption impossible in place).
+    pub fn plan_adoption(
+        store: &Store,
+        bucket: &Bucket,
+        config: &RemoteConfig,
+    ) -> Result<Adoption, RemoteError> {
+        store.check_poison()?;
+        let vfs = store.vfs();
+        check_identity(vfs.as_ref(), bucket)?;
+        let local = LocalState::read(vfs.as_ref())?;
+        let logs = log_seqs(bucket, None)?;
+        let live: BTreeMap<FileName, u64> = local
+            .catalog
+            .live_files()
+            .map(|f| (f.name, f.len))
+            .collect();
+        let mut adoption = Adoption {
+            replaces: logs.last().copied(),
+            seq: logs
+                .last()
+                .map_or(Some(0), |s| s.checked_add(1))
+                .ok_or_else(|| RemoteError::Bound {
+                    reason: format!("{}: the log's numbers are used up", bucket.location()),
+                })?,
+            logs,
+            grace: config.grace,
+            ..Adoption::default()
+        };
+        for (name, size) in bucket.list(SEG_DIR, None)? {
+            let Some(n) = NumberedName::parse(&name) else {
+                continue;
+            };
+            match live.get(&n.number) {
+                None => adoption.segments.push(n.number),
+                // Equal lengths are compared byte for byte when the adoption uploads.
+                Some(&len) if len != size => adoption.collisions.push(n.number),
+                Some(_) => {}
+            }
+        }
+        Ok(adoption)
+    }
+
+    /// Puts `store`'s history in the bucket's place, whatever the bucket held: an operator's
+    /// explicit act (`strata adopt --discard-bucket-history`), for a store whose history the
+    /// bucket will not take as a continuation of its own ([`RemoteError::Diverged`]: a repaired
+    /// store, a restored backup, a bucket whose log is damaged). Takes a new epoch (fencing
+    /// the bucket's writer), uploads the store's live segments, then puts one reset marked
+    /// *adopted* that names the head it replaces. Replicas follow it to the new history.
+    ///
+    /// Deletes nothing now: the segments only the old history claims and the `log/` objects
+    /// below the new reset are deleted by a later [`Publisher::collect`] once
+    /// [`RemoteConfig::grace`] has passed, so a replica reading the old history meanwhile
+    /// reads on. Refused (changing nothing) when the bucket holds a segment under a name the
+    /// store's live state uses with other bytes: replacing it would take it from the old
+    /// history's replicas (`RemoteError::Refused` naming the objects; publish to another prefix).
+    pub fn adopt(
+        store: &Store,
+        bucket: Bucket,
+        config: RemoteConfig,
+    ) -> Result<(Publisher, Adoption), RemoteError> {
+        let mut adoption = Publisher::plan_adoption(store, &bucket, &config)?;
+        if !adoption.collisions.is_empty() {
+            return Err(RemoteError::Refused {
+                reason: collision_reason(&adoption.collisions),
+            });
+        }
+        let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
+        publisher.epoch = take_epoch(&publisher.bucket)?;
+        let parent = match adoption.replaces {
+            Some(seq) => publisher
+                .bucket
+                .get_opt(&log_key(seq), publisher.config.log_bytes_max)?
+                .map(|bytes| LogObject::digest_of(&bytes)),
+            None => None,
+        };
+        let local = LocalState::read(vfs.as_ref())?;
+        let mut published = Published {
+            reset: true,
+            ..Published::default()
+        };
+        let live: BTreeSet<FileName> = local.catalog.live_files().map(|f| f.name).collect();
+        for file in local.catalog.live_files() {
+            publisher
+                .upload(
+                    vfs.as_ref(),
+                    file.name,
+                    file.len,
+                    file.digest,
+                    &mut published,
+                )
+                .map_err(|e| match e {
+                    RemoteError::Unreadable { key, reason } => RemoteError::Refused {
+                        reason: format!(
+                            "{key}: {reason}; an adoption cannot replace it in place (publish \
+                             this store to another prefix)"
+                        ),
+                    },
+                    other => other,
+                })?;
+        }
+        let seq = adoption.seq;
+        let mut object = LogObject {
+            version: 2,
+            identity: publisher.identity,
+            epoch: publisher.epoch,
+            seq,
+            reset: seq,
+            kind: LogKind::Reset,
+            generation: local.generation,
+            end: local.manifest.len() as u64,
+            prefix_crc: crc32c::crc32c(&local.manifest),
+            parent: if seq == 0 {
+                None
+            } else {
+                Some(parent.unwrap_or(0))
+            },
+            adopted: true,
+            body: local.manifest,
+            digest: 0,
+        };
+        let bytes = object.encode();
+        object.digest = LogObject::digest_of(&bytes);
+        if publisher.bucket.put_create(&log_key(seq), bytes)? == Created::Exists {
+            return Err(RemoteError::Diverged {
+                reason: format!(
+                    "the bucket's log/{seq} was put by another writer while this store adopted \
+                     the bucket; nothing of its history was replaced (adopt again)"
+                ),
+            });
+        }
+        // Every object of the old history waits out the grace from now, when the adoption
+        // made it unclaimed.
+        let now = Instant::now();
+        publisher.retired = adoption.segments.iter().map(|&n| (now, n)).collect();
+        publisher.resets.push((now, seq));
+        publisher.uploaded.clone_from(&live);
+        publisher.live = live;
+        publisher.head = Some(LogObject {
+            body: Vec::new(),
+            ..object
+        });
+        publisher.stale = false;
+        published.seq = Some(seq);
+        adoption.published = published;
+        Ok((publisher, adoption))
     }
 
     /// Moves the newest `log/` object to `quarantine/` if it is torn (it fails its checksum: an
@@ -276,7 +470,7 @@ impl Publisher {
         // lost) reads the bucket's state and goes on from there once.
         for _ in 0..2 {
             if self.stale {
-                self.read_head(vfs.as_ref())?;
+                self.read_head(vfs.as_ref(), true)?;
             }
             match self.publish_once(vfs.as_ref())? {
                 Some(published) => {
@@ -297,34 +491,28 @@ impl Publisher {
     /// One attempt; `None` if `log/S` already holds an object not ours to go on from (the
     /// caller re-reads the bucket's state).
     fn publish_once(&mut self, vfs: &dyn Vfs) -> Result<Option<Published>, RemoteError> {
-        let (generation, local) = local_manifest(vfs)?;
-        let len = local.len() as u64;
-        let header = LOG_HEADER_LEN as u64;
-        let (kind, start) = match &self.head {
-            Some(h) if h.generation == generation => {
-                let prefix = usize::try_from(h.end).unwrap_or(usize::MAX);
-                if h.end > len || crc32c::crc32c(&local[..prefix]) != h.prefix_crc {
-                    return Err(RemoteError::Diverged {
-                        reason: format!(
-                            "the local manifest no longer holds what log/{} published",
-                            h.seq
-                        ),
-                    });
-                }
-                if h.end == len {
+        let local = LocalState::read(vfs)?;
+        let generation = local.generation;
+        let len = local.manifest.len() as u64;
+        // The chain: the local history must pass through the head this publisher read (the
+        // store may have been rewritten, or replaced under it, since).
+        let kind = match &self.head {
+            Some(h) => {
+                local.extends(h)?;
+                if h.generation == generation && h.end == len {
                     return Ok(Some(Published::default()));
                 }
-                (LogKind::Append, h.end)
+                if h.generation == generation {
+                    LogKind::Append
+                } else {
+                    LogKind::Reset
+                }
             }
-            Some(h) if h.generation > generation => {
-                return Err(RemoteError::Diverged {
-                    reason: format!(
-                        "log/{} came from manifest generation {}, the local store is at {generation}",
-                        h.seq, h.generation
-                    ),
-                });
-            }
-            _ => (LogKind::Reset, header),
+            None => LogKind::Reset,
+        };
+        let start = match (&self.head, kind) {
+            (Some(h), LogKind::Append) => h.end,
+            _ => 0,
         };
         let seq = match &self.head {
             None => 0,
@@ -332,8 +520,8 @@ impl Publisher {
                 reason: format!("{}: the log's numbers are used up", self.bucket.location()),
             })?,
         };
-        let catalog = catalog_of(&local, vfs.location())?;
-        let live: BTreeMap<FileName, (u64, u32)> = catalog
+        let live: BTreeMap<FileName, (u64, u32)> = local
+            .catalog
             .live_files()
             .map(|f| (f.name, (f.len, f.digest)))
             .collect();
@@ -348,7 +536,8 @@ impl Publisher {
             self.upload(vfs, name, flen, digest, &mut published)?;
             self.uploaded.insert(name);
         }
-        let object = LogObject {
+        let mut object = LogObject {
+            version: 2,
             identity: self.identity,
             epoch: self.epoch,
             seq,
@@ -359,10 +548,15 @@ impl Publisher {
             kind,
             generation,
             end: len,
-            prefix_crc: crc32c::crc32c(&local),
-            body: local[usize::try_from(start).unwrap_or(usize::MAX)..].to_vec(),
+            prefix_crc: crc32c::crc32c(&local.manifest),
+            parent: self.head.as_ref().map(|h| h.digest),
+            adopted: false,
+            body: local.manifest[usize::try_from(start).unwrap_or(usize::MAX)..].to_vec(),
+            digest: 0,
         };
-        if !self.put_log(seq, &object.encode())? {
+        let bytes = object.encode();
+        object.digest = LogObject::digest_of(&bytes);
+        if !self.put_log(seq, &bytes)? {
             return Ok(None);
         }
         let now = Instant::now();
@@ -595,55 +789,50 @@ fn epoch_key_named(name: &str) -> String {
     format!("epoch/{name}")
 }
 
-/// Checks that the local store holds the bucket's state `head` (whose manifest describes
-/// `catalog`): publishing would otherwise rewind or fork the bucket's history. The same
-/// manifest generation must hold the bucket's bytes as a prefix; a newer one (the store
-/// rewrote its manifest since) must have issued every name the bucket's state did and hold
-/// each file it claims with the same length and digest, or have retired it since.
-fn local_holds(vfs: &dyn Vfs, head: &LogObject, catalog: &Catalog) -> Result<(), RemoteError> {
-    let (generation, local) = local_manifest(vfs)?;
-    let behind = |why: String| RemoteError::Diverged {
-        reason: format!(
-            "the bucket's log/{} {why}: the local store is behind the bucket or another copy of \
-             it; refusing to rewind or fork the bucket's history",
-            head.seq
-        ),
-    };
-    if head.generation > generation {
-        return Err(behind(format!(
-            "comes from manifest generation {}, the local store is at {generation}",
-            head.generation
-        )));
+/// The local store's current manifest generation, its trusted bytes and the catalog they
+/// describe (whose lineage holds the states of the generations before).
+struct LocalState {
+    generation: u32,
+    manifest: Vec<u8>,
+    catalog: Catalog,
+}
+
+impl LocalState {
+    fn read(vfs: &dyn Vfs) -> Result<LocalState, RemoteError> {
+        let (generation, manifest) = local_manifest(vfs)?;
+        let catalog = catalog_of(&manifest, vfs.location())?;
+        Ok(LocalState {
+            generation,
+            manifest,
+            catalog,
+        })
     }
-    if head.generation == generation {
-        let prefix = usize::try_from(head.end).unwrap_or(usize::MAX);
-        if head.end > local.len() as u64 || crc32c::crc32c(&local[..prefix]) != head.prefix_crc {
-            return Err(behind(format!(
-                "holds {} manifest bytes the local manifest does not",
-                head.end
-            )));
-        }
-        return Ok(());
+
+    /// Refuses, as [`RemoteError::Diverged`], a bucket whose newest object `head` records a
+    /// state this store's history did not pass through: extending it would fork the bucket
+    /// (another copy's history) or rewind it (the store is behind, or was repaired since).
+    fn extends(&self, head: &LogObject) -> Result<(), RemoteError> {
+        passes_through(
+            "this store's",
+            self.generation,
+            &self.manifest,
+            self.catalog.lineage(),
+            head.state(),
+        )
+        .map_err(|apart| RemoteError::Diverged {
+            reason: format!(
+                "the bucket's newest object log/{} (epoch {}) records manifest {}, which is not \
+                 a state of this store's history: {apart}; refusing to {} the bucket's history",
+                head.seq,
+                head.epoch,
+                head.state(),
+                match apart {
+                    Apart::Behind(_) => "rewind",
+                    Apart::Fork(_) | Apart::Unprovable(_) => "fork",
+                }
+            ),
+        })
     }
-    let mine = catalog_of(&local, vfs.location())?;
-    if mine.name_high() < catalog.name_high() {
-        return Err(behind(format!(
-            "names files up to {}, the local store only up to {}",
-            catalog.name_high(),
-            mine.name_high()
-        )));
-    }
-    for file in catalog.live_files() {
-        if let Some(own) = mine.file(file.name)
-            && (own.len != file.len || own.digest != file.digest)
-        {
-            return Err(behind(format!(
-                "claims segment {} with another length or digest than the local one",
-                file.name
-            )));
-        }
-    }
-    Ok(())
 }
 
 pub(crate) fn io_error(path: &str, source: std::io::Error) -> SegmentError {
@@ -688,18 +877,7 @@ pub(crate) fn catalog_of(manifest: &[u8], whose: String) -> Result<Catalog, Remo
 /// The store's identity: the local file's, the bucket's, or, for a first publish, a new one
 /// recorded locally (durably) before the bucket.
 fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError> {
-    let local = match vfs.exists(IDENTITY_FILE) {
-        Ok(true) => {
-            let bytes = vfs
-                .read(IDENTITY_FILE)
-                .map_err(|e| io_error(IDENTITY_FILE, e))?;
-            Some(parse_identity(&bytes).ok_or_else(|| RemoteError::Identity {
-                reason: format!("{IDENTITY_FILE} in the store is malformed"),
-            })?)
-        }
-        Ok(false) => None,
-        Err(e) => return Err(io_error(IDENTITY_FILE, e).into()),
-    };
+    let local = local_identity(vfs)?;
     let remote = match bucket.get_opt(IDENTITY_KEY, IDENTITY_BYTES_MAX)? {
         Some(bytes) => match parse_identity(&bytes) {
             Some(identity) => Some(identity),
@@ -756,25 +934,105 @@ fn bind_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<[u8; 16], RemoteError
     Ok(identity)
 }
 
-/// Takes the epoch one above the highest in the bucket, with a create-only put.
+/// The identity recorded in the local store's root, if it was ever published.
+fn local_identity(vfs: &dyn Vfs) -> Result<Option<[u8; 16]>, RemoteError> {
+    match vfs.exists(IDENTITY_FILE) {
+        Ok(true) => {
+            let bytes = vfs
+                .read(IDENTITY_FILE)
+                .map_err(|e| io_error(IDENTITY_FILE, e))?;
+            Ok(Some(parse_identity(&bytes).ok_or_else(|| {
+                RemoteError::Identity {
+                    reason: format!("{IDENTITY_FILE} in the store is malformed"),
+                }
+            })?))
+        }
+        Ok(false) => Ok(None),
+        Err(e) => Err(io_error(IDENTITY_FILE, e).into()),
+    }
+}
+
+/// Refuses, as [`RemoteError::Identity`], a bucket that holds another store's identity, or one
+/// that holds an identity when the store has none; reads only.
+fn check_identity(vfs: &dyn Vfs, bucket: &Bucket) -> Result<(), RemoteError> {
+    let local = local_identity(vfs)?;
+    let remote = bucket
+        .get_opt(IDENTITY_KEY, IDENTITY_BYTES_MAX)?
+        .and_then(|bytes| parse_identity(&bytes));
+    match (local, remote) {
+        (Some(l), Some(r)) if l != r => Err(RemoteError::Identity {
+            reason: format!(
+                "{} holds store {}, this store is {}",
+                bucket.location(),
+                hex(&r),
+                hex(&l)
+            ),
+        }),
+        (None, Some(r)) => Err(RemoteError::Identity {
+            reason: format!(
+                "{} holds store {}, and this store was never published there",
+                bucket.location(),
+                hex(&r)
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn collision_reason(collisions: &[FileName]) -> String {
+    let keys: Vec<String> = collisions.iter().take(4).map(|&n| seg_key(n)).collect();
+    format!(
+        "the bucket holds {} segment(s) under names this store's live state uses, with other \
+         bytes ({}{}): the bucket's replicas may still read them, so an adoption cannot replace \
+         them in place (publish this store to another prefix)",
+        collisions.len(),
+        keys.join(", "),
+        if collisions.len() > 4 { ", …" } else { "" }
+    )
+}
+
+/// Takes the epoch one above the highest in the bucket, with a create-only put. A marker at or
+/// above [`EPOCH_MAX`] is no writer's (no bucket sees 2^53 writers start): it is refused as junk,
+/// naming it, rather than wrapped past or let block every writer for good.
 fn take_epoch(bucket: &Bucket) -> Result<u64, RemoteError> {
+    let mut lost = 0u32;
     for _ in 0..EPOCH_TRIES {
-        let highest = bucket
-            .list("epoch", None)?
-            .iter()
-            .filter_map(|(name, _)| parse_seq(name))
-            .max();
+        let highest = highest_epoch(bucket)?;
         let next = highest.map_or(1, |e| e + 1);
         if bucket.put_create(&epoch_key(next), Vec::new())? == Created::New {
             return Ok(next);
         }
+        lost += 1;
     }
     Err(RemoteError::Bound {
         reason: format!(
-            "{}: {EPOCH_TRIES} epochs were taken by other writers while this one started",
+            "{}: {lost} of {EPOCH_TRIES} tries to take the next writer epoch found it taken by \
+             another writer starting at the same time",
             bucket.location()
         ),
     })
+}
+
+/// The highest writer epoch the bucket's `epoch/` markers name; refuses a marker no writer can
+/// have put (at or above [`EPOCH_MAX`]).
+fn highest_epoch(bucket: &Bucket) -> Result<Option<u64>, RemoteError> {
+    let mut highest = None;
+    for (name, _) in bucket.list("epoch", None)? {
+        let Some(epoch) = parse_seq(&name) else {
+            continue;
+        };
+        if epoch >= EPOCH_MAX {
+            return Err(RemoteError::unreadable(
+                &epoch_key_named(&name),
+                format!(
+                    "epoch {epoch} is no writer's: writers take epochs one above the highest, \
+                     and none reaches {EPOCH_MAX}; the marker is junk (remove the object)"
+                ),
+            ));
+        }
+        highest = highest.max(Some(epoch));
+    }
+    Ok(highest)
 }
 
 fn identity_bytes(identity: &[u8; 16]) -> Vec<u8> {

@@ -5,12 +5,13 @@ use std::io;
 use std::sync::Arc;
 
 use strata_engine::{Config, Store};
-use strata_index::{Catalog, FileName, log_header};
+use strata_index::{Catalog, FileName, log_header_of};
 use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name};
 use strata_segment::vfs::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock};
 
 use crate::bucket::Bucket;
 use crate::cache::SegmentCache;
+use crate::chain::passes_through;
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
@@ -80,13 +81,46 @@ pub(crate) fn assemble(
             ),
         });
     }
-    let mut state: Option<Assembled> = None;
+    // The object before the reset, while it is kept (collect deletes it after the grace):
+    // the reset must extend it, as every object extends the one before.
+    let mut state: Option<Assembled> = match reset.checked_sub(1) {
+        Some(prev) => read_prev(bucket, prev, identity, config)?,
+        None => None,
+    };
     for seq in reset..newest {
         let object = read_log(bucket, seq, identity, config)?;
         state = Some(within(apply(state, object)?, config)?);
     }
     let state = within(apply(state, head)?, config)?;
     finish(state).map(Some)
+}
+
+/// `log/prev`, the object before a reset, as a state to apply the reset to (only its head is
+/// used: a reset's check needs nothing of the manifest before it); `None` once it is gone
+/// (collected after the grace), or if it does not decode.
+fn read_prev(
+    bucket: &Bucket,
+    prev: u64,
+    identity: [u8; 16],
+    config: &RemoteConfig,
+) -> Result<Option<Assembled>, RemoteError> {
+    let key = log_key(prev);
+    let Some(bytes) = bucket.get_opt(&key, config.log_bytes_max)? else {
+        return Ok(None);
+    };
+    // What is below the reset is no part of the state a replica serves: damage to it is the
+    // business of the collect that deletes it, and only takes away the check.
+    let Ok(object) = decode_log(&key, &bytes, prev, identity) else {
+        return Ok(None);
+    };
+    Ok(Some(Assembled {
+        head: LogObject {
+            body: Vec::new(),
+            ..object
+        },
+        manifest: Vec::new(),
+        catalog: Catalog::new(),
+    }))
 }
 
 /// The numbers of the `log/` objects above `after` (all, for `None`), ascending. A key under
@@ -135,11 +169,26 @@ fn read_log(
     config: &RemoteConfig,
 ) -> Result<LogObject, RemoteError> {
     let key = log_key(seq);
-    let bytes = bucket.get(&key, config.log_bytes_max)?;
-    let object = LogObject::decode(&bytes, seq).map_err(|r| RemoteError::unreadable(&key, r))?;
+    decode_log(
+        &key,
+        &bucket.get(&key, config.log_bytes_max)?,
+        seq,
+        identity,
+    )
+}
+
+/// The object `log/seq` (key `key`) whose bytes are `bytes`, checked: whole, of that number,
+/// and this store's.
+fn decode_log(
+    key: &str,
+    bytes: &[u8],
+    seq: u64,
+    identity: [u8; 16],
+) -> Result<LogObject, RemoteError> {
+    let object = LogObject::decode(bytes, seq).map_err(|r| RemoteError::unreadable(key, r))?;
     if object.identity != identity {
         return Err(RemoteError::unreadable(
-            &key,
+            key,
             format!(
                 "written by store {}, the bucket is store {}",
                 hex(&object.identity),
@@ -151,11 +200,48 @@ fn read_log(
 }
 
 /// Applies one log object to the state before it: a reset starts over, an append must follow
-/// on exactly.
+/// on exactly. Each names the object before it by its digest (format 2), and a reset that is
+/// not an operator's adoption must also hold, in its lineage, the state the object before it
+/// recorded: the log is one chain, so a replica never moves from one history to another.
 fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, RemoteError> {
     let key = log_key(object.seq);
+    if let (Some(before), Some(parent)) = (&before, object.parent)
+        && !object.adopted
+        && parent != before.head.digest
+    {
+        return Err(RemoteError::unreadable(
+            &key,
+            format!(
+                "it extends an object of digest {parent:#010x}, not log/{:020} (digest {:#010x}): \
+                 it does not follow on from it",
+                before.head.seq, before.head.digest
+            ),
+        ));
+    }
     let mut manifest = match (object.kind, before) {
-        (LogKind::Reset, _) => log_header().to_vec(),
+        (LogKind::Reset, before) => {
+            // Format 1 left the manifest's header (of format 1) out of a reset's body.
+            let mut manifest = match object.version {
+                1 => log_header_of(1).to_vec(),
+                _ => Vec::new(),
+            };
+            manifest.extend_from_slice(&object.body);
+            // Format 1 predates the chain: its resets carry no lineage to check.
+            if let Some(before) = before
+                && object.version >= 2
+                && !object.adopted
+            {
+                reset_extends(&key, &manifest, &object, &before.head)?;
+            }
+            return Ok(Assembled {
+                head: LogObject {
+                    body: Vec::new(),
+                    ..object
+                },
+                manifest,
+                catalog: Catalog::new(),
+            });
+        }
         (LogKind::Append, Some(before)) => {
             let prev = &before.head;
             if Some(object.seq) != prev.seq.checked_add(1)
@@ -186,6 +272,41 @@ fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, Remo
         },
         manifest,
         catalog: Catalog::new(),
+    })
+}
+
+/// Refuses a reset (its manifest `manifest`) whose history does not pass through the state the
+/// object before it, `prev`, recorded: a writer put another history in the bucket's place
+/// without saying so (an adoption says so).
+fn reset_extends(
+    key: &str,
+    manifest: &[u8],
+    reset: &LogObject,
+    prev: &LogObject,
+) -> Result<(), RemoteError> {
+    if reset.seq != prev.seq.saturating_add(1) || reset.epoch < prev.epoch {
+        return Err(RemoteError::unreadable(
+            key,
+            format!("does not follow on from log/{:020}", prev.seq),
+        ));
+    }
+    let catalog = catalog_of(manifest, key.to_owned())?;
+    passes_through(
+        "its",
+        reset.generation,
+        manifest,
+        catalog.lineage(),
+        prev.state(),
+    )
+    .map_err(|apart| {
+        RemoteError::unreadable(
+            key,
+            format!(
+                "a reset that does not extend log/{:020} (manifest {}): {apart}",
+                prev.seq,
+                prev.state()
+            ),
+        )
     })
 }
 

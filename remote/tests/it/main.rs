@@ -12,6 +12,8 @@
 )]
 
 mod acceptance;
+mod chain;
+mod fault_store;
 mod faults;
 mod primitives;
 mod server;

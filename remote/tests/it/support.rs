@@ -59,6 +59,20 @@ pub fn same_bucket(store: &Arc<dyn ObjectStore>) -> Bucket {
     Bucket::new(Arc::clone(store), "store-1").expect("a bucket")
 }
 
+/// Copies a store's folder, as `cp -r` would (a backup, a stale copy).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Asserts that `replica` answers every read of every track as `writer` did when it stood at
 /// the replica's watermark: the same rows, and surveys at three budgets and every fold as a
 /// store holding exactly those rows answers them. Where the replica is behind the writer, that
