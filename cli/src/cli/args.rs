@@ -84,6 +84,23 @@ pub enum Command {
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
     Demo(DemoArgs),
+    /// Put this store's history in place of the bucket's (--store DIR --remote URL): for a
+    /// store the bucket refuses as diverged (repaired, restored from a backup, or a bucket whose
+    /// log is damaged). Without --discard-bucket-history it only says what it would do.
+    ///
+    /// It deletes nothing now: the old history's segments and log/ objects are deleted by a
+    /// later writing command once the grace period (10 minutes) has passed, so replicas reading
+    /// the old history read on, then follow the new one.
+    Adopt(AdoptArgs),
+}
+
+/// `adopt [--discard-bucket-history]`.
+#[derive(Debug, Args)]
+pub struct AdoptArgs {
+    /// Do it: the bucket's history is replaced by this store's (after the grace period, what
+    /// only the old history holds is deleted).
+    #[arg(long)]
+    pub discard_bucket_history: bool,
 }
 
 /// `trim STREAM --to POSITION`.

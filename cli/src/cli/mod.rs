@@ -127,6 +127,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             fsck::run(&store_dir(store, "fsck"), &args)
         }
+        Command::Adopt(args) => {
+            let dir = store_dir(store, "adopt");
+            let url = url.unwrap_or_else(|| {
+                usage_error("`strata adopt` needs --remote URL (the bucket to adopt)")
+            });
+            remote::adopt(&dir, &url, &args)
+        }
         Command::Demo(args) => {
             if store.is_some() || url.is_some() {
                 usage_error(

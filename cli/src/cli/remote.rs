@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use strata::remote::{Bucket, Publisher, RemoteConfig, RemoteError, Replica};
+use strata::remote::{Adoption, Bucket, Publisher, RemoteConfig, RemoteError, Replica};
 use strata::{Config, Store};
 
 use super::{Failure, count, grouped, open_existing};
@@ -83,11 +83,138 @@ impl Publishing {
 }
 
 fn publish_failure(dir: &Path, url: &str, error: &RemoteError) -> Failure {
-    Failure::new(format!(
-        "cannot publish {} to {url}: {error} (the local store keeps everything; publishing again \
-         resumes)",
-        dir.display()
-    ))
+    let shown = dir.display();
+    let next = match error {
+        RemoteError::Diverged { .. } => adopt_hint(dir, url),
+        RemoteError::Unreadable { key, .. } if key.starts_with("log/") => adopt_hint(dir, url),
+        RemoteError::Fenced { .. } => {
+            "the local store keeps everything; another writer has the bucket now".to_owned()
+        }
+        RemoteError::Identity { .. }
+        | RemoteError::Url { .. }
+        | RemoteError::Refused { .. }
+        | RemoteError::Unreadable { .. } => "the local store keeps everything".to_owned(),
+        _ => "the local store keeps everything; publishing again resumes".to_owned(),
+    };
+    Failure::new(format!("cannot publish {shown} to {url}: {error} ({next})"))
+}
+
+/// What to do when the bucket will not take this store's history as a continuation of its own
+/// (and publishing again would meet the same refusal).
+fn adopt_hint(dir: &Path, url: &str) -> String {
+    let shown = dir.display();
+    format!(
+        "the local store keeps everything; if this store's history is the one the bucket should \
+         hold, `strata --store {shown} --remote {url} adopt` says what putting it in the \
+         bucket's place would delete"
+    )
+}
+
+/// `strata --store DIR --remote URL adopt [--discard-bucket-history]`: says what putting the
+/// store's history in the bucket's place deletes (after the grace period), and with the flag
+/// does it.
+pub fn adopt(dir: &Path, url: &str, args: &super::args::AdoptArgs) -> Result<ExitCode, Failure> {
+    let store = open_existing(dir)?;
+    let failed = |error: &RemoteError| {
+        Failure::new(format!("cannot adopt {url} for {}: {error}", dir.display()))
+    };
+    let bucket = Bucket::open_url(url, true).map_err(|e| failed(&e))?;
+    let config = RemoteConfig::default();
+    if !args.discard_bucket_history {
+        let plan = Publisher::plan_adoption(&store, &bucket, &config).map_err(|e| failed(&e))?;
+        print!("{}", describe_adoption(url, &plan, false));
+        return Err(Failure::new(format!(
+            "refusing to adopt {url} without --discard-bucket-history; nothing was changed"
+        )));
+    }
+    let (mut publisher, adoption) =
+        Publisher::adopt(&store, bucket, config).map_err(|e| failed(&e))?;
+    print!("{}", describe_adoption(url, &adoption, true));
+    // Whatever an earlier history left past its grace (nothing of the one just replaced).
+    if let Err(error) = publisher.collect() {
+        eprintln!(
+            "strata: warning: deleting what the grace period no longer protects failed: {error}"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_adoption(url: &str, adoption: &Adoption, done: bool) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let replaces = match adoption.replaces {
+        Some(seq) => format!("the history of log/0..={seq}"),
+        None => "an empty log".to_owned(),
+    };
+    let minutes = adoption.grace.as_secs().div_ceil(60);
+    let _ = writeln!(
+        out,
+        "{} {url}: log/{} (a reset marked adopted) {} {replaces}",
+        if done { "adopted" } else { "adopting" },
+        adoption.seq,
+        if done { "replaced" } else { "would replace" },
+    );
+    if done {
+        let p = &adoption.published;
+        let _ = writeln!(
+            out,
+            "  uploaded {} ({} bytes); {} already there",
+            count(p.segments as u64, "segment", "segments"),
+            grouped(p.bytes),
+            p.already_there
+        );
+    }
+    let names = |keys: Vec<String>| {
+        let n = keys.len();
+        let mut shown: Vec<String> = keys.into_iter().take(6).collect();
+        if n > 6 {
+            shown.push(format!("… {} more", n - 6));
+        }
+        shown.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "  deleted once the grace period ({minutes} min) has passed, by a later writing command: \
+         {} and {} that only the old history holds{}",
+        count(adoption.logs.len() as u64, "log/ object", "log/ objects"),
+        count(adoption.segments.len() as u64, "segment", "segments"),
+        if adoption.logs.is_empty() && adoption.segments.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                names(
+                    adoption
+                        .logs
+                        .iter()
+                        .map(|s| format!("log/{s}"))
+                        .chain(
+                            adoption
+                                .segments
+                                .iter()
+                                .map(|&n| format!("seg/{n:012}.seg"))
+                        )
+                        .collect()
+                )
+            )
+        }
+    );
+    if !adoption.collisions.is_empty() {
+        let _ = writeln!(
+            out,
+            "  refused: the bucket holds {} under names this store uses, with other bytes ({}); \
+             its replicas may still read them, so publish this store to another prefix instead",
+            count(adoption.collisions.len() as u64, "segment", "segments"),
+            names(
+                adoption
+                    .collisions
+                    .iter()
+                    .map(|&n| format!("seg/{n:012}.seg"))
+                    .collect()
+            )
+        );
+    }
+    out
 }
 
 /// Boots a replica of the bucket `url` names with `config`; it never writes to the bucket.
