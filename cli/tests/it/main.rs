@@ -18,6 +18,7 @@ mod limits;
 mod manifest_damage;
 mod messages_cli;
 mod read_only_cli;
+mod remote_chain;
 mod remote_cli;
 mod retention_cli;
 mod survey_cli;
