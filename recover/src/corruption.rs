@@ -12,6 +12,8 @@ use std::fmt::{self, Write as _};
 
 use strata_index::{Entry, FileName, StrayFrame};
 
+use crate::loss::StreamLoss;
+
 /// A manifest whose trusted prefix ends at damage that later, valid frames prove is not a torn
 /// write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,24 +28,10 @@ pub struct Corruption {
     pub manifest_len: u64,
     /// The frames after the damage that pass their own checks, in order.
     pub later: Vec<StrayFrame>,
-}
-
-/// What one stream had in the frames a cut would drop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StreamLoss {
-    /// Rows in the files those frames claim.
-    pub n_rows: u64,
-    /// The lowest and highest position those frames recorded (files and watermarks).
-    pub positions: Option<[u64; 2]>,
-}
-
-impl StreamLoss {
-    fn note(&mut self, lo: u64, hi: u64) {
-        self.positions = Some(match self.positions {
-            None => [lo, hi],
-            Some([min, max]) => [min.min(lo), max.max(hi)],
-        });
-    }
+    /// Per stream, the rows a cut would lose, from those frames and the segment files the
+    /// trusted prefix does not claim, against what the prefix holds ([`crate::loss`]). Streams
+    /// that lose nothing are not listed.
+    pub lost: BTreeMap<String, StreamLoss>,
 }
 
 impl Corruption {
@@ -86,28 +74,33 @@ impl Corruption {
             .unwrap_or(0)
     }
 
-    /// Per stream, the rows and positions the later frames record.
-    pub fn losses(&self) -> BTreeMap<String, StreamLoss> {
-        let mut losses: BTreeMap<String, StreamLoss> = BTreeMap::new();
+    /// Per stream, the rows a cut would lose and their positions (see [`Corruption::lost`]).
+    pub fn losses(&self) -> &BTreeMap<String, StreamLoss> {
+        &self.lost
+    }
+
+    /// Per stream, the highest position the later frames record (in the files they claim, their
+    /// watermarks and their fences): one of the bounds a repair fences at.
+    pub(crate) fn recorded_high(&self) -> BTreeMap<String, u64> {
+        let mut highest: BTreeMap<String, u64> = BTreeMap::new();
+        let mut note = |stream: &str, position: u64| {
+            let high = highest.entry(stream.to_owned()).or_insert(position);
+            *high = (*high).max(position);
+        };
         for entry in self.later.iter().flat_map(|f| &f.record.entries) {
             match entry {
-                Entry::AddFile(file) => {
+                Entry::AddFile(file) | Entry::Merge { file, .. } | Entry::Claim(file) => {
                     for part in &file.partitions {
-                        let loss = losses.entry(part.stream.clone()).or_default();
-                        loss.n_rows = loss.n_rows.saturating_add(part.n_rows);
-                        loss.note(part.positions[0], part.positions[1]);
+                        note(&part.stream, part.positions[1]);
                     }
                 }
                 Entry::Watermark { stream, position } | Entry::Fence { stream, position } => {
-                    losses
-                        .entry(stream.clone())
-                        .or_default()
-                        .note(*position, *position);
+                    note(stream, *position);
                 }
                 _ => {}
             }
         }
-        losses
+        highest
     }
 
     /// One sentence of what a cut at `offset` would drop.
@@ -124,10 +117,25 @@ impl Corruption {
         if !files.is_empty() {
             let _ = write!(text, " claiming segment(s) {}", abbreviate(&files));
         }
-        for (stream, loss) in self.losses() {
+        text.push_str(
+            "; rows lost (what the store held before the damage and would no longer serve, from \
+             those records and the segment files the trusted prefix does not claim)",
+        );
+        if self.lost.is_empty() {
+            text.push_str(": none");
+        }
+        for (stream, loss) in &self.lost {
             let _ = write!(text, "; stream {stream:?}: {} row(s)", loss.n_rows);
             if let Some([lo, hi]) = loss.positions {
                 let _ = write!(text, " at positions {lo}..={hi}");
+            }
+            if loss.n_rows_in_missing_files > 0 {
+                let _ = write!(
+                    text,
+                    ", {} of them in files the trusted prefix claims that are gone (a later \
+                     frame removed them), which reads would refuse as unreadable",
+                    loss.n_rows_in_missing_files
+                );
             }
         }
         text

@@ -264,12 +264,16 @@ impl Planner {
             // acknowledged history rather than a torn append (see `corruption`).
             let later = scan_frames(&bytes, trusted_len + 1);
             if !later.is_empty() {
+                // A refusal, so inspection may read more than the listings here: the segment
+                // files the prefix does not claim, for what a cut would lose.
+                let lost = crate::loss::assess(vfs, &self.catalog, &later)?;
                 return Err(RecoverError::ManifestCorrupt(Box::new(Corruption {
                     file,
                     offset: trusted_len,
                     fault: fault_reason.unwrap_or_default(),
                     manifest_len: bytes.len() as u64,
                     later,
+                    lost,
                 })));
             }
         }

@@ -112,9 +112,12 @@ pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
         let fence = fences.entry(stream.to_owned()).or_insert(position);
         *fence = (*fence).max(position);
     };
+    for (stream, hi) in corruption.recorded_high() {
+        raise(&stream, hi);
+    }
     for (stream, loss) in corruption.losses() {
         if let Some([_, hi]) = loss.positions {
-            raise(&stream, hi);
+            raise(stream, hi);
         }
     }
     let evidence = read_evidence(vfs, &catalog)?;

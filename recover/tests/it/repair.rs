@@ -5,7 +5,7 @@
 use strata_recover::{RecoverError, boot, repair};
 use strata_segment::vfs::{SimFs, Vfs};
 
-use crate::support::{STREAM, barrier, new_store, quarantine, seal};
+use crate::support::{STREAM, barrier, merge, new_store, quarantine, seal};
 
 const MANIFEST: &str = "manifest-000001";
 
@@ -82,4 +82,156 @@ fn a_repair_crashed_at_every_operation_never_opens_without_its_fence() {
         assert!(crash_op < 500, "the repair never finished");
     }
     assert!(crash_op > 5, "the sweep crossed the repair's writes");
+}
+
+/// Flips a byte inside frame `frame_idx` (0 is the declaration) of the manifest, durably.
+fn damage_frame(fs: &SimFs, frame_idx: usize) {
+    let mut bytes = fs.live_bytes(MANIFEST).unwrap();
+    let mut at = strata_index::LOG_HEADER_LEN;
+    for _ in 0..frame_idx {
+        at += strata_index::decode_frame(&bytes[at..]).unwrap().1;
+    }
+    let frame_len = strata_index::decode_frame(&bytes[at..]).unwrap().1;
+    bytes[at + frame_len / 2] ^= 0x40;
+    fs.remove(MANIFEST).unwrap();
+    let mut file = fs.create(MANIFEST).unwrap();
+    file.write_all(&bytes).unwrap();
+    file.sync_data().unwrap();
+    drop(file);
+    fs.sync_dir("").unwrap();
+}
+
+/// Rows the store serves: those of live raw segments whose file is there.
+fn rows_served(fs: &SimFs) -> u64 {
+    let booted = boot(fs, false).unwrap();
+    let mut n_rows = 0;
+    for view in booted
+        .catalog
+        .partitions(STREAM, &strata_index::TrackKey::ROOT)
+    {
+        for (name, entry) in view.segments(strata_index::Tier::Raw) {
+            if fs.exists(&format!("seg/{name:012}.seg")).unwrap() {
+                n_rows += entry.n_rows;
+            }
+        }
+    }
+    n_rows
+}
+
+/// The loss the refusal and the repair state, as (rows, positions).
+fn stated_loss(error: &RecoverError) -> (u64, Option<[u64; 2]>) {
+    let RecoverError::ManifestCorrupt(corruption) = error else {
+        panic!("not damaged history: {error}");
+    };
+    corruption
+        .losses()
+        .get(STREAM)
+        .map_or((0, None), |loss| (loss.n_rows, loss.positions))
+}
+
+/// The defect as found (#28 item 3): with barrier 3 of 5 damaged, the refusal and the repair
+/// counted only barriers 4 and 5, though the damaged frame's own barrier is lost with them.
+#[test]
+fn a_repair_counts_the_damaged_frames_own_barrier_among_what_it_drops() {
+    let (fs, mut booted) = new_store();
+    for seq in 1..=5 {
+        let next = barrier(&booted, seq, 10);
+        seal(&fs, &mut booted, &next).unwrap();
+    }
+    drop(booted);
+    // Frame 3 is barrier 3's, positions 20..=29; barriers 1 and 2 (positions 0..=19) stay.
+    damage_frame(&fs, 3);
+    let fs = fs.crash();
+    let refusal = boot(&fs, false).unwrap_err();
+    assert_eq!(stated_loss(&refusal), (30, Some([20, 49])));
+    let message = refusal.to_string();
+    assert!(
+        message.contains("stream \"capture\": 30 row(s) at positions 20..=49"),
+        "{message}"
+    );
+    let repaired = repair(&fs).unwrap();
+    assert_eq!(
+        repaired.corruption.losses().get(STREAM).map(|l| l.n_rows),
+        Some(30)
+    );
+    assert_eq!(rows_served(&fs), 20, "50 acknowledged, 30 lost");
+}
+
+/// A compaction after the damage removed the prefix's files (their rows live on in its
+/// outputs, which the cut drops): those rows are lost too, and the report says where.
+#[test]
+fn a_repair_counts_rows_the_prefix_claims_in_files_a_later_merge_removed() {
+    let (fs, mut booted) = new_store();
+    for seq in 1..=4 {
+        let next = barrier(&booted, seq, 10);
+        seal(&fs, &mut booted, &next).unwrap();
+    }
+    let inputs: Vec<u64> = (1..=4).collect();
+    for run in ["run_7", "run_70"] {
+        let step = merge(&fs, &booted, run, &inputs);
+        seal(&fs, &mut booted, &step).unwrap();
+    }
+    for input in &inputs {
+        assert!(booted.catalog.is_retired(*input));
+        fs.remove(&format!("seg/{input:012}.seg")).unwrap();
+    }
+    fs.sync_dir("seg").unwrap();
+    drop(booted);
+    // Barrier 3's frame: the prefix claims barriers 1 and 2, whose files are gone.
+    damage_frame(&fs, 3);
+    let fs = fs.crash();
+    let refusal = boot(&fs, false).unwrap_err();
+    assert_eq!(stated_loss(&refusal), (40, Some([0, 39])));
+    let message = refusal.to_string();
+    assert!(
+        message.contains("20 of them in files the trusted prefix"),
+        "{message}"
+    );
+    repair(&fs).unwrap();
+    assert_eq!(rows_served(&fs), 0);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// The law: what the repaired store serves plus what the report says is lost is what was
+    /// acknowledged, and the lost positions are exactly those of the damaged barrier and after.
+    /// Barriers of 1 to 12 rows (positions are one per row from 0), any barrier frame damaged
+    /// that has a later frame, and maybe a compaction of one track's newest segments after it.
+    #[test]
+    fn what_a_repair_serves_and_what_it_says_it_lost_add_up_to_what_was_acknowledged(
+        sizes in proptest::collection::vec(1u64..=12, 2..=7),
+        damaged in 0usize..6,
+        merged in 0usize..=4,
+    ) {
+        let damaged = 1 + damaged % (sizes.len() - 1);
+        let (fs, mut booted) = new_store();
+        for (seq, &n_rows) in (1..).zip(&sizes) {
+            let next = barrier(&booted, seq, n_rows);
+            seal(&fs, &mut booted, &next).unwrap();
+        }
+        // A merge of run_7's newest segments (run_70 keeps every file live).
+        let run_7 = strata_index::TrackKey::encode(&["run_7"]).unwrap();
+        let segments: Vec<u64> = booted
+            .catalog
+            .partitions(STREAM, &run_7)
+            .flat_map(|v| v.segments(strata_index::Tier::Raw).map(|(n, _)| n).collect::<Vec<_>>())
+            .collect();
+        if merged >= 2 && segments.len() >= merged {
+            let step = merge(&fs, &booted, "run_7", &segments[segments.len() - merged..]);
+            seal(&fs, &mut booted, &step).unwrap();
+        }
+        drop(booted);
+        damage_frame(&fs, damaged);
+        let fs = fs.crash();
+        let acknowledged: u64 = sizes.iter().sum();
+        let kept: u64 = sizes[..damaged - 1].iter().sum();
+        let refusal = boot(&fs, false).unwrap_err();
+        proptest::prop_assert_eq!(
+            stated_loss(&refusal),
+            (acknowledged - kept, Some([kept, acknowledged - 1]))
+        );
+        repair(&fs).unwrap();
+        proptest::prop_assert_eq!(rows_served(&fs), kept);
+    }
 }
