@@ -872,7 +872,11 @@ fn engine_fsck_reports_interior_manifest_damage_and_repairs_only_when_told() {
     assert_eq!(damage[0]["offset"], starts[1]);
     assert_eq!(damage[0]["action"], "refuse_until_repaired");
     let reason = damage[0]["reason"].as_str().unwrap();
-    assert!(reason.contains("positions 10..=29"), "{reason}");
+    // Barriers 2 and 3 after the damage, and barrier 1 itself: every row is lost.
+    assert!(
+        reason.contains("\"capture\": 30 row(s) at positions 0..=29"),
+        "{reason}"
+    );
 
     let dry = run(&[OsStr::new("repair"), dir.path().as_os_str()]);
     assert_eq!(dry.code, 2, "{}{}", dry.stdout, dry.stderr);
