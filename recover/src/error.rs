@@ -7,6 +7,7 @@ use strata_index::Fault;
 use strata_segment::SegmentError;
 
 use crate::corruption::Corruption;
+use crate::stray::StrayManifests;
 
 /// A store that cannot be opened. Everything short of this is a [`crate::Finding`] and boot
 /// goes on: a crash leaves evidence, not a bricked store.
@@ -43,6 +44,10 @@ pub enum RecoverError {
     /// The manifest is damaged before frames that pass their own checks: acknowledged history,
     /// not a torn tail. Nothing was changed; only an explicit repair cuts it.
     ManifestCorrupt(Box<Corruption>),
+    /// The highest manifest generations are not whole manifests (empty, no valid header, or
+    /// bytes that do not parse) while a lower one is whole: evidence, not the store. Nothing was
+    /// changed; only an explicit repair sets them aside.
+    StrayManifest(Box<StrayManifests>),
     /// A repair was asked of a store whose manifest history is not damaged.
     NothingToRepair,
     /// A repair cannot be made (nothing was changed).
@@ -81,6 +86,7 @@ impl fmt::Display for RecoverError {
                 write!(f, "the manifest {file} is unusable: {fault}")
             }
             RecoverError::ManifestCorrupt(corruption) => write!(f, "{corruption}"),
+            RecoverError::StrayManifest(strays) => write!(f, "{strays}"),
             RecoverError::NothingToRepair => write!(
                 f,
                 "nothing to repair: the manifest's history is intact (a torn tail, if any, is \

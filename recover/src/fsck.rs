@@ -24,7 +24,9 @@ use strata_segment::{SegmentError, SegmentReader};
 
 use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
 use crate::retention_file::{RETENTION_FILE, RetentionFile, StreamRetention, read_retention};
-use crate::{Action, Corruption, Finding, FindingKind, RecoverError, Report};
+use crate::{
+    Action, Corruption, Finding, FindingKind, RecoverError, Report, STRAY_PREFIX, StrayManifests,
+};
 
 /// The verdict on a store, with the process exit code each maps to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -276,6 +278,7 @@ pub fn check(vfs: &dyn Vfs, verify: bool) -> FsckReport {
     match try_check(vfs, verify) {
         Ok(report) => report,
         Err(RecoverError::ManifestCorrupt(corruption)) => damaged(vfs, &corruption),
+        Err(RecoverError::StrayManifest(strays)) => stray(vfs, &strays),
         Err(error) => FsckReport::unusable(error.to_string()),
     }
 }
@@ -293,6 +296,30 @@ fn damaged(vfs: &dyn Vfs, corruption: &Corruption) -> FsckReport {
         action: Action::RefuseUntilRepaired,
     });
     // The listing is a courtesy here: an error reading it leaves the verdict as it is.
+    report.quarantine = quarantine_entries(vfs).unwrap_or_default();
+    report
+}
+
+/// The report on a store whose highest manifest generations are not whole manifests: unusable,
+/// each of them a finding, with the quarantine as it stands.
+fn stray(vfs: &dyn Vfs, strays: &StrayManifests) -> FsckReport {
+    let mut report = FsckReport::unusable(strays.to_string());
+    for stray in &strays.strays {
+        report.findings.push(Finding {
+            kind: FindingKind::StrayManifest,
+            file: stray.file.clone(),
+            offset: Some(stray.fault.offset),
+            bytes: Some(stray.len),
+            reason: format!(
+                "{}, above {}, which is whole",
+                stray.what(),
+                manifest_name(strays.whole)
+            ),
+            action: Action::RefuseUntilSetAside {
+                to: format!("{STRAY_PREFIX}{}", stray.file),
+            },
+        });
+    }
     report.quarantine = quarantine_entries(vfs).unwrap_or_default();
     report
 }

@@ -21,11 +21,13 @@ mod plan;
 mod repair;
 mod report;
 pub mod retention_file;
+mod stray;
 
 pub use boot::{Booted, Viewed, boot, boot_new, boot_read_only, holds_no_store};
 pub use corruption::Corruption;
 pub use error::RecoverError;
 pub use loss::StreamLoss;
 pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, quarantined_number};
-pub use repair::{FileHolds, RepairPlan, Repaired, plan_repair, repair};
+pub use repair::{Cut, CutPlan, FileHolds, RepairPlan, Repaired, SetAside, plan_repair, repair};
 pub use report::{Action, Finding, FindingKind, Report};
+pub use stray::{STRAY_PREFIX, StrayGeneration, StrayManifests};

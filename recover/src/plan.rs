@@ -74,13 +74,27 @@ pub fn is_empty_folder(vfs: &dyn Vfs) -> Result<bool, RecoverError> {
 
 /// Inspects the store and plans boot, changing nothing.
 pub fn inspect(vfs: &dyn Vfs) -> Result<Plan, RecoverError> {
+    inspect_up_to(vfs, u32::MAX)
+}
+
+/// [`inspect`] as if no manifest generation above `ceiling` were there: what boot would plan
+/// once a repair has set the stray ones aside.
+pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, RecoverError> {
     let root = vfs.list("").map_err(|e| RecoverError::io("", e))?;
     let mut generations: Vec<u32> = root
         .iter()
         .filter(|e| !e.is_dir)
         .filter_map(|e| parse_manifest_name(&e.name))
+        .filter(|&generation| generation <= ceiling)
         .collect();
     generations.sort_unstable();
+    // Only a crash leftover (or something worse) leaves two generations: the usual boot reads
+    // one manifest, once.
+    if generations.len() > 1
+        && let Some(strays) = crate::stray::find(vfs, &generations)?
+    {
+        return Err(RecoverError::StrayManifest(Box::new(strays)));
+    }
     let Some(&generation) = generations.last() else {
         let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
         return Err(RecoverError::NotAStore {
@@ -531,7 +545,7 @@ fn final_name(name: &str) -> Option<(&'static str, String)> {
 }
 
 /// Whether two files hold the same bytes; mapped, not read, since a segment can be large.
-fn same_bytes(vfs: &dyn Vfs, a: &str, b: &str) -> Result<bool, RecoverError> {
+pub(crate) fn same_bytes(vfs: &dyn Vfs, a: &str, b: &str) -> Result<bool, RecoverError> {
     let len_a = vfs.len(a).map_err(|e| RecoverError::io(a, e))?;
     let len_b = vfs.len(b).map_err(|e| RecoverError::io(b, e))?;
     if len_a != len_b {
@@ -564,6 +578,9 @@ pub fn quarantine_reason(name: &str) -> &'static str {
         "unrecorded segment: no manifest record claimed it"
     } else if name.starts_with("root-") {
         "superseded manifest generation"
+    } else if name.starts_with(crate::stray::STRAY_PREFIX) {
+        "stray manifest generation: above the store's whole one and not a whole manifest, set \
+         aside by a repair"
     } else if quarantined_number(name).is_some_and(|n| n.kind == FileKind::ManifestTail) {
         "torn manifest tail: bytes after the manifest's trusted prefix"
     } else {

@@ -1,4 +1,9 @@
-//! The operator's repair of a manifest whose history is damaged ([`Corruption`]).
+//! The operator's repair of a manifest whose history is damaged ([`Corruption`]), or whose
+//! highest generations are not whole manifests ([`StrayManifests`]).
+//!
+//! Stray generations are moved into `quarantine/` first (never removed), so the store goes on
+//! from its highest whole generation; that generation may itself hold damaged history, which
+//! the same repair then cuts.
 //!
 //! Boot refuses such a store; this is the one step that cuts it, and only when a person asks.
 //! It never removes a byte. It writes a new manifest generation (two-phase, so it appears whole
@@ -33,12 +38,24 @@ use strata_segment::{ManifestWriter, SegmentReader, read_manifest};
 use crate::corruption::Corruption;
 use crate::error::RecoverError;
 use crate::heal::heal;
-use crate::plan::{LOCK_FILE, inspect};
+use crate::plan::{LOCK_FILE, inspect, inspect_up_to, same_bytes};
 use crate::report::Report;
+use crate::stray::{STRAY_PREFIX, StrayGeneration, StrayManifests};
 
 /// What a repair found and did.
 #[derive(Debug)]
 pub struct Repaired {
+    /// Manifest generations that were not whole manifests, moved into quarantine first.
+    pub set_aside: Vec<SetAside>,
+    /// The cut of damaged history, if the store needed one.
+    pub cut: Option<Cut>,
+    /// What the boot after the repair found and did (the quarantining).
+    pub report: Report,
+}
+
+/// The cut a repair made of damaged history.
+#[derive(Debug)]
+pub struct Cut {
     /// The damage that was cut.
     pub corruption: Corruption,
     /// The generation written, holding the trusted prefix plus the repair record.
@@ -50,13 +67,34 @@ pub struct Repaired {
     pub files_read: Vec<FileHolds>,
     /// Files that could not be read as segments (torn temps, tails): listed, not used.
     pub files_unreadable: Vec<String>,
-    /// What the boot after the repair found and did (the quarantining).
-    pub report: Report,
+}
+
+/// A manifest generation a repair sets aside: it is above the store's whole one and is not a
+/// whole manifest ([`StrayManifests`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// The generation and what is wrong with it.
+    pub stray: StrayGeneration,
+    /// Its name inside `quarantine/`.
+    pub to: String,
+    /// Whether `quarantine/` already holds its bytes under `to` (a set-aside a crash cut short
+    /// between its two directory syncs): then its name in the root is only dropped.
+    pub already_kept: bool,
 }
 
 /// What [`plan_repair`] would do, computed without changing anything.
 #[derive(Debug)]
 pub struct RepairPlan {
+    /// Manifest generations above the store's whole one that are not whole manifests: moved into
+    /// quarantine first, so the store goes on from the whole one.
+    pub set_aside: Vec<SetAside>,
+    /// The cut of damaged history the store needs (once they are set aside), if any.
+    pub cut: Option<CutPlan>,
+}
+
+/// What a cut of damaged history would do.
+#[derive(Debug)]
+pub struct CutPlan {
     /// The damage a repair would cut.
     pub corruption: Corruption,
     /// The current (damaged) generation.
@@ -76,14 +114,30 @@ pub struct RepairPlan {
     pub files_unreadable: Vec<String>,
 }
 
-/// Plans the repair of a store whose manifest history is damaged, changing nothing. A store that
-/// boots is refused with [`RecoverError::NothingToRepair`]; other errors are boot's own.
+/// Plans the repair of a store that boot refuses because its manifest history is damaged, or
+/// because generations above its whole one are not whole manifests, changing nothing. A store
+/// that boots is refused with [`RecoverError::NothingToRepair`]; other errors are boot's own.
 pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
-    let corruption = match inspect(vfs) {
+    let (set_aside, corruption) = match inspect(vfs) {
         Ok(_) => return Err(RecoverError::NothingToRepair),
-        Err(RecoverError::ManifestCorrupt(corruption)) => *corruption,
+        Err(RecoverError::ManifestCorrupt(corruption)) => (Vec::new(), Some(*corruption)),
+        Err(RecoverError::StrayManifest(strays)) => {
+            let set_aside = plan_set_aside(vfs, &strays)?;
+            // What boot finds once they are gone: the whole generation may still hold damage.
+            match inspect_up_to(vfs, strays.whole) {
+                Ok(_) => (set_aside, None),
+                Err(RecoverError::ManifestCorrupt(corruption)) => (set_aside, Some(*corruption)),
+                Err(other) => return Err(other),
+            }
+        }
         Err(other) => return Err(other),
     };
+    let cut = corruption.map(|c| plan_cut(vfs, c)).transpose()?;
+    Ok(RepairPlan { set_aside, cut })
+}
+
+/// Plans the cut of damaged history: the trusted prefix's state plus the repair record.
+fn plan_cut(vfs: &dyn Vfs, corruption: Corruption) -> Result<CutPlan, RecoverError> {
     let generation =
         parse_manifest_name(&corruption.file).ok_or_else(|| RecoverError::RepairRefused {
             reason: format!("{} is not a manifest name", corruption.file),
@@ -142,7 +196,7 @@ pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
     if name_high > catalog.name_high() {
         entries.push(Entry::NameHigh(name_high.min(FileName::MAX - 1)));
     }
-    Ok(RepairPlan {
+    Ok(CutPlan {
         corruption,
         generation,
         catalog,
@@ -154,8 +208,49 @@ pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
     })
 }
 
-/// Repairs a store whose manifest history is damaged: see the module docs. Takes the store's
-/// lock, so a store a process has open is refused with [`RecoverError::Locked`].
+/// The names the stray generations get in quarantine: `stray-manifest-NNNNNN`, with a `.N`
+/// suffix past a name taken by other bytes. One taken by the same bytes is a set-aside a crash
+/// cut short, already kept.
+fn plan_set_aside(vfs: &dyn Vfs, strays: &StrayManifests) -> Result<Vec<SetAside>, RecoverError> {
+    let mut taken: BTreeSet<String> = if vfs
+        .exists(QUARANTINE_DIR)
+        .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?
+    {
+        vfs.list(QUARANTINE_DIR)
+            .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    let mut planned = Vec::new();
+    for stray in &strays.strays {
+        let base = format!("{STRAY_PREFIX}{}", stray.file);
+        let mut to = base.clone();
+        let mut suffix = 0;
+        let mut already_kept = false;
+        while taken.contains(&to) {
+            if same_bytes(vfs, &stray.file, &format!("{QUARANTINE_DIR}/{to}"))? {
+                already_kept = true;
+                break;
+            }
+            suffix += 1;
+            to = format!("{base}.{suffix}");
+        }
+        taken.insert(to.clone());
+        planned.push(SetAside {
+            stray: stray.clone(),
+            to,
+            already_kept,
+        });
+    }
+    Ok(planned)
+}
+
+/// Repairs a store that boot refuses for damaged manifest history or stray generations: see
+/// the module docs. Takes the store's lock, so a store a process has open is refused with
+/// [`RecoverError::Locked`].
 pub fn repair(vfs: &dyn Vfs) -> Result<Repaired, RecoverError> {
     // The same look before the lock as boot's: a folder that is not a store gets no LOCK.
     plan_repair(vfs)?;
@@ -165,6 +260,47 @@ pub fn repair(vfs: &dyn Vfs) -> Result<Repaired, RecoverError> {
     })?;
     // Planned again under the lock: nothing may have changed it since, but only this one counts.
     let plan = plan_repair(vfs)?;
+    for aside in &plan.set_aside {
+        set_aside(vfs, aside)?;
+    }
+    let cut = plan.cut.map(|cut| write_cut(vfs, cut)).transpose()?;
+    // The ordinary boot now quarantines the damaged generation (whole) and every file the new
+    // one does not claim.
+    let healed = inspect(vfs)?;
+    heal(vfs, &healed)?;
+    Ok(Repaired {
+        set_aside: plan.set_aside,
+        cut,
+        report: healed.report,
+    })
+}
+
+/// Moves a stray generation into quarantine, the new name made durable before the old one goes
+/// (a crash between leaves both names, which the next repair recognises as one file kept).
+fn set_aside(vfs: &dyn Vfs, aside: &SetAside) -> Result<(), RecoverError> {
+    let from = &aside.stray.file;
+    if aside.already_kept {
+        vfs.remove(from).map_err(|e| RecoverError::io(from, e))?;
+    } else {
+        if !vfs
+            .exists(QUARANTINE_DIR)
+            .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?
+        {
+            vfs.create_dir(QUARANTINE_DIR)
+                .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+            vfs.sync_dir("").map_err(|e| RecoverError::io("", e))?;
+        }
+        let dest = format!("{QUARANTINE_DIR}/{}", aside.to);
+        vfs.rename_noreplace(from, &dest)
+            .map_err(|e| RecoverError::io(from, e))?;
+        vfs.sync_dir(QUARANTINE_DIR)
+            .map_err(|e| RecoverError::io(QUARANTINE_DIR, e))?;
+    }
+    vfs.sync_dir("").map_err(|e| RecoverError::io("", e))
+}
+
+/// Writes the new generation a cut plans: the trusted prefix's state plus the repair record.
+fn write_cut(vfs: &dyn Vfs, plan: CutPlan) -> Result<Cut, RecoverError> {
     let next = plan.generation + 1;
     if next > MANIFEST_GENERATION_MAX {
         return Err(RecoverError::RepairRefused {
@@ -183,17 +319,12 @@ pub fn repair(vfs: &dyn Vfs) -> Result<Repaired, RecoverError> {
         FRAME_BODY_MAX / 2,
     );
     drop(ManifestWriter::create(vfs, next, &records)?);
-    // The ordinary boot now quarantines the damaged generation (whole) and every file the new
-    // one does not claim.
-    let healed = inspect(vfs)?;
-    heal(vfs, &healed)?;
-    Ok(Repaired {
+    Ok(Cut {
         corruption: plan.corruption,
         generation: next,
         fences: plan.fences,
         files_read: plan.files_read,
         files_unreadable: plan.files_unreadable,
-        report: healed.report,
     })
 }
 

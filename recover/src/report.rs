@@ -20,6 +20,10 @@ pub enum FindingKind {
     UnrecordedSegment,
     /// An older manifest generation left by a rewrite that crashed before removing it.
     SupersededManifest,
+    /// A manifest generation above the store's whole one that is not a whole manifest (empty,
+    /// no valid header, bytes that do not parse): no rewrite leaves one. The store is refused
+    /// until an operator's repair sets it aside.
+    StrayManifest,
     /// A file whose retirement is recorded, still on disk.
     RetiredFile,
     /// A recorded file that is not there. Reads of it are `Unreadable`.
@@ -52,6 +56,7 @@ impl fmt::Display for FindingKind {
             FindingKind::OrphanTemp => "orphan temp",
             FindingKind::UnrecordedSegment => "unrecorded segment",
             FindingKind::SupersededManifest => "superseded manifest",
+            FindingKind::StrayManifest => "stray manifest",
             FindingKind::RetiredFile => "retired file",
             FindingKind::MissingFile => "missing file",
             FindingKind::WrongLength => "wrong length",
@@ -93,6 +98,12 @@ pub enum Action {
     Leave,
     /// Nothing is changed and the store is refused until `engine-fsck repair STORE --yes`.
     RefuseUntilRepaired,
+    /// Nothing is changed and the store is refused until `engine-fsck repair STORE --yes`
+    /// moves the file into `quarantine/` under this name.
+    RefuseUntilSetAside {
+        /// The name it would get inside `quarantine/`.
+        to: String,
+    },
 }
 
 impl fmt::Display for Action {
@@ -112,6 +123,11 @@ impl fmt::Display for Action {
             Action::Leave => f.write_str("leave in place"),
             Action::RefuseUntilRepaired => f.write_str(
                 "refuse to open; `engine-fsck repair STORE --yes` cuts it, keeping every byte",
+            ),
+            Action::RefuseUntilSetAside { to } => write!(
+                f,
+                "refuse to open; `engine-fsck repair STORE --yes` moves it into quarantine/ as \
+                 {to} and opens the store from the whole generation below"
             ),
         }
     }

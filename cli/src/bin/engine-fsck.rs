@@ -190,17 +190,31 @@ fn repair(store: &Path, yes: bool) -> u8 {
     }
     match strata::recover::repair(&vfs) {
         Ok(repaired) => {
-            let mut text = format!(
-                "strata store {shown}: repaired. The manifest was cut at byte {} of {}; \
-                 generation {} now holds its trusted prefix.\n",
-                repaired.corruption.offset, repaired.corruption.file, repaired.generation
-            );
-            let _ = writeln!(text, "  dropped: {}", repaired.corruption.describe_loss());
-            for (stream, fence) in &repaired.fences {
+            let mut text = format!("strata store {shown}: repaired.\n");
+            for aside in &repaired.set_aside {
                 let _ = writeln!(
                     text,
-                    "  stream {stream:?}: positions at or below {fence} are fenced (never reused)"
+                    "  set aside: {} ({}) is in quarantine/ as {}",
+                    aside.stray.file,
+                    aside.stray.what(),
+                    aside.to
                 );
+            }
+            if let Some(cut) = &repaired.cut {
+                let _ = writeln!(
+                    text,
+                    "  the manifest was cut at byte {} of {}; generation {} now holds its trusted \
+                     prefix.",
+                    cut.corruption.offset, cut.corruption.file, cut.generation
+                );
+                let _ = writeln!(text, "  dropped: {}", cut.corruption.describe_loss());
+                for (stream, fence) in &cut.fences {
+                    let _ = writeln!(
+                        text,
+                        "  stream {stream:?}: positions at or below {fence} are fenced (never \
+                         reused)"
+                    );
+                }
             }
             text.push_str(&fsck::render_findings(&repaired.report));
             text.push_str(
@@ -217,33 +231,51 @@ fn repair(store: &Path, yes: bool) -> u8 {
 }
 
 fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
-    let corruption = &plan.corruption;
-    let mut text = format!(
+    let mut text = String::new();
+    for aside in &plan.set_aside {
+        let _ = writeln!(
+            text,
+            "strata store {store}: {} ({} bytes) is not a whole manifest: {}.\n\
+             A repair would move it into quarantine/ as {} and go on from the whole generation \
+             below it.",
+            aside.stray.file,
+            aside.stray.len,
+            aside.stray.what(),
+            aside.to
+        );
+    }
+    let Some(cut) = &plan.cut else {
+        text.push_str("  the store then opens as it is; nothing else would change\n");
+        return text;
+    };
+    let corruption = &cut.corruption;
+    let _ = write!(
+        text,
         "strata store {store}: the manifest {} is damaged at byte {} ({}).\n\
          A repair would write generation {} holding the {} bytes before it, and then quarantine \
          {} whole.\n  it drops: {}\n",
         corruption.file,
         corruption.offset,
         corruption.fault,
-        plan.generation + 1,
+        cut.generation + 1,
         corruption.offset,
         corruption.file,
         corruption.describe_loss()
     );
-    for (stream, fence) in &plan.fences {
+    for (stream, fence) in &cut.fences {
         let _ = writeln!(
             text,
             "  stream {stream:?}: positions at or below {fence} would be fenced (never reused)"
         );
     }
-    for file in &plan.files_read {
+    for file in &cut.files_read {
         let _ = write!(text, "  read for its positions: {}", file.path);
         for (stream, (n_rows, [lo, hi])) in &file.streams {
             let _ = write!(text, "; {stream:?} {n_rows} row(s) at {lo}..={hi}");
         }
         let _ = writeln!(text);
     }
-    for path in &plan.files_unreadable {
+    for path in &cut.files_unreadable {
         let _ = writeln!(text, "  not a readable segment (not used): {path}");
     }
     text

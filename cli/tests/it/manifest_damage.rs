@@ -228,8 +228,9 @@ fn a_repair_keeps_every_byte_and_never_reuses_an_acknowledged_position() {
 
     let vfs = strata::segment::vfs::RealFs::open(dir.path()).unwrap();
     let repaired = strata::recover::repair(&vfs).unwrap();
-    assert_eq!(repaired.corruption.offset, bounds[1] as u64);
-    assert_eq!(repaired.fences.get("cap"), Some(&4));
+    let cut = repaired.cut.unwrap();
+    assert_eq!(cut.corruption.offset, bounds[1] as u64);
+    assert_eq!(cut.fences.get("cap"), Some(&4));
 
     // Every byte is kept: the damaged manifest whole, and the four segments no record claims
     // now (barrier 1's file too: its claim was the damaged frame).
@@ -328,4 +329,70 @@ fn a_cut_torn_tail_is_never_silent_on_the_command_line() {
         stdout.lines().skip(1).all(|l| !l.starts_with("4,")),
         "{stdout}"
     );
+}
+
+/// `engine-fsck ARGS`, run for real: its exit code, stdout and stderr.
+fn engine_fsck(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_engine-fsck"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The rough edge of #28, as found: `touch STORE/manifest-000002` beside a whole generation 1
+/// made every command refuse with "manifest header truncated" and `repair --yes` refuse too,
+/// with no hint of what to do. Now every command names the file and says what to do, fsck
+/// lists it as a stray manifest, the dry run says what a repair would do and changes nothing,
+/// and `repair --yes` moves it into quarantine and the store answers every row again.
+#[test]
+fn an_empty_higher_generation_is_named_and_a_repair_sets_it_aside() {
+    let dir = five_frame_store();
+    let stray = dir.path().join("manifest-000002");
+    fs::write(&stray, b"").unwrap();
+    let store = dir.path().as_os_str();
+    let before = snapshot(dir.path());
+
+    let output = strata_query(dir.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    for needle in [
+        "manifest-000002 (0 bytes) is not a whole manifest: it is empty",
+        "above manifest-000001, which is whole",
+        "`engine-fsck repair STORE --yes` moves it into quarantine/ (as stray-manifest-000002",
+    ] {
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+
+    let (code, stdout, _) = engine_fsck(&[store, "--json".as_ref()]);
+    assert_eq!(code, Some(2), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let finding = &report["findings"][0];
+    assert_eq!(finding["kind"], "stray_manifest", "{stdout}");
+    assert_eq!(finding["file"], "manifest-000002");
+    assert_eq!(finding["action"], "refuse_until_set_aside");
+    assert_eq!(finding["to"], "stray-manifest-000002");
+
+    let (code, stdout, stderr) = engine_fsck(&["repair".as_ref(), store]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("would move it into quarantine/ as stray-manifest-000002"),
+        "{stdout}"
+    );
+    assert_eq!(snapshot(dir.path()), before, "nothing changed yet");
+
+    let (code, stdout, stderr) = engine_fsck(&["repair".as_ref(), store, "--yes".as_ref()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("manifest-000002 (it is empty) is in quarantine/ as stray-manifest-000002"),
+        "{stdout}"
+    );
+    assert!(!stray.exists());
+    assert!(dir.path().join("quarantine/stray-manifest-000002").exists());
+    let store = Store::open(dir.path(), Config::default(), &[]).unwrap();
+    assert_eq!(rows_of(&store), acknowledged(4));
 }

@@ -150,8 +150,9 @@ fn a_repair_counts_the_damaged_frames_own_barrier_among_what_it_drops() {
         "{message}"
     );
     let repaired = repair(&fs).unwrap();
+    let cut = repaired.cut.expect("the repair cut the damaged history");
     assert_eq!(
-        repaired.corruption.losses().get(STREAM).map(|l| l.n_rows),
+        cut.corruption.losses().get(STREAM).map(|l| l.n_rows),
         Some(30)
     );
     assert_eq!(rows_served(&fs), 20, "50 acknowledged, 30 lost");
@@ -234,4 +235,104 @@ proptest::proptest! {
         repair(&fs).unwrap();
         proptest::prop_assert_eq!(rows_served(&fs), kept);
     }
+}
+
+/// A store of three barriers of 10 rows with `bytes` written durably as `manifest-000002`.
+fn store_with_second_generation(bytes: &[u8]) -> SimFs {
+    let (fs, mut booted) = new_store();
+    for seq in 1..=3 {
+        let next = barrier(&booted, seq, 10);
+        seal(&fs, &mut booted, &next).unwrap();
+    }
+    drop(booted);
+    let mut file = fs.create("manifest-000002").unwrap();
+    file.write_all(bytes).unwrap();
+    file.sync_data().unwrap();
+    drop(file);
+    fs.sync_dir("").unwrap();
+    fs.crash()
+}
+
+/// What could sit at `manifest-000002` that no rewrite writes: nothing, junk, and a valid
+/// header followed by junk (which boot used to prefer, cutting the junk as a torn tail and
+/// quarantining every file generation 1 claims: a store that opened empty).
+fn strays() -> Vec<(&'static str, Vec<u8>)> {
+    let header = strata_index::log_header().to_vec();
+    let mut header_and_junk = header.clone();
+    header_and_junk.extend_from_slice(b"garbage garbage garbage");
+    vec![
+        ("empty", Vec::new()),
+        ("junk", b"junk junk junk junk junk\n".to_vec()),
+        ("short", header[..9].to_vec()),
+        ("header and junk", header_and_junk),
+    ]
+}
+
+/// The rough edge of #28: a higher generation that is empty or junk made every command refuse
+/// with no hint, and `repair` refuse too; one with a valid header and junk after it was
+/// silently preferred. Now boot refuses naming it and what to do, and changes nothing; the
+/// repair moves it into quarantine (bytes kept) and the store opens from generation 1 whole.
+#[test]
+fn a_stray_higher_generation_is_refused_naming_it_and_a_repair_sets_it_aside() {
+    for (what, bytes) in strays() {
+        let fs = store_with_second_generation(&bytes);
+        let before = crate::support::files(&fs);
+        let refusal = boot(&fs, false).map(|_| ()).unwrap_err();
+        let message = refusal.to_string();
+        for needle in [
+            "manifest-000002",
+            "manifest-000001, which is whole",
+            "engine-fsck repair STORE --yes",
+            "stray-manifest-000002",
+        ] {
+            assert!(message.contains(needle), "{what}: {message}");
+        }
+        assert_eq!(
+            crate::support::files(&fs),
+            before,
+            "{what}: nothing changed"
+        );
+
+        repair(&fs).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            quarantine(&fs).get("stray-manifest-000002"),
+            Some(&bytes),
+            "{what}: the stray is kept whole"
+        );
+        let booted = boot(&fs, false).unwrap();
+        assert_eq!(booted.report.generation, 1, "{what}");
+        assert_eq!(booted.catalog.watermark(STREAM), Some(29), "{what}");
+        drop(booted);
+        assert_eq!(rows_served(&fs), 30, "{what}");
+    }
+}
+
+/// A set-aside crashed at every operation: the store is either refused as before (and a
+/// second repair finishes) or opens from generation 1 with the stray kept.
+#[test]
+fn a_set_aside_crashed_at_every_operation_keeps_the_stray_and_finishes() {
+    let base = store_with_second_generation(b"junk");
+    let mut crash_op = 0;
+    loop {
+        let fs = base.crash();
+        fs.crash_at(fs.ops() + crash_op);
+        let outcome = repair(&fs);
+        let after = fs.crash();
+        if outcome.is_err() && boot(&after, false).is_err() {
+            repair(&after).unwrap_or_else(|e| panic!("op {crash_op}: again: {e}"));
+        }
+        assert_eq!(rows_served(&after), 30, "op {crash_op}");
+        let kept: Vec<_> = quarantine(&after)
+            .into_iter()
+            .filter(|(_, bytes)| bytes == b"junk")
+            .collect();
+        assert_eq!(kept.len(), 1, "op {crash_op}: {kept:?}");
+        assert!(!after.exists("manifest-000002").unwrap(), "op {crash_op}");
+        if outcome.is_ok() {
+            break;
+        }
+        crash_op += 1;
+        assert!(crash_op < 200, "the repair never finished");
+    }
+    assert!(crash_op > 2, "the sweep crossed the set-aside's writes");
 }
