@@ -532,6 +532,38 @@ impl Store {
         Ok(self.catalog.watermark(stream))
     }
 
+    /// The fence of `stream`: positions at or below it are never assigned to rows again,
+    /// because an operator's repair cut records that had acknowledged rows there (`engine-fsck
+    /// repair`). `None` unless a repair set one. A fence outlives the stream's declaration: a
+    /// stream declared again after its declaring frame was cut keeps it.
+    pub fn fence(&self, stream: &str) -> Result<Option<u64>, EngineError> {
+        self.selection_key(stream, &[])?;
+        Ok(self.streams[stream].fence)
+    }
+
+    /// The position the next batch of `stream` gets when the caller has no position of its
+    /// own (as `strata ingest` assigns them to a CSV without a `position` column): the lowest
+    /// one above everything published (sealed or staged), above the watermark, above the
+    /// fence, and not beneath the floor — so a publish there is accepted and shares its
+    /// position with no earlier row. 0 for a stream with nothing published and nothing fenced.
+    /// `None` once `u64::MAX` is taken: the stream's positions are exhausted.
+    pub fn next_position(&self, stream: &str) -> Result<Option<u64>, EngineError> {
+        self.selection_key(stream, &[])?;
+        let state = &self.streams[stream];
+        let taken = [
+            state.last_position,
+            self.catalog.watermark(stream),
+            state.fence,
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        let Some(taken) = taken else {
+            return Ok(Some(state.floor));
+        };
+        Ok(taken.checked_add(1).map(|next| next.max(state.floor)))
+    }
+
     /// [`Store::seal_off`] if anything is staged and the store may seal: refused if poisoned,
     /// read-only (with rows staged: it never has) or sealing already.
     pub(crate) fn try_seal_off(&mut self) -> Result<Option<Sealing>, EngineError> {

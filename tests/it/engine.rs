@@ -1058,3 +1058,142 @@ fn each_rewrite_keeps_the_newest_states_of_the_generations_it_replaced_up_to_the
         "a reopen reads it back"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where free positions start.
+
+#[derive(Clone, Debug)]
+enum PositionOp {
+    /// A row at the last position published plus this much (so positions never go back).
+    Publish(u64),
+    /// A row at `Store::next_position`, which must be accepted.
+    PublishNext,
+    Seal,
+    /// Reopen without sealing: staged rows are gone.
+    Reopen,
+    /// Trim to the watermark (retiring everything sealed): the floor moves past it.
+    TrimAll,
+}
+
+fn position_op() -> impl Strategy<Value = PositionOp> {
+    prop_oneof![
+        3 => (0u64..3).prop_map(PositionOp::Publish),
+        2 => Just(PositionOp::PublishNext),
+        2 => Just(PositionOp::Seal),
+        1 => Just(PositionOp::Reopen),
+        1 => Just(PositionOp::TrimAll),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The law of `Store::next_position`: it is one above every position published and still
+    /// held (sealed, or staged in this open), 0 before any, whatever was sealed, reopened or
+    /// trimmed; and a publish there is always accepted.
+    #[test]
+    fn next_position_is_one_above_everything_published_and_is_always_accepted(
+        ops in proptest::collection::vec(position_op(), 1..40),
+    ) {
+        let fs = SimFs::new();
+        let open = || Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+        let mut store = open();
+        // The model: the highest position sealed, and the highest published since the last
+        // seal (lost by a reopen).
+        let (mut sealed, mut staged): (Option<u64>, Option<u64>) = (None, None);
+        // What a trim retired: nothing at or below it may be published again.
+        let mut trimmed: Option<u64> = None;
+        let mut t = 0;
+        for op in ops {
+            let taken = sealed.max(staged);
+            match op {
+                PositionOp::Publish(step) => {
+                    let position = taken.map_or(step, |p| p + step);
+                    let position = trimmed.map_or(position, |h| position.max(h + 1));
+                    t += 1;
+                    store.publish("capture", position, &[row("a", 1, t, 0.5)]).unwrap();
+                    staged = staged.max(Some(position));
+                }
+                PositionOp::PublishNext => {
+                    let position = store.next_position("capture").unwrap().unwrap();
+                    t += 1;
+                    store.publish("capture", position, &[row("a", 1, t, 0.5)]).unwrap();
+                    staged = staged.max(Some(position));
+                }
+                PositionOp::Seal => {
+                    store.seal().unwrap();
+                    sealed = taken;
+                    staged = None;
+                }
+                PositionOp::Reopen => {
+                    drop(store);
+                    store = open();
+                    staged = None;
+                }
+                PositionOp::TrimAll => {
+                    // Only with nothing staged: a staged row may share the watermark's position.
+                    if let (Some(watermark), None) =
+                        (store.watermark("capture", &[]).unwrap(), staged)
+                    {
+                        store.trim_to("capture", watermark).unwrap();
+                        trimmed = Some(watermark);
+                    }
+                }
+            }
+            let expected = sealed.max(staged).map_or(0, |p| p + 1);
+            prop_assert_eq!(store.next_position("capture").unwrap(), Some(expected));
+        }
+    }
+}
+
+/// Flips a byte in the middle of frame `frame_idx` (0 is the declaration) of a store's manifest.
+fn damage_frame(dir: &std::path::Path, frame_idx: usize) {
+    let path = dir.join("manifest-000001");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut at = strata::index::LOG_HEADER_LEN;
+    for _ in 0..frame_idx {
+        at += strata::index::decode_frame(&bytes[at..]).unwrap().1;
+    }
+    let frame_len = strata::index::decode_frame(&bytes[at..]).unwrap().1;
+    bytes[at + frame_len / 2] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+}
+
+/// #28 item 10: after a repair cut the frame that declared a stream, the stream declared again
+/// has no watermark, but its fence still holds (positions at or below it are never reused).
+/// `next_position` answers above the fence, where a publish is accepted; the fence itself is
+/// refused; and `fence` says what constrains it.
+#[test]
+fn a_stream_declared_again_after_a_repair_takes_positions_above_its_fence() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), Config::default(), &[capture()]).unwrap();
+    for (position, t) in [(500, 1), (1000, 2), (1500, 3)] {
+        store
+            .publish("capture", position, &[row("a", 1, t, 0.5)])
+            .unwrap();
+        store.seal().unwrap();
+    }
+    drop(store);
+    damage_frame(dir.path(), 0);
+    let vfs = strata::segment::vfs::RealFs::open(dir.path()).unwrap();
+    let repaired = strata::recover::repair(&vfs).unwrap();
+    assert_eq!(repaired.cut.unwrap().fences.get("capture"), Some(&1500));
+
+    let mut store = Store::open(dir.path(), Config::default(), &[capture()]).unwrap();
+    assert_eq!(store.watermark("capture", &[]).unwrap(), None);
+    assert_eq!(store.fence("capture").unwrap(), Some(1500));
+    assert_eq!(store.next_position("capture").unwrap(), Some(1501));
+    let refused = store
+        .publish("capture", 1500, &[row("a", 1, 9, 0.5)])
+        .unwrap_err();
+    assert!(refused.to_string().contains("fence"), "{refused}");
+    store
+        .publish("capture", 1501, &[row("a", 1, 9, 0.5)])
+        .unwrap();
+    store.seal().unwrap();
+    assert_eq!(store.next_position("capture").unwrap(), Some(1502));
+    assert!(matches!(
+        store.next_position("nope"),
+        Err(EngineError::UnknownStream { .. })
+    ));
+}

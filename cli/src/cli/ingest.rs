@@ -133,11 +133,20 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
             args.skip_lines
         ))
     })?;
-    let next_position = match store.watermark(&args.stream, &[])? {
-        None => Some(1),
-        Some(watermark) => Some(watermark.checked_add(1).ok_or_else(|| {
-            Failure::new("the stream's positions are exhausted (its watermark is u64::MAX)")
-        })?),
+    // The store says where free positions start (above the watermark, a repair's fence and
+    // anything else taken); the command line numbers a fresh stream's rows from 1.
+    let next_position = match store.next_position(&args.stream)? {
+        Some(next) => Some(next.max(1)),
+        None if store.watermark(&args.stream, &[])? == Some(u64::MAX) => {
+            return Err(Failure::new(
+                "the stream's positions are exhausted (its watermark is u64::MAX)",
+            ));
+        }
+        None => {
+            return Err(Failure::new(
+                "the stream's positions are exhausted (u64::MAX is taken)",
+            ));
+        }
     };
     let ingest = Ingest {
         dir: dir.to_owned(),
@@ -486,12 +495,21 @@ impl Ingest {
     /// The failure for a refused batch: the line and reason, and what was kept.
     fn refusal(&self, bad: &BadRow) -> Failure {
         let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
+        // A repair's fence above the watermark is what refuses low positions: say it.
+        let fence = self
+            .store
+            .fence(&self.stream)
+            .ok()
+            .flatten()
+            .filter(|&f| watermark.is_none_or(|w| w < f));
         Failure::new(format!(
-            "line {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark {})",
+            "line {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark \
+             {}{})",
             bad.line,
             bad.reason,
             grouped(self.n_rows_sealed),
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
+            fence.map_or_else(String::new, |f| format!("; fenced at {f}")),
         ))
     }
 }

@@ -18,10 +18,24 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     }
     for (stream, watermark) in &watermarks {
         match watermark {
-            Some(position) => writeln!(out, "{stream}: watermark {position}"),
-            None => writeln!(out, "{stream}: watermark none (nothing sealed yet)"),
+            Some(position) => write!(out, "{stream}: watermark {position}"),
+            None => write!(out, "{stream}: watermark none (nothing sealed yet)"),
         }
         .map_err(|e| Failure::new(e.to_string()))?;
+        // A repair's fence constrains positions whether or not anything is sealed: say so, and
+        // where free positions start, rather than let "none" read as "anything goes".
+        if let Some(fence) = store.fence(stream)?
+            && watermark.is_none_or(|w| w < fence)
+        {
+            let next = store.next_position(stream)?;
+            let _ = write!(
+                out,
+                "; fenced at {fence} by a repair: positions at or below it are never reused, \
+                 the next free is {}",
+                next.map_or_else(|| "none".to_owned(), |n| n.to_string())
+            );
+        }
+        out.push('\n');
     }
     print(&out)?;
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 //! that pass their own checks is refused (never a silent rollback), and the operator's repair
 //! keeps every byte and never reuses an acknowledged position.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -395,4 +396,75 @@ fn an_empty_higher_generation_is_named_and_a_repair_sets_it_aside() {
     assert!(dir.path().join("quarantine/stray-manifest-000002").exists());
     let store = Store::open(dir.path(), Config::default(), &[]).unwrap();
     assert_eq!(rows_of(&store), acknowledged(4));
+}
+
+/// `run,t,value` rows with t = 10·i for i in `from..from + n`, one track.
+fn capture_csv(from: u64, n: u64) -> String {
+    let mut csv = "run,t,value\n".to_owned();
+    for i in from..from + n {
+        let _ = writeln!(csv, "r0,{},{}", 10 * i, (i % 100) as f64 / 4.0);
+    }
+    csv
+}
+
+/// #28 item 10, as found: after a repair cut the frame that declared the stream (fencing it at
+/// 1500), declaring it again and ingesting a CSV without a position column was always refused
+/// ("position 1 is at or below 1500, the fence a manifest repair set"), since the ingest took
+/// its positions from the watermark, which the cut left at none. Now it continues above the
+/// fence, and `strata seal` says what constrains positions instead of "nothing sealed yet".
+#[test]
+fn after_a_repair_cut_the_declaration_an_ingest_without_positions_continues_above_the_fence() {
+    let s = crate::cli::Scratch::new();
+    let declare = [
+        "declare",
+        "capture",
+        "--field",
+        "run:str",
+        "--field",
+        "t:u64",
+        "--field",
+        "value:f64",
+        "--track",
+        "run",
+        "--axis",
+        "t",
+    ];
+    s.ok(&declare, "");
+    for batch in 0..3 {
+        s.ok(
+            &["ingest", "capture", "-", "--no-compact"],
+            &capture_csv(batch * 500, 500),
+        );
+    }
+    let store = s.dir.path().join("store");
+    let path = store.join(MANIFEST);
+    let mut manifest = fs::read(&path).unwrap();
+    let bounds = frame_bounds(&manifest);
+    manifest[usize::midpoint(bounds[0], bounds[1])] ^= 0x40;
+    fs::write(&path, &manifest).unwrap();
+    let (code, stdout, stderr) =
+        engine_fsck(&["repair".as_ref(), store.as_os_str(), "--yes".as_ref()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("at or below 1500 are fenced"), "{stdout}");
+
+    s.ok(&declare, "");
+    let sealed = s.ok(&["seal"], "");
+    assert_eq!(
+        sealed.stdout,
+        "capture: watermark none (nothing sealed yet); fenced at 1500 by a repair: positions at \
+         or below it are never reused, the next free is 1501\n"
+    );
+    let ingest = s.run_with(&["ingest", "capture", "-"], &capture_csv(1500, 500));
+    assert_eq!(ingest.code, 0, "{ingest:?}");
+    let rows = s.ok(&["query", "capture"], "");
+    let positions: Vec<&str> = rows
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').next().unwrap())
+        .collect();
+    assert_eq!(positions.len(), 500);
+    assert_eq!(positions.first(), Some(&"1501"));
+    assert_eq!(positions.last(), Some(&"2000"));
+    assert_eq!(s.ok(&["seal"], "").stdout, "capture: watermark 2000\n");
 }
