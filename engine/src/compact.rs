@@ -249,9 +249,20 @@ impl Store {
         // Under retention, a merge never spans more than an eighth of the lifetime after which
         // a sweep retires a whole segment, so that the segment straddling that horizon holds
         // at most that much already past it: segments further back are left as they are, as
-        // the byte cap leaves them.
+        // the byte cap leaves them — but only while they fit within the file bound. Segments
+        // that grew as far as the reach let them before falling behind it span about an
+        // eighth of the lifetime each, so a lifetime holds about `compact_files_max` of them;
+        // more behind it is a backlog the reach never let merge (barriers sealed while nothing
+        // compacted, or a retention set after them), which would otherwise stay until it
+        // expired, one file per barrier. Then the bound wins: the policy merges as it does
+        // without retention, and the output spans more than the reach (docs/retention.md).
         let reach = self.retention_reach(id, tail);
-        let (tail, n_live) = (&tail[tail.len() - reach..], n_live - (tail.len() - reach));
+        let n_behind = tail.len() - reach;
+        let (tail, n_live) = if n_behind > bounds.files_max {
+            (tail, n_live)
+        } else {
+            (&tail[n_behind..], n_live - n_behind)
+        };
         let n_tail = tail.len();
         let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
         let n_inputs = plan_merge(&sizes, n_live, bounds);
