@@ -1,7 +1,8 @@
 //! strata-index: the vocabulary the manifest speaks, and the state it implies.
 //!
 //! - [`TrackKey`]: a track tuple encoded once, as bytes whose order and prefixes are the tuple's,
-//!   so a prefix selection is a range scan ([`select`]).
+//!   so a prefix selection is a range scan ([`select`]); a selection as text, with the comma
+//!   that separates labels escaped within them ([`selection`]).
 //! - The manifest [`Record`] schema, and its [`codec`]: a header and checksummed frames, parsed
 //!   up to the first frame that fails its own check ([`parse_log`]).
 //! - [`Catalog`]: the state derived from records by [`Catalog::apply`], the one function that
@@ -16,6 +17,7 @@ pub mod key;
 pub mod label;
 pub mod lineage;
 pub mod record;
+pub mod selection;
 #[cfg(test)]
 mod strategies;
 
@@ -36,4 +38,8 @@ pub use lineage::{
 pub use record::{
     DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, Floor, History,
     LadderSpec, PartitionEntry, Record, Retirement, StreamDecl, Tier,
+};
+pub use selection::{
+    LABEL_ESCAPE, LABEL_SEPARATOR, SelectionTextError, parse_selection, selection_text,
+    selection_word, shell_word,
 };

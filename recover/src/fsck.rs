@@ -919,10 +919,11 @@ fn write_streams(
             "FLOOR RAW/LEVELS",
         ])];
         for part in &stream.partitions {
+            // Spelt as `--track` names it in a shell, so a row can be typed back.
             let track = if part.track.is_empty() {
                 "(root)".to_owned()
             } else {
-                part.track.join(" / ")
+                strata_index::selection_word(&part.track)
             };
             rows.push(vec![
                 clean(&track),

@@ -122,9 +122,9 @@ pub struct RetireArgs {
     pub stream: String,
     /// The tracks to retire: a track prefix, labels of the track fields outermost first,
     /// comma-separated (fewer labels than the stream has track fields retire every track
-    /// beneath them).
-    #[arg(long, value_name = "A,B")]
-    pub track: Option<String>,
+    /// beneath them); a comma within a label is written `\,`, a backslash `\\`.
+    #[arg(long, value_name = "A,B", value_parser = parse_track)]
+    pub track: Option<TrackArg>,
     /// Retire every track of the stream (instead of --track).
     #[arg(long)]
     pub all: bool,
@@ -204,9 +204,10 @@ pub struct IngestArgs {
 pub struct QueryArgs {
     /// The stream to read.
     pub stream: String,
-    /// A track prefix: labels of the track fields, outermost first, comma-separated.
-    #[arg(long, value_name = "A,B")]
-    pub track: Option<String>,
+    /// A track prefix: labels of the track fields, outermost first, comma-separated (a comma
+    /// within a label is written `\,`, a backslash `\\`).
+    #[arg(long, value_name = "A,B", value_parser = parse_track)]
+    pub track: Option<TrackArg>,
     /// The lowest position to answer (inclusive).
     #[arg(long, value_name = "P")]
     pub from: Option<u64>,
@@ -232,9 +233,10 @@ pub enum Format {
 pub struct AxisRangeArgs {
     /// The stream to read (it must declare an axis).
     pub stream: String,
-    /// A track prefix: labels of the track fields, outermost first, comma-separated.
-    #[arg(long, value_name = "A,B")]
-    pub track: Option<String>,
+    /// A track prefix: labels of the track fields, outermost first, comma-separated (a comma
+    /// within a label is written `\,`, a backslash `\\`).
+    #[arg(long, value_name = "A,B", value_parser = parse_track)]
+    pub track: Option<TrackArg>,
     /// The lowest axis value to cover (inclusive); the recorded lowest when absent.
     #[arg(long, value_name = "A")]
     pub from: Option<u64>,
@@ -326,6 +328,25 @@ pub struct DemoArgs {
     /// Seal every N rows.
     #[arg(long, hide = true, default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub seal_every: u64,
+}
+
+/// A `--track` value: the labels it names, outermost first (none: every track).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrackArg(pub Vec<String>);
+
+impl TrackArg {
+    /// The labels, as the engine's reads take them.
+    pub fn labels(&self) -> Vec<&str> {
+        self.0.iter().map(String::as_str).collect()
+    }
+}
+
+/// `--track` text split into labels at each comma no backslash escapes (`strata::index::
+/// selection`); a backslash before anything but a comma or a backslash is refused, naming it.
+fn parse_track(word: &str) -> Result<TrackArg, String> {
+    strata::index::parse_selection(word)
+        .map(TrackArg)
+        .map_err(|e| e.to_string())
 }
 
 fn parse_field(word: &str) -> Result<(String, FieldKind), String> {

@@ -31,7 +31,7 @@ use strata::{CompactStep, Config, Store, Swept};
 use super::interrupt::{EXIT_INTERRUPTED, Interrupt, Says};
 use super::retention;
 use super::retire::SweptView;
-use super::{Failure, duration, grouped, print, progress};
+use super::{Failure, duration, grouped, partition_name, print, progress};
 
 /// What `strata compact` says about a signal.
 const COMPACT: Says = Says {
@@ -62,7 +62,10 @@ impl LiveFiles {
             for view in catalog.partitions(&decl.id, &TrackKey::ROOT) {
                 let n = view.live_segments().len();
                 if worst.as_ref().is_none_or(|(_, most)| n > *most) {
-                    worst = Some((partition_name(&decl.id, view.track()), n));
+                    worst = Some((
+                        partition_name(&decl.id, &view.track().labels().collect::<Vec<_>>()),
+                        n,
+                    ));
                 }
             }
         }
@@ -75,16 +78,6 @@ impl LiveFiles {
 
     pub(super) fn most_in_one(&self) -> usize {
         self.worst.as_ref().map_or(0, |(_, n)| *n)
-    }
-}
-
-/// `capture run_7/3`, or `capture (root)` for a stream without track fields.
-fn partition_name(stream: &str, track: &TrackKey) -> String {
-    let labels: Vec<&str> = track.labels().collect();
-    if labels.is_empty() {
-        format!("{stream} (root)")
-    } else {
-        format!("{stream} {}", labels.join("/"))
     }
 }
 

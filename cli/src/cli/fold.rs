@@ -17,14 +17,14 @@ use strata::{Config, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
 use super::{
-    Failure, axis_bounds, declared, exact, json, open_to_read, print, selection, selection_matches,
+    Failure, axis_bounds, declared, exact, json, open_to_read, print, selected, selection_matches,
 };
 
 pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
-    let selection = selection(args.range.track.as_deref());
     let store = open_to_read(source, Config::default())?;
-    declared(&store, &args.range.stream)?;
+    let decl = declared(&store, &args.range.stream)?;
+    let selection = selected(decl, args.range.track.as_ref())?;
     let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
     selection_matches(&store, &args.range.stream, &selection)?;
     let text = match args.format {

@@ -40,10 +40,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::CommandFactory as _;
-use strata::index::TrackKey;
+use strata::index::{TrackKey, selection_word};
 use strata::{Config, EngineError, Num, Store, StreamDecl};
 
-use args::{AxisRangeArgs, Cli, Command};
+use args::{AxisRangeArgs, Cli, Command, TrackArg};
 
 /// The exit code of a read refused because its range reaches beneath a floor.
 pub const EXIT_FLOOR: u8 = 4;
@@ -232,7 +232,7 @@ fn selection_matches(store: &Store, stream: &str, selection: &[&str]) -> Result<
     let mut tracks: Vec<String> = catalog
         .partitions(stream, &TrackKey::ROOT)
         .take(TRACKS_LISTED_MAX + 1)
-        .map(|p| p.track().labels().collect::<Vec<_>>().join("/"))
+        .map(|p| track_word(p.track()))
         .collect();
     let listed = match tracks.len() {
         0 => "it holds no sealed rows".to_owned(),
@@ -244,15 +244,59 @@ fn selection_matches(store: &Store, stream: &str, selection: &[&str]) -> Result<
     };
     Err(Failure::new(format!(
         "no partition of stream {stream:?} matches --track {} ({listed}); nothing was read",
-        selection.join(",")
+        selection_word(selection)
     )))
 }
 
-/// The track prefix `--track A,B` names (every track when absent or empty).
-fn selection(track: Option<&str>) -> Vec<&str> {
-    match track {
-        None | Some("") => Vec::new(),
-        Some(track) => track.split(',').collect(),
+/// The track prefix `--track` names (every track when absent or empty).
+fn selection(track: Option<&TrackArg>) -> Vec<&str> {
+    track.map(TrackArg::labels).unwrap_or_default()
+}
+
+/// The track prefix `--track` names, refused (nothing read or changed) when it names more
+/// labels than `decl` has track fields: a comma meant within a label is the likely cause, so
+/// the refusal says how one is written.
+fn selected<'a>(decl: &StreamDecl, track: Option<&'a TrackArg>) -> Result<Vec<&'a str>, Failure> {
+    let labels = selection(track);
+    let n_fields = decl.track.len();
+    if labels.len() <= n_fields {
+        return Ok(labels);
+    }
+    let fields: Vec<&str> = decl
+        .track
+        .iter()
+        .filter_map(|&idx| decl.fields.get(usize::from(idx)))
+        .map(|f| f.name.as_str())
+        .collect();
+    Err(Failure::new(format!(
+        "--track {} names {} labels but stream {:?} has {} ({}); a comma within a label is \
+         written `\\,`: --track {} names the one label {:?}",
+        selection_word(&labels),
+        labels.len(),
+        decl.id,
+        count(n_fields as u64, "track field", "track fields"),
+        if fields.is_empty() {
+            "none".to_owned()
+        } else {
+            fields.join(", ")
+        },
+        selection_word(&[labels.join(",")]),
+        labels.join(","),
+    )))
+}
+
+/// A track as a message spells it: the `--track` value that names it, as typed in a shell.
+fn track_word(track: &TrackKey) -> String {
+    selection_word(&track.labels().collect::<Vec<_>>())
+}
+
+/// `capture r0,p1`, or `capture (root)` for a stream without track fields: a partition named
+/// in a report, its track spelt as it is typed after `--track`.
+fn partition_name<S: AsRef<str>>(stream: &str, labels: &[S]) -> String {
+    if labels.is_empty() {
+        format!("{stream} (root)")
+    } else {
+        format!("{stream} {}", selection_word(labels))
     }
 }
 

@@ -10,7 +10,9 @@ use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell};
-use super::{Failure, declared, open_to_read, quiet_pipe, selection_matches, usage_error};
+use super::{
+    Failure, declared, open_to_read, quiet_pipe, selected, selection_matches, usage_error,
+};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
@@ -23,15 +25,12 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
             "--from {from} is above --to {to}: the range holds no position"
         ));
     }
-    let selection: Vec<&str> = match args.track.as_deref() {
-        None | Some("") => Vec::new(),
-        Some(track) => track.split(',').collect(),
-    };
     // A query reads each file once, in order: a file done with is let go (unmapped) rather
     // than cached, so the pages of what was printed leave the process as the rows do.
     let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
+    let selection = selected(decl, args.track.as_ref())?;
     // The selection and the floors are checked here, before anything is written.
     let rows = store.query_iter(&args.stream, &selection, from..=to)?;
     selection_matches(&store, &args.stream, &selection)?;

@@ -15,17 +15,17 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use strata::Swept;
-use strata::index::{Tier, TrackKey};
+use strata::index::{Tier, TrackKey, selection_word};
 use strata::recover::fsck::{level_floors_text, raw_floor_text};
 
 use super::args::{ReadFormat, RetireArgs};
-use super::{Failure, count, declared, open_existing, print, selection};
+use super::{Failure, count, declared, open_existing, partition_name, print, selected, selection};
 
 pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
     let labels = if args.all {
         Vec::new()
     } else {
-        selection(args.track.as_deref())
+        selection(args.track.as_ref())
     };
     if labels.is_empty() && !args.all {
         // `--track ""` names no label: every track, which takes --all.
@@ -36,12 +36,13 @@ pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let mut store = open_existing(dir)?;
-    declared(&store, &args.stream)?;
+    let decl = declared(&store, &args.stream)?;
+    selected(decl, args.track.as_ref())?;
     let swept = store.retire(&args.stream, &labels)?;
     let described = if args.all {
         "every track".to_owned()
     } else {
-        format!("track {}", labels.join(","))
+        format!("track {}", selection_word(&labels))
     };
     if swept.retired.is_empty() {
         return Err(Failure::new(format!(
@@ -160,16 +161,12 @@ impl SweptView {
         )
     }
 
-    /// One line per partition: `c run_7/3: raw floor 41@1200, level floors L0-2:1216`.
+    /// One line per partition: `c run_7,3: raw floor 41@1200, level floors L0-2:1216`.
     pub(super) fn floor_lines(&self) -> Vec<String> {
         self.partitions
             .iter()
             .map(|part| {
-                let name = if part.track.is_empty() {
-                    format!("{} (root)", self.stream)
-                } else {
-                    format!("{} {}", self.stream, part.track.join("/"))
-                };
+                let name = partition_name(&self.stream, &part.track);
                 let raw = part.raw_floor.as_ref().map_or_else(
                     || "-".to_owned(),
                     |f| raw_floor_text(Some(f.position), f.axis),

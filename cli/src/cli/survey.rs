@@ -17,16 +17,16 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
-    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print, selection,
+    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print, selected,
     selection_matches, units,
 };
 
 pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
-    let selection = selection(args.range.track.as_deref());
     let config = Config::default().survey_fill(args.fill.fill());
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.range.stream)?;
+    let selection = selected(decl, args.range.track.as_ref())?;
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
     selection_matches(&store, &args.range.stream, &selection)?;
     let scope = Scope {
@@ -64,12 +64,12 @@ pub struct Scope<'a> {
 }
 
 impl Scope<'_> {
-    /// `run_1/probe_3`, or `every track` for an unnarrowed survey.
+    /// `run_1,probe_3` (as `--track` names it), or `every track` for an unnarrowed survey.
     pub fn tracks(&self) -> String {
         if self.selection.is_empty() {
             "every track".to_owned()
         } else {
-            self.selection.join("/")
+            strata::index::selection_word(self.selection)
         }
     }
 

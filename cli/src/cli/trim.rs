@@ -1,7 +1,7 @@
 //! `strata --store DIR trim STREAM --to POSITION`: retires every row of the stream at or below
 //! the position, as one durable record, and prints the raw floors it recorded (docs/retention.md).
 //!
-//! One line per partition whose floor it raised: `capture run_7/3: position 41, axis 1200`
+//! One line per partition whose floor it raised: `capture run_7,3: position 41, axis 1200`
 //! (`axis` only for an axial stream), then the segments whose raw rows it retired and the files
 //! it removed. A horizon at or below an earlier one records nothing and prints the floors in
 //! force. A horizon above the stream's watermark is refused (exit 1). A `query` or percentile
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use strata::index::{RawFloor, TrackKey};
 
 use super::args::TrimArgs;
-use super::{Failure, declared, open_existing, print};
+use super::{Failure, declared, open_existing, partition_name, print};
 
 pub fn run(dir: &Path, args: &TrimArgs) -> Result<ExitCode, Failure> {
     let mut store = open_existing(dir)?;
@@ -56,14 +56,9 @@ pub fn run(dir: &Path, args: &TrimArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `capture run_7/3: position 41, axis 1200`, or `capture (root): position 41`.
+/// `capture run_7,3: position 41, axis 1200`, or `capture (root): position 41`.
 fn floor_line(stream: &str, track: &TrackKey, floor: RawFloor) -> String {
-    let labels: Vec<&str> = track.labels().collect();
-    let name = if labels.is_empty() {
-        format!("{stream} (root)")
-    } else {
-        format!("{stream} {}", labels.join("/"))
-    };
+    let name = partition_name(stream, &track.labels().collect::<Vec<_>>());
     match floor.axis {
         Some(axis) => format!("{name}: position {}, axis {axis}", floor.position),
         None => format!("{name}: position {}", floor.position),

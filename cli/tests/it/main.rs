@@ -13,6 +13,7 @@ mod fsck_cli;
 mod full_disk;
 mod interrupt;
 mod kill;
+mod labels_cli;
 mod levels_cli;
 mod limits;
 mod manifest_damage;

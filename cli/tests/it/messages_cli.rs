@@ -212,11 +212,13 @@ fn a_selection_deeper_than_the_track_counts_labels_in_the_singular() {
     let run = s.run(&["query", "c", "--track", "r1,x"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr
-            .contains("the selection names 2 labels but stream \"c\" has a track of 1 label"),
+        run.stderr.contains(
+            "--track r1,x names 2 labels but stream \"c\" has 1 track field (run); a comma \
+             within a label is written `\\,`: --track 'r1\\,x' names the one label \"r1,x\""
+        ),
         "{run:?}"
     );
-    assert!(!run.stderr.contains("1 track components"), "{run:?}");
+    assert!(!run.stderr.contains("1 track fields"), "{run:?}");
 }
 
 #[test]

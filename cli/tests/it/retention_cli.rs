@@ -89,11 +89,11 @@ fn retiring_a_track_makes_its_reads_exit_4_with_the_floor_and_leaves_the_others(
         retired.stdout
     );
     assert!(
-        retired.stdout.contains("c r0/p0: ") && retired.stdout.contains("raw floor 201@"),
+        retired.stdout.contains("c r0,p0: ") && retired.stdout.contains("raw floor 201@"),
         "{}",
         retired.stdout
     );
-    assert!(!retired.stdout.contains("r1/"), "{}", retired.stdout);
+    assert!(!retired.stdout.contains("c r1,"), "{}", retired.stdout);
 
     let query = s.run(&["query", "c", "--track", "r0"]);
     assert_eq!(query.code, 4, "{query:?}");
