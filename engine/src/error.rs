@@ -148,6 +148,18 @@ impl fmt::Display for EngineError {
                 write!(f, "stream {stream:?}: {reason}")
             }
             EngineError::BadRead { reason } => write!(f, "cannot read: {reason}"),
+            // A floor of `u64::MAX` is one past the last value, saturated (`read::beneath`):
+            // no range starts above it, so there is nothing to narrow to.
+            EngineError::Floor {
+                stream,
+                floor: u64::MAX,
+                unit,
+            } => write!(
+                f,
+                "stream {stream:?} is retired up to {unit} {}, the last there is (by retention, \
+                 `retire` or `trim`): nothing is left to read, whatever the range",
+                u64::MAX
+            ),
             EngineError::Floor {
                 stream,
                 floor,

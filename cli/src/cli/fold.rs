@@ -17,7 +17,8 @@ use strata::{Config, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
 use super::{
-    Failure, axis_bounds, declared, exact, json, open_to_read, print, selected, selection_matches,
+    Failure, axis_bounds, declared, exact, json, not_retired_whole, open_to_read, print,
+    read_refused, selected, selection_matches,
 };
 
 pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
@@ -25,7 +26,10 @@ pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure>
     let store = open_to_read(source, Config::default())?;
     let decl = declared(&store, &args.range.stream)?;
     let selection = selected(decl, args.range.track.as_ref())?;
-    let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    not_retired_whole(&store, &args.range.stream, &selection)?;
+    let stats = store
+        .fold(&args.range.stream, &selection, axis, args.agg)
+        .map_err(|e| read_refused(&store, &args.range.stream, &selection, e))?;
     selection_matches(&store, &args.range.stream, &selection)?;
     let text = match args.format {
         ReadFormat::Table => lines(&stats),

@@ -248,6 +248,69 @@ fn selection_matches(store: &Store, stream: &str, selection: &[&str]) -> Result<
     )))
 }
 
+/// Refuses (exit 4) a read of `selection` when every partition of `stream` under it was
+/// retired whole: no range reaches anything of it, so the engine's floor (one past all it held)
+/// would only be followed by an empty selection. Call it before the engine's read.
+fn not_retired_whole(store: &Store, stream: &str, selection: &[&str]) -> Result<(), Failure> {
+    let Ok(prefix) = TrackKey::encode(selection) else {
+        return Ok(());
+    };
+    let catalog = store.catalog();
+    if catalog.partitions(stream, &prefix).next().is_some()
+        || catalog.floors(stream, &prefix).next().is_none()
+    {
+        return Ok(());
+    }
+    let under = if selection.is_empty() {
+        String::new()
+    } else {
+        format!(" under --track {}", selection_word(selection))
+    };
+    Err(Failure(
+        format!(
+            "every track of stream {stream:?}{under} was retired: nothing of it is left to read \
+             (its rows and levels were retired whole, by `strata retire` or by retention; \
+             `strata fsck` shows its floors)"
+        ),
+        EXIT_FLOOR,
+    ))
+}
+
+/// The failure for the engine's refusal of a read of `selection`: a floor's names the tracks
+/// under the selection that were retired whole, which a narrower `--track` reads past.
+fn read_refused(store: &Store, stream: &str, selection: &[&str], error: EngineError) -> Failure {
+    let EngineError::Floor { .. } = error else {
+        return error.into();
+    };
+    let failure = Failure::from(error);
+    let Ok(prefix) = TrackKey::encode(selection) else {
+        return failure;
+    };
+    let catalog = store.catalog();
+    let mut retired: Vec<String> = catalog
+        .floors(stream, &prefix)
+        .filter(|(track, _)| catalog.partitions(stream, track).next().is_none())
+        .take(TRACKS_LISTED_MAX + 1)
+        .map(|(track, _)| track_word(track))
+        .collect();
+    if retired.is_empty() {
+        return failure;
+    }
+    if retired.len() > TRACKS_LISTED_MAX {
+        retired.truncate(TRACKS_LISTED_MAX);
+        retired.push("...".to_owned());
+    }
+    let under = if selection.is_empty() {
+        String::new()
+    } else {
+        format!(" under --track {}", selection_word(selection))
+    };
+    Failure(
+        format!("{failure}; retired whole{under}: {}", retired.join(", ")),
+        failure.code(),
+    )
+}
+
 /// The track prefix `--track` names (every track when absent or empty).
 fn selection(track: Option<&TrackArg>) -> Vec<&str> {
     track.map(TrackArg::labels).unwrap_or_default()

@@ -11,7 +11,8 @@ use strata::{Config, EngineError, StoredRow};
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell};
 use super::{
-    Failure, declared, open_to_read, quiet_pipe, selected, selection_matches, usage_error,
+    Failure, declared, not_retired_whole, open_to_read, quiet_pipe, read_refused, selected,
+    selection_matches, usage_error,
 };
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
@@ -32,7 +33,10 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
     let decl = declared(&store, &args.stream)?;
     let selection = selected(decl, args.track.as_ref())?;
     // The selection and the floors are checked here, before anything is written.
-    let rows = store.query_iter(&args.stream, &selection, from..=to)?;
+    not_retired_whole(&store, &args.stream, &selection)?;
+    let rows = store
+        .query_iter(&args.stream, &selection, from..=to)
+        .map_err(|e| read_refused(&store, &args.stream, &selection, e))?;
     selection_matches(&store, &args.stream, &selection)?;
     let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
     let out = BufWriter::new(io::stdout().lock());

@@ -97,7 +97,11 @@ fn retiring_a_track_makes_its_reads_exit_4_with_the_floor_and_leaves_the_others(
 
     let query = s.run(&["query", "c", "--track", "r0"]);
     assert_eq!(query.code, 4, "{query:?}");
-    assert!(query.stderr.contains("position 201"), "{}", query.stderr);
+    assert!(
+        query.stderr.contains("under --track r0 was retired"),
+        "{}",
+        query.stderr
+    );
     let survey = s.run(&[
         "survey", "c", "--track", "r0,p1", "--budget", "64", "--from", "0", "--to", "199",
     ]);
@@ -174,7 +178,11 @@ fn retiring_every_track_takes_all_and_json_says_what_was_retired() {
     );
     let query = s.run(&["query", "c"]);
     assert_eq!(query.code, 4, "{query:?}");
-    assert!(query.stderr.contains("position 101"), "{}", query.stderr);
+    assert!(
+        query.stderr.contains("every track of stream \"c\" was retired"),
+        "{}",
+        query.stderr
+    );
 }
 
 #[test]
@@ -458,6 +466,63 @@ fn a_malformed_retention_file_is_a_clear_error_never_a_panic() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains("retention.json is refused") && run.stderr.contains("ascend"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A read of a track retired whole is refused (exit 4) saying that the track was retired and
+/// nothing of it is left, whatever the range: not with a floor to narrow to, which would only
+/// lead to "no partition matches" (or to an axis floor no range reaches).
+#[test]
+fn a_read_of_a_retired_track_says_it_was_retired_whatever_the_range() {
+    let s = store();
+    s.ok(&["ingest", "c", "-", "--seal-every", "40"], &rows(0, 200));
+    s.ok(&["retire", "c", "--track", "r0,p0"], "");
+    let reads: [&[&str]; 6] = [
+        &["query", "c", "--track", "r0,p0"],
+        &["query", "c", "--track", "r0,p0", "--from", "201"],
+        &["survey", "c", "--track", "r0,p0", "--budget", "64"],
+        &["fold", "c", "--track", "r0,p0", "--agg", "mean"],
+        &["fold", "c", "--track", "r0,p0", "--agg", "p50"],
+        &[
+            "fold", "c", "--track", "r0,p0", "--agg", "p50", "--from", "200", "--to", "300",
+        ],
+    ];
+    for args in reads {
+        let run = s.run(args);
+        assert_eq!(run.code, 4, "{args:?}: {run:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains(
+                "every track of stream \"c\" under --track r0,p0 was retired: nothing of it is \
+                 left to read"
+            ),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("narrow"), "{args:?}: {}", run.stderr);
+    }
+    // A prefix holding a retired track and a live one is refused with the floor to narrow to,
+    // and names the retired track.
+    let run = s.run(&["query", "c", "--track", "r0"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr.contains("narrow the range to start at 201")
+            && run.stderr.contains("retired whole under --track r0: r0,p0"),
+        "{}",
+        run.stderr
+    );
+    let narrowed = s.ok(&["query", "c", "--track", "r0", "--from", "201"], "");
+    assert_eq!(narrowed.stdout.lines().count(), 1, "{narrowed:?}");
+
+    // Every track retired: an unnarrowed read says so too.
+    s.ok(&["retire", "c", "--all"], "");
+    let run = s.run(&["query", "c"]);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("every track of stream \"c\" was retired: nothing of it is left to read"),
         "{}",
         run.stderr
     );

@@ -52,3 +52,33 @@ fn the_cli_trims_and_a_read_beneath_the_floor_exits_4() {
         beyond.stderr
     );
 }
+
+/// After a trim to `u64::MAX` no position lies above the floor, so the refusal cannot advise
+/// narrowing to it (a range cannot start past `u64::MAX`): it says nothing is left to read.
+#[test]
+fn a_trim_to_the_last_position_leaves_nothing_and_the_refusal_says_so() {
+    let s = crate::cli::Scratch::new();
+    let declare = [
+        "declare", "s", "--field", "site:str", "--field", "t:u64", "--field", "v:f64", "--track",
+        "site", "--axis", "t",
+    ];
+    s.ok(&declare, "");
+    let max = u64::MAX.to_string();
+    s.ok(
+        &["ingest", "s", "-"],
+        &format!("position,site,t,v\n7,north,10,1.5\n{max},north,20,2.5\n"),
+    );
+    s.ok(&["trim", "s", "--to", &max], "");
+    for from in ["0", "7", max.as_str()] {
+        let query = s.run(&["query", "s", "--from", from]);
+        assert_eq!(query.code, 4, "--from {from}: {query:?}");
+        assert!(query.stdout.is_empty(), "{query:?}");
+        assert!(
+            query.stderr.contains("nothing is left to read")
+                && query.stderr.contains(&format!("position {max}")),
+            "--from {from}: {}",
+            query.stderr
+        );
+        assert!(!query.stderr.contains("narrow"), "{}", query.stderr);
+    }
+}
