@@ -23,7 +23,10 @@ use strata_segment::vfs::{RenameMode, Vfs};
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::plan::{LOCK_FILE, inspect, quarantine_reason};
-use crate::retention_file::{RETENTION_FILE, RetentionFile, StreamRetention, read_retention};
+use crate::retention_file::{
+    RETENTION_FILE, RetentionFile, StreamRetention, read_retention, undeclared_problem,
+    undeclared_streams,
+};
 use crate::{
     Action, Corruption, Finding, FindingKind, RecoverError, Report, STRAY_PREFIX, StrayManifests,
 };
@@ -181,16 +184,18 @@ pub struct QuarantineEntry {
     pub reason: String,
 }
 
-/// The store's `retention.json`: whether it is there, and whether it parses. The engine never
-/// reads it (an embedder sets retention in code); `strata compact` and `strata ingest` apply it,
-/// and refuse to run while it is malformed.
+/// The store's `retention.json`: whether it is there, and whether it parses and names only
+/// declared streams. The engine never reads it (an embedder sets retention in code); `strata
+/// compact` and `strata ingest` apply it, and refuse to run while it is malformed or names a
+/// stream the store does not declare.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RetentionSummary {
     /// The file's name in the store's root: `retention.json`.
     pub file: &'static str,
     /// Whether the file exists.
     pub present: bool,
-    /// What is wrong with it, when it cannot be read or parsed; `None` otherwise.
+    /// What is wrong with it, when it cannot be read or parsed or names a stream the store does
+    /// not declare; `None` otherwise.
     pub error: Option<String>,
 }
 
@@ -327,7 +332,7 @@ fn stray(vfs: &dyn Vfs, strays: &StrayManifests) -> FsckReport {
 fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
     let plan = inspect(vfs)?;
     let quarantine = quarantine_entries(vfs)?;
-    let (retention, retention_file) = retention_summary(vfs);
+    let (retention, retention_file) = retention_summary(vfs, &plan.catalog);
     let mut findings = plan.report.findings;
     let verified = verify.then(|| verify_files(vfs, &plan.catalog, &mut findings));
     let status = if findings.is_empty() && quarantine.is_empty() {
@@ -438,11 +443,24 @@ fn quarantine_entries(vfs: &dyn Vfs) -> Result<Vec<QuarantineEntry>, RecoverErro
 
 // ---- retention, streams, partitions and floors ----
 
-/// Whether `retention.json` is there and parses, and what it says.
-fn retention_summary(vfs: &dyn Vfs) -> (RetentionSummary, Option<RetentionFile>) {
+/// Whether `retention.json` is there, parses and names only streams `catalog` declares (the
+/// command line refuses it whole otherwise), and what it says.
+fn retention_summary(
+    vfs: &dyn Vfs,
+    catalog: &Catalog,
+) -> (RetentionSummary, Option<RetentionFile>) {
     let present = vfs.exists(RETENTION_FILE).unwrap_or(true);
     let (error, file) = match read_retention(vfs) {
-        Ok(file) => (None, file),
+        Ok(Some(file)) => {
+            match undeclared_streams(&file, |id| catalog.stream(id).is_some()).first() {
+                Some(stream) => (
+                    Some(format!("{RETENTION_FILE} {}", undeclared_problem(stream))),
+                    None,
+                ),
+                None => (None, Some(file)),
+            }
+        }
+        Ok(None) => (None, None),
         Err(error) => (Some(error), None),
     };
     (
@@ -850,7 +868,8 @@ fn quarantine_table(out: &mut String, entries: &[QuarantineEntry]) -> fmt::Resul
     table(out, "  ", &rows)
 }
 
-/// A `retention.json` that cannot be read or parsed, said once before the streams.
+/// A `retention.json` the command line refuses (it cannot be read or parsed, or it names a
+/// stream the store does not declare), said once before the streams.
 fn write_retention_error(out: &mut String, retention: Option<&RetentionSummary>) -> fmt::Result {
     let Some(error) = retention.and_then(|r| r.error.as_deref()) else {
         return Ok(());
@@ -868,7 +887,7 @@ fn retention_line(retention: Option<&RetentionSummary>, stream: &StreamSummary) 
     let malformed = retention.is_some_and(|r| r.error.is_some());
     match &stream.retention {
         Some(kept) => format!("{kept} ({RETENTION_FILE})"),
-        None if malformed => format!("unknown ({RETENTION_FILE} cannot be read)"),
+        None if malformed => format!("unknown ({RETENTION_FILE} is refused, above)"),
         None if present => format!("forever (not in {RETENTION_FILE})"),
         None => format!("forever (no {RETENTION_FILE})"),
     }

@@ -122,9 +122,70 @@ impl fmt::Display for StreamRetention {
 pub type RetentionFile = BTreeMap<String, StreamRetention>;
 
 /// Parses the file's bytes; the error says what is wrong, and where (serde_json's line and
-/// column), but not which file (the caller names it).
+/// column), but not which file (the caller names it). A stream named twice is refused: a map
+/// would keep the last of them silently, and which one a person meant is theirs to say.
 pub fn parse_retention(bytes: &[u8]) -> Result<RetentionFile, String> {
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    serde_json::from_slice::<UniqueStreams>(bytes)
+        .map(|unique| unique.0)
+        .map_err(|e| e.to_string())
+}
+
+/// The file's object, refusing a key it has seen before while it is read (so serde_json's
+/// error carries the line and column of the second one).
+struct UniqueStreams(RetentionFile);
+
+impl<'de> Deserialize<'de> for UniqueStreams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Streams;
+
+        impl<'de> serde::de::Visitor<'de> for Streams {
+            type Value = UniqueStreams;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of stream retentions, keyed by stream id")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<UniqueStreams, A::Error> {
+                let mut file = RetentionFile::new();
+                while let Some(stream) = map.next_key::<String>()? {
+                    if file.contains_key(&stream) {
+                        return Err(serde::de::Error::custom(format!(
+                            "stream {stream:?} is named twice (keep one of its entries)"
+                        )));
+                    }
+                    let kept = map.next_value::<StreamRetention>()?;
+                    file.insert(stream, kept);
+                }
+                Ok(UniqueStreams(file))
+            }
+        }
+
+        deserializer.deserialize_map(Streams)
+    }
+}
+
+/// The streams `file` names that `is_declared` says the store does not declare, in id order:
+/// the file is refused whole while it names any (a sweep could never apply them, and a stream
+/// declared later would silently inherit them).
+pub fn undeclared_streams(file: &RetentionFile, is_declared: impl Fn(&str) -> bool) -> Vec<&str> {
+    file.keys()
+        .map(String::as_str)
+        .filter(|stream| !is_declared(stream))
+        .collect()
+}
+
+/// What is wrong with a file naming `stream`, which the store does not declare, and the
+/// command that removes its entry, after "retention.json" or "it": said alike by the command
+/// line and by fsck.
+pub fn undeclared_problem(stream: &str) -> String {
+    format!(
+        "names stream {stream:?}, which the store does not declare: remove its entry with \
+         `strata retention {} --clear`",
+        strata_index::shell_word(stream)
+    )
 }
 
 /// The file's text: pretty-printed, a newline at the end.
@@ -154,6 +215,19 @@ pub fn read_retention(vfs: &dyn Vfs) -> Result<Option<RetentionFile>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn undeclared_streams_are_named_in_id_order() {
+        let file = parse_retention(br#"{"z": {}, "c": {}, "a": {}}"#).unwrap();
+        assert_eq!(undeclared_streams(&file, |s| s == "c"), ["a", "z"]);
+        assert!(undeclared_streams(&file, |_| true).is_empty());
+        assert!(undeclared_problem("it's").ends_with(r"`strata retention 'it'\''s' --clear`"));
+        assert_eq!(
+            undeclared_problem("a"),
+            "names stream \"a\", which the store does not declare: remove its entry with \
+             `strata retention a --clear`"
+        );
+    }
 
     #[test]
     fn lifetimes_parse_from_the_command_line_and_print_back() {
@@ -197,6 +271,15 @@ mod tests {
             parse_retention(render_retention(&file).as_bytes()).unwrap(),
             file
         );
+        let twice = parse_retention(
+            b"{\"c\": {\"raw\": \"forever\"},\n \"c\": {\"raw\": {\"positions\": 5}}}",
+        )
+        .unwrap_err();
+        assert!(
+            twice.starts_with("stream \"c\" is named twice") && twice.contains("line 2"),
+            "{twice}"
+        );
+        assert!(parse_retention(br#"{"c": {}, "d": {}}"#).is_ok());
         for bad in [
             "",
             "[]",

@@ -18,8 +18,10 @@ use std::io::{self, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 
+use strata::index::shell_word;
 use strata::recover::retention_file::{
-    LifetimeSpec, RETENTION_FILE, RetentionFile, StreamRetention, parse_retention, render_retention,
+    LifetimeSpec, RETENTION_FILE, RetentionFile, StreamRetention, parse_retention,
+    render_retention, undeclared_problem, undeclared_streams,
 };
 use strata::segment::vfs::RealFs;
 use strata::{Config, EngineError, Lifetime, Retention, Store};
@@ -39,13 +41,46 @@ pub fn run(dir: &Path, args: &RetentionArgs) -> Result<ExitCode, Failure> {
 }
 
 /// The store's `retention.json`, as the engine's setting: empty when there is none. A file
-/// that cannot be read or parsed is a failure naming it and what is wrong.
+/// that cannot be read or parsed, or that names a stream the store does not declare, is a
+/// failure naming it, what is wrong and how to fix it.
 pub(super) fn load(dir: &Path) -> Result<BTreeMap<String, Retention>, Failure> {
-    Ok(read(dir)?
-        .unwrap_or_default()
+    let file = read(dir)?.unwrap_or_default();
+    if !file.is_empty() {
+        refuse_undeclared(dir, &file, &declared_streams(dir)?)?;
+    }
+    Ok(file
         .iter()
         .map(|(stream, kept)| (stream.clone(), to_engine(kept)))
         .collect())
+}
+
+/// Refuses `file` whole while it names a stream that is not in `declared`, naming the file,
+/// the stream, and the command that removes its entry.
+fn refuse_undeclared(dir: &Path, file: &RetentionFile, declared: &[String]) -> Result<(), Failure> {
+    let undeclared = undeclared_streams(file, |id| declared.iter().any(|d| d == id));
+    match undeclared.first() {
+        None => Ok(()),
+        Some(stream) => Err(Failure::new(format!(
+            "the retention in {} is refused: it {}",
+            dir.join(RETENTION_FILE).display(),
+            undeclared_problem(stream)
+        ))),
+    }
+}
+
+/// The streams the store in `dir` declares, read from its manifest as `fsck` reads it (no
+/// lock, nothing written).
+fn declared_streams(dir: &Path) -> Result<Vec<String>, Failure> {
+    let vfs = RealFs::open(dir).map_err(|error| {
+        Failure::new(format!(
+            "cannot open {} as a store folder: {error}",
+            dir.display()
+        ))
+    })?;
+    let plan = strata::recover::inspect(&vfs).map_err(|error| {
+        Failure::new(format!("cannot open the store {}: {error}", dir.display()))
+    })?;
+    Ok(plan.catalog.streams().map(|d| d.id.clone()).collect())
 }
 
 /// Opens the store in `dir` with `config`, whose retention is what `load` read from
@@ -119,6 +154,10 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
         }
     }
     let before = read(dir)?;
+    let declared_ids = declared_streams(dir)?;
+    if !declared_ids.iter().any(|d| d == stream) {
+        return remove_undeclared(dir, stream, args, before, &declared_ids);
+    }
     let mut file = before.clone().unwrap_or_default();
     let mut kept = if args.clear {
         StreamRetention::default()
@@ -138,6 +177,9 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
     } else {
         file.insert(stream.to_owned(), kept);
     }
+    // Every other entry must name a declared stream too, or `compact` would refuse the file.
+    refuse_undeclared(dir, &file, &declared_ids)
+        .map_err(|refused| Failure::new(format!("{refused}; {RETENTION_FILE} is unchanged")))?;
     // The store checks the whole setting as `compact` will open it; its lock is held until the
     // file is written.
     let config = Config::default().retention(
@@ -177,6 +219,53 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
     Ok(ExitCode::SUCCESS)
 }
 
+/// `strata retention STREAM --clear` for a stream the store does not declare: removes its
+/// entry, the fix a refusal of the file names (the store never applies it, so nothing but the
+/// file changes, and the rest of the file need not be valid for this). Anything else asked of
+/// an undeclared stream is the unknown stream's refusal.
+fn remove_undeclared(
+    dir: &Path,
+    stream: &str,
+    args: &RetentionArgs,
+    before: Option<RetentionFile>,
+    declared: &[String],
+) -> Result<ExitCode, Failure> {
+    let unknown = || unknown_stream(stream, declared.iter().map(String::as_str));
+    let Some(mut file) = before.filter(|file| file.contains_key(stream)) else {
+        return Err(Failure::new(format!(
+            "{}; {RETENTION_FILE} is unchanged",
+            unknown()
+        )));
+    };
+    if !args.clear || args.raw.is_some() || !args.levels_from.is_empty() {
+        return Err(Failure::new(format!(
+            "{}; {RETENTION_FILE} names it: `strata retention {} --clear` removes its entry \
+             ({RETENTION_FILE} is unchanged)",
+            unknown(),
+            shell_word(stream)
+        )));
+    }
+    file.remove(stream);
+    // The store's lock is held while the file is replaced, as for any change.
+    let store = Store::open(dir, Config::default(), &[]).map_err(|e| open_failure(dir, &e))?;
+    warn_healed(dir, store.boot_report());
+    write_atomically(dir, &render_retention(&file)).map_err(|error| {
+        Failure::new(format!(
+            "cannot write {}: {error}; it is unchanged",
+            dir.join(RETENTION_FILE).display()
+        ))
+    })?;
+    drop(store);
+    let out = match args.format {
+        ReadFormat::Table => format!(
+            "{stream}: removed from {RETENTION_FILE} (the store declares no stream {stream:?})\n"
+        ),
+        ReadFormat::Json => to_json(&BTreeMap::<&str, StreamRetention>::new())?,
+    };
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Replaces `retention.json` with `text` whole or not at all: a temp beside it, synced, renamed
 /// over it, then the folder synced so the rename is durable.
 fn write_atomically(dir: &Path, text: &str) -> io::Result<()> {
@@ -204,16 +293,9 @@ fn show(dir: &Path, stream: Option<&str>, format: ReadFormat) -> Result<ExitCode
     let file = read(dir)?;
     let present = file.is_some();
     let file = file.unwrap_or_default();
-    let vfs = RealFs::open(dir).map_err(|error| {
-        Failure::new(format!(
-            "cannot open {} as a store folder: {error}",
-            dir.display()
-        ))
-    })?;
-    let plan = strata::recover::inspect(&vfs).map_err(|error| {
-        Failure::new(format!("cannot open the store {}: {error}", dir.display()))
-    })?;
-    let declared: Vec<String> = plan.catalog.streams().map(|d| d.id.clone()).collect();
+    let declared = declared_streams(dir)?;
+    // What the file sets is applied only when the whole file is accepted.
+    refuse_undeclared(dir, &file, &declared)?;
     let streams: Vec<String> = match stream {
         Some(stream) if declared.iter().any(|d| d == stream) => vec![stream.to_owned()],
         Some(stream) => {

@@ -636,7 +636,7 @@ fn retention_and_the_floors_of_a_retired_track_are_shown() {
             .contains("Retention: retention.json is malformed: unknown variant `sometimes`")
             && human
                 .stdout
-                .contains("    retention: unknown (retention.json cannot be read)"),
+                .contains("    retention: unknown (retention.json is refused, above)"),
         "{}",
         human.stdout
     );

@@ -179,7 +179,9 @@ fn retiring_every_track_takes_all_and_json_says_what_was_retired() {
     let query = s.run(&["query", "c"]);
     assert_eq!(query.code, 4, "{query:?}");
     assert!(
-        query.stderr.contains("every track of stream \"c\" was retired"),
+        query
+            .stderr
+            .contains("every track of stream \"c\" was retired"),
         "{}",
         query.stderr
     );
@@ -361,7 +363,7 @@ fn bad_settings_are_refused_clearly_and_leave_the_file_as_it_was() {
         ),
         (
             &["retention", "zz", "--raw", "positions:5"][..],
-            "not declared",
+            "no stream \"zz\" in the store (declared: c, n)",
         ),
         (
             &["retention", "c", "--levels-from", "0=axis:50"][..],
@@ -452,7 +454,7 @@ fn a_malformed_retention_file_is_a_clear_error_never_a_panic() {
         let human = s.ok(&["fsck"], "").stdout;
         assert!(
             human.contains("Retention: retention.json is malformed")
-                && human.contains("retention: unknown (retention.json cannot be read)"),
+                && human.contains("retention: unknown (retention.json is refused, above)"),
             "{human}"
         );
     }
@@ -525,5 +527,111 @@ fn a_read_of_a_retired_track_says_it_was_retired_whatever_the_range() {
             .contains("every track of stream \"c\" was retired: nothing of it is left to read"),
         "{}",
         run.stderr
+    );
+}
+
+/// A `retention.json` naming a stream the store does not declare is refused whole by every
+/// command that reads it, each saying which file, which stream and the fix; the fix
+/// (`strata retention STREAM --clear`) works, for two such streams as for one; `strata
+/// retention` and fsck report it.
+#[test]
+fn an_undeclared_stream_in_the_retention_file_is_refused_and_clear_removes_it() {
+    let s = store();
+    s.ok(&["ingest", "c", "-", "--seal-every", "50"], &rows(0, 100));
+    let text = r#"{"c": {"raw": {"positions": 1000}},
+                   "nosuch": {"raw": {"axis_span": 5}},
+                   "other": {"raw": {"positions": 7}}}"#;
+    std::fs::write(retention_path(&s), text).unwrap();
+    for args in [
+        &["compact"][..],
+        &["ingest", "c", "-"][..],
+        &["retention"][..],
+        &["retention", "c"][..],
+        &["retention", "c", "--raw", "axis:10"][..],
+    ] {
+        let run = s.run_with(args, "run,probe,t,v\n");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains("retention.json")
+                && run
+                    .stderr
+                    .contains("names stream \"nosuch\", which the store does not declare")
+                && run.stderr.contains("`strata retention nosuch --clear`"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(retention_path(&s)).unwrap(), text);
+    let human = s.ok(&["fsck"], "").stdout;
+    assert!(
+        human.contains(
+            "Retention: retention.json names stream \"nosuch\", which the store does not declare"
+        ),
+        "{human}"
+    );
+    let report = json(&s.ok(&["fsck", "--json"], "").stdout);
+    let error = report["retention"]["error"].as_str().unwrap();
+    assert!(error.contains("\"nosuch\""), "{report:#}");
+
+    // The fix the messages give works, one stream at a time, and keeps the rest.
+    let cleared = s.ok(&["retention", "nosuch", "--clear"], "");
+    assert!(cleared.stdout.contains("nosuch"), "{cleared:?}");
+    let run = s.run(&["compact"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("`strata retention other --clear`"),
+        "{}",
+        run.stderr
+    );
+    s.ok(&["retention", "other", "--clear"], "");
+    let file = json(&std::fs::read_to_string(retention_path(&s)).unwrap());
+    assert_eq!(
+        file,
+        serde_json::json!({"c": {"raw": {"positions": 1000}, "levels": []}})
+    );
+    s.ok(&["compact"], "");
+    let shown = s.ok(&["retention"], "");
+    assert!(shown.stdout.contains("c: raw positions:1000"), "{shown:?}");
+
+    // A stream neither declared nor in the file is still an unknown stream.
+    let run = s.run(&["retention", "nosuch", "--clear"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("no stream \"nosuch\" in the store"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A stream named twice in `retention.json` is refused as malformed (serde_json's map would
+/// keep the last silently), naming the stream and where, by every command that reads the file.
+#[test]
+fn a_stream_named_twice_in_the_retention_file_is_refused() {
+    let s = store();
+    s.ok(&["ingest", "c", "-", "--seal-every", "50"], &rows(0, 100));
+    let text = "{\n  \"c\": {\"raw\": {\"positions\": 1000}},\n  \"c\": {\"raw\": {\"positions\": 5}}\n}\n";
+    std::fs::write(retention_path(&s), text).unwrap();
+    for args in [
+        &["compact"][..],
+        &["ingest", "c", "-"][..],
+        &["retention"][..],
+        &["retention", "c", "--clear"][..],
+    ] {
+        let run = s.run_with(args, "run,probe,t,v\n");
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains("retention.json is malformed")
+                && run.stderr.contains("stream \"c\" is named twice")
+                && run.stderr.contains("line 3"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(std::fs::read_to_string(retention_path(&s)).unwrap(), text);
+    let human = s.ok(&["fsck"], "").stdout;
+    assert!(
+        human.contains("Retention: retention.json is malformed: stream \"c\" is named twice"),
+        "{human}"
     );
 }
