@@ -79,6 +79,10 @@ struct Ingest {
     next_line: u64,
     /// The first CSV line not yet sealed: where a resumed ingest starts.
     sealed_line: u64,
+    /// The stream's watermark as the store answered it at open and at each seal since: what a
+    /// message says is durable. Asked again of a store a failed write poisoned, the store
+    /// refuses to answer, which must not read as "none".
+    watermark: Option<u64>,
     /// Compaction steps to take after each barrier; 0 with `--no-compact`.
     compact_steps_per_barrier: usize,
     /// Time spent reading, parsing and staging rows, and in seals: the two halves of a load.
@@ -148,6 +152,7 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
             ));
         }
     };
+    let watermark = store.watermark(&args.stream, &[])?;
     let ingest = Ingest {
         dir: dir.to_owned(),
         stream: args.stream.clone(),
@@ -164,6 +169,7 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
         n_rows_skipped: 0,
         next_line: skip_before_line,
         sealed_line: skip_before_line,
+        watermark,
         compact_steps_per_barrier: if args.no_compact {
             0
         } else {
@@ -288,7 +294,7 @@ impl Ingest {
         let elapsed = start.elapsed();
         let n_rows = self.n_rows_sealed;
         let barriers = self.store.metrics().barriers;
-        let watermark = self.store.watermark(&self.stream, &[])?;
+        let watermark = self.watermark;
         let live = LiveFiles::of(self.store.catalog());
         let mut summary = format!(
             "ingested {} into {} in {} ({} rows/s; reading and staging {} rows/s, seals \
@@ -382,13 +388,13 @@ impl Ingest {
 
     /// What is sealed and where the input resumes, in words.
     fn durable(&self) -> String {
-        let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
         format!(
             "sealed {} into {} in this run (watermark {}); CSV line {} is the first not \
              stored: resume with the same command and --skip-lines {}",
             count(self.n_rows_sealed, "row", "rows"),
             self.stream,
-            watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
+            self.watermark
+                .map_or_else(|| "none".to_owned(), |w| w.to_string()),
             self.sealed_line,
             self.sealed_line - self.data_line,
         )
@@ -450,7 +456,8 @@ impl Ingest {
         }
         let barriers_before = self.store.metrics().barriers;
         let start = Instant::now();
-        self.store.seal()?;
+        let watermarks = self.store.seal()?;
+        self.watermark = watermarks.get(&self.stream).copied().flatten();
         self.seal_elapsed += start.elapsed();
         self.n_rows_sealed += self.n_rows_pending;
         self.n_rows_pending = 0;
@@ -494,7 +501,7 @@ impl Ingest {
 
     /// The failure for a refused batch: the line and reason, and what was kept.
     fn refusal(&self, bad: &BadRow) -> Failure {
-        let watermark = self.store.watermark(&self.stream, &[]).ok().flatten();
+        let watermark = self.watermark;
         // A repair's fence above the watermark is what refuses low positions: say it.
         let fence = self
             .store

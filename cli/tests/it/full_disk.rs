@@ -195,3 +195,81 @@ fn a_full_disk_fails_the_ingest_cleanly_and_the_store_ingests_again_once_space_i
     let fsck = strata(root, &["fsck"], "");
     assert_eq!(fsck.code, 0, "{fsck:?}");
 }
+
+/// The number right after `word` in `text`, digits grouped with commas or not.
+fn number_after(text: &str, word: &str) -> u64 {
+    let at = text
+        .find(word)
+        .unwrap_or_else(|| panic!("{word:?} in {text}"))
+        + word.len();
+    text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {word:?} in {text}"))
+}
+
+/// A compaction step whose write fails (here: past the process's file-size limit, EFBIG, as
+/// honest a refusal by the file system as a full disk, and one a test can set without a
+/// mount) poisons the store; what the ingest then says it made durable must be what the
+/// store holds: the watermark its seals answered, not "none" from a store that no longer
+/// answers. `sh` sets the limit (in blocks of 512 or 1024 bytes, by shell: either leaves a
+/// seal's file of 1,000 rows, about 38 KB, under it and the merge of four over it) and ignores
+/// SIGXFSZ, so the write fails instead of killing the process.
+#[test]
+fn a_failed_compaction_step_says_the_watermark_the_store_holds() {
+    let s = crate::cli::Scratch::new();
+    s.ok(
+        &[
+            "declare",
+            "c",
+            "--field",
+            "run:str",
+            "--field",
+            "probe:str",
+            "--field",
+            "t:u64",
+            "--field",
+            "v:f64",
+            "--track",
+            "run,probe",
+            "--axis",
+            "t",
+        ],
+        "",
+    );
+    let mut text = String::from("run,probe,t,v\n");
+    for t in 0..8_000u64 {
+        writeln!(text, "r0,p0,{},{}", t * 10, (t * 7) % 100).unwrap();
+    }
+    s.write("rows.csv", &text);
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 100; exec '{}' --store store ingest c rows.csv \
+             --seal-every 1000",
+            env!("CARGO_BIN_EXE_strata")
+        ))
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("compaction step 1 failed") && said.contains("File too large"),
+        "{said}"
+    );
+    // Positions are assigned one a row from 1, so the watermark is the rows sealed.
+    let n_sealed = number_after(&said, "sealed ");
+    assert!(n_sealed >= 1_000 && n_sealed.is_multiple_of(1_000), "{said}");
+    assert!(
+        said.contains(&format!("(watermark {n_sealed})")),
+        "the watermark is not the rows sealed: {said}"
+    );
+    let seal = s.ok(&["seal"], "");
+    assert_eq!(seal.stdout, format!("c: watermark {n_sealed}\n"));
+    let resume = number_after(&said, "--skip-lines ");
+    assert_eq!(resume, n_sealed, "{said}");
+}
