@@ -11,6 +11,14 @@ pub const DEFAULT_LADDER: LadderSpec = LadderSpec {
     fanout: 4,
 };
 
+/// The name every face that prints rows gives a row's position: the first column of the
+/// command line's CSV, a key of its JSON objects, and the column the Arrow export and the
+/// Python face carry. A new declaration may not name a field so ([`Stream::build`] refuses
+/// it), or a row would carry two values of one name. The rule is the builder's, not
+/// [`StreamDecl::validate`]'s: that check runs when recorded declarations replay, and a store
+/// declared before the name was reserved must still open.
+pub const POSITION_COLUMN: &str = "position";
+
 /// Builds a [`StreamDecl`]: `Stream::new("capture").field("run", FieldKind::Str)
 /// .field("t", FieldKind::U64).field("value", FieldKind::F64).track(["run"]).axis("t").build()`.
 #[derive(Clone, Debug)]
@@ -65,12 +73,20 @@ impl Stream {
         self
     }
 
-    /// The declaration, validated.
+    /// The declaration, validated; a field named [`POSITION_COLUMN`] is refused.
     pub fn build(self) -> Result<StreamDecl, EngineError> {
         let bad = |reason: String| EngineError::Declaration {
             stream: self.id.clone(),
             reason,
         };
+        if let Some(field_idx) = self.fields.iter().position(|f| f.name == POSITION_COLUMN) {
+            return Err(bad(format!(
+                "field {POSITION_COLUMN:?} (field {}): the name is reserved for each row's \
+                 position, which reads print under it beside the fields; name the field \
+                 otherwise",
+                field_idx + 1
+            )));
+        }
         let index_of = |name: &str| {
             self.fields
                 .iter()
@@ -129,4 +145,42 @@ pub fn describe(decl: &StreamDecl) -> String {
         decl.ladder.base,
         decl.ladder.fanout
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_field_named_position_is_refused_and_a_recorded_one_still_validates() {
+        let refused = Stream::new("p")
+            .field("v", FieldKind::F64)
+            .field(POSITION_COLUMN, FieldKind::U64)
+            .build()
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("stream \"p\": field \"position\" (field 2): the name is reserved"),
+            "{refused}"
+        );
+        // Any other name, `Position` and `position_2` among them, is a field like any other.
+        for name in ["Position", "position_2", "positions"] {
+            let decl = Stream::new("p").field(name, FieldKind::U64).build();
+            assert!(decl.is_ok(), "{name}: {decl:?}");
+        }
+        // A declaration recorded before the name was reserved replays: replay validates with
+        // `StreamDecl::validate`, which knows no reserved name.
+        let recorded = StreamDecl {
+            id: "p".to_owned(),
+            fields: vec![FieldDecl {
+                name: POSITION_COLUMN.to_owned(),
+                kind: FieldKind::U64,
+            }],
+            track: Vec::new(),
+            axis: None,
+            ladder: DEFAULT_LADDER,
+        };
+        assert_eq!(recorded.validate(), Ok(()));
+    }
 }

@@ -31,7 +31,7 @@ mod value;
 pub use columns::Values;
 pub use compact::CompactStep;
 pub use config::{Config, OPEN_SEGMENTS_LIMIT};
-pub use decl::{DEFAULT_LADDER, Stream, describe, parse_kind};
+pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
 pub use memory::{MemorySeries, RetiredTrack};
 pub use read::StoredRow;

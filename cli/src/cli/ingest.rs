@@ -38,7 +38,7 @@ use super::args::IngestArgs;
 use super::batch::{BadRow, Batch};
 use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
-use super::parse::Layout;
+use super::parse::{Layout, POSITION_COLUMN, declares_position};
 use super::retention;
 use super::{
     Failure, count, declared, duration, grouped, grouped_f64, per_second, print, progress,
@@ -130,6 +130,14 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
         )));
     }
     let layout = Layout::new(&decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    if declares_position(&decl) {
+        eprintln!(
+            "strata: note: stream {:?} declares a field named {POSITION_COLUMN:?} (declared \
+             before the name was reserved for each row's position), so the {POSITION_COLUMN:?} \
+             column is that field and rows get the positions after the stream's watermark",
+            args.stream
+        );
+    }
     let data_line = reader.position().line();
     let skip_before_line = data_line.checked_add(args.skip_lines).ok_or_else(|| {
         Failure::new(format!(

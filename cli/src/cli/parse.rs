@@ -4,9 +4,16 @@
 use csv::StringRecord;
 use strata::{FieldKind, StreamDecl, Value};
 
-/// The column name that carries a row's position (unless the stream declares a field of that
-/// name, in which case the column is that field and positions are assigned).
-pub const POSITION_COLUMN: &str = "position";
+/// The column name that carries a row's position (`strata::POSITION_COLUMN`, which a new
+/// declaration may not name a field). A stream declared before the name was reserved may have a
+/// field of that name: the column is then that field, and positions are assigned.
+pub use strata::POSITION_COLUMN;
+
+/// Whether `decl` has a field named [`POSITION_COLUMN`] (only a stream declared before the name
+/// was reserved can): its rows are printed and read without a position column.
+pub fn declares_position(decl: &StreamDecl) -> bool {
+    decl.fields.iter().any(|f| f.name == POSITION_COLUMN)
+}
 
 /// Where each of a stream's fields (and the position) sits in a CSV header.
 #[derive(Debug)]
@@ -70,8 +77,7 @@ impl Layout {
             .iter()
             .map(|&t| fields[usize::from(t)].column)
             .collect();
-        let declares_position = decl.fields.iter().any(|f| f.name == POSITION_COLUMN);
-        let position = if declares_position {
+        let position = if declares_position(decl) {
             None
         } else {
             names.iter().position(|n| *n == POSITION_COLUMN)

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
-use super::parse::{POSITION_COLUMN, cell};
+use super::parse::{POSITION_COLUMN, cell, declares_position};
 use super::{
     Failure, declared, not_retired_whole, open_to_read, quiet_pipe, read_refused, selected,
     selection_matches, usage_error,
@@ -39,10 +39,22 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
         .map_err(|e| read_refused(&store, &args.stream, &selection, e))?;
     selection_matches(&store, &args.stream, &selection)?;
     let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
+    // A stream declared before `position` was reserved may have a field of that name: a
+    // column or key of it is the field, and the rows' positions are left out, so nothing is
+    // named twice and what is printed ingests again.
+    let with_position = !declares_position(decl);
+    if !with_position {
+        eprintln!(
+            "strata: note: stream {:?} declares a field named {POSITION_COLUMN:?} (declared \
+             before the name was reserved for each row's position), so its rows are printed \
+             without their positions: the {POSITION_COLUMN:?} column is the field",
+            args.stream
+        );
+    }
     let out = BufWriter::new(io::stdout().lock());
     let written = match args.format {
-        Format::Csv => write_csv(out, &names, rows),
-        Format::Json => write_json(out, &names, rows),
+        Format::Csv => write_csv(out, &names, with_position, rows),
+        Format::Json => write_json(out, &names, with_position, rows),
     };
     match written {
         Ok(()) => Ok(ExitCode::SUCCESS),
@@ -73,14 +85,17 @@ impl From<serde_json::Error> for Stop {
     }
 }
 
-/// A header `position,<fields...>`, then one record per row.
+/// A header `position,<fields...>` (the fields alone without `with_position`), then one record
+/// per row.
 fn write_csv(
     out: impl Write,
     names: &[&str],
+    with_position: bool,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
 ) -> Result<(), Stop> {
     let mut writer = csv::Writer::from_writer(out);
-    let header = std::iter::once(POSITION_COLUMN).chain(names.iter().copied());
+    let position = with_position.then_some(POSITION_COLUMN);
+    let header = position.into_iter().chain(names.iter().copied());
     writer.write_record(header).map_err(csv_io)?;
     for row in rows {
         let row = match row {
@@ -91,17 +106,20 @@ fn write_csv(
                 return Err(Stop::Read(error));
             }
         };
-        let cells = std::iter::once(row.position.to_string()).chain(row.values.iter().map(cell));
+        let position = with_position.then(|| row.position.to_string());
+        let cells = position.into_iter().chain(row.values.iter().map(cell));
         writer.write_record(cells).map_err(csv_io)?;
     }
     Ok(writer.flush()?)
 }
 
-/// One JSON array, an object per row on its own line: `position` first, then the fields in
-/// declaration order (bytes as arrays of numbers). Written row by row, never built whole.
+/// One JSON array, an object per row on its own line: `position` first (unless not
+/// `with_position`), then the fields in declaration order (bytes as arrays of numbers). Written
+/// row by row, never built whole.
 fn write_json(
     mut out: impl Write,
     names: &[&str],
+    with_position: bool,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
 ) -> Result<(), Stop> {
     out.write_all(b"[")?;
@@ -116,9 +134,14 @@ fn write_json(
         };
         out.write_all(if n_rows == 0 { b"\n" } else { b",\n" })?;
         n_rows += 1;
-        write!(out, "{{\"{POSITION_COLUMN}\":{}", row.position)?;
-        for (name, value) in names.iter().zip(&row.values) {
-            out.write_all(b",")?;
+        out.write_all(b"{")?;
+        if with_position {
+            write!(out, "\"{POSITION_COLUMN}\":{}", row.position)?;
+        }
+        for (field_idx, (name, value)) in names.iter().zip(&row.values).enumerate() {
+            if with_position || field_idx > 0 {
+                out.write_all(b",")?;
+            }
             serde_json::to_writer(&mut out, name)?;
             out.write_all(b":")?;
             serde_json::to_writer(&mut out, value)?;

@@ -263,7 +263,10 @@ fn a_failed_compaction_step_says_the_watermark_the_store_holds() {
     );
     // Positions are assigned one a row from 1, so the watermark is the rows sealed.
     let n_sealed = number_after(&said, "sealed ");
-    assert!(n_sealed >= 1_000 && n_sealed.is_multiple_of(1_000), "{said}");
+    assert!(
+        n_sealed >= 1_000 && n_sealed.is_multiple_of(1_000),
+        "{said}"
+    );
     assert!(
         said.contains(&format!("(watermark {n_sealed})")),
         "the watermark is not the rows sealed: {said}"

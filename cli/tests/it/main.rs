@@ -18,6 +18,7 @@ mod levels_cli;
 mod limits;
 mod manifest_damage;
 mod messages_cli;
+mod position_cli;
 mod read_only_cli;
 mod remote_chain;
 mod remote_cli;
