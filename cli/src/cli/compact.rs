@@ -123,10 +123,10 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
         if let Some(signal) = interrupt.requested() {
             bar.finish_and_clear();
             let now = LiveFiles::of(store.catalog());
-            eprintln!(
-                "strata: stopped by {signal}; {}",
+            interrupt.report_stop(&format!(
+                "stopped by {signal}; {}",
                 so_far(&done, &before, &now)
-            );
+            ));
             return Ok(ExitCode::from(EXIT_INTERRUPTED));
         }
         let Some(step) = compact_step(&mut store, &done, &before)? else {

@@ -335,11 +335,11 @@ impl Ingest {
     /// and where to resume, on stderr (stdout carries answers only).
     fn stop(mut self, signal: &str) -> Result<ExitCode, Failure> {
         self.seal()?;
-        eprintln!(
-            "strata: stopped by {signal}; {}; {}",
+        self.interrupt.report_stop(&format!(
+            "stopped by {signal}; {}; {}",
             self.durable(),
             self.compaction()
-        );
+        ));
         Ok(ExitCode::from(EXIT_INTERRUPTED))
     }
 

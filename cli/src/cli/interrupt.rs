@@ -8,7 +8,9 @@
 //! writing stays behind as crash evidence for the next open to quarantine.
 //!
 //! The signals are taken by a thread of their own (signal-hook's iterator), so the handler does
-//! nothing but wake it, and everything said is said by ordinary code.
+//! nothing but wake it, and everything said is said by ordinary code. A command reports its
+//! stop through [`Interrupt::report_stop`]; a signal after that changes nothing (the work is
+//! durable and the command is ending with the code it reported), so a stop is reported once.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -49,9 +51,19 @@ pub const INGEST: Says = Says {
 pub struct Interrupt {
     /// The first stop signal received; 0 while none was.
     first: Arc<AtomicI32>,
-    /// What is durable and how to continue from it, in words.
-    durable: Arc<Mutex<String>>,
+    /// What a second signal would say, and whether the command has said how it stopped. One
+    /// lock, taken to say either, so the two are never both said: a command that reported its
+    /// stop has nothing left to lose, and ends with the code it reported.
+    said: Arc<Mutex<Said>>,
     says: Says,
+}
+
+#[derive(Debug)]
+struct Said {
+    /// What is durable and how to continue from it, in words.
+    durable: String,
+    /// Whether the command reported its stop ([`Interrupt::report_stop`]).
+    stop_reported: bool,
 }
 
 impl Interrupt {
@@ -61,7 +73,10 @@ impl Interrupt {
             .map_err(|e| Failure::new(format!("cannot take SIGINT and SIGTERM: {e}")))?;
         let interrupt = Interrupt {
             first: Arc::new(AtomicI32::new(0)),
-            durable: Arc::new(Mutex::new(durable)),
+            said: Arc::new(Mutex::new(Said {
+                durable,
+                stop_reported: false,
+            })),
             says,
         };
         let watcher = interrupt.clone();
@@ -86,7 +101,21 @@ impl Interrupt {
 
     /// Records what is durable now, for a second signal to say.
     pub fn durable(&self, durable: String) {
-        *self.durable.lock().unwrap_or_else(PoisonError::into_inner) = durable;
+        self.lock().durable = durable;
+    }
+
+    /// Says on stderr how the command stopped for the signal it heard (`line`, after
+    /// "strata: "), once its work is durable and nothing is left but to exit: from here on a
+    /// further signal changes nothing, so one stop is never reported twice (a stop line, then
+    /// "exiting at once" and another exit code).
+    pub fn report_stop(&self, line: &str) {
+        let mut said = self.lock();
+        eprintln!("strata: {line}");
+        said.stop_reported = true;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Said> {
+        self.said.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn receive(&self, signal: i32) {
@@ -101,15 +130,16 @@ impl Interrupt {
             );
             return;
         }
-        let durable = self
-            .durable
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        // Held to the exit, so the command cannot report a stop after this says it exits.
+        let said = self.lock();
+        if said.stop_reported {
+            return;
+        }
         eprintln!(
-            "strata: {} again: exiting at once; {}; {durable}",
+            "strata: {} again: exiting at once; {}; {}",
             name(signal),
-            self.says.lost
+            self.says.lost,
+            said.durable
         );
         std::process::exit(128 + signal);
     }

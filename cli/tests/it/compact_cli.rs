@@ -684,6 +684,152 @@ fn a_second_ctrl_c_during_a_step_ends_compact_at_once_and_loses_nothing() {
     assert!(rows_after_reopen(&s) == published, "a row was lost");
 }
 
+/// What the test writes into a child's stderr to fill the pipe: one line, written at once.
+const FILLER: &str = "filler\n";
+
+/// The syscall number a thread blocked in it shows first in `/proc/PID/task/TID/syscall`.
+fn syscall_number(x86_64: &str, generic: &str) -> String {
+    if cfg!(target_arch = "x86_64") {
+        x86_64
+    } else {
+        generic // the generic syscall table: aarch64, riscv64
+    }
+    .to_owned()
+}
+
+/// Waits until thread `tid` of process `pid` is blocked in the syscall `number`, its first
+/// argument `arg0` when given.
+fn wait_until_blocked_in(pid: u32, tid: u32, number: &str, arg0: Option<&str>) {
+    let path = format!("/proc/{pid}/task/{tid}/syscall");
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let syscall = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {path} (Linux, same user): {e}"));
+        let mut words = syscall.split_whitespace();
+        if words.next() == Some(number) && arg0.is_none_or(|a| words.next() == Some(a)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "thread {tid} never blocked in syscall {number}: {syscall}"
+        );
+        thread::sleep(POLL);
+    }
+}
+
+/// The id of the thread of process `pid` named `name`.
+fn thread_named(pid: u32, name: &str) -> u32 {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        if std::fs::read_to_string(task.join("comm")).unwrap().trim() == name {
+            return task.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        }
+    }
+    panic!("no thread {name:?} in process {pid}")
+}
+
+/// A second SIGINT that lands while `compact` is saying that it stopped (the step under way
+/// done and durable) changes nothing: the command reports its stop once and exits 3, rather
+/// than also saying that it exits at once (and exiting 130). The moment is made, not hoped for:
+/// stderr is a pipe the test fills once the first signal's line is read, so the stop's line
+/// blocks in its write; the second signal is sent while it does, and the pipe is drained once
+/// the signal thread is seen waiting (`/proc`).
+#[test]
+fn a_second_ctrl_c_while_compact_reports_its_stop_is_not_a_second_stop() {
+    let s = Scratch::new();
+    one_long_step(&s);
+    let store = s.dir.path().join("store");
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--store", "store", "compact"])
+        .current_dir(s.dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(writer.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+
+    // Lines of stderr until the first signal's, which are sent on; then, once told to go, the
+    // rest whole (the filler and the command's lines interleaved).
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let (go_tx, go) = std::sync::mpsc::channel::<()>();
+    let reading = thread::spawn(move || {
+        use std::io::{BufRead as _, Read as _};
+        let mut reader = std::io::BufReader::new(reader);
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 {
+            let first = line.contains("SIGINT: stopping after the compaction step under way");
+            lines_tx.send(std::mem::take(&mut line)).unwrap();
+            if first {
+                break;
+            }
+        }
+        go.recv().unwrap();
+        let mut rest = String::new();
+        reader.read_to_string(&mut rest).unwrap();
+        rest
+    });
+
+    let seg = format!("{}/", store.join("seg").canonicalize().unwrap().display());
+    let deadline = Instant::now() + WAIT_MAX;
+    while !std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap()
+        .lines()
+        .any(|line| line.contains(&seg))
+    {
+        assert!(Instant::now() < deadline, "no compaction step under way");
+        thread::sleep(POLL);
+    }
+    let signal = || {
+        let sent = Command::new("kill")
+            .args(["-s", "INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal();
+    let first = lines.recv_timeout(WAIT_MAX).unwrap();
+    assert!(
+        first.contains("stopping after the compaction step"),
+        "{first}"
+    );
+
+    // Fill the pipe, a line a write (each write of a line is atomic, so the command's bytes
+    // come out whole between them), from a thread: a write blocks once the pipe is full. The
+    // stop's line, once the step is done, then blocks in its write to fd 2.
+    let stop_filling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let filling = thread::spawn({
+        let stop_filling = std::sync::Arc::clone(&stop_filling);
+        move || {
+            use std::io::Write as _;
+            let mut writer = writer;
+            while !stop_filling.load(std::sync::atomic::Ordering::SeqCst) {
+                writer.write_all(FILLER.as_bytes()).unwrap();
+            }
+        }
+    });
+    let write = syscall_number("1", "64");
+    wait_until_blocked_in(pid, pid, &write, Some("0x2"));
+    signal();
+    // The signal thread takes the second signal and waits (on a lock) behind the line.
+    let futex = syscall_number("202", "98");
+    wait_until_blocked_in(pid, thread_named(pid, "strata-signals"), &futex, None);
+
+    stop_filling.store(true, std::sync::atomic::Ordering::SeqCst);
+    go_tx.send(()).unwrap();
+    let status = child.wait().unwrap();
+    filling.join().unwrap();
+    let said = reading.join().unwrap().replace(FILLER, "");
+    assert_eq!(status.code(), Some(3), "{said}");
+    assert!(said.contains("strata: stopped by SIGINT; "), "{said}");
+    assert!(
+        !said.contains("SIGINT again"),
+        "one stop, said once: {said}"
+    );
+    assert_eq!(said.matches("strata: stopped by").count(), 1, "{said}");
+}
+
 /// Barriers `two_long_steps` makes through the library, rows of each partition in each, and
 /// rows of each partition in the barrier the ingest then closes (more than in the others).
 const TWO_STEPS_BARRIERS: u64 = 15;
