@@ -31,7 +31,7 @@ use strata::{CompactStep, Config, Store, Swept};
 use super::interrupt::{EXIT_INTERRUPTED, Interrupt, Says};
 use super::retention;
 use super::retire::SweptView;
-use super::{Failure, duration, grouped, partition_name, print, progress};
+use super::{Failure, duration, grouped, partition_name, print_summary, progress};
 
 /// What `strata compact` says about a signal.
 const COMPACT: Says = Says {
@@ -154,7 +154,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     let after = LiveFiles::of(store.catalog());
     let mut out = report(&done, &before, &after, elapsed);
     out.push_str(&retention_report(retention_set, &swept));
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use strata::{Config, EngineError, Store, Stream};
 
 use super::args::DeclareArgs;
-use super::{Failure, open_failure, print};
+use super::{Failure, open_failure, print_summary};
 
 pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
     let mut stream = Stream::new(&args.stream);
@@ -29,7 +29,7 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
             other => open_failure(dir, &other),
         })?;
     drop(store);
-    print(&format!(
+    print_summary(&format!(
         "stream {} is declared in {}: {}\n",
         decl.id,
         dir.display(),

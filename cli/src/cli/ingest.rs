@@ -41,7 +41,7 @@ use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::{Layout, POSITION_COLUMN, declares_position};
 use super::retention;
 use super::{
-    Failure, count, declared, duration, grouped, grouped_f64, per_second, print, progress,
+    Failure, count, declared, duration, grouped, grouped_f64, per_second, print_summary, progress,
 };
 
 /// Seal early, between batches, once staging holds this share of `staged_bytes_max`, so a
@@ -327,7 +327,7 @@ impl Ingest {
                 count(self.skip_before_line - self.data_line, "line", "lines")
             );
         }
-        print(&(summary + "\n"))?;
+        print_summary(&(summary + "\n"))?;
         Ok(ExitCode::SUCCESS)
     }
 

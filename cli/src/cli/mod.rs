@@ -8,7 +8,8 @@
 //! either at once with 128 + the signal (130, 143). A read refused because its range reaches
 //! beneath a floor (`strata trim`, `strata retire`, retention swept by `strata compact`) exits 4,
 //! its message carrying the floor. A `--track` that no sealed partition lies beneath is a
-//! failure (exit 1), as an unknown stream is.
+//! failure (exit 1), as an unknown stream is. A command whose work is durable but whose summary
+//! could not be written to stdout exits 5 (and with --remote still publishes).
 
 pub mod args;
 mod batch;
@@ -48,6 +49,10 @@ use args::{AxisRangeArgs, Cli, Command, TrackArg};
 /// The exit code of a read refused because its range reaches beneath a floor.
 pub const EXIT_FLOOR: u8 = 4;
 
+/// The exit code of a command whose work is done and durable but whose summary could not be
+/// written to stdout (a full disk, a closed terminal): not 1, which would say the work failed.
+pub const EXIT_UNREPORTED: u8 = 5;
+
 /// Why a command failed, in one line for stderr. The process exits 1, or `EXIT_FLOOR` for a
 /// read refused by a floor.
 #[derive(Debug)]
@@ -84,10 +89,17 @@ impl From<EngineError> for Failure {
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let (store, url) = (cli.store, cli.remote);
-    // A command that writes, with --remote: publish what it made durable once it is done.
-    let written = |dir: PathBuf, code: Result<ExitCode, Failure>| match &url {
-        Some(url) => remote::publish_after(&dir, url, code?),
-        None => code,
+    // A command that writes, with --remote: publish what it made durable once it is done,
+    // also when only its summary could not be written (the work is durable all the same).
+    let written = |dir: PathBuf, code: Result<ExitCode, Failure>| match (&url, code) {
+        (Some(url), Err(unreported)) if unreported.code() == EXIT_UNREPORTED => {
+            match remote::publish_after(&dir, url, ExitCode::from(EXIT_UNREPORTED)) {
+                Ok(_) => Err(unreported),
+                Err(failure) => Err(Failure::new(format!("{unreported}; then {failure}"))),
+            }
+        }
+        (Some(url), code) => remote::publish_after(&dir, url, code?),
+        (None, code) => code,
     };
     match cli.command {
         Command::Declare(args) => {
@@ -509,6 +521,18 @@ fn print(text: &str) -> Result<(), Failure> {
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush()),
     )
+}
+
+/// Writes the summary of a command whose work is done and durable. A write that fails is
+/// reported as what it is (exit [`EXIT_UNREPORTED`]): the work stands, and with --remote it is
+/// still published.
+fn print_summary(text: &str) -> Result<(), Failure> {
+    print(text).map_err(|failure| {
+        Failure(
+            format!("{failure}; the command's work is done and durable: only its summary was lost"),
+            EXIT_UNREPORTED,
+        )
+    })
 }
 
 /// `Ok` for success and for a closed pipe; any other write error is a failure.

@@ -27,7 +27,7 @@ use strata::segment::vfs::RealFs;
 use strata::{Config, EngineError, Lifetime, Retention, Store};
 
 use super::args::{ReadFormat, RetentionArgs};
-use super::{Failure, declared, open_failure, print, unknown_stream, warn_healed};
+use super::{Failure, declared, open_failure, print, print_summary, unknown_stream, warn_healed};
 
 /// Where a change is written before it is renamed over `retention.json`.
 const RETENTION_TEMP: &str = "retention.json.tmp";
@@ -215,7 +215,7 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
             out = to_json(&shown)?;
         }
     }
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -262,7 +262,7 @@ fn remove_undeclared(
         ),
         ReadFormat::Json => to_json(&BTreeMap::<&str, StreamRetention>::new())?,
     };
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -19,7 +19,9 @@ use strata::index::{Tier, TrackKey, selection_word};
 use strata::recover::fsck::{level_floors_text, raw_floor_text};
 
 use super::args::{ReadFormat, RetireArgs};
-use super::{Failure, count, declared, open_existing, partition_name, print, selected, selection};
+use super::{
+    Failure, count, declared, open_existing, partition_name, print_summary, selected, selection,
+};
 
 pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
     let labels = if args.all {
@@ -74,7 +76,7 @@ pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
             json
         }
     };
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

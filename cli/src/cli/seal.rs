@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::{Failure, open_existing, print};
+use super::{Failure, open_existing, print_summary};
 
 pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
     let mut store = open_existing(dir)?;
@@ -37,6 +37,6 @@ pub fn run(dir: &Path) -> Result<ExitCode, Failure> {
         }
         out.push('\n');
     }
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use strata::index::{RawFloor, TrackKey};
 
 use super::args::TrimArgs;
-use super::{Failure, declared, open_existing, partition_name, print};
+use super::{Failure, declared, open_existing, partition_name, print_summary};
 
 pub fn run(dir: &Path, args: &TrimArgs) -> Result<ExitCode, Failure> {
     let mut store = open_existing(dir)?;
@@ -52,7 +52,7 @@ pub fn run(dir: &Path, args: &TrimArgs) -> Result<ExitCode, Failure> {
             if trimmed.removed.len() == 1 { "" } else { "s" }
         );
     }
-    print(&out)?;
+    print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

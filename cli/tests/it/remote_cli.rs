@@ -218,6 +218,76 @@ fn a_failed_command_publishes_nothing() {
     assert_eq!(logs, 1, "only the declaration's record is in the bucket");
 }
 
+/// `strata ARGS` in `s`'s folder, its stdout on `/dev/full`: every write to it fails (ENOSPC).
+fn to_a_full_stdout(s: &Scratch, args: &[&str]) -> super::cli::Run {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(s.dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(full)
+        .output()
+        .unwrap();
+    super::cli::Run {
+        code: out.status.code().unwrap(),
+        stdout: String::new(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// A command whose work is durable (`trim`, `retire`) and whose summary cannot be written
+/// (stdout on a full device) says so and exits 5, not 1 as if the work had failed; with
+/// --remote it still publishes what it made durable, and a replica reads it.
+#[test]
+fn a_summary_lost_to_a_full_stdout_fails_no_durable_work_and_still_publishes() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    write(&s, &url, &["ingest", "s", "-"], &csv(0, 50));
+
+    let trim = to_a_full_stdout(
+        &s,
+        &[
+            "--store", "store", "--remote", &url, "trim", "s", "--to", "10",
+        ],
+    );
+    assert_eq!(trim.code, 5, "{trim:?}");
+    assert!(
+        trim.stderr.contains("cannot write to stdout")
+            && trim.stderr.contains("only its summary was lost"),
+        "{}",
+        trim.stderr
+    );
+    assert!(
+        trim.stderr.contains("strata: published to file://"),
+        "{}",
+        trim.stderr
+    );
+    // The trim is in the store and in the bucket: reads beneath it are refused by both.
+    for run in [
+        s.run(&["query", "s"]),
+        read_remote(&s, &url, &["query", "s"]),
+    ] {
+        assert_eq!(run.code, 4, "{run:?}");
+        assert!(run.stderr.contains("position 11"), "{}", run.stderr);
+    }
+
+    let retire = to_a_full_stdout(&s, &["--store", "store", "retire", "s", "--track", "north"]);
+    assert_eq!(retire.code, 5, "{retire:?}");
+    assert!(
+        retire.stderr.contains("only its summary was lost"),
+        "{}",
+        retire.stderr
+    );
+    let gone = s.run(&["query", "s", "--track", "north", "--from", "11"]);
+    assert_eq!(gone.code, 4, "the retirement is durable: {gone:?}");
+    assert!(gone.stderr.contains("was retired"), "{}", gone.stderr);
+}
+
 /// `strata ARGS` in `s`'s folder, with the `AWS_*` environment that reaches moto on `port`
 /// (and no other AWS setting of the machine's).
 fn strata_s3(s: &Scratch, port: u16, args: &[&str], stdin: &str) -> super::cli::Run {
