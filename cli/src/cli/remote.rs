@@ -122,14 +122,14 @@ pub fn adopt(dir: &Path, url: &str, args: &super::args::AdoptArgs) -> Result<Exi
     let config = RemoteConfig::default();
     if !args.discard_bucket_history {
         let plan = Publisher::plan_adoption(&store, &bucket, &config).map_err(|e| failed(&e))?;
-        print!("{}", describe_adoption(url, &plan, false));
+        super::print(&describe_adoption(url, &plan, false))?;
         return Err(Failure::new(format!(
             "refusing to adopt {url} without --discard-bucket-history; nothing was changed"
         )));
     }
     let (mut publisher, adoption) =
         Publisher::adopt(&store, bucket, config).map_err(|e| failed(&e))?;
-    print!("{}", describe_adoption(url, &adoption, true));
+    super::print_summary(&describe_adoption(url, &adoption, true))?;
     // Whatever an earlier history left past its grace (nothing of the one just replaced).
     if let Err(error) = publisher.collect() {
         eprintln!(
