@@ -375,7 +375,11 @@ fn a_compacted_store_boots_from_its_live_state_not_its_history() {
     // beside them the lineage, 8 bytes for each frame boundary of the generations replaced
     // (bounded by `Config::lineage_states_max`, #28), which is not the history's records.
     let lineage = store.catalog().lineage().clone();
-    assert!(lineage.len() >= 600, "every barrier's frame is a state ({})", lineage.len());
+    assert!(
+        lineage.len() >= 600,
+        "every barrier's frame is a state ({})",
+        lineage.len()
+    );
     let lineage_bytes = strata::index::encode_frame(&strata::index::Record {
         entries: vec![strata::index::Entry::Lineage(lineage)],
     })

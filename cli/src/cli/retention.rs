@@ -197,12 +197,7 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
     warn_healed(dir, store.boot_report());
     declared(&store, stream)?;
     if before.as_ref() != Some(&file) {
-        write_atomically(dir, &render_retention(&file)).map_err(|error| {
-            Failure::new(format!(
-                "cannot write {}: {error}; it is unchanged",
-                dir.join(RETENTION_FILE).display()
-            ))
-        })?;
+        replace_file(dir, &file)?;
     }
     drop(store);
     let mut out = String::new();
@@ -217,6 +212,16 @@ fn set(dir: &Path, stream: &str, args: &RetentionArgs) -> Result<ExitCode, Failu
     }
     print_summary(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Replaces the store's retention file with `file`, whole or not at all.
+fn replace_file(dir: &Path, file: &RetentionFile) -> Result<(), Failure> {
+    write_atomically(dir, &render_retention(file)).map_err(|error| {
+        Failure::new(format!(
+            "cannot write {}: {error}; it is unchanged",
+            dir.join(RETENTION_FILE).display()
+        ))
+    })
 }
 
 /// `strata retention STREAM --clear` for a stream the store does not declare: removes its
@@ -249,12 +254,7 @@ fn remove_undeclared(
     // The store's lock is held while the file is replaced, as for any change.
     let store = Store::open(dir, Config::default(), &[]).map_err(|e| open_failure(dir, &e))?;
     warn_healed(dir, store.boot_report());
-    write_atomically(dir, &render_retention(&file)).map_err(|error| {
-        Failure::new(format!(
-            "cannot write {}: {error}; it is unchanged",
-            dir.join(RETENTION_FILE).display()
-        ))
-    })?;
+    replace_file(dir, &file)?;
     drop(store);
     let out = match args.format {
         ReadFormat::Table => format!(
