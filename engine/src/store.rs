@@ -703,6 +703,41 @@ impl Store {
         Ok(())
     }
 
+    /// Makes sure no file this store writes from now on is named `through` or below: records
+    /// `NameHigh(through)` (one manifest frame, durable when this returns) if the store could
+    /// still issue such a name, and answers whether it wrote. For a store about to share a
+    /// namespace with files it never made: strata-remote's adoption of a bucket whose old
+    /// history holds segments under names above this store's (a restored backup's).
+    pub fn reserve_names(&mut self, through: FileName) -> Result<bool, EngineError> {
+        self.check_writable("reserve_names")?;
+        if through == FileName::MAX {
+            return Err(EngineError::Internal {
+                reason: "u64::MAX is no file's name: it cannot be reserved".to_owned(),
+            });
+        }
+        if self.next_name > through {
+            return Ok(false);
+        }
+        let record = Record {
+            entries: vec![Entry::NameHigh(through)],
+        };
+        self.catalog_mut()
+            .apply(&record)
+            .map_err(|e| EngineError::Internal {
+                reason: format!("a name reservation's own record was refused: {e}"),
+            })?;
+        let manifest_len = self.manifest.len();
+        if let Err(error) = self.manifest.append(&record) {
+            let frame_bytes = encode_frame(&record).len() as u64;
+            cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
+            let error = EngineError::write(error);
+            self.poisoned = Some(Arc::new(error.duplicate()));
+            return Err(error);
+        }
+        self.next_name = through + 1;
+        Ok(true)
+    }
+
     /// Rewrites the manifest now as a snapshot of the live state if it holds more than twice
     /// the snapshot's bytes, whatever `Config::manifest_rewrite_bytes` says; answers whether it
     /// did. What a store that compaction has just made quiet calls (`compact()` and `strata

@@ -940,11 +940,14 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
 fn get_lineage(r: &mut Reader<'_>) -> Result<Lineage, Malformed> {
     let at = r.pos;
     let n_runs = r.count("lineage run count")?;
-    let mut runs = Vec::with_capacity(n_runs.min(r.remaining()));
+    // A run takes at least 20 bytes (generation, count, a first state): no allocation past
+    // what the body holds.
+    let mut runs = Vec::with_capacity(n_runs.min(r.remaining() / 20));
     for run_idx in 0..n_runs {
         let generation = r.u32("lineage generation")?;
         let n_states = r.count("lineage state count")?;
-        // Each state takes at least 8 bytes: no allocation past what the body holds.
+        // Each state takes at least 8 bytes (16 in memory): no allocation past twice what the
+        // body holds.
         let mut states = Vec::with_capacity(n_states.min(r.remaining() / 8));
         let mut end = 0u64;
         for state_idx in 0..n_states {

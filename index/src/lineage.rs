@@ -177,20 +177,21 @@ impl Lineage {
     }
 
     /// This lineage followed by every state of `manifest`'s trusted prefix (the bytes of
-    /// `generation`, which must be newer than every generation held: a generation being
-    /// replaced), keeping the newest `states_max` states (clamped to [`LINEAGE_STATES_LIMIT`]).
+    /// `generation`, the generation being replaced), keeping the newest `states_max` states (clamped to [`LINEAGE_STATES_LIMIT`]).
     /// What a rewrite or a repair writes into the generation after `generation`; a repair
     /// passes the prefix it keeps, so the states after its cut are not this store's history.
     ///
-    /// # Panics
-    /// If `generation` is not newer than every generation held (the caller's bug).
+    /// A run of `generation` or after, which only a damaged or hand-made manifest holds (no
+    /// rewrite records the generation it writes, or a later one), is no state of this history
+    /// and is dropped.
     #[must_use]
     pub fn extended(&self, generation: u32, manifest: &[u8], states_max: usize) -> Lineage {
-        assert!(
-            self.runs.last().is_none_or(|r| r.generation < generation),
-            "a lineage is extended with a newer generation"
-        );
-        let mut runs = self.runs.clone();
+        let mut runs: Vec<LineageRun> = self
+            .runs
+            .iter()
+            .filter(|r| r.generation < generation)
+            .cloned()
+            .collect();
         let states: Vec<(u64, u32)> = manifest_states(generation, manifest)
             .map(|s| (s.end, s.crc))
             .collect();
@@ -386,6 +387,19 @@ mod tests {
         assert_eq!(lineage.len(), 3);
         assert_eq!(lineage.runs().len(), 1, "older generations dropped whole");
         assert!(matches!(lineage.holds(kept), Holds::Older { .. }));
+    }
+
+    /// A lineage read from damaged bytes may name the generation being replaced, or a later
+    /// one: extending it drops those runs, never panics.
+    #[test]
+    fn runs_of_the_replaced_generation_or_later_are_dropped() {
+        let a = manifest(2);
+        let odd = Lineage::default().extended(7, &a, 100);
+        let next = odd.extended(5, &a, 100);
+        assert_eq!(
+            next.runs().iter().map(|r| r.generation).collect::<Vec<_>>(),
+            [5]
+        );
     }
 
     #[test]

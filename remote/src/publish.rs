@@ -69,8 +69,12 @@ pub struct Adoption {
     /// passed.
     pub segments: Vec<FileName>,
     /// Segments the store's live state claims that the bucket holds under the same name with
-    /// another length: the adoption is refused while there are any.
+    /// other bytes: the adoption is refused while there are any.
     pub collisions: Vec<FileName>,
+    /// The highest segment name in the bucket: the store issues names above it from the
+    /// adoption on (`Store::reserve_names`), so that no name of the old history comes back
+    /// with other bytes.
+    pub names_above: FileName,
     /// How long after the adoption the old history's objects stay.
     pub grace: Duration,
     /// What the adoption uploaded and put (empty in a plan).
@@ -123,7 +127,15 @@ impl Publisher {
         // nobody and the bucket's writer goes on.
         publisher.read_head(vfs.as_ref(), false)?;
         publisher.epoch = take_epoch(&publisher.bucket)?;
-        publisher.read_head(vfs.as_ref(), true)?;
+        if let Err(error) = publisher.read_head(vfs.as_ref(), true) {
+            // The bucket's writer published between the two looks: this store is behind it
+            // after all. Its marker goes again (best effort), so that it fences the writer
+            // for as short a while as can be.
+            if matches!(error, RemoteError::Diverged { .. }) {
+                let _ = publisher.bucket.delete(&epoch_key(publisher.epoch));
+            }
+            return Err(error);
+        }
         // The object store's clock now: when our epoch marker was written.
         let clock = publisher.bucket.modified(&epoch_key(publisher.epoch))?;
         publisher.sweep_unclaimed(clock)?;
@@ -212,10 +224,10 @@ impl Publisher {
         check_identity(vfs.as_ref(), bucket)?;
         let local = LocalState::read(vfs.as_ref())?;
         let logs = log_seqs(bucket, None)?;
-        let live: BTreeMap<FileName, u64> = local
+        let live: BTreeMap<FileName, (u64, u32)> = local
             .catalog
             .live_files()
-            .map(|f| (f.name, f.len))
+            .map(|f| (f.name, (f.len, f.digest)))
             .collect();
         let mut adoption = Adoption {
             replaces: logs.last().copied(),
@@ -233,11 +245,18 @@ impl Publisher {
             let Some(n) = NumberedName::parse(&name) else {
                 continue;
             };
+            adoption.names_above = adoption.names_above.max(n.number);
             match live.get(&n.number) {
                 None => adoption.segments.push(n.number),
-                // Equal lengths are compared byte for byte when the adoption uploads.
-                Some(&len) if len != size => adoption.collisions.push(n.number),
-                Some(_) => {}
+                Some(&(len, _)) if len != size => adoption.collisions.push(n.number),
+                // The same length: the same segment only if it has the same bytes (read, once,
+                // so that the adoption refuses before it changes anything).
+                Some(&(len, digest)) => {
+                    let there = bucket.get(&seg_key(n.number), len)?;
+                    if strata_segment::format::file_digest(&there) != digest {
+                        adoption.collisions.push(n.number);
+                    }
+                }
             }
         }
         Ok(adoption)
@@ -256,8 +275,10 @@ impl Publisher {
     /// reads on. Refused (changing nothing) when the bucket holds a segment under a name the
     /// store's live state uses with other bytes: replacing it would take it from the old
     /// history's replicas (`RemoteError::Refused` naming the objects; publish to another prefix).
+    /// Before it puts anything, the store records that it issues no name at or below the
+    /// bucket's highest (`Store::reserve_names`).
     pub fn adopt(
-        store: &Store,
+        store: &mut Store,
         bucket: Bucket,
         config: RemoteConfig,
     ) -> Result<(Publisher, Adoption), RemoteError> {
@@ -267,6 +288,14 @@ impl Publisher {
                 reason: collision_reason(&adoption.collisions),
             });
         }
+        // The old history's segments stay in the bucket for the grace, and their names must
+        // never come back with other bytes: the store issues names above all of them (a
+        // restored backup's counter is behind the bucket's). One local record, published with
+        // the reset below.
+        if adoption.names_above > 0 {
+            store.reserve_names(adoption.names_above)?;
+        }
+        let store: &Store = store;
         let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
         publisher.epoch = take_epoch(&publisher.bucket)?;
         let parent = match adoption.replaces {
@@ -422,7 +451,32 @@ impl Publisher {
     /// The segments the bucket's newest state claims, as this publisher last published or
     /// read it; `None` when a failure left it unsure (the next publish reads the bucket).
     pub fn claimed(&self) -> Option<&BTreeSet<FileName>> {
-        (!self.stale).then_some(&self.live)
+        (!self.stale && self.fenced.is_none()).then_some(&self.live)
+    }
+
+    /// Refuses, as [`RemoteError::Fenced`], a publisher that a newer writer has fenced, or
+    /// whose epoch is no longer the bucket's highest (a newer writer has attached and may
+    /// collect what this one's last state claims): what must hold before the writer's disk
+    /// gives up a copy the bucket is trusted to keep ([`crate::TieredVfs::evict`]).
+    pub fn still_the_writer(&self) -> Result<(), RemoteError> {
+        if self.fenced.is_some() {
+            return Err(self.fenced_error());
+        }
+        let newer = self
+            .bucket
+            .list("epoch", None)?
+            .iter()
+            .filter_map(|(name, _)| parse_seq(name))
+            .any(|epoch| epoch > self.epoch);
+        if newer {
+            let seq = self.head.as_ref().map_or(0, |h| h.seq.saturating_add(1));
+            return Err(RemoteError::Fenced {
+                seq,
+                epoch: None,
+                ours: self.epoch,
+            });
+        }
+        Ok(())
     }
 
     /// This writer's epoch.
@@ -680,23 +734,14 @@ impl Publisher {
 
     /// Refuses once fenced, or once a newer writer has taken the next epoch.
     fn check_fence(&mut self) -> Result<(), RemoteError> {
-        if self.fenced.is_none() {
-            // Any epoch above ours: a newer writer may have collected the markers between.
-            let newer = self
-                .bucket
-                .list("epoch", None)?
-                .iter()
-                .filter_map(|(name, _)| parse_seq(name))
-                .any(|epoch| epoch > self.epoch);
-            if newer {
-                let seq = self.head.as_ref().map_or(0, |h| h.seq.saturating_add(1));
-                self.fenced = Some((seq, None));
-            }
+        // Any epoch above ours: a newer writer may have collected the markers between.
+        let checked = self.still_the_writer();
+        if let Err(RemoteError::Fenced { seq, epoch, .. }) = &checked
+            && self.fenced.is_none()
+        {
+            self.fenced = Some((*seq, *epoch));
         }
-        match self.fenced {
-            Some(_) => Err(self.fenced_error()),
-            None => Ok(()),
-        }
+        checked
     }
 
     /// Collects after a publish when something waited its grace period out. A failure is not
@@ -999,6 +1044,17 @@ fn take_epoch(bucket: &Bucket) -> Result<u64, RemoteError> {
     for _ in 0..EPOCH_TRIES {
         let highest = highest_epoch(bucket)?;
         let next = highest.map_or(1, |e| e + 1);
+        if next >= EPOCH_MAX {
+            return Err(RemoteError::unreadable(
+                &epoch_key(next - 1),
+                format!(
+                    "epoch {} leaves no epoch below {EPOCH_MAX} for the next writer: writers \
+                     take epochs one above the highest, and none reaches it; the marker is \
+                     junk (remove the object)",
+                    next - 1
+                ),
+            ));
+        }
         if bucket.put_create(&epoch_key(next), Vec::new())? == Created::New {
             return Ok(next);
         }

@@ -205,6 +205,19 @@ fn decode_log(
 /// recorded: the log is one chain, so a replica never moves from one history to another.
 fn apply(before: Option<Assembled>, object: LogObject) -> Result<Assembled, RemoteError> {
     let key = log_key(object.seq);
+    // Formats only go forward: an object of format 1 after one of format 2 would skip the
+    // chain's checks.
+    if let Some(before) = &before
+        && object.version < before.head.version
+    {
+        return Err(RemoteError::unreadable(
+            &key,
+            format!(
+                "an object of format {} after log/{:020}, of format {}",
+                object.version, before.head.seq, before.head.version
+            ),
+        ));
+    }
     if let (Some(before), Some(parent)) = (&before, object.parent)
         && !object.adopted
         && parent != before.head.digest

@@ -123,13 +123,17 @@ impl TieredVfs {
     /// last published or read it) claims, oldest first, until the live segments on the local
     /// disk hold at most `budget` bytes. Each is read from the bucket and checked against its
     /// digest, and recorded by its marker, before its local file goes. `store` must be the store over
-    /// this file system, and `publisher` attached to it.
+    /// this file system, and `publisher` attached to it; a publisher a newer writer has fenced
+    /// evicts nothing (`RemoteError::Fenced`).
     pub fn evict(
         &self,
         store: &Store,
         publisher: &Publisher,
         budget: u64,
     ) -> Result<Evicted, RemoteError> {
+        // A fenced writer's state is no longer what the bucket keeps: the newer writer may
+        // collect what it claims, and the local file would be the last copy.
+        publisher.still_the_writer()?;
         let claimed = publisher.claimed().ok_or_else(|| RemoteError::Diverged {
             reason: format!(
                 "{}: the publisher has not read the bucket since its last failure: publish first",

@@ -114,7 +114,7 @@ fn adopt_hint(dir: &Path, url: &str) -> String {
 /// store's history in the bucket's place deletes (after the grace period), and with the flag
 /// does it.
 pub fn adopt(dir: &Path, url: &str, args: &super::args::AdoptArgs) -> Result<ExitCode, Failure> {
-    let store = open_existing(dir)?;
+    let mut store = open_existing(dir)?;
     let failed = |error: &RemoteError| {
         Failure::new(format!("cannot adopt {url} for {}: {error}", dir.display()))
     };
@@ -128,7 +128,7 @@ pub fn adopt(dir: &Path, url: &str, args: &super::args::AdoptArgs) -> Result<Exi
         )));
     }
     let (mut publisher, adoption) =
-        Publisher::adopt(&store, bucket, config).map_err(|e| failed(&e))?;
+        Publisher::adopt(&mut store, bucket, config).map_err(|e| failed(&e))?;
     super::print_summary(&describe_adoption(url, &adoption, true))?;
     // Whatever an earlier history left past its grace (nothing of the one just replaced).
     if let Err(error) = publisher.collect() {

@@ -437,7 +437,7 @@ fn the_lineage_proves_a_head_rewritten_away_and_adopt_takes_over_past_it() {
         rewrite(&mut store, 4, &mut position, &mut at);
         drop(store);
         // A new command: the store opened again, a publisher attached.
-        let store = Store::open(dir.path(), config.clone(), &[]).unwrap();
+        let mut store = Store::open(dir.path(), config.clone(), &[]).unwrap();
         assert!(store.catalog().lineage().len() <= states_max);
         let attached = Publisher::attach(&store, objects.bucket(), RemoteConfig::default());
         if extends {
@@ -474,7 +474,7 @@ fn the_lineage_proves_a_head_rewritten_away_and_adopt_takes_over_past_it() {
         assert!(plan.collisions.is_empty());
         let before = keys(&objects);
         let (mut publisher, adoption) =
-            Publisher::adopt(&store, objects.bucket(), RemoteConfig::default()).unwrap();
+            Publisher::adopt(&mut store, objects.bucket(), RemoteConfig::default()).unwrap();
         assert_eq!((adoption.seq, adoption.logs.clone()), (1, vec![0]));
         let after = keys(&objects);
         assert!(
@@ -495,7 +495,6 @@ fn the_lineage_proves_a_head_rewritten_away_and_adopt_takes_over_past_it() {
         );
         assert_eq!(same_answers(&store, old_replica.store()) as u64, 3 * at);
         // The adopter publishes on, as any writer.
-        let mut store = store;
         position += 1;
         barrier(&mut store, position, at);
         at += PER;
@@ -619,7 +618,12 @@ fn an_epoch_marker_no_writer_can_exceed_is_refused_naming_it() {
     publisher.publish(&store).unwrap();
     let real = publisher.epoch();
     drop(publisher);
-    for junk in [u64::MAX, strata_remote::EPOCH_MAX] {
+    // At the bound, past it, and one below it (the next writer would take the bound).
+    for junk in [
+        u64::MAX,
+        strata_remote::EPOCH_MAX,
+        strata_remote::EPOCH_MAX - 1,
+    ] {
         let key = format!("store-1/epoch/{junk:020}");
         futures_put(&objects, &key, Vec::new());
         let error =
@@ -645,4 +649,52 @@ fn futures_delete(objects: &Arc<FaultStore>, key: &str) {
         .unwrap()
         .block_on(store.delete(&Path::from(key)))
         .unwrap();
+}
+
+/// A restored backup adopts the bucket, then publishes on: its name counter is behind the names
+/// the old history still holds in the bucket for the grace, so the adoption raises it first
+/// (`Store::reserve_names`), and its next barrier's segment never meets an old one of the same
+/// name with other bytes.
+#[test]
+fn a_restored_backup_that_adopts_issues_names_above_the_old_history() {
+    let objects = FaultStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher =
+        Publisher::attach(&writer, objects.bucket(), RemoteConfig::default()).unwrap();
+    barrier(&mut writer, 1, 0);
+    publisher.publish(&writer).unwrap();
+    let backup = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), backup.path());
+    for position in 2..=5 {
+        barrier(&mut writer, position, (position - 1) * PER);
+        publisher.publish(&writer).unwrap();
+    }
+    drop((publisher, writer));
+    let mut restored = Store::open(backup.path(), config(), &[decl()]).unwrap();
+    let refused = Publisher::attach(&restored, objects.bucket(), RemoteConfig::default());
+    assert!(
+        matches!(refused, Err(RemoteError::Diverged { .. })),
+        "{refused:?}"
+    );
+    let names_before = restored.catalog().next_name();
+    let (mut publisher, adoption) =
+        Publisher::adopt(&mut restored, objects.bucket(), RemoteConfig::default()).unwrap();
+    assert!(adoption.names_above >= names_before, "{adoption:?}");
+    assert!(
+        restored.catalog().name_high() >= adoption.names_above,
+        "the store issues no name the old history holds"
+    );
+    // The backup goes on: barriers of its own, published, while the old history's segments
+    // wait out the grace under their names.
+    for position in 2..=4 {
+        barrier(&mut restored, position, (position + 20) * PER);
+        let published = publisher.publish(&restored).unwrap();
+        assert_eq!(published.already_there, 0, "a fresh name every time");
+    }
+    let replica = Replica::open(objects.bucket(), config(), RemoteConfig::default()).unwrap();
+    assert_eq!(
+        same_answers(&restored, replica.store()),
+        3 * 4 * PER as usize
+    );
 }
