@@ -1197,3 +1197,23 @@ fn a_stream_declared_again_after_a_repair_takes_positions_above_its_fence() {
         Err(EngineError::UnknownStream { .. })
     ));
 }
+
+/// `Store::reserve_names` makes every later file's name rise above the reservation, durably:
+/// the next barrier after a reopen is named above it too; a reservation below what the store
+/// would issue anyway writes nothing.
+#[test]
+fn reserved_names_are_never_issued_even_after_a_reopen() {
+    let fs = SimFs::new();
+    let mut store = Store::open_or_create_in(sim(&fs), Config::default(), &[capture()]).unwrap();
+    store.publish("capture", 1, &[row("a", 1, 1, 1.0)]).unwrap();
+    store.seal().unwrap();
+    assert!(!store.reserve_names(0).unwrap(), "nothing to reserve");
+    assert!(store.reserve_names(500).unwrap());
+    drop(store);
+    let mut store = Store::open_in(sim(&fs.crash()), Config::default(), &[]).unwrap();
+    store.publish("capture", 2, &[row("a", 1, 2, 2.0)]).unwrap();
+    store.seal().unwrap();
+    let names: Vec<u64> = store.catalog().live_files().map(|f| f.name).collect();
+    assert_eq!(names.len(), 2);
+    assert!(names[0] < 500 && names[1] > 500, "{names:?}");
+}
