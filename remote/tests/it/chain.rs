@@ -89,27 +89,46 @@ fn barrier(store: &mut Store, position: u64, from: u64) {
 
 /// Every key in the bucket, sorted.
 fn keys(objects: &Arc<FaultStore>) -> Vec<String> {
-    let store: Arc<dyn ObjectStore> = Arc::clone(objects) as Arc<dyn ObjectStore>;
-    let mut keys: Vec<String> = futures_block(store.list(Some(&Path::from("store-1"))))
-        .into_iter()
-        .map(|meta| meta.location.to_string())
-        .collect();
+    use futures_util::TryStreamExt;
+    let metas: Vec<object_store::ObjectMeta> = block_on(
+        raw(objects)
+            .list(Some(&Path::from("store-1")))
+            .try_collect(),
+    )
+    .unwrap();
+    let mut keys: Vec<String> = metas.into_iter().map(|m| m.location.to_string()).collect();
     keys.sort();
     keys
 }
 
-fn futures_block(
-    stream: futures_util::stream::BoxStream<
-        'static,
-        object_store::Result<object_store::ObjectMeta>,
-    >,
-) -> Vec<object_store::ObjectMeta> {
-    use futures_util::TryStreamExt;
+/// Runs `future` to its end on a runtime of its own (the test's threads have none).
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
-        .block_on(stream.try_collect())
-        .unwrap()
+        .block_on(future)
+}
+
+fn raw(objects: &Arc<FaultStore>) -> Arc<dyn ObjectStore> {
+    Arc::clone(objects) as Arc<dyn ObjectStore>
+}
+
+fn futures_get(objects: &Arc<FaultStore>, key: &str) -> Vec<u8> {
+    use object_store::ObjectStoreExt;
+    block_on(async {
+        let got = raw(objects).get(&Path::from(key)).await.unwrap();
+        got.bytes().await.unwrap().to_vec()
+    })
+}
+
+fn futures_put(objects: &Arc<FaultStore>, key: &str, bytes: Vec<u8>) {
+    use object_store::ObjectStoreExt;
+    block_on(raw(objects).put(&Path::from(key), bytes.into())).unwrap();
+}
+
+fn futures_delete(objects: &Arc<FaultStore>, key: &str) {
+    use object_store::ObjectStoreExt;
+    block_on(raw(objects).delete(&Path::from(key))).unwrap();
 }
 
 /// The manifest generation of the store in `dir`.
@@ -351,24 +370,6 @@ fn interlope(
     error
 }
 
-fn futures_get(objects: &Arc<FaultStore>, key: &str) -> Vec<u8> {
-    use object_store::ObjectStoreExt;
-    let store: Arc<dyn ObjectStore> = Arc::clone(objects) as Arc<dyn ObjectStore>;
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(async {
-            store
-                .get(&Path::from(key))
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap()
-                .to_vec()
-        })
-}
-
 /// #28's acceptance: for a writer and, at every one of its puts, each of a stale copy, a
 /// restored older copy with a higher generation, a repaired copy and a second store with the
 /// same identity attempting to publish (and then the writer going on): every attempt is
@@ -594,16 +595,6 @@ fn a_replica_refuses_a_reset_that_does_not_extend_the_head_unless_adopted() {
     }
 }
 
-fn futures_put(objects: &Arc<FaultStore>, key: &str, bytes: Vec<u8>) {
-    use object_store::ObjectStoreExt;
-    let store: Arc<dyn ObjectStore> = Arc::clone(objects) as Arc<dyn ObjectStore>;
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(store.put(&Path::from(key), bytes.into()))
-        .unwrap();
-}
-
 /// An epoch marker no writer can exceed (`touch epoch/18446744073709551615`) is refused as junk,
 /// naming it, instead of wrapping to epoch 0 and fencing every writer for good; removed, the
 /// writer attaches one above the highest real epoch.
@@ -639,16 +630,6 @@ fn an_epoch_marker_no_writer_can_exceed_is_refused_naming_it() {
     }
     let publisher = Publisher::attach(&store, objects.bucket(), RemoteConfig::default()).unwrap();
     assert_eq!(publisher.epoch(), real + 1);
-}
-
-fn futures_delete(objects: &Arc<FaultStore>, key: &str) {
-    use object_store::ObjectStoreExt;
-    let store: Arc<dyn ObjectStore> = Arc::clone(objects) as Arc<dyn ObjectStore>;
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(store.delete(&Path::from(key)))
-        .unwrap();
 }
 
 /// A restored backup adopts the bucket, then publishes on: its name counter is behind the names
