@@ -38,6 +38,25 @@ pub(crate) fn strata_in(cwd: &Path, args: &[&str], stdin: &str) -> Run {
     }
 }
 
+/// `declare capture` as the #28 reproducers declare it: tracks `run,probe`, axis `t`, one
+/// measured `value`.
+pub(crate) const DECLARE_CAPTURE: [&str; 14] = [
+    "declare",
+    "capture",
+    "--field",
+    "run:str",
+    "--field",
+    "probe:str",
+    "--field",
+    "t:u64",
+    "--field",
+    "value:f64",
+    "--track",
+    "run,probe",
+    "--axis",
+    "t",
+];
+
 /// A scratch folder holding a store at `store/` (not created until `declare`).
 pub(crate) struct Scratch {
     pub(crate) dir: TempDir,

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 
 use strata::{Config, FieldKind, Store, StoredRow, Stream, Value};
 
-use super::cli::{Run, Scratch, strata_in};
+use super::cli::{DECLARE_CAPTURE, Run, Scratch, strata_in};
 use super::interrupt::{POLL, Running, WAIT_MAX};
 
 /// Rows ingested, and rows per seal: 100 barriers, as the acceptance check's 2×10^6 rows at 200
@@ -1013,25 +1013,7 @@ fn a_compacting_ingest_leaves_a_manifest_boot_replays_quickly() {
 #[test]
 fn compact_under_retention_brings_a_backlog_down_to_the_file_bound() {
     let s = Scratch::new();
-    s.ok(
-        &[
-            "declare",
-            "capture",
-            "--field",
-            "run:str",
-            "--field",
-            "probe:str",
-            "--field",
-            "t:u64",
-            "--field",
-            "value:f64",
-            "--track",
-            "run,probe",
-            "--axis",
-            "t",
-        ],
-        "",
-    );
+    s.ok(&DECLARE_CAPTURE, "");
     let mut csv = "run,probe,t,value\n".to_owned();
     for i in 0..20_000u64 {
         let _ = writeln!(csv, "r0,p0,{},{}", 10 * i, (i * 7 % 100) as f64 / 4.0);

@@ -5,32 +5,14 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::cli::{Run, Scratch};
+use super::cli::{DECLARE_CAPTURE, Run, Scratch};
 
 /// Stream `capture` (tracks `run,probe`, axis `t`, measured `value`) holding two tracks whose
 /// labels joined by commas read alike: `"r0,p1"/x` and `r0/p1`, one row each; and stream `one`
 /// (one track field) holding the track `a,b`.
 fn store_with_commas() -> Scratch {
     let s = Scratch::new();
-    s.ok(
-        &[
-            "declare",
-            "capture",
-            "--field",
-            "run:str",
-            "--field",
-            "probe:str",
-            "--field",
-            "t:u64",
-            "--field",
-            "value:f64",
-            "--track",
-            "run,probe",
-            "--axis",
-            "t",
-        ],
-        "",
-    );
+    s.ok(&DECLARE_CAPTURE, "");
     s.ok(
         &["ingest", "capture", "-"],
         "run,probe,t,value\n\"r0,p1\",x,10,1.5\nr0,p1,10,2.5\n",

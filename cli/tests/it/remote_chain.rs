@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use super::cli::{Run, strata_in};
+use super::cli::{DECLARE_CAPTURE, Run, strata_in};
 
 /// `gen.py N RUNS PROBES START`: `run,probe,t,value` rows, `t = 10·i` for `i` in
 /// `START..START+N`, for every run and probe.
@@ -47,28 +47,18 @@ impl Scene {
         run
     }
 
+    /// `strata --store STORE --remote URL ingest capture - EXTRA...` of `csv`, insisting on
+    /// exit 0.
+    fn ingest(&self, store: &str, csv: &str, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "--store", store, "--remote", &self.url, "ingest", "capture", "-",
+        ];
+        args.extend_from_slice(extra);
+        self.ok(&args, csv)
+    }
+
     fn declare(&self, store: &str) {
-        self.ok(
-            &[
-                "--store",
-                store,
-                "declare",
-                "capture",
-                "--field",
-                "run:str",
-                "--field",
-                "probe:str",
-                "--field",
-                "t:u64",
-                "--field",
-                "value:f64",
-                "--track",
-                "run,probe",
-                "--axis",
-                "t",
-            ],
-            "",
-        );
+        self.ok(&[&["--store", store][..], &DECLARE_CAPTURE].concat(), "");
     }
 
     /// `strata --remote URL query capture --from P --to P`: the replica's row at position P.
@@ -126,15 +116,9 @@ fn a_stale_copy_of_a_store_is_refused_and_the_real_writer_goes_on() {
     let s = Scene::new();
     let url = s.url.clone();
     s.declare("fa");
-    s.ok(
-        &["--store", "fa", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(500, 2, 2, 0),
-    );
+    s.ingest("fa", &gen_rows(500, 2, 2, 0), &[]);
     copy_dir(&s.dir.path().join("fa"), &s.dir.path().join("fa.old"));
-    s.ok(
-        &["--store", "fa", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(1000, 2, 2, 500),
-    );
+    s.ingest("fa", &gen_rows(1000, 2, 2, 500), &[]);
     let real = s.replica_row(2001);
     assert!(real.contains(",5000,"), "t = 5000: {real}");
     for start in ["9000", "11000"] {
@@ -186,10 +170,7 @@ fn a_stale_copy_of_a_store_is_refused_and_the_real_writer_goes_on() {
         "replicas answer the real history"
     );
     // The real writer goes on, and the bucket follows it.
-    s.ok(
-        &["--store", "fa", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(10, 2, 2, 1500),
-    );
+    s.ingest("fa", &gen_rows(10, 2, 2, 1500), &[]);
     assert_eq!(s.replica_rows(), 4 * 1510);
 }
 
@@ -204,19 +185,7 @@ fn a_repaired_store_cannot_rewind_the_bucket_unless_an_operator_adopts() {
     let url = s.url.clone();
     s.declare("s");
     for b in 0..20 {
-        s.ok(
-            &[
-                "--store",
-                "s",
-                "--remote",
-                &url,
-                "ingest",
-                "capture",
-                "-",
-                "--no-compact",
-            ],
-            &gen_rows(500, 2, 2, b * 500),
-        );
+        s.ingest("s", &gen_rows(500, 2, 2, b * 500), &["--no-compact"]);
     }
     assert_eq!(s.replica_rows(), 40_000);
     let manifest = s.dir.path().join("s/manifest-000001");
@@ -284,10 +253,7 @@ fn a_repaired_store_cannot_rewind_the_bucket_unless_an_operator_adopts() {
         "{now_segments:?}"
     );
     // And the store publishes on as the bucket's writer.
-    let said = s.ok(
-        &["--store", "s", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(10, 2, 2, 100_000),
-    );
+    let said = s.ingest("s", &gen_rows(10, 2, 2, 100_000), &[]);
     assert!(said.stderr.contains("published"), "{}", said.stderr);
     assert_eq!(s.replica_rows(), kept + 40);
 }
@@ -300,10 +266,7 @@ fn a_junk_epoch_marker_is_refused_naming_it() {
     let s = Scene::new();
     let url = s.url.clone();
     s.declare("s");
-    s.ok(
-        &["--store", "s", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(10, 1, 1, 0),
-    );
+    s.ingest("s", &gen_rows(10, 1, 1, 0), &[]);
     let junk = s.dir.path().join("x/bucket/epoch/18446744073709551615");
     std::fs::write(&junk, b"").unwrap();
     for _ in 0..2 {
@@ -319,10 +282,7 @@ fn a_junk_epoch_marker_is_refused_naming_it() {
         );
     }
     std::fs::remove_file(junk).unwrap();
-    let said = s.ok(
-        &["--store", "s", "--remote", &url, "ingest", "capture", "-"],
-        &gen_rows(10, 1, 1, 10),
-    );
+    let said = s.ingest("s", &gen_rows(10, 1, 1, 10), &[]);
     assert!(said.stderr.contains("published"), "{}", said.stderr);
     assert_eq!(s.replica_rows(), 20);
 }
@@ -336,19 +296,7 @@ fn a_damaged_log_object_is_named_and_adopt_gets_past_it() {
     let url = s.url.clone();
     s.declare("s");
     for b in 0..3 {
-        s.ok(
-            &[
-                "--store",
-                "s",
-                "--remote",
-                &url,
-                "ingest",
-                "capture",
-                "-",
-                "--no-compact",
-            ],
-            &gen_rows(10, 1, 1, b * 10),
-        );
+        s.ingest("s", &gen_rows(10, 1, 1, b * 10), &["--no-compact"]);
     }
     let logs = s.keys("log");
     assert!(logs.len() >= 3, "{logs:?}");

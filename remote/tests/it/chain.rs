@@ -87,6 +87,19 @@ fn barrier(store: &mut Store, position: u64, from: u64) {
     store.seal().unwrap();
 }
 
+/// A writer over a fresh bucket that has published one barrier: the bucket, the store's
+/// folder, the store and its publisher.
+fn published_writer() -> (Arc<FaultStore>, tempfile::TempDir, Store, Publisher) {
+    let objects = FaultStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher =
+        Publisher::attach(&store, objects.bucket(), RemoteConfig::default()).unwrap();
+    barrier(&mut store, 1, 0);
+    publisher.publish(&store).unwrap();
+    (objects, dir, store, publisher)
+}
+
 /// Every key in the bucket, sorted.
 fn keys(objects: &Arc<FaultStore>) -> Vec<String> {
     use futures_util::TryStreamExt;
@@ -245,13 +258,7 @@ struct Tally {
 /// The writer's script with `kind` attempting just before its `k`-th put (counted from the
 /// script's start); `None` runs it clean and answers the puts it made.
 fn run(kind: Interloper, k: Option<u64>, tally: &mut Tally) -> u64 {
-    let objects = FaultStore::new();
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = Store::create(dir.path(), config(), &[decl()]).unwrap();
-    let mut publisher =
-        Publisher::attach(&writer, objects.bucket(), RemoteConfig::default()).unwrap();
-    barrier(&mut writer, 1, 0);
-    publisher.publish(&writer).unwrap();
+    let (objects, dir, mut writer, mut publisher) = published_writer();
     let old = tempfile::tempdir().unwrap();
     copy_dir(dir.path(), old.path());
     barrier(&mut writer, 2, PER);
@@ -524,13 +531,7 @@ fn the_lineage_proves_a_head_rewritten_away_and_adopt_takes_over_past_it() {
 #[test]
 fn a_replica_refuses_a_reset_that_does_not_extend_the_head_unless_adopted() {
     for adopted in [false, true] {
-        let objects = FaultStore::new();
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
-        let mut publisher =
-            Publisher::attach(&store, objects.bucket(), RemoteConfig::default()).unwrap();
-        barrier(&mut store, 1, 0);
-        publisher.publish(&store).unwrap();
+        let (objects, _dir, store, _publisher) = published_writer();
         let mut replica =
             Replica::open(objects.bucket(), config(), RemoteConfig::default()).unwrap();
         // Another history: a store of its own with the same identity, its reset built by hand
@@ -600,13 +601,7 @@ fn a_replica_refuses_a_reset_that_does_not_extend_the_head_unless_adopted() {
 /// writer attaches one above the highest real epoch.
 #[test]
 fn an_epoch_marker_no_writer_can_exceed_is_refused_naming_it() {
-    let objects = FaultStore::new();
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
-    let mut publisher =
-        Publisher::attach(&store, objects.bucket(), RemoteConfig::default()).unwrap();
-    barrier(&mut store, 1, 0);
-    publisher.publish(&store).unwrap();
+    let (objects, _dir, store, publisher) = published_writer();
     let real = publisher.epoch();
     drop(publisher);
     // At the bound, past it, and one below it (the next writer would take the bound).
@@ -638,13 +633,7 @@ fn an_epoch_marker_no_writer_can_exceed_is_refused_naming_it() {
 /// name with other bytes.
 #[test]
 fn a_restored_backup_that_adopts_issues_names_above_the_old_history() {
-    let objects = FaultStore::new();
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = Store::create(dir.path(), config(), &[decl()]).unwrap();
-    let mut publisher =
-        Publisher::attach(&writer, objects.bucket(), RemoteConfig::default()).unwrap();
-    barrier(&mut writer, 1, 0);
-    publisher.publish(&writer).unwrap();
+    let (objects, dir, mut writer, mut publisher) = published_writer();
     let backup = tempfile::tempdir().unwrap();
     copy_dir(dir.path(), backup.path());
     for position in 2..=5 {
