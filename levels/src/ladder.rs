@@ -242,6 +242,144 @@ impl Ladder {
         cells
     }
 
+    /// The lowest level at which one cell holds both `x` and `y` (`x <= y`): two consecutive
+    /// rows at `x` and `y` are folded together from this level up, and lie in separate cells
+    /// beneath it. Constant time for a base and fanout that are powers of two; otherwise a
+    /// binary search of the levels (each a division).
+    pub fn shared_level(&self, x: u64, y: u64) -> u8 {
+        let (x, y) = (x.min(y), x.max(y));
+        if self.base.is_power_of_two() && self.fanout.is_power_of_two() {
+            let shift = self.base.trailing_zeros();
+            let differ = (x >> shift) ^ (y >> shift);
+            // Bits that still differ at level 0; each level drops log2(fanout) of them.
+            let bits = u64::BITS - differ.leading_zeros();
+            let per_level = self.fanout.trailing_zeros();
+            let level = bits.div_ceil(per_level);
+            return u8::try_from(level).map_or(LEVELS_MAX, |l| l.min(LEVELS_MAX));
+        }
+        let (mut lo, mut hi) = (0u8, LEVELS_MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cell(x, mid) == self.cell(y, mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// The shared level of each row with the one before it (`shared[i]` for rows `i` and
+    /// `i + 1`), for an axis in publish order. From these alone a fold knows the cells of every
+    /// level: rows `i` and `i + 1` share a cell of level `k` exactly when `shared[i] <= k`.
+    ///
+    /// # Panics
+    /// If the axis goes backwards.
+    pub fn shared_levels(&self, axis: &[u64]) -> Vec<u8> {
+        axis.windows(2)
+            .map(|pair| {
+                assert!(
+                    pair[1] >= pair[0],
+                    "axis went backwards: {} after {}",
+                    pair[1],
+                    pair[0]
+                );
+                self.shared_level(pair[0], pair[1])
+            })
+            .collect()
+    }
+
+    /// How many cells each level `0 ..= top` holds for rows whose [`Ladder::shared_levels`]
+    /// are `shared` (one row or more): a cell begins wherever two consecutive rows do not
+    /// share one.
+    pub fn cells_per_level(shared: &[u8], top: u8) -> Vec<u64> {
+        let mut starting_at = [0u64; LEVELS_MAX as usize + 2];
+        for &s in shared {
+            // Rows that first share a cell at level `s` are in different cells beneath it.
+            starting_at[usize::from(s)] += 1;
+        }
+        let mut counts = Vec::with_capacity(usize::from(top) + 1);
+        // Cells at level k: 1 + the pairs that share nothing at k (s > k).
+        let mut beyond: u64 = starting_at.iter().sum();
+        for level in 0..=usize::from(top) {
+            beyond -= starting_at[level];
+            counts.push(1 + beyond);
+        }
+        counts
+    }
+
+    /// The cells of `level` for rows in publish order, exactly as folding them into level 0
+    /// and then [`Ladder::fold_level`] `level` times would give them, bit for bit, without
+    /// building the levels beneath: each level's cell is the fold, left to right, of its
+    /// children, and a cell with one child is that child, so only the folds where two pieces
+    /// meet are done (fewer than the rows). `shared` is [`Ladder::shared_levels`] of the rows'
+    /// axis; `value(i)` is row `i`'s value.
+    ///
+    /// This is how a level that is not stored is answered from the raw rows, and how a seal
+    /// builds the lowest level it stores: the merge law makes the two the same cells.
+    ///
+    /// # Panics
+    /// If `shared` is not one shorter than `axis` (for rows), or `level > LEVELS_MAX`.
+    pub fn fold_rows_to(
+        &self,
+        field: u16,
+        axis: &[u64],
+        shared: &[u8],
+        value: impl Fn(usize) -> Num,
+        level: u8,
+    ) -> Vec<Cell> {
+        assert!(level <= LEVELS_MAX, "level {level} is beyond {LEVELS_MAX}");
+        if axis.is_empty() {
+            return Vec::new();
+        }
+        assert_eq!(shared.len() + 1, axis.len(), "a shared level per pair of rows");
+        let mut cells = Vec::new();
+        // The open cell of every level 0 ..= `level` holds the latest row. `pending` keeps,
+        // descending by level (level 0 last), the fold of each open cell's finished children
+        // wherever it has any: `(k, acc)` is the fold of open cell k's children before its open
+        // child. Level 0's entry is the fold of its rows so far, and is always there.
+        let mut pending: Vec<(u8, Bucket)> = Vec::with_capacity(8);
+        pending.push((0, Bucket::of_row(field, axis[0], value(0))));
+        // The value of the open cell at `upto`: its children's fold, then its open child's.
+        let close = |pending: &mut Vec<(u8, Bucket)>, upto: u8| -> Bucket {
+            let (_, mut v) = pending.pop().expect("level 0 is open");
+            while pending.last().is_some_and(|&(k, _)| k <= upto) {
+                let (_, mut acc) = pending.pop().expect("just seen");
+                acc.absorb(&v);
+                v = acc;
+            }
+            v
+        };
+        for row in 1..axis.len() {
+            let s = shared[row - 1];
+            let leaf = Bucket::of_row(field, axis[row], value(row));
+            if s == 0 {
+                pending.last_mut().expect("level 0 is open").1.absorb(&leaf);
+                continue;
+            }
+            if s > level {
+                // The open cell of `level` is finished: every open cell beneath it is too.
+                let v = close(&mut pending, level);
+                let index = self.cell(v.first.axis, level);
+                cells.push(Cell { index, bucket: v });
+                pending.clear();
+                pending.push((0, leaf));
+                continue;
+            }
+            // Open cells beneath `s` finish; the one at `s` gains a finished child.
+            let v = close(&mut pending, s - 1);
+            match pending.last_mut() {
+                Some((k, acc)) if *k == s => acc.absorb(&v),
+                _ => pending.push((s, v)),
+            }
+            pending.push((0, leaf));
+        }
+        let v = close(&mut pending, level);
+        let index = self.cell(v.first.axis, level);
+        cells.push(Cell { index, bucket: v });
+        cells
+    }
+
     /// Folds the cells of one level (ascending by index, one field) into the next level's cells.
     ///
     /// # Panics
@@ -314,6 +452,56 @@ mod tests {
             // Bit for bit: compare the values' bits, not their float equality.
             let bits = |cells: &[Cell]| format!("{cells:?}");
             prop_assert_eq!(bits(&by_slices), bits(&by_rows));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn folding_to_a_level_equals_folding_every_level_beneath(
+            base in prop_oneof![1u64..20, Just(1u64), Just(64), Just(1024)],
+            fanout in prop_oneof![2u64..6, Just(2u64), Just(4), Just(16)],
+            start in prop_oneof![0u64..100, (u64::MAX - 1000)..=u64::MAX],
+            rows in prop::collection::vec((prop_oneof![0u64..4, 0u64..3000], value()), 1..300),
+            level in 0u8..12,
+        ) {
+            let ladder = Ladder::new(base, fanout).unwrap();
+            let mut t = start;
+            let (axis, values): (Vec<u64>, Vec<f64>) = rows
+                .into_iter()
+                .map(|(step, v)| {
+                    t = t.saturating_add(step);
+                    (t, v)
+                })
+                .unzip();
+            let mut naive = ladder.fold_f64_rows(3, &axis, &values, 0);
+            for _ in 0..level {
+                naive = ladder.fold_level(&naive);
+            }
+            let shared = ladder.shared_levels(&axis);
+            let direct = ladder.fold_rows_to(3, &axis, &shared, |i| Num::F64(values[i]), level);
+            let bits = |cells: &[Cell]| format!("{cells:?}");
+            prop_assert_eq!(bits(&direct), bits(&naive));
+            // The cell counts read off the shared levels are the levels' own.
+            let top = ladder.top_level(axis[0], axis[axis.len() - 1]).max(level);
+            let counts = Ladder::cells_per_level(&shared, top);
+            let mut cells = ladder.fold_f64_rows(3, &axis, &values, 0);
+            for (k, &count) in counts.iter().enumerate() {
+                prop_assert_eq!(count, cells.len() as u64, "level {}", k);
+                cells = ladder.fold_level(&cells);
+            }
+        }
+
+        #[test]
+        fn the_shared_level_is_the_lowest_whose_cell_holds_both(
+            base in prop_oneof![1u64..100, Just(1u64), Just(8), Just(u64::MAX)],
+            fanout in prop_oneof![2u64..10, Just(2u64), Just(4), Just(u64::MAX)],
+            x in prop_oneof![any::<u64>(), 0u64..1000],
+            gap in prop_oneof![any::<u64>(), 0u64..1000],
+        ) {
+            let ladder = Ladder::new(base, fanout).unwrap();
+            let y = x.saturating_add(gap);
+            let by_walk = (0..=LEVELS_MAX).find(|&k| ladder.cell(x, k) == ladder.cell(y, k));
+            prop_assert_eq!(Some(ladder.shared_level(x, y)), by_walk);
         }
     }
 
