@@ -30,11 +30,11 @@
 
 pub use strata_engine::{
     Aggregate, BeneathWindow, Bucket, Cell, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
-    EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, Lifetime, MemorySeries,
-    Metrics, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns, Resource,
-    Retention, Row, SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl,
-    StreamIntact, Survey, SurveyFill, Swept, Trimmed, Value, Values, conformance, describe,
-    parse_kind,
+    EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, LEVEL_BYTES_SHARE,
+    LevelStorage, Lifetime, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN,
+    Point, QueryRows, QueryRuns, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,
+    StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept, Trimmed, Value, Values,
+    conformance, describe, parse_kind,
 };
 /// The store owned by a supervisor behind bounded lanes (docs/embedding.md): the `served`
 /// feature, on by default, which brings tokio.

@@ -36,13 +36,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
-use strata_levels::{Bucket, Cell};
+use strata_levels::{Bucket, Cell, Ladder, Num, NumKind};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 use strata_segment::{Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, TempFile};
 
 use crate::error::EngineError;
-use crate::ladder::{FieldLevels, ladder_of, num_kind};
+use crate::ladder::{
+    FieldLevels, LevelStorage, ladder_of, level_storage, num_kind, raw_bytes, stored_from,
+};
 use crate::read::unreadable;
 use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
@@ -81,6 +83,46 @@ struct Pick {
 struct Merged {
     rows: Staged,
     levels: Vec<FieldLevels>,
+    /// The output's lowest level stored whole (`PartitionInput::stored_from`).
+    stored_from: u8,
+}
+
+/// One input of a merge, as the output holds it.
+struct MergeInput {
+    /// Its first row in the output.
+    start: usize,
+    /// Its lowest level stored whole, if it stores any whole.
+    whole_from: Option<u8>,
+}
+
+/// `index` of a cell `up` levels higher.
+fn lift_index(ladder: &Ladder, index: u64, up: u8) -> u64 {
+    (0..up).fold(index, |i, _| ladder.parent(i))
+}
+
+/// The cells of `level` that rows `axis` (with `shared` levels) of `column`, starting at row
+/// `start` of it, fold to.
+fn fold_column_to(
+    ladder: &Ladder,
+    field: u16,
+    axis: &[u64],
+    shared: &[u8],
+    column: &ColumnBuf,
+    start: usize,
+    level: u8,
+) -> Vec<Cell> {
+    match column {
+        ColumnBuf::U64(v) => {
+            ladder.fold_rows_to(field, axis, shared, |i| Num::U64(v[start + i]), level)
+        }
+        ColumnBuf::I64(v) => {
+            ladder.fold_rows_to(field, axis, shared, |i| Num::I64(v[start + i]), level)
+        }
+        ColumnBuf::F64(v) => {
+            ladder.fold_rows_to(field, axis, shared, |i| Num::F64(v[start + i]), level)
+        }
+        ColumnBuf::Var { .. } => Vec::new(),
+    }
 }
 
 impl Store {
@@ -370,10 +412,18 @@ impl Store {
         let mut merged = Merged {
             rows: state.empty_rows(),
             levels: Vec::new(),
+            stored_from: 0,
         };
+        // Each input's first row in the output, and its lowest level stored whole, if any.
+        let mut inputs = Vec::with_capacity(pick.inputs.len());
         for (name, entry) in &pick.inputs {
             let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
             self.check_partition(&reader, part_idx, entry)?;
+            let stored_from = reader.partitions()[part_idx].stored_from;
+            inputs.push(MergeInput {
+                start: merged.rows.positions.len(),
+                whole_from: (stored_from < entry.n_levels).then_some(stored_from),
+            });
             let positions = reader.positions(part_idx).map_err(unreadable)?;
             merged.rows.positions.extend(positions.iter());
             let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
@@ -394,21 +444,36 @@ impl Store {
                 append(buf, &column, reader.path())?;
             }
         }
-        merged.levels = self.merge_levels(pick, &merged.rows.axis)?;
+        (merged.stored_from, merged.levels) = self.merge_levels(pick, &merged.rows, &inputs)?;
         Ok(merged)
     }
 
-    /// Every level from 0 to the output's top, per measured field: each input's cells of that
-    /// level (derived from its top cell above its top, as a read derives them), merged oldest
-    /// first. That is exactly what a read of the inputs merged, so the output answers alike.
-    fn merge_levels(&self, pick: &Pick, axis: &[u64]) -> Result<Vec<FieldLevels>, EngineError> {
+    /// Every level the output stores, per measured field: each input's cells of that level
+    /// (folded from its rows where it does not store the level, and lifted from its top cell
+    /// above its top, as a read has them), merged oldest first. That is exactly what a read of
+    /// the inputs merged, so the output answers alike.
+    ///
+    /// Under `LevelStorage::Adaptive` the output stores levels whole only from the lowest its
+    /// own rows call for (`ladder::stored_from`), and never lower than an input that stores
+    /// levels whole (whose cells may be merges themselves, which the output's rows would not
+    /// fold to). Beneath that, it stores only the cells where the read of the inputs differs
+    /// from the fold of the output's rows, bit for bit: cells that straddle two inputs (their
+    /// sums add in another order) or that an input stored itself. A read of the output folds
+    /// the rest from its rows.
+    fn merge_levels(
+        &self,
+        pick: &Pick,
+        rows: &Staged,
+        inputs: &[MergeInput],
+    ) -> Result<(u8, Vec<FieldLevels>), EngineError> {
         let decl = &self.streams[&pick.stream].decl;
+        let axis = &rows.axis;
         let (Some(&lo), Some(&hi)) = (axis.first(), axis.last()) else {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         };
         let n_with_levels = pick.inputs.iter().filter(|(_, e)| e.n_levels > 0).count();
         if n_with_levels == 0 {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
         if n_with_levels != pick.inputs.len() {
             return Err(EngineError::Internal {
@@ -422,13 +487,30 @@ impl Store {
         }
         let ladder = ladder_of(decl);
         let top = ladder.top_level(lo, hi);
+        let measured: Vec<(u16, NumKind)> = decl
+            .measured()
+            .into_iter()
+            .filter_map(|f| Some((f, num_kind(decl.fields[usize::from(f)].kind)?)))
+            .collect();
+        let shared = ladder.shared_levels(axis);
+        let from = match level_storage(&self.config, &pick.stream) {
+            LevelStorage::Whole => 0,
+            LevelStorage::Adaptive => inputs.iter().filter_map(|i| i.whole_from).fold(
+                stored_from(&shared, top, measured.len() as u64, raw_bytes(rows)),
+                u8::min,
+            ),
+        };
         let mut fields = Vec::new();
-        for field in decl.measured() {
-            let Some(kind) = num_kind(decl.fields[usize::from(field)].kind) else {
-                continue;
-            };
+        for (field, kind) in measured {
             let mut levels = Vec::with_capacity(usize::from(top) + 1);
-            for level in 0..=top {
+            for level in 0..from.min(top + 1) {
+                levels.push(
+                    self.merged_cells_differing(
+                        pick, rows, inputs, &ladder, &shared, field, level,
+                    )?,
+                );
+            }
+            for level in from..=top {
                 // Newest input first, each merged in front: the right fold a read takes.
                 let mut cells: BTreeMap<u64, Bucket> = BTreeMap::new();
                 for (name, entry) in pick.inputs.iter().rev() {
@@ -458,7 +540,95 @@ impl Store {
                 levels,
             });
         }
-        Ok(fields)
+        Ok((from, fields))
+    }
+
+    /// The cells of `level` (one the output does not store whole) where the read of the inputs
+    /// differs, bit for bit, from the fold of the output's rows: only a cell that straddles two
+    /// inputs, or that an input stores, can; each is compared.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the merge's inputs, rows and grid, and which cells: splitting them hides nothing"
+    )]
+    fn merged_cells_differing(
+        &self,
+        pick: &Pick,
+        rows: &Staged,
+        inputs: &[MergeInput],
+        ladder: &Ladder,
+        shared: &[u8],
+        field: u16,
+        level: u8,
+    ) -> Result<Vec<Cell>, EngineError> {
+        let axis = &rows.axis;
+        let mut candidates = std::collections::BTreeSet::new();
+        for pair in inputs.windows(2) {
+            let (last, first) = (axis[pair[1].start - 1], axis[pair[1].start]);
+            if ladder.cell(last, level) == ladder.cell(first, level) {
+                candidates.insert(ladder.cell(first, level));
+            }
+        }
+        for (name, entry) in &pick.inputs {
+            let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
+            let input_top = entry.n_levels - 1;
+            let stored = reader
+                .cells(part_idx, field, level.min(input_top), 0..=u64::MAX)
+                .map_err(unreadable)?;
+            let up = level.saturating_sub(input_top);
+            candidates.extend(stored.iter().map(|c| lift_index(ladder, c.index, up)));
+        }
+        let column_idx = self.streams[&pick.stream]
+            .stored
+            .iter()
+            .position(|&s| s == field)
+            .expect("a measured field is stored");
+        let mut differing = Vec::new();
+        for index in candidates {
+            let Some(span) = ladder.span(level, index) else {
+                continue;
+            };
+            // The read of the inputs: newest first, each merged in front.
+            let mut read: BTreeMap<u64, Bucket> = BTreeMap::new();
+            for (name, entry) in pick.inputs.iter().rev() {
+                for cell in self.segment_cells(
+                    *name,
+                    &pick.track,
+                    entry,
+                    ladder,
+                    field,
+                    level,
+                    [index, index],
+                )? {
+                    prepend(&mut read, cell.index, &cell.bucket);
+                }
+            }
+            let Some(read) = read.remove(&index) else {
+                continue;
+            };
+            let start = axis.partition_point(|&a| a < span[0]);
+            let end = axis.partition_point(|&a| a <= span[1]);
+            let rows_axis = &axis[start..end];
+            let shared_in = &shared[start..end.saturating_sub(1).max(start)];
+            let folded = fold_column_to(
+                ladder,
+                field,
+                rows_axis,
+                shared_in,
+                &rows.columns[column_idx],
+                start,
+                level,
+            );
+            let same = folded
+                .first()
+                .is_some_and(|c| format!("{:?}", c.bucket) == format!("{read:?}"));
+            if !same {
+                differing.push(Cell {
+                    index,
+                    bucket: read,
+                });
+            }
+        }
+        Ok(differing)
     }
 
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
@@ -581,7 +751,12 @@ impl Merging {
         // the output's digest and length.
         let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
             let state = &snapshot.streams[&pick.stream];
-            let input = state.partition_input(&pick.track, &merged.rows, &merged.levels);
+            let input = state.partition_input(
+                &pick.track,
+                &merged.rows,
+                &merged.levels,
+                merged.stored_from,
+            );
             let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
             let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
             let sink = FileSink::for_input(temp.file(), input_bytes);

@@ -6,6 +6,7 @@ use strata_index::{LINEAGE_STATES_DEFAULT, LINEAGE_STATES_LIMIT};
 use strata_levels::SurveyFill;
 
 use crate::error::EngineError;
+use crate::ladder::LevelStorage;
 use crate::retention::Retention;
 
 /// The most segment readers `Config::open_segments_max` may ask to keep open. Each is one
@@ -96,6 +97,14 @@ pub struct Config {
     /// barriers of about seven 1 MiB generations, 128 KiB in each snapshot. 0 keeps none; more
     /// than `LINEAGE_STATES_LIMIT` is refused at open (`EngineError::Config`).
     pub lineage_states_max: usize,
+    /// How level cells are kept (docs/levels.md, "Which levels are stored"):
+    /// `LevelStorage::Whole` stores every level in every file; `LevelStorage::Adaptive` stores
+    /// a partition's levels in a file only from the lowest level whose cells cost at most an
+    /// eighth of its raw column bytes, and folds finer levels from the raw rows when they are
+    /// read, which answers the same cells, bit for bit. Only what is written follows this:
+    /// each file records from which level it stores its levels, and every read honours that,
+    /// whatever the setting of the store reading it.
+    pub level_storage: LevelStorage,
 }
 
 impl Default for Config {
@@ -111,6 +120,7 @@ impl Default for Config {
             retention: BTreeMap::new(),
             survey_fill: SurveyFill::FinestLevel,
             lineage_states_max: LINEAGE_STATES_DEFAULT,
+            level_storage: LevelStorage::default(),
         }
     }
 }
@@ -179,6 +189,13 @@ impl Config {
     #[must_use]
     pub fn retain(mut self, stream: impl Into<String>, retention: Retention) -> Self {
         self.retention.insert(stream.into(), retention);
+        self
+    }
+
+    /// Sets [`Config::level_storage`].
+    #[must_use]
+    pub fn level_storage(mut self, level_storage: LevelStorage) -> Self {
+        self.level_storage = level_storage;
         self
     }
 

@@ -35,49 +35,129 @@ pub(crate) fn num_kind(kind: FieldKind) -> Option<NumKind> {
     }
 }
 
-/// Folds a staged partition's rows into every level, per measured field. Empty for a stream
+/// How a store keeps level cells (`Config::level_storage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LevelStorage {
+    /// Every level is stored whole in every file, as builds before #29 stored them.
+    #[default]
+    Whole,
+    /// Each file stores a partition's levels only from the lowest level whose stored cells
+    /// cost at most [`LEVEL_BYTES_SHARE`] of the partition's raw column bytes in that file;
+    /// a finer level is folded from the raw rows when it is read (the merge law makes it the
+    /// same cells, bit for bit). A stream whose retention keeps levels longer than its raw
+    /// rows is stored whole: a level it does not store lives only as long as the rows.
+    Adaptive,
+}
+
+/// How `config` has `stream`'s levels kept: as it says, except whole for a stream whose
+/// retention lets a level outlive the raw rows (a level folded from the rows could not).
+pub(crate) fn level_storage(config: &crate::Config, stream: &str) -> LevelStorage {
+    match config.retention.get(stream) {
+        Some(retention) if retention.raw != crate::Lifetime::Forever => LevelStorage::Whole,
+        _ => config.level_storage,
+    }
+}
+
+/// Under [`LevelStorage::Adaptive`], the most a file's stored level cells may cost, as a
+/// share (`1 / LEVEL_BYTES_SHARE`) of the partition's raw column bytes in it: 8, so levels
+/// add at most 12.5% to the rows they summarise.
+pub const LEVEL_BYTES_SHARE: u64 = 8;
+
+/// Bytes one cell costs on disk (a segment's CellRecord).
+const CELL_BYTES: u64 = 104;
+
+/// The lowest level to store whole, for a partition whose rows have `shared` levels
+/// (`Ladder::shared_levels`) up to `top`, with `n_fields` measured fields and `raw_bytes` of
+/// raw columns: the lowest level whose cells, with every level above it to `top`, cost at most
+/// `raw_bytes / LEVEL_BYTES_SHARE`; `top + 1` (nothing stored, every level folded from the
+/// rows) if even `top`'s one cell a field costs more.
+pub(crate) fn stored_from(shared: &[u8], top: u8, n_fields: u64, raw_bytes: u64) -> u8 {
+    let counts = Ladder::cells_per_level(shared, top);
+    let allowed = raw_bytes / LEVEL_BYTES_SHARE;
+    let mut cost = 0u64;
+    let mut lowest = top + 1;
+    for level in (0..=top).rev() {
+        cost = cost.saturating_add(
+            counts[usize::from(level)]
+                .saturating_mul(n_fields)
+                .saturating_mul(CELL_BYTES),
+        );
+        if cost > allowed {
+            break;
+        }
+        lowest = level;
+    }
+    lowest
+}
+
+/// The raw column bytes of `staged` rows: the axis and each stored column as written (8 bytes
+/// a row, or offsets and heap for `str`/`bytes`). Positions and ordinals are left out: they
+/// are mostly runs of a few bytes.
+pub(crate) fn raw_bytes(staged: &Staged) -> u64 {
+    let rows = staged.axis.len() as u64;
+    let columns: u64 = staged.columns.iter().map(ColumnBuf::stored_bytes).sum();
+    rows.saturating_mul(8).saturating_add(columns)
+}
+
+/// Folds a staged partition's rows into every level it stores, per measured field, and
+/// answers from which level the levels are stored whole (levels beneath it are empty: a
+/// barrier's rows fold to exactly those cells, so none needs storing). Empty for a stream
 /// without an axis (only an axial stream can be surveyed) or without measured fields.
 pub(crate) fn fold_partition(
     decl: &StreamDecl,
     stored: &[u16],
     staged: &Staged,
-) -> Vec<FieldLevels> {
+    storage: LevelStorage,
+) -> (u8, Vec<FieldLevels>) {
     let (Some(_), Some(&lo), Some(&hi)) = (decl.axis, staged.axis.first(), staged.axis.last())
     else {
-        return Vec::new();
+        return (0, Vec::new());
     };
     let ladder = ladder_of(decl);
     let top = ladder.top_level(lo, hi);
-    // Level 0 has at most a cell per row, and at most the cells the axis range spans: room for
-    // that many is made once, so the fold never holds a vector and its doubled copy.
-    let spanned = ladder.cell(hi, 0) - ladder.cell(lo, 0);
-    let capacity = usize::try_from(spanned)
-        .map_or(usize::MAX, |s| s.saturating_add(1))
-        .min(staged.axis.len());
-    decl.measured()
+    let measured = decl.measured();
+    let shared = ladder.shared_levels(&staged.axis);
+    let from = match storage {
+        LevelStorage::Whole => 0,
+        LevelStorage::Adaptive => {
+            stored_from(&shared, top, measured.len() as u64, raw_bytes(staged))
+        }
+    };
+    let fields = measured
         .into_iter()
         .filter_map(|field| {
             let column_idx = stored.iter().position(|&s| s == field)?;
             let kind = num_kind(decl.fields[usize::from(field)].kind)?;
-            let axes = staged.axis.iter().copied();
-            let mut levels = vec![match &staged.columns[column_idx] {
-                ColumnBuf::U64(v) => ladder.fold_rows_with_capacity(
-                    field,
-                    axes.zip(v.iter().map(|&x| Num::U64(x))),
-                    capacity,
-                ),
-                ColumnBuf::I64(v) => ladder.fold_rows_with_capacity(
-                    field,
-                    axes.zip(v.iter().map(|&x| Num::I64(x))),
-                    capacity,
-                ),
-                // The common measured kind, folded straight from the slices.
-                ColumnBuf::F64(v) => ladder.fold_f64_rows(field, &staged.axis, v, capacity),
-                ColumnBuf::Var { .. } => return None,
-            }];
-            for _ in 0..top {
-                let next = ladder.fold_level(levels.last().expect("level 0 is there"));
-                levels.push(next);
+            let mut levels = vec![Vec::new(); usize::from(from.min(top + 1))];
+            if from <= top {
+                let axis = &staged.axis;
+                let first = match &staged.columns[column_idx] {
+                    ColumnBuf::U64(v) => {
+                        ladder.fold_rows_to(field, axis, &shared, |i| Num::U64(v[i]), from)
+                    }
+                    ColumnBuf::I64(v) => {
+                        ladder.fold_rows_to(field, axis, &shared, |i| Num::I64(v[i]), from)
+                    }
+                    // The common measured kind, folded straight from the slices where
+                    // level 0 is stored.
+                    ColumnBuf::F64(v) if from == 0 => {
+                        let spanned = ladder.cell(hi, 0) - ladder.cell(lo, 0);
+                        let capacity = usize::try_from(spanned)
+                            .map_or(usize::MAX, |s| s.saturating_add(1))
+                            .min(axis.len());
+                        ladder.fold_f64_rows(field, axis, v, capacity)
+                    }
+                    ColumnBuf::F64(v) => {
+                        ladder.fold_rows_to(field, axis, &shared, |i| Num::F64(v[i]), from)
+                    }
+                    ColumnBuf::Var { .. } => return None,
+                };
+                levels.push(first);
+                for _ in from..top {
+                    let next = ladder.fold_level(levels.last().expect("one level is there"));
+                    levels.push(next);
+                }
             }
             Some(FieldLevels {
                 field,
@@ -85,5 +165,6 @@ pub(crate) fn fold_partition(
                 levels,
             })
         })
-        .collect()
+        .collect();
+    (from, fields)
 }

@@ -33,6 +33,7 @@ pub use compact::CompactStep;
 pub use config::{Config, OPEN_SEGMENTS_LIMIT};
 pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
+pub use ladder::{LEVEL_BYTES_SHARE, LevelStorage};
 pub use memory::{MemorySeries, RetiredTrack};
 pub use read::StoredRow;
 pub use retention::{Lifetime, Retention, Swept};

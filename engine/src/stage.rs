@@ -26,6 +26,16 @@ pub(crate) enum ColumnBuf {
 }
 
 impl ColumnBuf {
+    /// The bytes the column takes in a segment: 8 a value, or the offsets and the heap.
+    pub(crate) fn stored_bytes(&self) -> u64 {
+        match self {
+            ColumnBuf::U64(v) => 8 * v.len() as u64,
+            ColumnBuf::I64(v) => 8 * v.len() as u64,
+            ColumnBuf::F64(v) => 8 * v.len() as u64,
+            ColumnBuf::Var { offsets, heap, .. } => 8 * offsets.len() as u64 + heap.len() as u64,
+        }
+    }
+
     pub(crate) fn new(kind: FieldKind) -> ColumnBuf {
         match kind {
             FieldKind::U64 => ColumnBuf::U64(Vec::new()),
@@ -332,6 +342,7 @@ impl StreamState {
         track: &'a TrackKey,
         rows: &'a Staged,
         levels: &'a [FieldLevels],
+        stored_from: u8,
     ) -> PartitionInput<'a> {
         PartitionInput {
             stream: &self.decl.id,
@@ -353,6 +364,7 @@ impl StreamState {
                     levels: &f.levels,
                 })
                 .collect(),
+            stored_from,
         }
     }
 

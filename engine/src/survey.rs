@@ -759,9 +759,26 @@ fn cells_in(
         (top, 0..=u64::MAX)
     };
     let stored = reader
-        .cells(part_idx, field, stored_level, stored_cells)
+        .cells(part_idx, field, stored_level, stored_cells.clone())
         .map_err(unreadable)?;
     check_on_grid(reader, entry, ladder, stored_level, &stored)?;
+    let stored_from = reader.partitions()[part_idx].stored_from;
+    let stored = if stored_level < stored_from {
+        // Not stored whole: folded from the rows, with the cells the file holds (a merge's,
+        // where its inputs' partial cells met) in their place.
+        let span = [
+            ladder
+                .span(stored_level, *stored_cells.start())
+                .map_or(u64::MAX, |s| s[0]),
+            ladder
+                .span(stored_level, *stored_cells.end())
+                .map_or(u64::MAX, |s| s[1]),
+        ];
+        let folded = fold_file_rows(reader, part_idx, ladder, field, stored_level, span)?;
+        with_stored(reader, entry, stored_level, folded, stored)?
+    } else {
+        stored
+    };
     Ok(if level <= top {
         stored
     } else {
@@ -774,6 +791,72 @@ fn cells_in(
             .filter(|c| (cells[0]..=cells[1]).contains(&c.index))
             .collect()
     })
+}
+
+/// The cells of `level` that partition `part_idx`'s raw rows with axis in `span` fold to, as a
+/// level stored whole would hold them (bit for bit: `Ladder::fold_rows_to`).
+pub(crate) fn fold_file_rows(
+    reader: &SegmentReader<Mapped>,
+    part_idx: usize,
+    ladder: &Ladder,
+    field: u16,
+    level: u8,
+    [lo, hi]: [u64; 2],
+) -> Result<Vec<Cell>, EngineError> {
+    let axis = reader
+        .axis(part_idx)
+        .map_err(unreadable)?
+        .unwrap_or_default();
+    let start = axis.partition_point(|a| a.get() < lo);
+    let end = axis.partition_point(|a| a.get() <= hi).max(start);
+    let axis: Vec<u64> = axis[start..end].iter().map(|a| a.get()).collect();
+    let shared = ladder.shared_levels(&axis);
+    let fold =
+        |value: &dyn Fn(usize) -> Num| ladder.fold_rows_to(field, &axis, &shared, value, level);
+    Ok(match reader.column(part_idx, field).map_err(unreadable)? {
+        Some(Column::U64(c)) => fold(&|i| Num::U64(c[start + i].get())),
+        Some(Column::I64(c)) => fold(&|i| Num::I64(c[start + i].get())),
+        Some(Column::F64(c)) => fold(&|i| Num::F64(c[start + i].get())),
+        _ => {
+            return Err(unreadable(SegmentError::mismatch(
+                reader.path(),
+                format!("field {field} is not a stored number"),
+            )));
+        }
+    })
+}
+
+/// `folded` (ascending) with each of `stored` (ascending, a subset of its indexes) in place of
+/// the folded cell of its index. A stored cell of a level folded from the rows must stand where
+/// the rows put a cell, and fold as many of them: anything else is bad bytes.
+fn with_stored(
+    reader: &SegmentReader<Mapped>,
+    entry: &PartitionEntry,
+    level: u8,
+    mut folded: Vec<Cell>,
+    stored: Vec<Cell>,
+) -> Result<Vec<Cell>, EngineError> {
+    let mut at = 0;
+    for cell in stored {
+        at += folded[at..].partition_point(|c| c.index < cell.index);
+        match folded.get_mut(at) {
+            Some(slot) if slot.index == cell.index && slot.bucket.count == cell.bucket.count => {
+                *slot = cell;
+            }
+            _ => {
+                return Err(unreadable(SegmentError::Malformed {
+                    path: reader.path().to_owned(),
+                    offset: entry.offset,
+                    what: format!(
+                        "cell {} of level {level} of field {} does not fold the rows it lies \
+                         over",
+                        cell.index, cell.bucket.field
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(folded)
 }
 
 /// Two runs of cells, each ascending by index, merged into one: where both hold an index, the

@@ -332,7 +332,11 @@ impl Ladder {
         if axis.is_empty() {
             return Vec::new();
         }
-        assert_eq!(shared.len() + 1, axis.len(), "a shared level per pair of rows");
+        assert_eq!(
+            shared.len() + 1,
+            axis.len(),
+            "a shared level per pair of rows"
+        );
         let mut cells = Vec::new();
         // The open cell of every level 0 ..= `level` holds the latest row. `pending` keeps,
         // descending by level (level 0 last), the fold of each open cell's finished children

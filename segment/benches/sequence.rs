@@ -28,6 +28,7 @@ fn scan(c: &mut Criterion) {
         axis: None,
         columns: Vec::new(),
         cells: Vec::new(),
+        stored_from: 0,
     });
     let written = writer.finish();
     let reader = SegmentReader::open("bench.seg", written.bytes).expect("a segment");

@@ -123,6 +123,7 @@ fn runs_segment() -> strata_segment::WrittenSegment {
         axis: None,
         columns: vec![(2, ColumnData::U64(&values))],
         cells: Vec::new(),
+        stored_from: 0,
     });
     writer.finish()
 }
@@ -173,6 +174,7 @@ fn seed_segment() -> strata_segment::WrittenSegment {
                 kind: NumKind::F64,
                 levels: &levels,
             }],
+            stored_from: 0,
         });
     }
     writer.finish()

@@ -19,11 +19,14 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 2;
+pub const SEGMENT_VERSION: u32 = 3;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
 pub const RUNS_VERSION: u32 = 2;
+/// The first version whose partition records say from which level the levels are stored
+/// whole (`stored_from`); beneath it a level is folded from the raw rows.
+pub const STORED_FROM_VERSION: u32 = 3;
 /// The magic in the footer, so a file cut short is told from a complete one.
 pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.
@@ -112,10 +115,14 @@ pub struct PartitionRecord {
     pub axis: [U64; 2],
     /// 1 if the stream declares an axis, else 0.
     pub has_axis: u8,
-    /// Levels stored for every measured field.
+    /// Levels answered for every measured field: `Level(0) .. Level(n_levels - 1)`.
     pub n_levels: u8,
+    /// The lowest level stored whole (version 3 on; 0 before). A level beneath it is folded
+    /// from the raw rows at read, and the file stores only those of its cells that differ
+    /// from that fold (a merge's cells that straddle its inputs).
+    pub stored_from: u8,
     /// Zero.
-    pub reserved: [u8; 6],
+    pub reserved: [u8; 5],
     /// Where the partition's blocks start in the file.
     pub extent_offset: U64,
     /// How many bytes they span (payloads and crcs).

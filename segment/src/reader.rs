@@ -21,7 +21,7 @@ use crate::error::SegmentError;
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
     MeasuredRecord, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEGMENT_MAGIC,
-    SEGMENT_VERSION, SEGMENT_VERSION_MIN,
+    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
 };
 use crate::runs::Sequence;
 
@@ -38,6 +38,9 @@ pub struct PartitionInfo {
     pub measured: Vec<(u16, NumKind)>,
     /// The stored columns: (field index, field kind code), in declaration order.
     pub columns: Vec<(u16, u8)>,
+    /// The lowest level stored whole; a level beneath it is folded from the raw rows, and the
+    /// file holds only the cells of it that differ from that fold. 0 before version 3.
+    pub stored_from: u8,
     blocks: Range<usize>,
 }
 
@@ -540,7 +543,7 @@ fn parse_directory(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            parse_partition(r, heap, &blocks)
+            parse_partition(r, heap, &blocks, version)
                 .map_err(|what| bad(16 + i * size_of::<PartitionRecord>(), what))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -629,6 +632,7 @@ fn parse_partition(
     r: &PartitionRecord,
     heap: &[u8],
     blocks: &[BlockInfo],
+    version: u32,
 ) -> Result<PartitionInfo, String> {
     let heap_slice = |offset: u32, len: usize| {
         let start = offset as usize;
@@ -686,7 +690,25 @@ fn parse_partition(
         || count(BlockKind::Ordinals) != 1
         || count(BlockKind::Axis) != usize::from(has_axis)
         || count(BlockKind::Cells) > 1
-        || (count(BlockKind::Cells) == 1) != (r.n_levels > 0 && n_measured > 0)
+        || (count(BlockKind::Cells) == 1 && (r.n_levels == 0 || n_measured == 0))
+    {
+        return Err("the partition's blocks do not match its rows".into());
+    }
+    if version < STORED_FROM_VERSION && r.stored_from != 0 {
+        return Err(format!(
+            "levels stored from {} in a file of version {version}",
+            r.stored_from
+        ));
+    }
+    if r.stored_from > r.n_levels {
+        return Err(format!(
+            "levels stored from {} of {}",
+            r.stored_from, r.n_levels
+        ));
+    }
+    // Levels stored whole need their cells; beneath `stored_from` a level may store none.
+    if (count(BlockKind::Cells) == 1) != (r.n_levels > r.stored_from && n_measured > 0)
+        && !(count(BlockKind::Cells) == 1 && r.stored_from == r.n_levels)
     {
         return Err("the partition's blocks do not match its rows".into());
     }
@@ -730,6 +752,7 @@ fn parse_partition(
         },
         measured,
         columns,
+        stored_from: r.stored_from,
         blocks: range,
     })
 }

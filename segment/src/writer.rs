@@ -103,6 +103,9 @@ pub struct PartitionInput<'a> {
     pub columns: Vec<(u16, ColumnData<'a>)>,
     /// Level cells, one entry per measured field in declaration order (empty without levels).
     pub cells: Vec<FieldCells<'a>>,
+    /// The lowest level stored whole: levels beneath it hold only the cells that differ from
+    /// the fold of the raw rows (none, for a barrier). 0 stores every level whole.
+    pub stored_from: u8,
 }
 
 /// What a segment written to a sink is: its length, digest and partitions.
@@ -336,6 +339,11 @@ impl<S: SegmentSink> SegmentWriter<S> {
             )?;
         }
         let n_levels = self.push_cells(&input.cells)?;
+        assert!(
+            input.stored_from <= n_levels,
+            "levels stored from {} of {n_levels}",
+            input.stored_from
+        );
 
         let measured: Vec<MeasuredRecord> = input
             .cells
@@ -367,7 +375,8 @@ impl<S: SegmentSink> SegmentWriter<S> {
             axis: axis.unwrap_or([0, 0]).map(U64::new),
             has_axis: u8::from(axis.is_some()),
             n_levels,
-            reserved: [0; 6],
+            stored_from: input.stored_from,
+            reserved: [0; 5],
             extent_offset: U64::new(extent_offset),
             extent_len: U64::new(extent_len),
         });

@@ -7,6 +7,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod adaptive;
 mod bytes_per_row;
 mod columns;
 mod compact;

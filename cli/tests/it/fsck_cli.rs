@@ -955,6 +955,7 @@ fn fsck_does_not_panic_on_a_65536_character_stored_label() {
         axis: None,
         columns: vec![(1, strata_segment::ColumnData::I64(&[5]))],
         cells: Vec::new(),
+        stored_from: 0,
     });
     let written = writer.finish();
     let name = booted.next_name;

@@ -81,6 +81,7 @@ pub fn barrier(booted: &Booted, seq: u64, n_rows: u64) -> Barrier {
             axis: None,
             columns: vec![(1, ColumnData::I64(&values))],
             cells: Vec::new(),
+            stored_from: 0,
         });
     }
     let written = writer.finish();
@@ -128,6 +129,7 @@ pub fn merge(fs: &SimFs, booted: &Booted, run: &str, inputs: &[u64]) -> Barrier 
         axis: None,
         columns: vec![(1, ColumnData::I64(&values))],
         cells: Vec::new(),
+        stored_from: 0,
     });
     let written = writer.finish();
     let name = booted.next_name;

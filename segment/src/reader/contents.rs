@@ -141,14 +141,21 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
     // The (field, level) being summed, where its first cell is, and the rows it has folded.
     let mut group: Option<((u16, u8), usize, u64)> = None;
     let mut n_groups = 0usize;
+    // A level beneath `stored_from` holds only the cells that differ from the fold of the raw
+    // rows: some of its rows, never more than the partition's.
+    let whole = |level: u8| level >= part.stored_from;
     let close = |group: Option<((u16, u8), usize, u64)>| match group {
-        Some(((field, level), at, n_rows)) if n_rows != entry.n_rows => Err((
-            at,
-            format!(
-                "level {level} of field {field} folds {n_rows} rows, the partition holds {}",
-                entry.n_rows
-            ),
-        )),
+        Some(((field, level), at, n_rows))
+            if (whole(level) && n_rows != entry.n_rows) || n_rows > entry.n_rows =>
+        {
+            Err((
+                at,
+                format!(
+                    "level {level} of field {field} folds {n_rows} rows, the partition holds {}",
+                    entry.n_rows
+                ),
+            ))
+        }
         _ => Ok(()),
     };
     for (cell_idx, r) in records.iter().enumerate() {
@@ -189,12 +196,12 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
             _ => {
                 close(group)?;
                 group = Some(((field, r.level), at, count));
-                n_groups += 1;
+                n_groups += usize::from(whole(r.level));
             }
         }
     }
     close(group)?;
-    let levels = usize::from(entry.n_levels);
+    let levels = usize::from(entry.n_levels.saturating_sub(part.stored_from));
     if n_groups != part.measured.len() * levels {
         return Err((
             0,

@@ -73,6 +73,7 @@ impl Part {
                     levels,
                 })
                 .collect(),
+            stored_from: 0,
         }
     }
 }

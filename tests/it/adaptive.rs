@@ -1,0 +1,180 @@
+//! Levels stored only from where they pay (`LevelStorage::Adaptive`) answer exactly as levels
+//! stored whole: the same rows, barriers and compaction steps into two stores, one of each,
+//! and every survey, level fold and level's cells compared bit for bit (`Debug` of the cells,
+//! which prints each float's exact value), including the level a survey answers at.
+
+use proptest::prelude::*;
+use strata::segment::vfs::SimFs;
+use strata::{Aggregate, Config, FieldKind, LevelStorage, Row, Store, Stream, StreamDecl, Value};
+
+use crate::support::sim;
+
+fn decl() -> StreamDecl {
+    Stream::new("m")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("f", FieldKind::F64)
+        .field("u", FieldKind::U64)
+        .track(["run"])
+        .axis("t")
+        .ladder(1, 2)
+        .build()
+        .unwrap()
+}
+
+fn store(storage: LevelStorage) -> Store {
+    // Merges come early and often, so that merged files (and their stored straddling cells)
+    // are read, and merged again. Only the file-count rule merges (the size-tiered one never
+    // gathers 16 inputs here), so both stores take the same steps: their files' sizes differ,
+    // and a merge of other runs would add other partial sums.
+    let config = Config::default()
+        .level_storage(storage)
+        .compact_inputs_min(16)
+        .compact_files_max(2);
+    Store::open_or_create_in(sim(&SimFs::new()), config, &[decl()]).unwrap()
+}
+
+/// One barrier's rows, as `(track, axis step, value)`: tenths plus a third, so that sums round
+/// and a regrouped sum would show.
+type Batch = Vec<(usize, u64, i32)>;
+
+fn spacing() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(1u64),
+        Just(1_000),
+        Just(1_000_000),
+        Just(1_000_000_000),
+        1u64..5_000
+    ]
+}
+
+fn batches() -> impl Strategy<Value = Vec<Batch>> {
+    prop::collection::vec(
+        prop::collection::vec((0usize..2, 0u64..3, -50i32..50), 1..120),
+        1..12,
+    )
+}
+
+const TRACKS: [&str; 2] = ["a", "b"];
+
+/// Publishes each batch and seals it, compacting after every other barrier if `compact`.
+fn load(store: &mut Store, spacing: u64, batches: &[Batch], compact: bool) -> u64 {
+    let mut t = [1u64 << 40; 2];
+    let mut position = 0;
+    for (i, batch) in batches.iter().enumerate() {
+        let rows: Vec<Row> = batch
+            .iter()
+            .map(|&(track, step, v)| {
+                // Irregular gaps: a step of 0 repeats the axis, 1 and 2 are one or two spacings
+                // (the second track runs sixteen times slower).
+                let gap = step * spacing * if track == 1 { 16 } else { 1 };
+                t[track] += gap;
+                vec![
+                    Value::Str(TRACKS[track].to_owned()),
+                    Value::U64(t[track]),
+                    Value::F64(f64::from(v) / 10.0 + 1.0 / 3.0),
+                    Value::U64(u64::from(v.unsigned_abs())),
+                ]
+            })
+            .collect();
+        store.publish("m", position, &rows).unwrap();
+        position += 1;
+        store.seal().unwrap();
+        if compact && i % 2 == 1 {
+            store.compact().unwrap();
+        }
+    }
+    t[0].max(t[1])
+}
+
+/// Everything a level read answers over `[lo, hi]`, in words.
+fn answers(store: &Store, lo: u64, hi: u64, budgets: &[u64]) -> Vec<String> {
+    let mut out = Vec::new();
+    for selection in [&[][..], &["a"][..], &["b"][..]] {
+        for &budget in budgets {
+            let survey = store.survey("m", selection, lo..=hi, budget);
+            out.push(format!("survey {selection:?} {budget}: {survey:?}"));
+        }
+        for aggregate in [
+            Aggregate::Min,
+            Aggregate::Max,
+            Aggregate::Mean,
+            Aggregate::Sum,
+            Aggregate::Count,
+        ] {
+            let fold = store.fold("m", selection, lo..=hi, aggregate);
+            out.push(format!("fold {selection:?} {aggregate:?}: {fold:?}"));
+        }
+        for level in (0..=40).step_by(3) {
+            let cells = store.level_cells("m", selection, "f", level, lo..=hi);
+            out.push(format!("cells {selection:?} {level}: {cells:?}"));
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn adaptive_levels_answer_as_levels_stored_whole(
+        spacing in spacing(),
+        batches in batches(),
+        compact in any::<bool>(),
+        cut in (0.0f64..1.0, 0.0f64..1.0),
+        budgets in prop::collection::vec(8u64..4_000, 1..4),
+    ) {
+        let mut whole = store(LevelStorage::Whole);
+        let mut adaptive = store(LevelStorage::Adaptive);
+        let end = load(&mut whole, spacing, &batches, compact);
+        load(&mut adaptive, spacing, &batches, compact);
+        let start = 1u64 << 40;
+        let span = end - start;
+        let (a, b) = (cut.0.min(cut.1), cut.0.max(cut.1));
+        let lo = start + (span as f64 * a) as u64;
+        let hi = start + (span as f64 * b) as u64;
+        for (lo, hi) in [(0, u64::MAX), (start, end), (lo, hi)] {
+            let expected = answers(&whole, lo, hi, &budgets);
+            let got = answers(&adaptive, lo, hi, &budgets);
+            for (e, g) in expected.iter().zip(&got) {
+                if e != g {
+                    let at = e.bytes().zip(g.bytes()).take_while(|(a, b)| a == b).count();
+                    let from = e[..at].rfind("Cell {").unwrap_or(at.saturating_sub(200));
+                    let head = &e[..e.len().min(60)];
+                    let (e_at, g_at) = (&e[from..e.len().min(at + 200)], &g[from..g.len().min(at + 200)]);
+                    prop_assert!(false, "{head}: over {lo}..={hi}, whole has\n{e_at}\nadaptive has\n{g_at}");
+                }
+            }
+        }
+    }
+}
+
+/// The point of it: with rows a spacing of 1,000 apart on a grid of 1 x 2, levels stored
+/// whole cost several times the rows, and adaptive ones an eighth of them at most.
+#[test]
+fn adaptive_levels_cost_at_most_an_eighth_of_the_rows() {
+    let mut bytes = Vec::new();
+    for storage in [LevelStorage::Whole, LevelStorage::Adaptive] {
+        let mut store = store(storage);
+        let rows: Vec<Row> = (0..100_000u64)
+            .map(|i| {
+                vec![
+                    Value::Str("a".to_owned()),
+                    Value::U64(1_700_000_000_000_000 + i * 1_000),
+                    Value::F64((i as f64 * 0.001).sin()),
+                    Value::U64(i % 7),
+                ]
+            })
+            .collect();
+        store.publish("m", 0, &rows).unwrap();
+        store.seal().unwrap();
+        bytes.push(store.metrics().bytes_sealed);
+    }
+    // Raw columns: axis, f and u at 8 bytes a row (positions and ordinals are runs).
+    let raw = 100_000 * 24;
+    let (whole, adaptive) = (bytes[0], bytes[1]);
+    assert!(whole > 5 * raw, "levels stored whole: {whole} bytes");
+    assert!(
+        adaptive <= raw + raw / 8 + 4096,
+        "adaptive levels: {adaptive} bytes for {raw} bytes of rows"
+    );
+}
