@@ -45,18 +45,17 @@ pub enum LevelStorage {
     /// Each file stores a partition's levels only from the lowest level whose stored cells
     /// cost at most [`LEVEL_BYTES_SHARE`] of the partition's raw column bytes in that file;
     /// a finer level is folded from the raw rows when it is read (the merge law makes it the
-    /// same cells, bit for bit). A stream whose retention keeps levels longer than its raw
-    /// rows is stored whole: a level it does not store lives only as long as the rows.
+    /// same cells, bit for bit). A file keeps its rows as long as any of its levels, so a
+    /// level it folds from them lives exactly as long as a stored one would.
     Adaptive,
 }
 
-/// How `config` has `stream`'s levels kept: as it says, except whole for a stream whose
-/// retention lets a level outlive the raw rows (a level folded from the rows could not).
-pub(crate) fn level_storage(config: &crate::Config, stream: &str) -> LevelStorage {
-    match config.retention.get(stream) {
-        Some(retention) if retention.raw != crate::Lifetime::Forever => LevelStorage::Whole,
-        _ => config.level_storage,
-    }
+/// How `config` has `stream`'s levels kept. Every stream alike: a level folded from a file's
+/// rows lives as long as a stored one would, since a file keeps its rows while any of its
+/// levels is live (retention retires raw rows from raw reads, and frees their bytes only with
+/// the whole file).
+pub(crate) fn level_storage(config: &crate::Config, _stream: &str) -> LevelStorage {
+    config.level_storage
 }
 
 /// Under [`LevelStorage::Adaptive`], the most a file's stored level cells may cost, as a

@@ -521,26 +521,49 @@ impl Store {
         })
     }
 
-    /// The folded floor level-`level` reads of `stream` under `prefix` answer to: the highest
-    /// of its partitions' (`None`: nothing of that level was ever retired there).
-    pub(crate) fn level_floor(
+    /// The folded floors level reads of `stream` under `prefix` answer to, per level: the
+    /// highest of its partitions' records. A level a file folds from its raw rows
+    /// (`LevelStorage::Adaptive`) has the floor a stored one would: a file keeps its rows as
+    /// long as any of its levels is live (a segment's cells lie beside its rows, and a rewrite
+    /// copies both), so a raw floor retires the rows from raw reads, never the levels folded
+    /// from them.
+    pub(crate) fn level_floors(
         &self,
         stream: &str,
         prefix: &TrackKey,
         ladder: &Ladder,
-        level: u8,
-    ) -> Option<u64> {
-        self.catalog
-            .floors(stream, prefix)
-            .filter_map(|(_, floors)| effective_level_floor(&floors.levels, ladder, level))
-            .max()
+    ) -> LevelFloors {
+        LevelFloors {
+            ladder: *ladder,
+            recorded: self
+                .catalog
+                .floors(stream, prefix)
+                .filter(|(_, floors)| !floors.levels.is_empty())
+                .map(|(_, floors)| floors.levels.clone())
+                .collect(),
+        }
+    }
+}
+
+/// The folded floors of one read's partitions ([`Store::level_floors`]).
+pub(crate) struct LevelFloors {
+    ladder: Ladder,
+    /// Each partition's recorded level floors.
+    recorded: Vec<BTreeMap<u8, u64>>,
+}
+
+impl LevelFloors {
+    /// Whether any level has a floor.
+    pub(crate) fn any(&self) -> bool {
+        !self.recorded.is_empty()
     }
 
-    /// Whether any partition of `stream` under `prefix` has a level floor.
-    pub(crate) fn has_level_floors(&self, stream: &str, prefix: &TrackKey) -> bool {
-        self.catalog
-            .floors(stream, prefix)
-            .any(|(_, floors)| !floors.levels.is_empty())
+    /// The floor of `level` (`None`: nothing of it was ever retired).
+    pub(crate) fn at(&self, level: u8) -> Option<u64> {
+        self.recorded
+            .iter()
+            .filter_map(|levels| effective_level_floor(levels, &self.ladder, level))
+            .max()
     }
 }
 

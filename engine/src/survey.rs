@@ -20,6 +20,7 @@ use strata_segment::{Column, SegmentError, SegmentReader};
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
 use crate::read::{beneath, highest, inclusive, lowest, unreadable};
+use crate::retention::LevelFloors;
 use crate::store::Store;
 
 /// One measured field's buckets, ascending by `first.axis`.
@@ -77,7 +78,8 @@ impl Store {
         let clamped = self.clamp(stream, &prefix, axis);
         // Where nothing live lies in the range, it may still reach beneath a floor: checked
         // over the range as asked, never answered empty beneath one.
-        let check = clamped.or(asked.filter(|_| self.has_level_floors(stream, &prefix)));
+        let level_floors = self.level_floors(stream, &prefix, &ladder);
+        let check = clamped.or(asked.filter(|_| level_floors.any()));
         let Some([lo, hi]) = check else {
             // Nothing recorded (or an empty range): still refuse a budget that buys nothing.
             strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
@@ -97,20 +99,19 @@ impl Store {
         };
         let start = if from_origin { 0 } else { lo };
         let mut plan = self.survey_plan(
-            stream,
-            &prefix,
+            &level_floors,
             &ladder,
             [lo, hi],
             start,
             budget,
             measured.len(),
         )?;
-        if self.has_level_floors(stream, &prefix) {
+        if level_floors.any() {
             // The finest level at or above the plan's whose cells are whole from `lo` (fewer,
             // coarser cells fit the budget too): a survey is never refused on a floor a level
             // that outlives the finer ones still holds.
             let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
-                .map(|level| (level, self.level_floor(stream, &prefix, &ladder, level)))
+                .map(|level| (level, level_floors.at(level)))
                 .collect();
             match floors
                 .iter()
@@ -183,8 +184,7 @@ impl Store {
     )]
     fn survey_plan(
         &self,
-        stream: &str,
-        prefix: &TrackKey,
+        level_floors: &LevelFloors,
         ladder: &Ladder,
         span: [u64; 2],
         start: u64,
@@ -202,7 +202,8 @@ impl Store {
         )
         .map_err(budget_error)?;
         let retired = || {
-            self.level_floor(stream, prefix, ladder, chosen.level)
+            level_floors
+                .at(chosen.level)
                 .is_some_and(|f| beneath(start, f))
         };
         Ok(if chosen != finest && retired() {
@@ -237,6 +238,7 @@ impl Store {
         let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
         let asked = asked_span(&axis);
         let clamped = self.clamp(stream, &prefix, axis);
+        let level_floors = self.level_floors(stream, &prefix, &ladder);
         // Where nothing live lies in the range, it may still reach beneath a floor: checked
         // over the range as asked, never answered empty beneath one.
         let check =
@@ -260,20 +262,21 @@ impl Store {
         // A level fold reads whole cells of several levels (coarse inside, fine at the edges):
         // each must start at or above its level's folded floor.
         if let (Some([lo, hi]), true) = (check, aggregate.folds_levels())
-            && self.has_level_floors(stream, &prefix)
+            && level_floors.any()
         {
             let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
             let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
             let refused = runs.iter().any(|&(level, [first, _])| {
                 let start = ladder.span(level, first).map_or(u64::MAX, |[s, _]| s);
                 let start = if from_origin { 0 } else { start };
-                self.level_floor(stream, &prefix, &ladder, level)
+                level_floors
+                    .at(level)
                     .is_some_and(|floor| beneath(start, floor))
             });
             if refused {
                 // Narrowed to at or above this, every run of the fold is whole.
                 let floor = (0..=top)
-                    .filter_map(|level| self.level_floor(stream, &prefix, &ladder, level))
+                    .filter_map(|level| level_floors.at(level))
                     .max()
                     .unwrap_or(0);
                 return Err(EngineError::Floor {
@@ -336,7 +339,8 @@ impl Store {
             return Ok(Vec::new());
         };
         if let Some(floor) = self
-            .level_floor(stream, &prefix, &ladder, level)
+            .level_floors(stream, &prefix, &ladder)
+            .at(level)
             .filter(|&floor| beneath(lo, floor))
         {
             return Err(EngineError::Floor {

@@ -178,3 +178,71 @@ fn adaptive_levels_cost_at_most_an_eighth_of_the_rows() {
         "adaptive levels: {adaptive} bytes for {raw} bytes of rows"
     );
 }
+
+/// A trim retires raw rows from raw reads; the levels a file folds from them live on as
+/// stored ones do (the file keeps its rows while its levels live), so beneath the trim every
+/// level read answers as from levels stored whole, and percentiles are refused alike.
+#[test]
+fn beneath_a_trim_folded_levels_answer_as_stored_ones() {
+    let mut stores = [store(LevelStorage::Whole), store(LevelStorage::Adaptive)];
+    let start = 1_700_000_000_000_000u64;
+    for store in &mut stores {
+        for barrier in 0..12u64 {
+            let rows: Vec<Row> = (0..4_000u64)
+                .map(|i| {
+                    let n = barrier * 4_000 + i;
+                    vec![
+                        Value::Str("a".to_owned()),
+                        Value::U64(start + n * 1_000),
+                        Value::F64((n as f64 * 0.01).sin() + 1.0 / 3.0),
+                        Value::U64(n % 11),
+                    ]
+                })
+                .collect();
+            store.publish("m", barrier, &rows).unwrap();
+            store.seal().unwrap();
+        }
+        store.trim_to("m", 5).unwrap();
+        store.compact().unwrap();
+    }
+    let [whole, adaptive] = &stores;
+    assert!(
+        adaptive.metrics().bytes_sealed * 4 < whole.metrics().bytes_sealed,
+        "the adaptive store stores fewer levels"
+    );
+    let floor = start + 6 * 4_000 * 1_000;
+    let end = start + 12 * 4_000 * 1_000;
+    for (lo, hi) in [
+        (start, end),
+        (start, floor + 5_000_000),
+        (floor - 3, end),
+        (0, u64::MAX),
+    ] {
+        same(
+            &answers(adaptive, lo, hi, &[16, 400, 4_000, 40_000]).join("\n"),
+            &answers(whole, lo, hi, &[16, 400, 4_000, 40_000]).join("\n"),
+            "beneath and above the trim",
+        );
+        let percentile =
+            |store: &Store| format!("{:?}", store.fold("m", &[], lo..=hi, Aggregate::p(50)));
+        same(&percentile(adaptive), &percentile(whole), "percentiles");
+    }
+}
+
+/// Panics naming where two long answers first differ, and a little of each from there.
+fn same(got: &str, expected: &str, what: &str) {
+    if got != expected {
+        let at = got
+            .bytes()
+            .zip(expected.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let from = at.saturating_sub(120);
+        let cut = |s: &str| s[from.min(s.len())..s.len().min(at + 200)].to_owned();
+        panic!(
+            "{what}: differs at byte {at}\n got {}\nwant {}",
+            cut(got),
+            cut(expected)
+        );
+    }
+}

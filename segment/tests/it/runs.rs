@@ -177,7 +177,7 @@ fn a_flipped_run_behind_a_good_crc_is_refused_or_still_in_order() {
 #[test]
 fn run_blocks_are_refused_in_a_version_1_file_and_unknown_versions_are_refused() {
     let written = write(&[store_shaped(3, 3, 1)]);
-    for (version, opens) in [(1u32, false), (2, true), (3, false), (0, false)] {
+    for (version, opens) in [(1u32, false), (2, true), (3, true), (4, false), (0, false)] {
         let mut bytes = written.bytes.clone();
         bytes[8..12].copy_from_slice(&version.to_le_bytes());
         fuzzing::reseal(&mut bytes);
@@ -195,6 +195,53 @@ fn run_blocks_are_refused_in_a_version_1_file_and_unknown_versions_are_refused()
                 } else {
                     assert_eq!(offset, 8, "{what}");
                 }
+            }
+            Err(other) => panic!("version {version}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn levels_stored_from_a_level_are_read_from_version_3_on_and_held_to_the_levels() {
+    let written = write(&[store_shaped(3, 3, 1)]);
+    let n_levels = written.partitions[0].n_levels;
+    assert!(n_levels >= 1, "the partition has levels");
+    // The first partition record follows the directory's 16-byte header; `stored_from` is its
+    // byte 90 (docs/format.md).
+    let len = written.bytes.len();
+    let dir_offset = u64::from_le_bytes(written.bytes[len - 32..len - 24].try_into().unwrap());
+    let at = usize::try_from(dir_offset).unwrap() + 16 + 90;
+    assert_eq!(
+        written.bytes[at], 0,
+        "a barrier written whole stores from level 0"
+    );
+    for (version, stored_from, opens) in [
+        (3u32, 1u8, true),
+        (3, n_levels, true),
+        (3, n_levels + 1, false),
+        (2, 1, false),
+        (2, 0, true),
+    ] {
+        let mut bytes = written.bytes.clone();
+        bytes[8..12].copy_from_slice(&version.to_le_bytes());
+        bytes[at] = stored_from;
+        fuzzing::reseal(&mut bytes);
+        match SegmentReader::open(PATH, bytes) {
+            Ok(reader) => {
+                assert!(
+                    opens,
+                    "version {version}, stored from {stored_from}: opened"
+                );
+                assert_eq!(reader.partitions()[0].stored_from, stored_from);
+                // Beneath `stored_from` a level's cells need not fold every row; above, they do.
+                reader.verify_all().unwrap();
+            }
+            Err(SegmentError::Malformed { what, .. }) => {
+                assert!(
+                    !opens,
+                    "version {version}, stored from {stored_from}: {what}"
+                );
+                assert!(what.contains("levels stored from"), "{what}");
             }
             Err(other) => panic!("version {version}: {other:?}"),
         }
