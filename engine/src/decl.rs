@@ -4,12 +4,13 @@ use strata_index::{FieldDecl, FieldKind, LadderSpec, StreamDecl};
 
 use crate::error::EngineError;
 
-/// The level ladder a stream gets unless it asks for another: level-0 cells 64 axis units wide,
-/// each level 4 times wider. See `docs/levels.md` for how the defaults were chosen.
-pub const DEFAULT_LADDER: LadderSpec = LadderSpec {
-    base: 64,
-    fanout: 4,
-};
+/// The level ladder a stream gets unless it asks for another: level-0 cells 1 axis unit wide,
+/// each level twice as wide, so every width a power of two is on the grid and a survey answers
+/// at the finest the data supports, whatever the axis's units. With the default
+/// `LevelStorage::Adaptive`, a file stores only the levels whose cells fold enough rows to pay
+/// for themselves and folds the finer ones from its rows when read, so the fine grid costs no
+/// bytes. See `docs/levels.md`, "The default ladder".
+pub const DEFAULT_LADDER: LadderSpec = LadderSpec { base: 1, fanout: 2 };
 
 /// The name every face that prints rows gives a row's position: the first column of the
 /// command line's CSV, a key of its JSON objects, and the column the Arrow export and the

@@ -43,15 +43,20 @@ pub fn reads_decl() -> StreamDecl {
 }
 
 /// A seed for the `reads` target, written by the real engine: two partitions of
-/// [`reads_decl`], several levels each, sealed in one barrier.
+/// [`reads_decl`], several levels each, sealed in one barrier with every level stored whole
+/// (`LevelStorage::Whole`), so that the cells a mutation damages are there to damage.
 ///
 /// # Panics
 /// If the engine cannot write to a fresh simulated file system: a bug, not an input.
 pub fn reads_seed() -> Vec<u8> {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store =
-        Store::create_in(vfs, Config::default(), &[reads_decl()]).expect("a fresh store opens");
+    let mut store = Store::create_in(
+        vfs,
+        Config::default().level_storage(crate::LevelStorage::Whole),
+        &[reads_decl()],
+    )
+    .expect("a fresh store opens");
     let mut n_published = 0u64;
     for (run, start) in [("run_7", 0u64), ("run_70", 3)] {
         let rows: Vec<Vec<Value>> = (0..12u64)
@@ -79,6 +84,49 @@ pub fn reads_seed() -> Vec<u8> {
     drop(store);
     let path = NumberedName::segment(SEGMENT_NAME).path_in(SEG_DIR);
     fs.live_bytes(&path).expect("the barrier wrote segment 1")
+}
+
+/// A second seed for the `reads` target: one partition of [`reads_decl`] sealed in four
+/// barriers under `LevelStorage::Adaptive` and merged by compaction into one file, which stores
+/// its levels only from a level up and, beneath it, the cells where its inputs met (format
+/// version 3): the file a fuzzer mutates to reach the reads that fold levels from the rows.
+///
+/// # Panics
+/// If the engine cannot write to a fresh simulated file system: a bug, not an input.
+pub fn reads_seed_folded() -> Vec<u8> {
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let config = Config::default()
+        .level_storage(crate::LevelStorage::Adaptive)
+        .compact_inputs_min(16)
+        .compact_files_max(1);
+    let mut store = Store::create_in(vfs, config, &[reads_decl()]).expect("a fresh store opens");
+    for barrier in 0..4u64 {
+        let rows: Vec<Vec<Value>> = (0..150u64)
+            .map(|i| {
+                let n = barrier * 150 + i;
+                vec![
+                    Value::Str("run_7".into()),
+                    Value::U64(n + n / 7),
+                    Value::U64(n % 5),
+                    Value::I64(i64::try_from(n % 13).unwrap_or(0) - 6),
+                    Value::F64(f64::from(u32::try_from(n % 17).unwrap_or(0)) * 0.1 + 1.0 / 3.0),
+                    Value::Str(format!("n{n}")),
+                ]
+            })
+            .collect();
+        store
+            .publish("cap", barrier, &rows)
+            .expect("the seed rows are valid");
+        store.seal().expect("the seed seals");
+    }
+    store.compact().expect("the seed compacts");
+    drop(store);
+    // The merge's output is the newest segment.
+    (1..64)
+        .rev()
+        .find_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
+        .expect("the merge wrote a segment")
 }
 
 /// A store whose manifest declares [`reads_decl`] and claims `segment` as file 1, exactly as the

@@ -40,13 +40,13 @@ pub(crate) fn num_kind(kind: FieldKind) -> Option<NumKind> {
 #[non_exhaustive]
 pub enum LevelStorage {
     /// Every level is stored whole in every file, as builds before #29 stored them.
-    #[default]
     Whole,
     /// Each file stores a partition's levels only from the lowest level whose stored cells
     /// cost at most [`LEVEL_BYTES_SHARE`] of the partition's raw column bytes in that file;
     /// a finer level is folded from the raw rows when it is read (the merge law makes it the
     /// same cells, bit for bit). A file keeps its rows as long as any of its levels, so a
-    /// level it folds from them lives exactly as long as a stored one would.
+    /// level it folds from them lives exactly as long as a stored one would. The default.
+    #[default]
     Adaptive,
 }
 

@@ -219,6 +219,9 @@ pub struct StreamSummary {
     pub track: Vec<String>,
     /// The name of its axis field, if it declares one.
     pub axis: Option<String>,
+    /// Its level grid as declared, `[base, fanout]`: level `k` has cells `base * fanout^k`
+    /// wide. Which levels each file stores is per partition (`levels_stored_from`).
+    pub ladder: Option<[u64; 2]>,
     /// The position through which it is durable; `None` before its first seal.
     pub watermark: Option<u64>,
     /// Its entry in `retention.json`; `None` when the file does not name it, is absent, or is
@@ -249,6 +252,11 @@ pub struct PartitionSummary {
     pub raw_files: Vec<String>,
     /// The files holding any of its live level tiers, as 12-digit names, ascending.
     pub level_files: Vec<String>,
+    /// The lowest and highest level its live level files store whole: a level beneath a
+    /// file's is folded from that file's rows when read (`LevelStorage::Adaptive`), and
+    /// answers the same cells. `None` without level files, or if a file's directory cannot be
+    /// read.
+    pub levels_stored_from: Option<[u8; 2]>,
     /// The raw floor recorded (`Floor` records only, never the files present): the lowest
     /// position still held; `None` until one is recorded.
     pub raw_floor: Option<u64>,
@@ -357,7 +365,7 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
         streams: plan
             .catalog
             .streams()
-            .map(|d| stream_summary(&plan.catalog, &d.id, retention_file.as_ref()))
+            .map(|d| stream_summary(vfs, &plan.catalog, &d.id, retention_file.as_ref()))
             .collect(),
         files: Some(FilesSummary::of(&plan.catalog)),
         verified,
@@ -473,7 +481,12 @@ fn retention_summary(
     )
 }
 
-fn stream_summary(catalog: &Catalog, id: &str, retention: Option<&RetentionFile>) -> StreamSummary {
+fn stream_summary(
+    vfs: &dyn Vfs,
+    catalog: &Catalog,
+    id: &str,
+    retention: Option<&RetentionFile>,
+) -> StreamSummary {
     let decl = catalog.stream(id);
     let field_name = |idx: u16| {
         decl.and_then(|d| d.fields.get(usize::from(idx)))
@@ -496,16 +509,17 @@ fn stream_summary(catalog: &Catalog, id: &str, retention: Option<&RetentionFile>
         axis: decl.and_then(|d| d.axis).map(field_name),
         watermark: catalog.watermark(id),
         retention: retention.and_then(|file| file.get(id)).cloned(),
-        partitions: partitions(catalog, id),
+        ladder: decl.map(|d| [d.ladder.base, d.ladder.fanout]),
+        partitions: partitions(vfs, catalog, id),
     }
 }
 
 /// The stream's partitions with a live tier, and those retired whole that kept floors, in
 /// track-key order.
-fn partitions(catalog: &Catalog, id: &str) -> Vec<PartitionSummary> {
+fn partitions(vfs: &dyn Vfs, catalog: &Catalog, id: &str) -> Vec<PartitionSummary> {
     let mut by_track: BTreeMap<&TrackKey, PartitionSummary> = catalog
         .partitions(id, &TrackKey::ROOT)
-        .map(|view| (view.track(), partition_summary(catalog, id, view)))
+        .map(|view| (view.track(), partition_summary(vfs, catalog, id, view)))
         .collect();
     for (track, floors) in catalog.floors(id, &TrackKey::ROOT) {
         by_track.entry(track).or_insert_with(|| PartitionSummary {
@@ -517,6 +531,7 @@ fn partitions(catalog: &Catalog, id: &str) -> Vec<PartitionSummary> {
             axis: None,
             raw_files: Vec::new(),
             level_files: Vec::new(),
+            levels_stored_from: None,
             raw_floor: floors.raw.map(|f| f.position),
             raw_floor_axis: floors.raw.and_then(|f| f.axis),
             level_floors: floors.levels.clone(),
@@ -525,7 +540,12 @@ fn partitions(catalog: &Catalog, id: &str) -> Vec<PartitionSummary> {
     by_track.into_values().collect()
 }
 
-fn partition_summary(catalog: &Catalog, id: &str, view: PartitionView<'_>) -> PartitionSummary {
+fn partition_summary(
+    vfs: &dyn Vfs,
+    catalog: &Catalog,
+    id: &str,
+    view: PartitionView<'_>,
+) -> PartitionSummary {
     let raw: BTreeMap<FileName, &PartitionEntry> = view.segments(Tier::Raw).collect();
     // Levels retire coarsest-last, so a partition's live levels need not start at 0: look at
     // every level a file can store rather than stopping at the first empty one.
@@ -556,10 +576,31 @@ fn partition_summary(catalog: &Catalog, id: &str, view: PartitionView<'_>) -> Pa
         axis: catalog.axis_range(id, view.track()),
         raw_files: raw.keys().map(|&n| file_number(n)).collect(),
         level_files: live_levels.keys().map(|&n| file_number(n)).collect(),
+        levels_stored_from: levels_stored_from(vfs, &view, live_levels.keys().copied()),
         raw_floor: raw_floor.map(|f| f.position),
         raw_floor_axis: raw_floor.and_then(|f| f.axis),
         level_floors: floors.map(|f| f.levels.clone()).unwrap_or_default(),
     }
+}
+
+/// The lowest and highest level the partition's live level files store whole (each file's
+/// partition record says; levels beneath are folded from its rows when read). Reads each file's
+/// directory only; `None` without level files, or if one cannot be read (`--verify` reports it).
+fn levels_stored_from(
+    vfs: &dyn Vfs,
+    view: &PartitionView<'_>,
+    files: impl Iterator<Item = FileName>,
+) -> Option<[u8; 2]> {
+    let mut range: Option<[u8; 2]> = None;
+    for name in files {
+        let idx = view.part_idx(name)?;
+        let path = NumberedName::segment(name).path_in(SEG_DIR);
+        let mapped = vfs.map(&path).ok()?;
+        let reader = SegmentReader::open(&path, mapped).ok()?;
+        let from = reader.partitions().get(idx)?.stored_from;
+        range = Some(range.map_or([from, from], |[lo, hi]| [lo.min(from), hi.max(from)]));
+    }
+    range
 }
 
 fn file_number(name: FileName) -> String {
@@ -915,11 +956,15 @@ fn write_streams(
         };
         writeln!(
             out,
-            "  {}  watermark {}  track ({})  axis {}  fields {}",
+            "  {}  watermark {}  track ({})  axis {}  ladder {}  fields {}",
             clean(&stream.id),
             opt(stream.watermark),
             clean(&track),
             clean(stream.axis.as_deref().unwrap_or("-")),
+            stream.ladder.map_or_else(
+                || "-".to_owned(),
+                |[base, fanout]| format!("{base}x{fanout}")
+            ),
             fields.join(" "),
         )?;
         writeln!(out, "    retention: {}", retention_line(retention, stream))?;
@@ -935,6 +980,7 @@ fn write_streams(
             "POSITIONS",
             "AXIS",
             "FILES RAW/LEVEL",
+            "LEVELS STORED",
             "FLOOR RAW/LEVELS",
         ])];
         for part in &stream.partitions {
@@ -952,6 +998,11 @@ fn write_streams(
                 range(part.positions),
                 range(part.axis),
                 format!("{}/{}", part.raw_files.len(), part.level_files.len()),
+                match part.levels_stored_from {
+                    None => "-".to_owned(),
+                    Some([lo, hi]) if lo == hi => format!("from L{lo}"),
+                    Some([lo, hi]) => format!("from L{lo}-{hi}"),
+                },
                 format!(
                     "{}/{}",
                     raw_floor_text(part.raw_floor, part.raw_floor_axis),

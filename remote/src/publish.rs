@@ -251,9 +251,13 @@ impl Publisher {
                 Some(&(len, _)) if len != size => adoption.collisions.push(n.number),
                 // The same length: the same segment only if it has the same bytes (read, once,
                 // so that the adoption refuses before it changes anything).
-                Some(&(len, digest)) => {
+                // Compared byte for byte with the local file: the whole-file digest sees only
+                // a segment's layout (its blocks' crcs cancel their contents; `upload`).
+                Some(&(len, _)) => {
                     let there = bucket.get(&seg_key(n.number), len)?;
-                    if strata_segment::format::file_digest(&there) != digest {
+                    let path = NumberedName::segment(n.number).path_in(SEG_DIR);
+                    let ours = vfs.read(&path).map_err(|e| io_error(&path, e))?;
+                    if there != ours {
                         adoption.collisions.push(n.number);
                     }
                 }
@@ -702,7 +706,13 @@ impl Publisher {
                 ),
                 other => other,
             })?;
-            if there.len() as u64 == len && strata_segment::format::file_digest(&there) == digest {
+            // The bytes themselves, not the digest: a segment's whole-file digest runs over its
+            // blocks' own crc32c values, which cancel what they follow (crc32c's residue), so
+            // two segments of one layout (the same block lengths) have the same digest whatever
+            // they hold. Found by `two_writers_racing_at_every_put_leave_one_history` once two
+            // writers' barriers came out the same length: the second took the first's segment
+            // for its own.
+            if there == bytes {
                 published.already_there += 1;
                 return Ok(());
             }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use strata::segment::fuzzing::reseal;
 use strata::{Aggregate, EngineError, Store};
-use strata_engine::fuzzing::{reads, reads_seed, store_over};
+use strata_engine::fuzzing::{reads, reads_seed, reads_seed_folded, store_over};
 
 const SEGMENT: &str = "seg/000000000001.seg";
 
@@ -307,6 +307,7 @@ fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
         // Regenerates the seed from the engine as it writes today.
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("engine-two-partitions.seg"), reads_seed()).unwrap();
+        std::fs::write(dir.join("engine-folded-levels.seg"), reads_seed_folded()).unwrap();
     }
     strata::segment::fuzzing::corpus(&dir)
 }
@@ -331,4 +332,47 @@ fn the_reads_seed_is_valid_so_the_fuzzer_starts_deep() {
     let store = store_over(seed).unwrap();
     assert_eq!(first_refusal(&store), None);
     assert_eq!(store.query("cap", &[], ..).unwrap().len(), 24);
+}
+
+/// The seed of format version 3: levels stored from a level up, with a merge's cells beneath.
+/// Kept in the corpus, so this build reads what it wrote, whatever later builds write.
+#[test]
+fn the_folded_levels_seed_is_valid_and_stores_levels_from_a_level_up() {
+    let corpus = corpus();
+    let (_, seed) = corpus
+        .iter()
+        .find(|(p, _)| p.ends_with("engine-folded-levels.seg"))
+        .unwrap();
+    assert_eq!(
+        u32::from_le_bytes(seed[8..12].try_into().unwrap()),
+        3,
+        "version 3"
+    );
+    let reader = strata::segment::SegmentReader::open(SEGMENT, seed.as_slice()).unwrap();
+    let part = &reader.partitions()[0];
+    assert!(
+        part.stored_from > 0,
+        "levels stored from {}",
+        part.stored_from
+    );
+    // The f64 field's: integer sums add exactly in any grouping, so only its cells can differ.
+    let beneath: usize = (0..part.stored_from)
+        .map(|level| reader.cells(0, 4, level, 0..=u64::MAX).unwrap().len())
+        .sum();
+    assert!(
+        beneath > 0,
+        "the merge stored cells where its inputs' sums met"
+    );
+    let store = store_over(seed).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    assert_eq!(store.query("cap", &[], ..).unwrap().len(), 600);
+    // Every level answers, stored or folded, and each level's cells fold every row.
+    for level in 0..12 {
+        let cells = store.level_cells("cap", &[], "u", level, ..).unwrap();
+        assert_eq!(
+            cells.iter().map(|c| c.bucket.count).sum::<u64>(),
+            600,
+            "level {level}"
+        );
+    }
 }

@@ -29,8 +29,15 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
             other => open_failure(dir, &other),
         })?;
     drop(store);
+    // The grid is the declaration's; which of its levels each file stores follows the rows.
+    let stored = if decl.axis.is_some() && !decl.measured().is_empty() {
+        "; levels stored where their cells fold enough rows to pay for themselves, finer ones \
+         folded from the rows when read (docs/levels.md)"
+    } else {
+        ""
+    };
     print_summary(&format!(
-        "stream {} is declared in {}: {}\n",
+        "stream {} is declared in {}: {}{stored}\n",
         decl.id,
         dir.display(),
         strata::describe(&decl)

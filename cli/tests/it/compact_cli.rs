@@ -971,9 +971,13 @@ fn ctrl_c_while_ingest_compacts_stops_after_the_step_under_way() {
         "a row was lost or changed"
     );
 
-    // `compact` lifts the byte cap: each partition's files merge into one.
+    // `compact` lifts the byte cap: each partition's files merge into one, a step for each
+    // partition the ingest's step left with more than one (the ingest's may have taken all of
+    // `a`'s, when they fit the cap).
+    let unmerged = files.iter().filter(|&&n| n > 1).count() as u64;
+    assert!(unmerged >= 1, "{report}");
     let rest = compact(&s);
-    assert_eq!(number_after(&rest.stdout, "steps:"), 2, "{rest:?}");
+    assert_eq!(number_after(&rest.stdout, "steps:"), unmerged, "{rest:?}");
     assert_eq!(
         live_files_per_partition(&fsck_report(&s)),
         vec![1, 1],

@@ -147,6 +147,9 @@ fn a_full_disk_fails_the_ingest_cleanly_and_the_store_ingests_again_once_space_i
             "1000",
             "--seal-every",
             "2000",
+            // Barriers alone, so that a barrier is what meets the full disk (a merge of them,
+            // bigger than any, would meet it first).
+            "--no-compact",
         ],
         &csv(1, n_rows),
     );
