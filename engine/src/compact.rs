@@ -119,7 +119,7 @@ fn fold_column_to(
             ladder.fold_rows_to(field, axis, shared, |i| Num::I64(v[start + i]), level)
         }
         ColumnBuf::F64(v) => {
-            ladder.fold_rows_to(field, axis, shared, |i| Num::F64(v[start + i]), level)
+            ladder.fold_f64_rows_to(field, axis, shared, &v[start..start + axis.len()], level)
         }
         ColumnBuf::Var { .. } => Vec::new(),
     }

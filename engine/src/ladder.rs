@@ -147,9 +147,7 @@ pub(crate) fn fold_partition(
                             .min(axis.len());
                         ladder.fold_f64_rows(field, axis, v, capacity)
                     }
-                    ColumnBuf::F64(v) => {
-                        ladder.fold_rows_to(field, axis, &shared, |i| Num::F64(v[i]), from)
-                    }
+                    ColumnBuf::F64(v) => ladder.fold_f64_rows_to(field, axis, &shared, v, from),
                     ColumnBuf::Var { .. } => return None,
                 };
                 levels.push(first);

@@ -178,10 +178,6 @@ impl Store {
     /// The plan `Config::survey_fill` asks for over `[lo, hi]`. A spent plan whose level is
     /// retired beneath `start` gives way to the finest-level plan, which the caller then answers
     /// or refuses on the floors exactly as the contract's rule does: never a short answer.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the selection, its grid, the span and the budget: each is needed once"
-    )]
     fn survey_plan(
         &self,
         level_floors: &LevelFloors,
@@ -820,7 +816,10 @@ pub(crate) fn fold_file_rows(
     Ok(match reader.column(part_idx, field).map_err(unreadable)? {
         Some(Column::U64(c)) => fold(&|i| Num::U64(c[start + i].get())),
         Some(Column::I64(c)) => fold(&|i| Num::I64(c[start + i].get())),
-        Some(Column::F64(c)) => fold(&|i| Num::F64(c[start + i].get())),
+        Some(Column::F64(c)) => {
+            let values: Vec<f64> = c[start..end].iter().map(|v| v.get()).collect();
+            ladder.fold_f64_rows_to(field, &axis, &shared, &values, level)
+        }
         _ => {
             return Err(unreadable(SegmentError::mismatch(
                 reader.path(),

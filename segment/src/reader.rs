@@ -498,6 +498,49 @@ fn read_crc(file: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(crc)
 }
 
+/// A partition's measured fields, in answer order: (field index, kind).
+fn parse_measured(records: &[MeasuredRecord]) -> Result<Vec<(u16, NumKind)>, String> {
+    records
+        .iter()
+        .map(|m| match m.kind {
+            1 => Ok((m.field.get(), NumKind::U64)),
+            2 => Ok((m.field.get(), NumKind::I64)),
+            3 => Ok((m.field.get(), NumKind::F64)),
+            other => Err(format!("measured kind code {other}")),
+        })
+        .collect()
+}
+
+/// What a partition record's `stored_from` promises (version 3 on; 0 before), and the Cells
+/// block it calls for: levels stored whole need their cells, and beneath `stored_from` a level
+/// may store none, so a partition storing no level whole may have a Cells block or not. Cells
+/// only where there are levels and measured fields.
+fn check_stored_from(
+    r: &PartitionRecord,
+    version: u32,
+    n_measured: usize,
+    has_cells: bool,
+) -> Result<(), String> {
+    if version < STORED_FROM_VERSION && r.stored_from != 0 {
+        return Err(format!(
+            "levels stored from {} in a file of version {version}",
+            r.stored_from
+        ));
+    }
+    if r.stored_from > r.n_levels {
+        return Err(format!(
+            "levels stored from {} of {}",
+            r.stored_from, r.n_levels
+        ));
+    }
+    let with_levels = r.n_levels > 0 && n_measured > 0;
+    let stores_whole = with_levels && r.stored_from < r.n_levels;
+    if (has_cells && !with_levels) || (stores_whole && !has_cells) {
+        return Err("the partition's blocks do not match its rows".into());
+    }
+    Ok(())
+}
+
 /// Parses and bounds-checks the directory. Everything here is untrusted until proven in range.
 fn parse_directory(
     path: &str,
@@ -654,16 +697,7 @@ fn parse_partition(
     )?;
     let measured_records = <[MeasuredRecord]>::ref_from_bytes(measured_bytes)
         .map_err(|_| "measured fields".to_owned())?;
-    let measured = measured_records
-        .iter()
-        .map(|m| match m.kind {
-            1 => Ok((m.field.get(), NumKind::U64)),
-            2 => Ok((m.field.get(), NumKind::I64)),
-            3 => Ok((m.field.get(), NumKind::F64)),
-            other => Err(format!("measured kind code {other}")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-
+    let measured = parse_measured(measured_records)?;
     let first = r.first_block.get() as usize;
     let range = first
         ..first
@@ -690,28 +724,10 @@ fn parse_partition(
         || count(BlockKind::Ordinals) != 1
         || count(BlockKind::Axis) != usize::from(has_axis)
         || count(BlockKind::Cells) > 1
-        || (count(BlockKind::Cells) == 1 && (r.n_levels == 0 || n_measured == 0))
     {
         return Err("the partition's blocks do not match its rows".into());
     }
-    if version < STORED_FROM_VERSION && r.stored_from != 0 {
-        return Err(format!(
-            "levels stored from {} in a file of version {version}",
-            r.stored_from
-        ));
-    }
-    if r.stored_from > r.n_levels {
-        return Err(format!(
-            "levels stored from {} of {}",
-            r.stored_from, r.n_levels
-        ));
-    }
-    // Levels stored whole need their cells; beneath `stored_from` a level may store none.
-    if (count(BlockKind::Cells) == 1) != (r.n_levels > r.stored_from && n_measured > 0)
-        && !(count(BlockKind::Cells) == 1 && r.stored_from == r.n_levels)
-    {
-        return Err("the partition's blocks do not match its rows".into());
-    }
+    check_stored_from(r, version, n_measured, count(BlockKind::Cells) == 1)?;
     let extent_offset = r.extent_offset.get();
     let extent_len = r.extent_len.get();
     let extent_end = extent_offset.checked_add(extent_len).ok_or("extent")?;

@@ -60,8 +60,7 @@ const TRACKS: [&str; 2] = ["a", "b"];
 /// Publishes each batch and seals it, compacting after every other barrier if `compact`.
 fn load(store: &mut Store, spacing: u64, batches: &[Batch], compact: bool) -> u64 {
     let mut t = [1u64 << 40; 2];
-    let mut position = 0;
-    for (i, batch) in batches.iter().enumerate() {
+    for (position, batch) in (0u64..).zip(batches) {
         let rows: Vec<Row> = batch
             .iter()
             .map(|&(track, step, v)| {
@@ -78,9 +77,8 @@ fn load(store: &mut Store, spacing: u64, batches: &[Batch], compact: bool) -> u6
             })
             .collect();
         store.publish("m", position, &rows).unwrap();
-        position += 1;
         store.seal().unwrap();
-        if compact && i % 2 == 1 {
+        if compact && position % 2 == 1 {
             store.compact().unwrap();
         }
     }
@@ -120,7 +118,7 @@ proptest! {
         spacing in spacing(),
         batches in batches(),
         compact in any::<bool>(),
-        cut in (0.0f64..1.0, 0.0f64..1.0),
+        cut in (0u64..=1000, 0u64..=1000),
         budgets in prop::collection::vec(8u64..4_000, 1..4),
     ) {
         let mut whole = store(LevelStorage::Whole);
@@ -130,8 +128,8 @@ proptest! {
         let start = 1u64 << 40;
         let span = end - start;
         let (a, b) = (cut.0.min(cut.1), cut.0.max(cut.1));
-        let lo = start + (span as f64 * a) as u64;
-        let hi = start + (span as f64 * b) as u64;
+        let lo = start + span / 1000 * a;
+        let hi = start + span / 1000 * b;
         for (lo, hi) in [(0, u64::MAX), (start, end), (lo, hi)] {
             let expected = answers(&whole, lo, hi, &budgets);
             let got = answers(&adaptive, lo, hi, &budgets);

@@ -44,6 +44,7 @@ fn fold_with_a_huge_ladder_fanout_answers_from_stored_cells_quickly() {
 /// levels are folded from the rows, not given up.
 #[test]
 fn a_microsecond_axis_under_the_defaults_costs_little_more_than_its_rows() {
+    use std::fmt::Write as _;
     let s = crate::cli::Scratch::new();
     let declare = [
         "declare", "sensor", "--field", "t:u64", "--field", "v:f64", "--field", "temp:f64",
@@ -57,7 +58,7 @@ fn a_microsecond_axis_under_the_defaults_costs_little_more_than_its_rows() {
     for i in 0..n_rows {
         let v = (100.0 * (i as f64 * 0.001).sin() * 1e4).round() / 1e4;
         let temp = ((20.0 + 5.0 * (i as f64 * 1e-6).sin()) * 1e3).round() / 1e3;
-        csv.push_str(&format!("{},{v},{temp}\n", start + i * 1_000));
+        writeln!(csv, "{},{v},{temp}", start + i * 1_000).unwrap();
     }
     let file = s.write("rows.csv", &csv);
     s.ok(&["ingest", "sensor", &file], "");
