@@ -36,14 +36,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
-use strata_levels::{Bucket, Cell, Ladder, Num, NumKind};
+use strata_levels::{Bucket, Cell, Ladder, NumKind};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 use strata_segment::{Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, TempFile};
 
 use crate::error::EngineError;
 use crate::ladder::{
-    FieldLevels, LevelStorage, ladder_of, level_storage, num_kind, raw_bytes, stored_from,
+    FieldLevels, LevelStorage, fold_column_to, ladder_of, num_kind, raw_bytes, stored_from,
 };
 use crate::read::unreadable;
 use crate::retention::Lifetime;
@@ -98,31 +98,6 @@ struct MergeInput {
 /// `index` of a cell `up` levels higher.
 fn lift_index(ladder: &Ladder, index: u64, up: u8) -> u64 {
     (0..up).fold(index, |i, _| ladder.parent(i))
-}
-
-/// The cells of `level` that rows `axis` (with `shared` levels) of `column`, starting at row
-/// `start` of it, fold to.
-fn fold_column_to(
-    ladder: &Ladder,
-    field: u16,
-    axis: &[u64],
-    shared: &[u8],
-    column: &ColumnBuf,
-    start: usize,
-    level: u8,
-) -> Vec<Cell> {
-    match column {
-        ColumnBuf::U64(v) => {
-            ladder.fold_rows_to(field, axis, shared, |i| Num::U64(v[start + i]), level)
-        }
-        ColumnBuf::I64(v) => {
-            ladder.fold_rows_to(field, axis, shared, |i| Num::I64(v[start + i]), level)
-        }
-        ColumnBuf::F64(v) => {
-            ladder.fold_f64_rows_to(field, axis, shared, &v[start..start + axis.len()], level)
-        }
-        ColumnBuf::Var { .. } => Vec::new(),
-    }
 }
 
 impl Store {
@@ -493,7 +468,7 @@ impl Store {
             .filter_map(|f| Some((f, num_kind(decl.fields[usize::from(f)].kind)?)))
             .collect();
         let shared = ladder.shared_levels(axis);
-        let from = match level_storage(&self.config, &pick.stream) {
+        let from = match self.config.level_storage {
             LevelStorage::Whole => 0,
             LevelStorage::Adaptive => inputs.iter().filter_map(|i| i.whole_from).fold(
                 stored_from(&shared, top, measured.len() as u64, raw_bytes(rows)),

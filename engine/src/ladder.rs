@@ -50,14 +50,6 @@ pub enum LevelStorage {
     Adaptive,
 }
 
-/// How `config` has `stream`'s levels kept. Every stream alike: a level folded from a file's
-/// rows lives as long as a stored one would, since a file keeps its rows while any of its
-/// levels is live (retention retires raw rows from raw reads, and frees their bytes only with
-/// the whole file).
-pub(crate) fn level_storage(config: &crate::Config, _stream: &str) -> LevelStorage {
-    config.level_storage
-}
-
 /// Under [`LevelStorage::Adaptive`], the most a file's stored level cells may cost, as a
 /// share (`1 / LEVEL_BYTES_SHARE`) of the partition's raw column bytes in it: 8, so levels
 /// add at most 12.5% to the rows they summarise.
@@ -99,6 +91,31 @@ pub(crate) fn raw_bytes(staged: &Staged) -> u64 {
     rows.saturating_mul(8).saturating_add(columns)
 }
 
+/// The cells of `level` that rows `axis` (with `shared` levels) of `column`, starting at row
+/// `start` of it, fold to.
+pub(crate) fn fold_column_to(
+    ladder: &Ladder,
+    field: u16,
+    axis: &[u64],
+    shared: &[u8],
+    column: &ColumnBuf,
+    start: usize,
+    level: u8,
+) -> Vec<Cell> {
+    match column {
+        ColumnBuf::U64(v) => {
+            ladder.fold_rows_to(field, axis, shared, |i| Num::U64(v[start + i]), level)
+        }
+        ColumnBuf::I64(v) => {
+            ladder.fold_rows_to(field, axis, shared, |i| Num::I64(v[start + i]), level)
+        }
+        ColumnBuf::F64(v) => {
+            ladder.fold_f64_rows_to(field, axis, shared, &v[start..start + axis.len()], level)
+        }
+        ColumnBuf::Var { .. } => Vec::new(),
+    }
+}
+
 /// Folds a staged partition's rows into every level it stores, per measured field, and
 /// answers from which level the levels are stored whole (levels beneath it are empty: a
 /// barrier's rows fold to exactly those cells, so none needs storing). Empty for a stream
@@ -128,29 +145,21 @@ pub(crate) fn fold_partition(
         .filter_map(|field| {
             let column_idx = stored.iter().position(|&s| s == field)?;
             let kind = num_kind(decl.fields[usize::from(field)].kind)?;
+            if matches!(staged.columns[column_idx], ColumnBuf::Var { .. }) {
+                return None;
+            }
             let mut levels = vec![Vec::new(); usize::from(from.min(top + 1))];
             if from <= top {
-                let axis = &staged.axis;
-                let first = match &staged.columns[column_idx] {
-                    ColumnBuf::U64(v) => {
-                        ladder.fold_rows_to(field, axis, &shared, |i| Num::U64(v[i]), from)
-                    }
-                    ColumnBuf::I64(v) => {
-                        ladder.fold_rows_to(field, axis, &shared, |i| Num::I64(v[i]), from)
-                    }
-                    // The common measured kind, folded straight from the slices where
-                    // level 0 is stored.
-                    ColumnBuf::F64(v) if from == 0 => {
-                        let spanned = ladder.cell(hi, 0) - ladder.cell(lo, 0);
-                        let capacity = usize::try_from(spanned)
-                            .map_or(usize::MAX, |s| s.saturating_add(1))
-                            .min(axis.len());
-                        ladder.fold_f64_rows(field, axis, v, capacity)
-                    }
-                    ColumnBuf::F64(v) => ladder.fold_f64_rows_to(field, axis, &shared, v, from),
-                    ColumnBuf::Var { .. } => return None,
-                };
-                levels.push(first);
+                let column = &staged.columns[column_idx];
+                levels.push(fold_column_to(
+                    &ladder,
+                    field,
+                    &staged.axis,
+                    &shared,
+                    column,
+                    0,
+                    from,
+                ));
                 for _ in from..top {
                     let next = ladder.fold_level(levels.last().expect("one level is there"));
                     levels.push(next);

@@ -20,7 +20,7 @@ use strata_segment::{
 use crate::config::Config;
 use crate::decl::describe;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
-use crate::ladder::{LevelStorage, fold_partition, level_storage};
+use crate::ladder::{LevelStorage, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
 use crate::snapshot::Pins;
 use crate::stage::StreamState;
@@ -607,11 +607,7 @@ impl Store {
             .collect();
         let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
         self.sealing = true;
-        let storage = self
-            .streams
-            .keys()
-            .map(|id| (id.clone(), level_storage(&self.config, id)))
-            .collect();
+        let storage = self.config.level_storage;
         Sealing {
             name,
             streams,
@@ -1096,8 +1092,8 @@ pub(crate) struct Sealing {
     name: FileName,
     /// Each stream's sealed-off rows (its declaration and staged partitions only).
     streams: BTreeMap<String, StreamState>,
-    /// How each stream's levels are kept (`Config::level_storage`, as its retention allows).
-    storage: BTreeMap<String, LevelStorage>,
+    /// How levels are kept (`Config::level_storage`).
+    storage: LevelStorage,
     staged_bytes: usize,
     rows: u64,
     watermarks: Vec<Entry>,
@@ -1175,7 +1171,7 @@ impl Sealing {
         // record carries the file's digest and length, known once the last byte has passed.
         let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
             let sink = FileSink::for_input(temp.file(), self.staged_bytes);
-            match write_staged(&self.streams, &self.storage, sink) {
+            match write_staged(&self.streams, self.storage, sink) {
                 Ok((summary, _)) => Ok((summary, temp.sync()?)),
                 Err(e) => {
                     let path = temp.tmp_path().to_owned();
@@ -1188,7 +1184,7 @@ impl Sealing {
             Err(error) => {
                 // What the barrier would have needed: its length, counted without writing it.
                 let (counted, _) =
-                    write_staged(&self.streams, &self.storage, CountingSink::default())
+                    write_staged(&self.streams, self.storage, CountingSink::default())
                         .expect("counting bytes does not fail");
                 let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
                 let needed = counted.len + frame_bytes;
@@ -1339,12 +1335,11 @@ fn snapshot_len(catalog: &Catalog) -> u64 {
 /// it is written, so a barrier holds one partition's levels at a time beside the staged rows.
 fn write_staged<S: SegmentSink>(
     streams: &BTreeMap<String, StreamState>,
-    storage: &BTreeMap<String, LevelStorage>,
+    storage: LevelStorage,
     sink: S,
 ) -> std::io::Result<(SegmentSummary, S)> {
     let mut writer = SegmentWriter::to_sink(sink)?;
     for state in streams.values() {
-        let storage = storage.get(&state.decl.id).copied().unwrap_or_default();
         for (key, staged) in &state.staged {
             let (stored_from, levels) = fold_partition(&state.decl, &state.stored, staged, storage);
             writer.write_partition(&state.partition_input(key, staged, &levels, stored_from))?;

@@ -648,13 +648,7 @@ impl Store {
                 }
                 let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 self.check_partition(&reader, part_idx, entry)?;
-                let axis = reader
-                    .axis(part_idx)
-                    .map_err(unreadable)?
-                    .unwrap_or_default();
-                // The axis is non-decreasing within a partition: the range is a binary search.
-                let start = axis.partition_point(|a| a.get() < lo);
-                let end = axis.partition_point(|a| a.get() <= hi).max(start);
+                let (start, end) = rows_in(&reader, part_idx, [lo, hi])?;
                 match reader.column(part_idx, field).map_err(unreadable)? {
                     Some(Column::U64(c)) => {
                         values.extend(c[start..end].iter().map(|v| Num::U64(v.get())));
@@ -803,13 +797,14 @@ pub(crate) fn fold_file_rows(
     level: u8,
     [lo, hi]: [u64; 2],
 ) -> Result<Vec<Cell>, EngineError> {
-    let axis = reader
+    let (start, end) = rows_in(reader, part_idx, [lo, hi])?;
+    let axis: Vec<u64> = reader
         .axis(part_idx)
         .map_err(unreadable)?
-        .unwrap_or_default();
-    let start = axis.partition_point(|a| a.get() < lo);
-    let end = axis.partition_point(|a| a.get() <= hi).max(start);
-    let axis: Vec<u64> = axis[start..end].iter().map(|a| a.get()).collect();
+        .unwrap_or_default()[start..end]
+        .iter()
+        .map(|a| a.get())
+        .collect();
     let shared = ladder.shared_levels(&axis);
     let fold =
         |value: &dyn Fn(usize) -> Num| ladder.fold_rows_to(field, &axis, &shared, value, level);
@@ -827,6 +822,22 @@ pub(crate) fn fold_file_rows(
             )));
         }
     })
+}
+
+/// The rows `start..end` of partition `part_idx` whose axis lies in `[lo, hi]`: the axis is
+/// non-decreasing within a partition, so the range is a binary search.
+fn rows_in(
+    reader: &SegmentReader<Mapped>,
+    part_idx: usize,
+    [lo, hi]: [u64; 2],
+) -> Result<(usize, usize), EngineError> {
+    let axis = reader
+        .axis(part_idx)
+        .map_err(unreadable)?
+        .unwrap_or_default();
+    let start = axis.partition_point(|a| a.get() < lo);
+    let end = axis.partition_point(|a| a.get() <= hi).max(start);
+    Ok((start, end))
 }
 
 /// `folded` (ascending) with each of `stored` (ascending, a subset of its indexes) in place of

@@ -328,15 +328,9 @@ impl Ladder {
         value: impl Fn(usize) -> Num,
         level: u8,
     ) -> Vec<Cell> {
-        assert!(level <= LEVELS_MAX, "level {level} is beyond {LEVELS_MAX}");
-        if axis.is_empty() {
+        if !fold_args_hold(axis, shared, level) {
             return Vec::new();
         }
-        assert_eq!(
-            shared.len() + 1,
-            axis.len(),
-            "a shared level per pair of rows"
-        );
         let folded = tree_fold(
             shared,
             level,
@@ -368,16 +362,10 @@ impl Ladder {
         values: &[f64],
         level: u8,
     ) -> Vec<Cell> {
-        assert!(level <= LEVELS_MAX, "level {level} is beyond {LEVELS_MAX}");
         assert_eq!(axis.len(), values.len(), "a value per row");
-        if axis.is_empty() {
+        if !fold_args_hold(axis, shared, level) {
             return Vec::new();
         }
-        assert_eq!(
-            shared.len() + 1,
-            axis.len(),
-            "a shared level per pair of rows"
-        );
         let sums = tree_fold(
             shared,
             level,
@@ -463,6 +451,23 @@ impl Ladder {
         }
         parents
     }
+}
+
+/// Whether rows `axis` with `shared` levels are there to fold to `level` (false: no rows).
+///
+/// # Panics
+/// If `shared` is not one shorter than a non-empty `axis`, or `level > LEVELS_MAX`.
+fn fold_args_hold(axis: &[u64], shared: &[u8], level: u8) -> bool {
+    assert!(level <= LEVELS_MAX, "level {level} is beyond {LEVELS_MAX}");
+    if axis.is_empty() {
+        return false;
+    }
+    assert_eq!(
+        shared.len() + 1,
+        axis.len(),
+        "a shared level per pair of rows"
+    );
+    true
 }
 
 /// Folds rows along the levels' tree up to `level`, one value per cell of `level` in row
