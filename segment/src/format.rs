@@ -19,7 +19,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 3;
+pub const SEGMENT_VERSION: u32 = 4;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
@@ -27,6 +27,12 @@ pub const RUNS_VERSION: u32 = 2;
 /// The first version whose partition records say from which level the levels are stored
 /// whole (`stored_from`); beneath it a level is folded from the raw rows.
 pub const STORED_FROM_VERSION: u32 = 3;
+/// The first version whose Cells blocks may hold a **chain**: several records of one
+/// `(field, level, index)`, consecutive, oldest rows first. A merge of segments that are not
+/// the partition's newest keeps the partial cells of a cell it shares with a later segment as
+/// such a chain, which a read folds into what follows link by link, last first: exactly the
+/// fold the merged segments answered (docs/compaction.md).
+pub const CHAINS_VERSION: u32 = 4;
 /// The magic in the footer, so a file cut short is told from a complete one.
 pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.

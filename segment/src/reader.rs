@@ -19,9 +19,9 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::SegmentError;
 use crate::format::{
-    BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
-    MeasuredRecord, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEGMENT_MAGIC,
-    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
+    BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, FOOTER_MAGIC,
+    Footer, Header, MeasuredRecord, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord,
+    SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
 };
 use crate::runs::Sequence;
 
@@ -41,6 +41,8 @@ pub struct PartitionInfo {
     /// The lowest level stored whole; a level beneath it is folded from the raw rows, and the
     /// file holds only the cells of it that differ from that fold. 0 before version 3.
     pub stored_from: u8,
+    /// Whether a cell may be a chain of records (version 4 on): see [`CHAINS_VERSION`].
+    pub chains: bool,
     blocks: Range<usize>,
 }
 
@@ -270,7 +272,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     }
 
     /// The cells of `field` at `level` in partition `part_idx` whose index lies in `indexes`,
-    /// ascending, found by binary search (no scan).
+    /// ascending, found by binary search (no scan). From version 4 on an index may appear more
+    /// than once: a chain of partial cells, oldest rows first, which a read folds in front of
+    /// what follows link by link, last first ([`CHAINS_VERSION`]).
     pub fn cells(
         &self,
         part_idx: usize,
@@ -769,6 +773,7 @@ fn parse_partition(
         measured,
         columns,
         stored_from: r.stored_from,
+        chains: version >= CHAINS_VERSION,
         blocks: range,
     })
 }

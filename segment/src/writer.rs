@@ -74,7 +74,8 @@ impl ColumnData<'_> {
     }
 }
 
-/// One measured field's level cells: `levels[k]` holds level `k`'s cells, ascending by index.
+/// One measured field's level cells: `levels[k]` holds level `k`'s cells, ascending by index
+/// (an index held more than once is a chain, `CHAINS_VERSION`).
 #[derive(Clone, Copy, Debug)]
 pub struct FieldCells<'a> {
     /// The field's index in the declaration.
@@ -450,8 +451,11 @@ impl<S: SegmentSink> SegmentWriter<S> {
             );
             previous = Some(field.field);
             for cells in field.levels {
+                // Equal indexes are a chain (`CHAINS_VERSION`), links in axis order.
                 assert!(
-                    cells.windows(2).all(|w| w[0].index < w[1].index),
+                    cells.windows(2).all(|w| w[0].index < w[1].index
+                        || (w[0].index == w[1].index
+                            && w[0].bucket.last.axis <= w[1].bucket.first.axis)),
                     "cells out of order"
                 );
                 n_cells += cells.len();

@@ -12,7 +12,8 @@
 //! - `str`/`bytes` columns: offsets from 0 to the heap's end, non-decreasing; `str` is UTF-8;
 //! - a measured field's column: of the measured kind (checked with the directory) and, for
 //!   `f64`, finite (publish refuses anything else);
-//! - cells: strictly ordered by (field, level, index); each of a measured field, of that field's
+//! - cells: strictly ordered by (field, level, index), but for chains (version 4 on: several
+//!   consecutive records of one index, their points ordered one after the other); each of a measured field, of that field's
 //!   kind, at a level the partition stores, of 1 ..= n_rows rows, its points inside the
 //!   partition's axis range, ordered (`first <= min, max <= last` on the axis), with
 //!   `min <= first, last <= max` by value and finite `f64` values; and every (measured field,
@@ -161,8 +162,19 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
     for (cell_idx, r) in records.iter().enumerate() {
         let at = cell_idx * size;
         let bad = |what: String| Err((at, what));
-        if cell_idx > 0 && key(&records[cell_idx - 1]) >= key(r) {
-            return bad("cells out of order".into());
+        if cell_idx > 0 {
+            let previous = &records[cell_idx - 1];
+            match key(previous).cmp(&key(r)) {
+                Ordering::Less => {}
+                // A chain's links hold consecutive rows: each link's points lie at or after
+                // the last point of the link before it.
+                Ordering::Equal
+                    if part.chains && previous.last.axis.get() <= r.first.axis.get() => {}
+                Ordering::Equal if part.chains => {
+                    return bad("a chain's link begins before the link ahead of it ends".into());
+                }
+                _ => return bad("cells out of order".into()),
+            }
         }
         let field = r.field.get();
         let Some(&(_, kind)) = part.measured.iter().find(|&&(f, _)| f == field) else {

@@ -6,6 +6,8 @@ use strata_segment::format::RunRecord;
 use strata_segment::{SegmentError, SegmentReader, fuzzing};
 
 use crate::corruption::check_every_flip;
+use strata_levels::{Bucket, Cell, Num};
+
 use crate::generate::{Part, Values, build};
 use crate::roundtrip::{assert_reads_back, write};
 
@@ -177,7 +179,14 @@ fn a_flipped_run_behind_a_good_crc_is_refused_or_still_in_order() {
 #[test]
 fn run_blocks_are_refused_in_a_version_1_file_and_unknown_versions_are_refused() {
     let written = write(&[store_shaped(3, 3, 1)]);
-    for (version, opens) in [(1u32, false), (2, true), (3, true), (4, false), (0, false)] {
+    for (version, opens) in [
+        (1u32, false),
+        (2, true),
+        (3, true),
+        (4, true),
+        (5, false),
+        (0, false),
+    ] {
         let mut bytes = written.bytes.clone();
         bytes[8..12].copy_from_slice(&version.to_le_bytes());
         fuzzing::reseal(&mut bytes);
@@ -246,4 +255,68 @@ fn levels_stored_from_a_level_are_read_from_version_3_on_and_held_to_the_levels(
             Err(other) => panic!("version {version}: {other:?}"),
         }
     }
+}
+
+/// A chain — several records of one cell, a non-suffix merge's partial cells — is read back
+/// link by link from version 4 on; a chain whose second link begins before the first ends is
+/// malformed, and so is any repeated cell in a version 3 file.
+#[test]
+fn chains_are_read_from_version_4_on_in_axis_order_and_refused_before() {
+    let mut part = store_shaped(3, 3, 1);
+    let axis = part.axis.clone().unwrap();
+    let Values::F64(values) = part.columns[0].1.clone() else {
+        panic!("an f64 column");
+    };
+    let (field, _, levels) = &mut part.cells[0];
+    let field = *field;
+    // Nine rows on a 16-wide grid: one cell, level 0, which becomes two links.
+    assert_eq!((levels.len(), levels[0].len()), (1, 1));
+    let link = |rows: std::ops::Range<usize>| {
+        rows.map(|i| Bucket::of_row(field, axis[i], Num::F64(values[i])))
+            .reduce(|a, b| a.merge(&b))
+            .unwrap()
+    };
+    let links = [link(0..4), link(4..9)];
+    levels[0] = links
+        .iter()
+        .map(|&bucket| Cell { index: 0, bucket })
+        .collect();
+    let written = write(std::slice::from_ref(&part));
+    let reader = SegmentReader::open(PATH, written.bytes.clone()).unwrap();
+    reader.verify_all().unwrap();
+    let read: Vec<Bucket> = reader
+        .cells(0, field, 0, 0..=0)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.bucket)
+        .collect();
+    assert_eq!(read, links);
+    // The first link's record: field, level 0, kind 3 (f64), reserved, index 0, then its first
+    // point (axis 0, the first value).
+    let mut head = Vec::new();
+    head.extend(field.to_le_bytes());
+    head.extend([0, 3, 0, 0, 0, 0]);
+    head.extend(0u64.to_le_bytes());
+    head.extend(0u64.to_le_bytes());
+    head.extend(values[0].to_le_bytes());
+    let at = written
+        .bytes
+        .windows(head.len())
+        .position(|w| w == head.as_slice())
+        .expect("the first link's record");
+    let refused = |bytes: Vec<u8>, wanted: &str| match SegmentReader::open(PATH, bytes)
+        .and_then(|reader| reader.verify_all())
+    {
+        Err(SegmentError::Malformed { what, .. }) => assert!(what.contains(wanted), "{what}"),
+        other => panic!("opened: {other:?}"),
+    };
+    let mut swapped = written.bytes.clone();
+    let (first, second) = swapped[at..at + 208].split_at_mut(104);
+    first.swap_with_slice(second);
+    fuzzing::reseal(&mut swapped);
+    refused(swapped, "a chain's link begins before");
+    let mut version_3 = written.bytes.clone();
+    version_3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    fuzzing::reseal(&mut version_3);
+    refused(version_3, "cells out of order");
 }
