@@ -31,12 +31,10 @@
 //! fold, and an `f64` sum could round differently. Raw rows are only concatenated, so queries
 //! and percentiles never depended on the grouping.
 
-use std::collections::BTreeMap;
-
 use std::sync::Arc;
 
 use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
-use strata_levels::{Bucket, Cell, Ladder, NumKind};
+use strata_levels::{Cell, Ladder, NumKind};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 use strata_segment::{Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, TempFile};
@@ -50,7 +48,6 @@ use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::stage::{ColumnBuf, Staged};
 use crate::store::{Store, claim};
-use crate::survey::prepend;
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,6 +74,41 @@ struct Pick {
     stream: String,
     track: TrackKey,
     inputs: Vec<(FileName, PartitionEntry)>,
+    /// The axis ranges of the partition's live segments after the inputs (none when the run
+    /// is a suffix): a cell the output shares with one of them keeps its partial cells as a
+    /// chain.
+    later: Vec<[u64; 2]>,
+}
+
+impl Pick {
+    /// Whether a read of `level` cell `index` of the output may fold a later segment's cell
+    /// into it: the later segment's axis reaches the cell, or the cell is the output's top,
+    /// which a read lifts to every level above it, where any later segment meets it.
+    fn shares(&self, ladder: &Ladder, level: u8, index: u64, top: u8) -> bool {
+        !self.later.is_empty()
+            && (level >= top
+                || self.later.iter().any(|&[lo, hi]| {
+                    (ladder.cell(lo, level)..=ladder.cell(hi, level)).contains(&index)
+                }))
+    }
+}
+
+/// The axis ranges of the live segments of a partition after `inputs`' last, oldest first.
+fn later_axes(
+    live: &[(FileName, &PartitionEntry, bool)],
+    inputs: &[(FileName, PartitionEntry)],
+) -> Vec<[u64; 2]> {
+    let Some((last, _)) = inputs.last() else {
+        return Vec::new();
+    };
+    let after = live
+        .iter()
+        .position(|(name, _, _)| name == last)
+        .map_or(live.len(), |at| at + 1);
+    live[after..]
+        .iter()
+        .filter_map(|(_, entry, _)| entry.axis)
+        .collect()
 }
 
 /// A merged partition's rows and cells, ready to write.
@@ -98,6 +130,31 @@ struct MergeInput {
 /// `index` of a cell `up` levels higher.
 fn lift_index(ladder: &Ladder, index: u64, up: u8) -> u64 {
     (0..up).fold(index, |i, _| ladder.parent(i))
+}
+
+/// The output's cells from its inputs' `links` (ascending by index, an index's links in input
+/// order): where `keep(index)`, the links as they are, a chain a read folds in front of a later
+/// segment's cell (one link is a plain cell); elsewhere one cell, the links folded newest
+/// first, each merged in front — the right fold a read of the inputs takes.
+fn merge_links(links: &[Cell], keep: impl Fn(u64) -> bool) -> Vec<Cell> {
+    let mut out = Vec::with_capacity(links.len());
+    let mut at = 0;
+    while at < links.len() {
+        let index = links[at].index;
+        let end = at + links[at..].iter().take_while(|c| c.index == index).count();
+        if keep(index) {
+            out.extend_from_slice(&links[at..end]);
+        } else {
+            let newest = links[end - 1].bucket;
+            let bucket = links[at..end - 1]
+                .iter()
+                .rev()
+                .fold(newest, |newer, link| link.bucket.merge(&newer));
+            out.push(Cell { index, bucket });
+        }
+        at = end;
+    }
+    out
 }
 
 impl Store {
@@ -280,16 +337,19 @@ impl Store {
         } else {
             (&tail[n_behind..], n_live - n_behind)
         };
-        let n_tail = tail.len();
         let sizes: Vec<u64> = tail.iter().map(|(_, entry, _)| entry.len).collect();
-        let n_inputs = plan_merge(&sizes, n_live, bounds);
-        (n_inputs >= 2).then(|| Pick {
-            stream: id.to_owned(),
-            track: view.track().clone(),
-            inputs: tail[n_tail - n_inputs..]
+        let run = plan_merge(&sizes, n_live, bounds);
+        (run.len() >= 2).then(|| {
+            let inputs: Vec<(FileName, PartitionEntry)> = tail[run.clone()]
                 .iter()
                 .map(|&(name, entry, _)| (name, entry.clone()))
-                .collect(),
+                .collect();
+            Pick {
+                stream: id.to_owned(),
+                track: view.track().clone(),
+                later: later_axes(&live, &inputs),
+                inputs,
+            }
         })
     }
 
@@ -371,10 +431,18 @@ impl Store {
             if retired_bytes.saturating_mul(2) < file.len {
                 continue;
             }
+            let inputs = vec![(name, part.clone())];
+            let later = self
+                .catalog
+                .partitions(&part.stream, &part.track)
+                .find(|view| view.track() == &part.track)
+                .map(|view| later_axes(&view.live_segments(), &inputs))
+                .unwrap_or_default();
             return Some(Pick {
                 stream: part.stream.clone(),
                 track: part.track.clone(),
-                inputs: vec![(name, part.clone())],
+                inputs,
+                later,
             });
         }
         None
@@ -486,28 +554,10 @@ impl Store {
                 );
             }
             for level in from..=top {
-                // Newest input first, each merged in front: the right fold a read takes.
-                let mut cells: BTreeMap<u64, Bucket> = BTreeMap::new();
-                for (name, entry) in pick.inputs.iter().rev() {
-                    let found = self.segment_cells(
-                        *name,
-                        &pick.track,
-                        entry,
-                        &ladder,
-                        field,
-                        level,
-                        [0, u64::MAX],
-                    )?;
-                    for cell in found {
-                        prepend(&mut cells, cell.index, &cell.bucket);
-                    }
-                }
-                levels.push(
-                    cells
-                        .into_iter()
-                        .map(|(index, bucket)| Cell { index, bucket })
-                        .collect(),
-                );
+                let links = self.input_links(pick, &ladder, field, level, [0, u64::MAX])?;
+                levels.push(merge_links(&links, |index| {
+                    pick.shares(&ladder, level, index, top)
+                }));
             }
             fields.push(FieldLevels {
                 field,
@@ -536,6 +586,7 @@ impl Store {
         level: u8,
     ) -> Result<Vec<Cell>, EngineError> {
         let axis = &rows.axis;
+        let top = ladder.top_level(axis[0], axis[axis.len() - 1]);
         let mut candidates = std::collections::BTreeSet::new();
         for pair in inputs.windows(2) {
             let (last, first) = (axis[pair[1].start - 1], axis[pair[1].start]);
@@ -562,23 +613,17 @@ impl Store {
             let Some(span) = ladder.span(level, index) else {
                 continue;
             };
-            // The read of the inputs: newest first, each merged in front.
-            let mut read: BTreeMap<u64, Bucket> = BTreeMap::new();
-            for (name, entry) in pick.inputs.iter().rev() {
-                for cell in self.segment_cells(
-                    *name,
-                    &pick.track,
-                    entry,
-                    ladder,
-                    field,
-                    level,
-                    [index, index],
-                )? {
-                    prepend(&mut read, cell.index, &cell.bucket);
+            // The read of the inputs: their cells of this index, oldest first, folded newest
+            // first, each merged in front; or kept as they are where a later segment's cell
+            // will be folded in behind them.
+            let links = self.input_links(pick, ladder, field, level, [index, index])?;
+            let read = match merge_links(&links, |i| pick.shares(ladder, level, i, top))[..] {
+                [] => continue,
+                [one] => one.bucket,
+                ref chain => {
+                    differing.extend_from_slice(chain);
+                    continue;
                 }
-            }
-            let Some(read) = read.remove(&index) else {
-                continue;
             };
             let start = axis.partition_point(|&a| a < span[0]);
             let end = axis.partition_point(|&a| a <= span[1]);
@@ -604,6 +649,36 @@ impl Store {
             }
         }
         Ok(differing)
+    }
+
+    /// Every input's cells of `level` with indexes in `cells`, as a read has them (folded from
+    /// its rows where it does not store the level, lifted from its top above it, chains as
+    /// stored), the inputs oldest first: ascending by index but for the cells two inputs share,
+    /// which follow one another in input order.
+    fn input_links(
+        &self,
+        pick: &Pick,
+        ladder: &Ladder,
+        field: u16,
+        level: u8,
+        cells: [u64; 2],
+    ) -> Result<Vec<Cell>, EngineError> {
+        let mut links = Vec::new();
+        for (name, entry) in &pick.inputs {
+            links.extend(self.segment_cells(
+                *name,
+                &pick.track,
+                entry,
+                ladder,
+                field,
+                level,
+                cells,
+            )?);
+        }
+        // Within a partition the axis never goes backwards, so this only checks; a stable
+        // sort keeps input order among equal indexes whatever the inputs held.
+        links.sort_by_key(|c| c.index);
+        Ok(links)
     }
 
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
@@ -793,13 +868,13 @@ impl PolicyBounds {
     }
 }
 
-/// The policy: how many of a partition's newest segments one step merges, given the sizes
+/// The policy: which of a partition's segments one step merges, given the sizes
 /// (bytes of the partition) of its mergeable tail, oldest first, and how many live raw segments
 /// it has in all. 0: nothing to merge; otherwise at least 2.
 ///
 /// Everything is decided within the **window**: the newest segments whose bytes together are
 /// at most `step_bytes_max`, so a step never reads more than that. Older segments are left
-/// alone: a run is a suffix, and the suffix that reaches them only grows with the barriers.
+/// alone while the window has work (rule 4 reaches them once it has none).
 ///
 /// 1. Size-tiered, newest first (as RocksDB's universal compaction): walking back from the
 ///    newest segment, an older one joins the run while it is no bigger than everything
@@ -819,13 +894,37 @@ impl PolicyBounds {
 ///    Counting those would make every barrier rewrite the newest segment as it grows to the
 ///    cap, a write amplification of about `step_bytes_max / barrier bytes`.
 ///
-/// Every run is a suffix, which a read's right fold leaves the same bit for bit, at most
-/// `inputs_max` long and at most `step_bytes_max` bytes, which bound a step.
-fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
+/// 4. Backlog: a window none of these merge is **exhausted**, and the policy goes on behind it,
+///    with the segments the window leaves behind as the mergeable ones and the window's as
+///    later ones (counted among the live). So a backlog of small segments behind a segment the
+///    cap stops at is merged too, window by window, oldest ones last, each window's as above:
+///    a store compacted from any history ends with every exhausted window holding one segment
+///    or a tier of fewer than `inputs_min` growing ones, and the count rule's bound from the
+///    oldest window on.
+///
+/// Answers the run to merge as a range of `sizes`: empty if none, otherwise at least 2 long,
+/// at most `inputs_max`, at most `step_bytes_max` bytes, which bound a step. A run that is not
+/// a suffix keeps, for each cell it shares with a later segment, its inputs' partial cells as a
+/// chain, which a read folds exactly as it folded them apart (`CHAINS_VERSION`); any other cell
+/// a read's right fold leaves the same bit for bit.
+fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> std::ops::Range<usize> {
     debug_assert!(
         sizes.len() <= n_live,
         "the tail is part of the live segments"
     );
+    let mut end = sizes.len();
+    while end >= 2 {
+        match plan_window(&sizes[..end], n_live, bounds) {
+            Ok(n_run) => return end - n_run..end,
+            Err(n_left) => end = n_left,
+        }
+    }
+    0..0
+}
+
+/// Rules 1 to 3 over the window at the end of `sizes`: `Ok(n)` merges its newest `n`
+/// segments; `Err(n_left)` when it is exhausted, with the `n_left` segments it leaves behind.
+fn plan_window(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> Result<usize, usize> {
     let mut window_bytes = 0u64;
     let mut n_window = 0;
     for &size in sizes.iter().rev() {
@@ -837,11 +936,12 @@ fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
             _ => break,
         }
     }
-    let n_left = sizes.len() - n_window;
-    let window = &sizes[n_left..];
+    // At least the newest segment leaves, even one bigger than the cap.
+    let n_left = sizes.len() - n_window.max(1);
+    let window = &sizes[sizes.len() - n_window..];
     let n_max = n_window.min(bounds.inputs_max);
     let (Some((&newest, older)), true) = (window.split_last(), n_max >= 2) else {
-        return 0;
+        return Err(n_left);
     };
     let mut gathered = newest;
     let mut n_run = 1;
@@ -853,16 +953,16 @@ fn plan_merge(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
         n_run += 1;
     }
     if n_run >= bounds.inputs_min {
-        return n_run;
+        return Ok(n_run);
     }
     if window_bytes >= bounds.step_bytes_max / 2 && window[0] <= window_bytes - window[0] {
-        return n_max;
+        return Ok(n_max);
     }
     let n_over = n_live.saturating_sub(bounds.files_max.saturating_add(n_left));
     if n_over > 0 {
-        return (n_over + 1).min(n_max);
+        return Ok((n_over + 1).min(n_max));
     }
-    0
+    Err(n_left)
 }
 
 /// Appends a stored column's values to a buffer of the same kind.
@@ -915,33 +1015,57 @@ mod tests {
         step_bytes_max: u64::MAX,
     };
 
+    /// How many of the newest segments the plan merges, checking that its run is a suffix
+    /// (or nothing).
+    fn newest(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> usize {
+        let run = plan_merge(sizes, n_live, bounds);
+        assert!(
+            run.is_empty() || run.end == sizes.len(),
+            "{run:?} of {sizes:?}"
+        );
+        run.len()
+    }
+
+    /// One step as a store takes it: the planned run replaced by one segment in its place.
+    /// The bytes it read, or `None` when the plan merges nothing.
+    fn step(sizes: &mut Vec<u64>, bounds: PolicyBounds) -> Option<u64> {
+        let run = plan_merge(sizes, sizes.len(), bounds);
+        if run.is_empty() {
+            return None;
+        }
+        assert!(run.len() >= 2 && run.len() <= bounds.inputs_max, "{run:?}");
+        let merged: u64 = sizes.drain(run.clone()).sum();
+        sizes.insert(run.start, merged);
+        Some(merged)
+    }
+
     #[test]
     fn a_run_of_similar_newest_segments_merges_and_stops_at_a_bigger_one() {
-        assert_eq!(plan_merge(&[1000, 1, 1, 1, 1], 5, BOUNDS), 4);
+        assert_eq!(newest(&[1000, 1, 1, 1, 1], 5, BOUNDS), 4);
         // Three are too few to merge while under the file bound.
-        assert_eq!(plan_merge(&[1000, 1, 1, 1], 4, BOUNDS), 0);
+        assert_eq!(newest(&[1000, 1, 1, 1], 4, BOUNDS), 0);
         // An older segment no bigger than everything newer joins the run.
-        assert_eq!(plan_merge(&[4, 1, 1, 1, 1], 5, BOUNDS), 5);
-        assert_eq!(plan_merge(&[5, 1, 1, 1, 1], 5, BOUNDS), 4);
-        assert_eq!(plan_merge(&[], 0, BOUNDS), 0);
-        assert_eq!(plan_merge(&[7], 1, BOUNDS), 0);
+        assert_eq!(newest(&[4, 1, 1, 1, 1], 5, BOUNDS), 5);
+        assert_eq!(newest(&[5, 1, 1, 1, 1], 5, BOUNDS), 4);
+        assert_eq!(newest(&[], 0, BOUNDS), 0);
+        assert_eq!(newest(&[7], 1, BOUNDS), 0);
     }
 
     #[test]
     fn a_step_merges_at_most_inputs_max() {
         let sizes = vec![1; 40];
-        assert_eq!(plan_merge(&sizes, 40, BOUNDS), 16);
+        assert_eq!(newest(&sizes, 40, BOUNDS), 16);
     }
 
     #[test]
     fn over_the_file_bound_the_newest_merge_back_down_to_it() {
         // Sizes that double going back: no tiered run, and 20 files.
         let sizes: Vec<u64> = (0..20).rev().map(|k| 1 << k).collect();
-        assert_eq!(plan_merge(&sizes, 20, BOUNDS), 5);
+        assert_eq!(newest(&sizes, 20, BOUNDS), 5);
         // Only the mergeable tail can be merged, however far over the bound.
-        assert_eq!(plan_merge(&sizes[18..], 20, BOUNDS), 2);
-        assert_eq!(plan_merge(&sizes[19..], 20, BOUNDS), 0);
-        assert_eq!(plan_merge(&sizes[..16], 16, BOUNDS), 0);
+        assert_eq!(newest(&sizes[18..], 20, BOUNDS), 2);
+        assert_eq!(newest(&sizes[19..], 20, BOUNDS), 0);
+        assert_eq!(newest(&sizes[..16], 16, BOUNDS), 0);
     }
 
     /// The policy's laws over a long run of equal barriers with steps after each, as `Served`
@@ -966,14 +1090,10 @@ mod tests {
             for _ in 0..n_barriers {
                 sizes.push(1);
                 for _ in 0..4 {
-                    let n = plan_merge(&sizes, sizes.len(), bounds);
-                    if n < 2 {
+                    let Some(merged) = step(&mut sizes, bounds) else {
                         break;
-                    }
-                    assert!(n <= bounds.inputs_max, "{n}");
-                    let merged: u64 = sizes.drain(sizes.len() - n..).sum();
+                    };
                     written += merged;
-                    sizes.push(merged);
                 }
                 peak = peak.max(sizes.len());
             }
@@ -990,16 +1110,16 @@ mod tests {
             ..BOUNDS
         };
         // Similar segments merge only as many as fit the cap.
-        assert_eq!(plan_merge(&[1; 10], 10, capped(5)), 5);
-        assert_eq!(plan_merge(&[1; 10], 10, capped(3)), 3);
+        assert_eq!(newest(&[1; 10], 10, capped(5)), 5);
+        assert_eq!(newest(&[1; 10], 10, capped(3)), 3);
         // A segment bigger than the cap is never an input, nor anything older than it.
-        assert_eq!(plan_merge(&[1, 1, 1, 100, 1], 5, capped(50)), 0);
-        assert_eq!(plan_merge(&[100, 1, 1, 1, 1], 5, capped(50)), 4);
+        assert_eq!(newest(&[1, 1, 1, 100, 1], 5, capped(50)), 0);
+        assert_eq!(newest(&[100, 1, 1, 1, 1], 5, capped(50)), 4);
         // Older tiers over the cap are left alone and do not count against the file bound, so
         // the newest small segments are not rewritten into the biggest one barrier by barrier.
         let mut sizes = vec![40; 20];
         sizes.extend([1, 1]);
-        assert_eq!(plan_merge(&sizes, 22, capped(50)), 0);
+        assert_eq!(newest(&sizes, 22, capped(50)), 0);
         // Within the window the count rule still holds the bound: sizes that double going
         // back form no tiered run, and the oldest of the window (16) is bigger than the rest.
         let mut sizes = vec![40; 20];
@@ -1008,14 +1128,14 @@ mod tests {
             files_max: 2,
             ..capped(50)
         };
-        assert_eq!(plan_merge(&sizes, 25, narrow), 4);
-        assert_eq!(plan_merge(&sizes, 25, capped(50)), 0);
+        assert_eq!(newest(&sizes, 25, narrow), 4);
+        assert_eq!(newest(&sizes, 25, capped(50)), 0);
         // Fill: a window of at least half the cap whose oldest is no bigger than the rest
         // merges whole; one whose oldest is bigger waits (it is left behind big).
-        assert_eq!(plan_merge(&[9, 10, 8, 7], 4, capped(40)), 4);
-        assert_eq!(plan_merge(&[30, 10, 8], 3, capped(60)), 0);
+        assert_eq!(newest(&[9, 10, 8, 7], 4, capped(40)), 4);
+        assert_eq!(newest(&[30, 10, 8], 3, capped(60)), 0);
         // A cap of one byte merges nothing.
-        assert_eq!(plan_merge(&[1; 10], 10, capped(1)), 0);
+        assert_eq!(newest(&[1; 10], 10, capped(1)), 0);
     }
 
     /// Under a byte cap, over long runs of barriers (equal, and of varying sizes, with one
@@ -1049,16 +1169,7 @@ mod tests {
             let (mut sealed, mut written, mut step_max) = (0u64, 0u64, 0u64);
             let files_bound =
                 |sealed: u64| files_max + usize::try_from(2 * sealed / cap).unwrap() + 1;
-            let step = |sizes: &mut Vec<u64>| {
-                let n = plan_merge(sizes, sizes.len(), bounds);
-                if n < 2 {
-                    return None;
-                }
-                assert!(n <= bounds.inputs_max, "{n}");
-                let merged: u64 = sizes.drain(sizes.len() - n..).sum();
-                sizes.push(merged);
-                Some(merged)
-            };
+            let step = |sizes: &mut Vec<u64>| step(sizes, bounds);
             for _ in 0..8_000 {
                 let barrier = if varying { 1 + next() % 20 } else { 1 };
                 sizes.push(barrier);
@@ -1097,30 +1208,45 @@ mod tests {
         }
     }
 
-    /// The cap's limit, stated: a backlog (many small segments sealed while nothing compacted)
-    /// is merged under the cap only as far back as the newest cap's worth; everything older is
-    /// left as it is, since a run that reached it would read every newer segment. Uncapped,
-    /// the same backlog ends within `files_max`: why `strata compact`, which runs offline,
-    /// lifts the cap.
+    /// A backlog (many small segments sealed while nothing compacted) is merged under the cap
+    /// all the way back: once the newest window is one segment the cap stops at, the policy
+    /// merges the segments behind it, window by window, as non-suffix runs. It ends within
+    /// the same bound as continuing barriers, every step under the cap.
     #[test]
-    fn a_backlog_is_merged_under_the_cap_only_as_far_back_as_the_cap() {
-        let quiet = |bounds: PolicyBounds| {
-            let mut sizes = vec![1u64; 400];
+    fn a_backlog_is_merged_under_the_cap_all_the_way_back() {
+        for (n, size, cap) in [
+            (400u64, 1u64, 40u64),
+            (1000, 3, 100),
+            (1000, 1, 300),
+            (500, 7, 64),
+        ] {
+            let bounds = PolicyBounds {
+                step_bytes_max: cap,
+                ..BOUNDS
+            };
+            let mut sizes = vec![size; usize::try_from(n).unwrap()];
+            let (mut steps, mut not_suffix) = (0, 0);
             loop {
-                let n = plan_merge(&sizes, sizes.len(), bounds);
-                if n < 2 {
-                    return sizes;
-                }
-                let merged: u64 = sizes.drain(sizes.len() - n..).sum();
-                sizes.push(merged);
+                let run = plan_merge(&sizes, sizes.len(), bounds);
+                not_suffix += usize::from(!run.is_empty() && run.end < sizes.len());
+                let Some(read) = step(&mut sizes, bounds) else {
+                    break;
+                };
+                assert!(read <= cap, "read {read} under a cap of {cap}");
+                steps += 1;
+                assert!(steps < 10_000, "no end");
             }
-        };
-        let capped = quiet(PolicyBounds {
-            step_bytes_max: 40,
-            ..BOUNDS
-        });
-        assert_eq!(capped.iter().filter(|&&size| size == 1).count(), 360);
-        assert!(capped.len() > 360, "{}", capped.len());
-        assert!(quiet(BOUNDS).len() <= 16);
+            let bound = 16 + usize::try_from(2 * n * size / cap).unwrap() + 1;
+            assert!(sizes.len() <= bound, "{n}x{size} under {cap}: {sizes:?}");
+            assert!(not_suffix > 0, "{n}x{size} under {cap}: every run a suffix");
+            assert_eq!(sizes.iter().sum::<u64>(), n * size);
+        }
+        assert!(
+            {
+                let mut sizes = vec![1u64; 400];
+                while step(&mut sizes, BOUNDS).is_some() {}
+                sizes.len()
+            } <= 16
+        );
     }
 }

@@ -5,7 +5,6 @@
 //! range). A file is pruned by the axis range the manifest records for it, so no segment outside
 //! the asked span is opened.
 
-use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 use std::sync::atomic::Ordering;
 
@@ -840,62 +839,86 @@ fn rows_in(
     Ok((start, end))
 }
 
-/// `folded` (ascending) with each of `stored` (ascending, a subset of its indexes) in place of
-/// the folded cell of its index. A stored cell of a level folded from the rows must stand where
-/// the rows put a cell, and fold as many of them: anything else is bad bytes.
+/// `folded` (ascending) with each of `stored` (ascending, its indexes among `folded`'s) in place
+/// of the folded cell of its index; an index `stored` holds several times is a chain of partial
+/// cells (`CHAINS_VERSION`), which takes the place whole. A stored cell (or chain) of a level
+/// folded from the rows must stand where the rows put a cell, and fold as many of them:
+/// anything else is bad bytes.
 fn with_stored(
     reader: &SegmentReader<Mapped>,
     entry: &PartitionEntry,
     level: u8,
-    mut folded: Vec<Cell>,
+    folded: Vec<Cell>,
     stored: Vec<Cell>,
 ) -> Result<Vec<Cell>, EngineError> {
+    if stored.is_empty() {
+        return Ok(folded);
+    }
+    let mut out = Vec::with_capacity(folded.len() + stored.len());
+    let mut folded = folded.into_iter().peekable();
     let mut at = 0;
-    for cell in stored {
-        at += folded[at..].partition_point(|c| c.index < cell.index);
-        match folded.get_mut(at) {
-            Some(slot) if slot.index == cell.index && slot.bucket.count == cell.bucket.count => {
-                *slot = cell;
-            }
+    while at < stored.len() {
+        let index = stored[at].index;
+        let end = at + stored[at..].iter().take_while(|c| c.index == index).count();
+        let count = stored[at..end]
+            .iter()
+            .fold(0u64, |n, c| n.saturating_add(c.bucket.count));
+        while let Some(cell) = folded.next_if(|c| c.index < index) {
+            out.push(cell);
+        }
+        match folded.next_if(|c| c.index == index) {
+            Some(slot) if slot.bucket.count == count => out.extend_from_slice(&stored[at..end]),
             _ => {
                 return Err(unreadable(SegmentError::Malformed {
                     path: reader.path().to_owned(),
                     offset: entry.offset,
                     what: format!(
-                        "cell {} of level {level} of field {} does not fold the rows it lies \
+                        "cell {index} of level {level} of field {} does not fold the rows it lies \
                          over",
-                        cell.index, cell.bucket.field
+                        stored[at].bucket.field
                     ),
                 }));
             }
         }
+        at = end;
     }
-    Ok(folded)
+    out.extend(folded);
+    Ok(out)
 }
 
 /// Two runs of cells, each ascending by index, merged into one: where both hold an index, the
 /// cell is `earlier.merge(later)` (older rows, or an earlier partition, on the left). The step
-/// of both folds a read takes, as a linear pass.
+/// of both folds a read takes, as a linear pass. `earlier` may hold chains (an index several
+/// times, oldest rows first): each link is merged in front of what follows it, last first, as
+/// the segments it was merged from would be; `later` holds each index once.
 fn merge_runs(earlier: Vec<Cell>, later: Vec<Cell>) -> Vec<Cell> {
     if earlier.is_empty() {
         return later;
     }
-    if later.is_empty() {
-        return earlier;
-    }
+    debug_assert!(later.windows(2).all(|w| w[0].index < w[1].index));
     let mut out = Vec::with_capacity(earlier.len() + later.len());
     let mut later = later.into_iter().peekable();
-    for cell in earlier {
-        while let Some(next) = later.next_if(|c| c.index < cell.index) {
+    let mut at = 0;
+    while at < earlier.len() {
+        let index = earlier[at].index;
+        let end = at
+            + earlier[at..]
+                .iter()
+                .take_while(|c| c.index == index)
+                .count();
+        while let Some(next) = later.next_if(|c| c.index < index) {
             out.push(next);
         }
-        match later.next_if(|c| c.index == cell.index) {
-            Some(next) => out.push(Cell {
-                index: cell.index,
-                bucket: cell.bucket.merge(&next.bucket),
-            }),
-            None => out.push(cell),
-        }
+        let newer = later.next_if(|c| c.index == index).map(|c| c.bucket);
+        let bucket = earlier[at..end]
+            .iter()
+            .rev()
+            .fold(newer, |acc, link| {
+                Some(acc.map_or(link.bucket, |b| link.bucket.merge(&b)))
+            })
+            .expect("a run of one index holds a cell");
+        out.push(Cell { index, bucket });
+        at = end;
     }
     out.extend(later);
     debug_assert!(out.windows(2).all(|w| w[0].index < w[1].index));
@@ -910,25 +933,25 @@ fn merge_runs(earlier: Vec<Cell>, later: Vec<Cell>) -> Vec<Cell> {
 struct Descending(Vec<Cell>);
 
 impl Descending {
-    /// Merges `older` (ascending by index) in front of what this holds: where both hold an
-    /// index, the cell is `older.merge(newer)`, exactly as [`merge_runs`] makes it.
-    fn prepend(&mut self, mut older: Vec<Cell>) {
-        let (Some(lowest), Some(highest)) = (self.0.last_mut(), older.last()) else {
-            self.0.extend(older.into_iter().rev());
+    /// Merges `older` (ascending by index, chains allowed) in front of what this holds: where
+    /// both hold an index, the cell is `older.merge(newer)`, exactly as [`merge_runs`] makes
+    /// it, and a chain's links are merged in one by one, last first.
+    fn prepend(&mut self, older: Vec<Cell>) {
+        if let (Some(lowest), Some(highest)) = (self.0.last(), older.last())
+            && highest.index > lowest.index
+        {
+            // Runs that overlap by more than a seam: the general merge, in ascending order.
+            let newer = std::mem::take(self).into_ascending();
+            self.0 = merge_runs(older, newer);
+            self.0.reverse();
             return;
-        };
-        match highest.index.cmp(&lowest.index) {
-            std::cmp::Ordering::Less => self.0.extend(older.into_iter().rev()),
-            std::cmp::Ordering::Equal => {
-                let seam = older.pop().expect("older holds a cell");
-                lowest.bucket = seam.bucket.merge(&lowest.bucket);
-                self.0.extend(older.into_iter().rev());
-            }
-            std::cmp::Ordering::Greater => {
-                // Runs that overlap by more than a seam: the general merge, in ascending order.
-                let newer = std::mem::take(self).into_ascending();
-                self.0 = merge_runs(older, newer);
-                self.0.reverse();
+        }
+        for cell in older.into_iter().rev() {
+            match self.0.last_mut() {
+                Some(lowest) if lowest.index == cell.index => {
+                    lowest.bucket = cell.bucket.merge(&lowest.bucket);
+                }
+                _ => self.0.push(cell),
             }
         }
     }
@@ -939,15 +962,6 @@ impl Descending {
         cells.reverse();
         cells
     }
-}
-
-/// Merges `older` in front of what `cells` holds at `index`: the step of a right fold, taken
-/// newest segment first.
-pub(crate) fn prepend(cells: &mut BTreeMap<u64, Bucket>, index: u64, older: &Bucket) {
-    cells
-        .entry(index)
-        .and_modify(|b| *b = older.merge(b))
-        .or_insert(*older);
 }
 
 /// The index at `up` levels higher of the cell `index`.
@@ -1068,6 +1082,69 @@ mod tests {
                 gathered.prepend(run.clone());
             }
             prop_assert_eq!(gathered.into_ascending(), reference);
+        }
+
+        /// Segments merged into one that keeps their cells as chains (a non-suffix merge's
+        /// output: each index's cells in segment order) gather, newest first, to exactly what
+        /// the segments gathered apart do: each link is merged in front of what follows it,
+        /// last first. The reference is the right fold taken cell by cell over the segments.
+        #[test]
+        fn chains_gather_as_the_segments_they_were_merged_from(
+            runs in prop::collection::vec(
+                prop::collection::btree_map(0u64..12, prop::sample::select(vec![0.1, 1e16, -1e16, 3.0, -0.0, 7.7]), 0..6),
+                1..8,
+            ),
+            joins in prop::collection::vec(any::<bool>(), 8),
+        ) {
+            let cells: Vec<Vec<Cell>> = runs
+                .iter()
+                .enumerate()
+                .map(|(at, run)| {
+                    let axis = |index: u64| index * 100 + at as u64;
+                    run.iter()
+                        .map(|(&index, &v)| Cell { index, bucket: Bucket::of_row(0, axis(index), Num::F64(v)) })
+                        .collect()
+                })
+                .collect();
+            let mut reference: BTreeMap<u64, Bucket> = BTreeMap::new();
+            for run in cells.iter().rev() {
+                for cell in run {
+                    reference
+                        .entry(cell.index)
+                        .and_modify(|newer| *newer = cell.bucket.merge(newer))
+                        .or_insert(cell.bucket);
+                }
+            }
+            let mut groups: Vec<Vec<Cell>> = Vec::new();
+            for (at, run) in cells.into_iter().enumerate() {
+                match groups.last_mut() {
+                    Some(group) if at > 0 && joins[at - 1] => {
+                        group.extend(run);
+                        group.sort_by_key(|c| c.index);
+                    }
+                    _ => groups.push(run),
+                }
+            }
+            let mut gathered = Descending::default();
+            for group in groups.iter().rev() {
+                gathered.prepend(group.clone());
+            }
+            let got: Vec<(u64, Bucket)> =
+                gathered.into_ascending().into_iter().map(|c| (c.index, c.bucket)).collect();
+            prop_assert_eq!(got, reference.into_iter().collect::<Vec<_>>());
+            // And as the earlier run of a merge across partitions.
+            if let Some(first) = groups.first() {
+                let mut apart: BTreeMap<u64, Bucket> = BTreeMap::new();
+                for cell in first.iter().rev() {
+                    apart
+                        .entry(cell.index)
+                        .and_modify(|newer| *newer = cell.bucket.merge(newer))
+                        .or_insert(cell.bucket);
+                }
+                let merged: Vec<(u64, Bucket)> =
+                    merge_runs(first.clone(), Vec::new()).into_iter().map(|c| (c.index, c.bucket)).collect();
+                prop_assert_eq!(merged, apart.into_iter().collect::<Vec<_>>());
+            }
         }
     }
 
