@@ -89,7 +89,7 @@ pub fn reads_seed() -> Vec<u8> {
 /// A second seed for the `reads` target: one partition of [`reads_decl`] sealed in four
 /// barriers under `LevelStorage::Adaptive` and merged by compaction into one file, which stores
 /// its levels only from a level up and, beneath it, the cells where its inputs met (format
-/// version 3): the file a fuzzer mutates to reach the reads that fold levels from the rows.
+/// version 3 when it was written, and kept so): the file a fuzzer mutates to reach the reads that fold levels from the rows.
 ///
 /// # Panics
 /// If the engine cannot write to a fresh simulated file system: a bug, not an input.
@@ -127,6 +127,67 @@ pub fn reads_seed_folded() -> Vec<u8> {
         .rev()
         .find_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
         .expect("the merge wrote a segment")
+}
+
+/// A third seed for the `reads` target (format version 4): one partition of [`reads_decl`]
+/// sealed in 24 barriers with nothing compacted between them, then compacted under a byte cap of
+/// a quarter of it, so that merges reach behind the newest segments: the file answered is such
+/// an output — the oldest, so that it can be claimed alone — whose cells shared with the
+/// segments after it are kept as chains.
+///
+/// # Panics
+/// If the engine cannot write to a fresh simulated file system, or kept no chain: a bug, not
+/// an input.
+pub fn reads_seed_chained() -> Vec<u8> {
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let mut store = Store::create_in(vfs.clone(), Config::default(), &[reads_decl()])
+        .expect("a fresh store opens");
+    for barrier in 0..24u64 {
+        let rows: Vec<Vec<Value>> = (0..40u64)
+            .map(|i| {
+                let n = barrier * 40 + i;
+                vec![
+                    Value::Str("run_7".into()),
+                    Value::U64(n + n / 7),
+                    Value::U64(n % 5),
+                    Value::I64(i64::try_from(n % 13).unwrap_or(0) - 6),
+                    Value::F64(f64::from(u32::try_from(n % 17).unwrap_or(0)) * 0.1 + 1.0 / 3.0),
+                    Value::Str(format!("n{n}")),
+                ]
+            })
+            .collect();
+        store
+            .publish("cap", barrier, &rows)
+            .expect("the seed rows are valid");
+        store.seal().expect("the seed seals");
+    }
+    let cap = store.metrics().bytes_sealed / 4;
+    drop(store);
+    let config = Config::default()
+        .compact_step_bytes_max(cap)
+        .compact_files_max(1);
+    let mut store = Store::open_in(vfs, config, &[]).expect("the seed reopens");
+    store.compact().expect("the seed compacts");
+    drop(store);
+    (1..256)
+        .filter_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
+        .find(|bytes| {
+            let Ok(reader) = SegmentReader::open("seed", bytes.as_slice()) else {
+                return false;
+            };
+            let part = &reader.partitions()[0];
+            // The oldest rows, so that a fresh manifest may claim the file alone.
+            part.entry.ordinals[0] == 0
+                && (0..part.entry.n_levels).any(|level| {
+                    part.measured.iter().any(|&(field, _)| {
+                        reader
+                            .cells(0, field, level, 0..=u64::MAX)
+                            .is_ok_and(|cells| cells.windows(2).any(|w| w[0].index == w[1].index))
+                    })
+                })
+        })
+        .expect("a merge kept a chain")
 }
 
 /// A store whose manifest declares [`reads_decl`] and claims `segment` as file 1, exactly as the
