@@ -85,6 +85,23 @@ fn fill_one(store: &mut Store, n_barriers: u64, first_position: u64) {
     }
 }
 
+/// Seals `n_barriers - 1` barriers as [`fill_one`] does, then one of 300 rows of the same
+/// partition, bigger than a small byte cap, whose first cell at each level the others share.
+fn fill_behind_big(store: &mut Store, n_barriers: u64, first_position: u64) {
+    fill_one(store, n_barriers - 1, first_position);
+    let position = first_position + n_barriers - 1;
+    let t = position * 2;
+    let rows: Vec<Row> = (0..300)
+        .map(|i| {
+            let mut r = row("a", 1, t + i / 4, i32::try_from(i % 11).unwrap() - 5);
+            r[3] = Value::F64(f64::from(u32::try_from(i).unwrap()).sqrt() / 3.0);
+            r
+        })
+        .collect();
+    store.publish("capture", position, &rows).unwrap();
+    store.seal().unwrap();
+}
+
 /// Seals barriers into a store: `(store, n_barriers, first_position)`.
 type Fill = fn(&mut Store, u64, u64);
 
@@ -718,23 +735,42 @@ fn a_failed_write_of_a_compaction_poisons_the_store_and_a_reopen_answers_as_befo
 
 #[test]
 fn a_compaction_step_crashed_at_every_operation_leaves_the_state_before_or_after() {
-    let open = |fs: &SimFs| Store::open_or_create_in(sim(fs), config(1, 3), &[capture()]).unwrap();
+    // A cap that three small barriers fit and a big one does not: behind a big newest segment
+    // the step merges the three before it, keeping chains (the backlog rule).
+    let policy = config(1, 3).compact_step_bytes_max(8_000);
+    let open =
+        |fs: &SimFs| Store::open_or_create_in(sim(fs), policy.clone(), &[capture()]).unwrap();
     let mut points = 0;
     let (mut n_before, mut n_after) = (0, 0);
-    let fills: [(&str, Fill); 2] = [("one partition", fill_one), ("three partitions", fill)];
+    let fills: [(&str, Fill); 3] = [
+        ("one partition", fill_one),
+        ("three partitions", fill),
+        ("behind a big segment", fill_behind_big),
+    ];
     for (mode, (setup, fill)) in MODES.into_iter().flat_map(|m| fills.map(|f| (m, f))) {
         // The step uncrashed: how many operations it takes, and what it leaves.
         let probe = SimFs::with_rename_mode(mode);
         let mut store = open(&probe);
         fill(&mut store, 4, 1);
         let before = answers(&store);
+        let newest = probe.list("seg").unwrap().into_iter().map(|f| f.name).max();
         let start = probe.ops();
         let step = store.compact_step().unwrap().unwrap();
         let n_ops = probe.ops() - start;
         let after = answers(&store);
         drop(store);
         assert_eq!(step.inputs.len(), 3, "{step:?}");
-        let n_removed = if setup == "one partition" { 3 } else { 0 };
+        let newest_merged = step.inputs.iter().any(|&input| {
+            newest
+                .as_ref()
+                .is_some_and(|n| n.contains(&format!("{input:012}")))
+        });
+        assert_eq!(
+            newest_merged,
+            setup != "behind a big segment",
+            "{setup}: {step:?}"
+        );
+        let n_removed = if setup == "three partitions" { 0 } else { 3 };
         assert_eq!(step.removed.len(), n_removed, "{setup}: {step:?}");
         assert_eq!(after, before, "the step changes no answer");
         // Create, write, sync, rename, two folder syncs; append and sync; removals.
