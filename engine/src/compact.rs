@@ -1,8 +1,10 @@
-//! Compaction: merging a partition's newest segments into one, one bounded step and one record
-//! at a time, under a size-tiered policy (docs/compaction.md has the choice and its figures).
+//! Compaction: merging consecutive segments of a partition into one, one bounded step and one
+//! record at a time, under a size-tiered policy (docs/compaction.md has the choice and its
+//! figures).
 //!
 //! A step picks one partition for which [`plan_merge`] finds a run, and merges that run — the
-//! partition's newest whole segments, consecutive in ordinal order, at least
+//! partition's newest whole segments (or, once those have nothing to merge, the ones behind
+//! them), consecutive in ordinal order, at least
 //! [`Config::compact_inputs_min`](crate::Config) of similar size, or as many as bring it back
 //! under `compact_files_max`, never more than `compact_inputs_max` segments nor
 //! `compact_step_bytes_max` bytes read — into one new segment
@@ -27,8 +29,11 @@
 //! Every answer is the same after a step, bit for bit: a read merges a partition's cells as a
 //! right fold over its segments, oldest rows first (`s1 + (s2 + (.. + sn))`), and an output
 //! merged from the suffix `sk..sn` holds that fold's inner term `sk + (.. + sn)`, cell by cell.
-//! So runs are always suffixes: a run with an older live segment after it would regroup the
-//! fold, and an `f64` sum could round differently. Raw rows are only concatenated, so queries
+//! A run `sk..sj` with live segments after it holds that term for every cell it does not share
+//! with them; a cell it shares (one reaching across its last row, and its top, which reads lift)
+//! would regroup the fold, and an `f64` sum could round differently, so the output keeps such a
+//! cell as the chain of its inputs' partial cells, which a read folds in front of what follows
+//! link by link ([`merge_links`], segment format 4). Raw rows are only concatenated, so queries
 //! and percentiles never depended on the grouping.
 
 use std::sync::Arc;

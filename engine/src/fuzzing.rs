@@ -86,6 +86,22 @@ pub fn reads_seed() -> Vec<u8> {
     fs.live_bytes(&path).expect("the barrier wrote segment 1")
 }
 
+/// Rows `ns` of one partition of [`reads_decl`], their axis advancing unevenly and their
+/// `f64` sums rounding.
+fn seed_rows(ns: std::ops::Range<u64>) -> Vec<Vec<Value>> {
+    ns.map(|n| {
+        vec![
+            Value::Str("run_7".into()),
+            Value::U64(n + n / 7),
+            Value::U64(n % 5),
+            Value::I64(i64::try_from(n % 13).unwrap_or(0) - 6),
+            Value::F64(f64::from(u32::try_from(n % 17).unwrap_or(0)) * 0.1 + 1.0 / 3.0),
+            Value::Str(format!("n{n}")),
+        ]
+    })
+    .collect()
+}
+
 /// A second seed for the `reads` target: one partition of [`reads_decl`] sealed in four
 /// barriers under `LevelStorage::Adaptive` and merged by compaction into one file, which stores
 /// its levels only from a level up and, beneath it, the cells where its inputs met (format
@@ -102,19 +118,7 @@ pub fn reads_seed_folded() -> Vec<u8> {
         .compact_files_max(1);
     let mut store = Store::create_in(vfs, config, &[reads_decl()]).expect("a fresh store opens");
     for barrier in 0..4u64 {
-        let rows: Vec<Vec<Value>> = (0..150u64)
-            .map(|i| {
-                let n = barrier * 150 + i;
-                vec![
-                    Value::Str("run_7".into()),
-                    Value::U64(n + n / 7),
-                    Value::U64(n % 5),
-                    Value::I64(i64::try_from(n % 13).unwrap_or(0) - 6),
-                    Value::F64(f64::from(u32::try_from(n % 17).unwrap_or(0)) * 0.1 + 1.0 / 3.0),
-                    Value::Str(format!("n{n}")),
-                ]
-            })
-            .collect();
+        let rows = seed_rows(barrier * 150..(barrier + 1) * 150);
         store
             .publish("cap", barrier, &rows)
             .expect("the seed rows are valid");
@@ -144,19 +148,7 @@ pub fn reads_seed_chained() -> Vec<u8> {
     let mut store = Store::create_in(vfs.clone(), Config::default(), &[reads_decl()])
         .expect("a fresh store opens");
     for barrier in 0..24u64 {
-        let rows: Vec<Vec<Value>> = (0..40u64)
-            .map(|i| {
-                let n = barrier * 40 + i;
-                vec![
-                    Value::Str("run_7".into()),
-                    Value::U64(n + n / 7),
-                    Value::U64(n % 5),
-                    Value::I64(i64::try_from(n % 13).unwrap_or(0) - 6),
-                    Value::F64(f64::from(u32::try_from(n % 17).unwrap_or(0)) * 0.1 + 1.0 / 3.0),
-                    Value::Str(format!("n{n}")),
-                ]
-            })
-            .collect();
+        let rows = seed_rows(barrier * 40..(barrier + 1) * 40);
         store
             .publish("cap", barrier, &rows)
             .expect("the seed rows are valid");

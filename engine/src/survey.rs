@@ -406,7 +406,9 @@ impl Store {
     /// changing an answer by a bit: an output merged from a suffix `sk..sn` holds exactly the
     /// inner term `sk + (.. + sn)`, so a read of `s1 .. sk-1, output` is the same expression. A
     /// left fold would be regrouped by such a merge, and an `f64` sum could round differently
-    /// (docs/compaction.md).
+    /// (docs/compaction.md). A merge behind the newest segments keeps the cells it shares with
+    /// them as chains, and [`Descending::prepend`] folds a chain's links one by one, last first,
+    /// so the expression is again the one before the merge.
     ///
     /// Files are visited once each, for every run at once: a file's reader is resolved (one
     /// lock of the reader cache) and its partition checked once, at the index the catalog

@@ -21,6 +21,15 @@ use crate::support::{MODES, sim};
 /// A small ladder (base 4, fanout 2) so that a few rows span several levels, and cells
 /// straddle barriers.
 fn capture() -> StreamDecl {
+    capture_stream().ladder(4, 2).build().unwrap()
+}
+
+/// `capture` under the default ladder (1 x 2), whose levels are stored from where they pay.
+fn capture_default_ladder() -> StreamDecl {
+    capture_stream().build().unwrap()
+}
+
+fn capture_stream() -> Stream {
     Stream::new("capture")
         .field("run", FieldKind::Str)
         .field("probe", FieldKind::U64)
@@ -30,9 +39,6 @@ fn capture() -> StreamDecl {
         .field("note", FieldKind::Str)
         .track(["run", "probe"])
         .axis("t")
-        .ladder(4, 2)
-        .build()
-        .unwrap()
 }
 
 fn row(run: &str, probe: u64, t: u64, value: i32) -> Row {
@@ -269,21 +275,6 @@ fn a_byte_cap_bounds_every_step_and_changes_no_answer() {
         capped.len(),
         capped.iter().max().unwrap()
     );
-}
-
-/// `capture` under the default ladder (1 x 2), whose levels are stored from where they pay.
-fn capture_default_ladder() -> StreamDecl {
-    Stream::new("capture")
-        .field("run", FieldKind::Str)
-        .field("probe", FieldKind::U64)
-        .field("t", FieldKind::U64)
-        .field("value", FieldKind::F64)
-        .field("count", FieldKind::I64)
-        .field("note", FieldKind::Str)
-        .track(["run", "probe"])
-        .axis("t")
-        .build()
-        .unwrap()
 }
 
 /// Seals `n_barriers` barriers of partition a/1 alone, two rows each, whose `f64` values span
