@@ -34,6 +34,8 @@ impl SeriesFactory for EngineFactory {
     type Adapter = Served;
 
     async fn create(&mut self, streams: Vec<StreamDecl>) -> Served {
+        // Fresh storage for each run of the suite.
+        self.fs = SimFs::new();
         serve(&self.fs, &streams)
     }
 
@@ -277,6 +279,7 @@ impl SeriesFactory for StoreFactory {
     type Adapter = Store;
 
     async fn create(&mut self, streams: Vec<StreamDecl>) -> Store {
+        self.fs = SimFs::new();
         let vfs: Arc<dyn Vfs> = Arc::new(self.fs.clone());
         Store::open_or_create_in(vfs, Config::default(), &streams).expect("a store")
     }
