@@ -164,7 +164,8 @@ struct Strata {
 impl Strata {
     fn new() -> Strata {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let store = Store::open_or_create(dir.path(), Config::default(), &[decl()]).expect("a store");
+        let store =
+            Store::open_or_create(dir.path(), Config::default(), &[decl()]).expect("a store");
         Strata {
             dir,
             store,

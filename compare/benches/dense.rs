@@ -1,0 +1,591 @@
+//! Dense storage, measured before it is built (#30): what strata stores a row in today, beside
+//! Parquet (the `parquet` crate, zstd) written from the same rows in the same run, and the two
+//! numeric codecs the issue names for its raw columns — `pco` (pcodec) and a Gorilla-style
+//! encoding (delta-of-delta for the axis, XOR of neighbours for the values), written here for
+//! the comparison — each over the blocks a barrier seals (10,000 rows) and over whole columns
+//! (a compaction output). Then criterion times both codecs' encode and decode per block.
+//!
+//! `cargo bench --manifest-path compare/Cargo.toml --bench dense` (its own workspace: CI never
+//! builds it). `STRATA_DENSE_ROWS` (default 10^7, rounded up to whole barriers) sizes the data
+//! sets; `STRATA_DENSE_OUT`, if set, names a folder that receives each data set as Parquet, for
+//! `compare/duckdb_bytes.py` to load into DuckDB.
+//!
+//! The data sets, from fixed seeds:
+//! - **random walk**: axis `t` = 0, 1, 2, ..; `v` the cumulative sum of N(0, 1);
+//! - **sensor**: `t` microseconds at 1 kHz from 2023; `v` = 100 sin(2πi/1000) to 4 decimals;
+//!   `temp` = 20 + 5 sin(2πi/3.6·10^6) to 3 decimals;
+//! - **noise**: axis `t` = 0, 1, 2, ..; `v` N(0, 1) at full precision — the honest worst case,
+//!   which no codec can shrink much below 8 bytes a value.
+//!
+//! Every codec's output is decoded again and compared bit for bit before its size counts.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, RecordBatch, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use criterion::{BenchmarkId, Criterion, Throughput};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use strata::{Config, FieldKind, ServeConfig, Store, Stream, Values};
+
+/// Rows a barrier seals, as the issue's ingest runs them.
+const BARRIER_ROWS: usize = 10_000;
+const ROWS_DEFAULT: usize = 10_000_000;
+/// Rows in a Parquet row group and an Arrow batch written to it.
+const GROUP_ROWS: usize = 1 << 20;
+
+/// One data set: an axis and its `f64` fields, as columns.
+struct DataSet {
+    name: &'static str,
+    axis: Vec<u64>,
+    fields: Vec<(&'static str, Vec<f64>)>,
+}
+
+impl DataSet {
+    fn n_rows(&self) -> usize {
+        self.axis.len()
+    }
+}
+
+/// xorshift64* from a fixed seed: the same rows on every run and machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform on (0, 1], 53 bits.
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// N(0, 1), Box–Muller.
+    fn normal(&mut self) -> f64 {
+        let (u, v) = (self.unit(), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+}
+
+fn random_walk(n: usize) -> DataSet {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut v = 0.0;
+    let values = (0..n)
+        .map(|_| {
+            v += rng.normal();
+            v
+        })
+        .collect();
+    DataSet {
+        name: "random walk",
+        axis: (0..n as u64).collect(),
+        fields: vec![("v", values)],
+    }
+}
+
+fn sensor(n: usize) -> DataSet {
+    const US_2023: u64 = 1_672_531_200_000_000;
+    let round = |x: f64, decimals: i32| {
+        let scale = 10f64.powi(decimals);
+        (x * scale).round() / scale
+    };
+    let tau = std::f64::consts::TAU;
+    DataSet {
+        name: "sensor",
+        axis: (0..n as u64).map(|i| US_2023 + i * 1_000).collect(),
+        fields: vec![
+            (
+                "v",
+                (0..n)
+                    .map(|i| round(100.0 * (tau * i as f64 / 1_000.0).sin(), 4))
+                    .collect(),
+            ),
+            (
+                "temp",
+                (0..n)
+                    .map(|i| round(20.0 + 5.0 * (tau * i as f64 / 3.6e6).sin(), 3))
+                    .collect(),
+            ),
+        ],
+    }
+}
+
+fn noise(n: usize) -> DataSet {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    DataSet {
+        name: "noise (full precision)",
+        axis: (0..n as u64).collect(),
+        fields: vec![("v", (0..n).map(|_| rng.normal()).collect())],
+    }
+}
+
+fn bytes_under(path: &Path) -> u64 {
+    let meta = std::fs::metadata(path).expect("metadata");
+    if meta.is_dir() {
+        std::fs::read_dir(path)
+            .expect("a folder")
+            .map(|e| bytes_under(&e.expect("an entry").path()))
+            .sum()
+    } else {
+        meta.len()
+    }
+}
+
+/// Every file of a store holding the data set, sealed a barrier at a time through
+/// `publish_columns` with the compaction steps `Served` grants after each, then compacted.
+fn strata_bytes(ds: &DataSet) -> u64 {
+    let mut stream = Stream::new("s").field("t", FieldKind::U64);
+    for (name, _) in &ds.fields {
+        stream = stream.field(*name, FieldKind::F64);
+    }
+    let decl = stream.axis("t").build().expect("a valid declaration");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut store = Store::open_or_create(dir.path(), Config::default(), &[decl]).expect("a store");
+    for (position, start) in (0..ds.n_rows()).step_by(BARRIER_ROWS).enumerate() {
+        let end = (start + BARRIER_ROWS).min(ds.n_rows());
+        let mut columns = vec![Values::U64(&ds.axis[start..end])];
+        columns.extend(ds.fields.iter().map(|(_, v)| Values::F64(&v[start..end])));
+        store
+            .publish_columns("s", position as u64, &[], &columns)
+            .expect("publish");
+        store.seal().expect("seal");
+        for _ in 0..ServeConfig::default().compact_steps_per_tick {
+            if store.compact_step().expect("a step").is_none() {
+                break;
+            }
+        }
+    }
+    store.compact().expect("compact");
+    drop(store);
+    bytes_under(dir.path())
+}
+
+/// The data set as one Parquet file (zstd at `level`, row groups of [`GROUP_ROWS`]).
+fn parquet_file(ds: &DataSet, level: i32) -> Vec<u8> {
+    let mut fields = vec![Field::new("t", DataType::UInt64, false)];
+    fields.extend(
+        ds.fields
+            .iter()
+            .map(|(name, _)| Field::new(*name, DataType::Float64, false)),
+    );
+    let schema = Arc::new(Schema::new(fields));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(level).expect("a zstd level"),
+        ))
+        .set_max_row_group_row_count(Some(GROUP_ROWS))
+        .build();
+    let mut writer =
+        ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).expect("a writer");
+    for start in (0..ds.n_rows()).step_by(GROUP_ROWS) {
+        let end = (start + GROUP_ROWS).min(ds.n_rows());
+        let mut columns: Vec<ArrayRef> =
+            vec![Arc::new(UInt64Array::from(ds.axis[start..end].to_vec()))];
+        columns.extend(
+            ds.fields
+                .iter()
+                .map(|(_, v)| Arc::new(Float64Array::from(v[start..end].to_vec())) as ArrayRef),
+        );
+        let batch = RecordBatch::try_new(schema.clone(), columns).expect("a batch");
+        writer.write(&batch).expect("write");
+    }
+    writer.into_inner().expect("close")
+}
+
+/// pco's standalone format at its default level.
+fn pco_encode<T: pco::data_types::Number>(values: &[T]) -> Vec<u8> {
+    pco_encode_at(values, pco::DEFAULT_COMPRESSION_LEVEL)
+}
+
+/// pco's standalone format at compression `level` (0 to 12; the default is 8).
+fn pco_encode_at<T: pco::data_types::Number>(values: &[T], level: usize) -> Vec<u8> {
+    let config = pco::ChunkConfig::default().with_compression_level(level);
+    pco::standalone::simple_compress(values, &config).expect("pco")
+}
+
+/// The pco levels the study compares: its fastest, two between, and its default.
+const PCO_LEVELS: [usize; 4] = [0, 2, 4, pco::DEFAULT_COMPRESSION_LEVEL];
+
+/// Bytes per row of the data set's values (not its axis) in pco at each of [`PCO_LEVELS`],
+/// 10^4-row blocks, each decoded again and compared.
+fn pco_levels_table(sets: &[DataSet]) {
+    println!();
+    println!(
+        "| data: values only, pco in 10^4-row blocks | level 0 | level 2 | level 4 | level 8 (default) |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for ds in sets {
+        let cells: Vec<String> = PCO_LEVELS
+            .iter()
+            .map(|&level| {
+                let mut bytes = 0u64;
+                for (_, values) in &ds.fields {
+                    for block in values.chunks(BARRIER_ROWS) {
+                        let p = pco_encode_at(block, level);
+                        let got: Vec<f64> = pco_decode(&p);
+                        assert!(
+                            got.iter()
+                                .map(|v| v.to_bits())
+                                .eq(block.iter().map(|v| v.to_bits()))
+                        );
+                        bytes += p.len() as u64;
+                    }
+                }
+                format!("{:.2}", per_row(bytes, ds.n_rows()))
+            })
+            .collect();
+        println!("| {} | {} |", ds.name, cells.join(" | "));
+    }
+}
+
+fn pco_decode<T: pco::data_types::Number>(bytes: &[u8]) -> Vec<T> {
+    pco::standalone::simple_decompress(bytes).expect("pco decodes what it wrote")
+}
+
+/// Bits, most significant first, into bytes.
+#[derive(Default)]
+struct BitWriter {
+    bytes: Vec<u8>,
+    n_bits: u64,
+}
+
+impl BitWriter {
+    fn put(&mut self, value: u64, n: u32) {
+        for bit in (0..n).rev() {
+            if self.n_bits % 8 == 0 {
+                self.bytes.push(0);
+            }
+            let b = ((value >> bit) & 1) as u8;
+            *self.bytes.last_mut().expect("a byte") |= b << (7 - self.n_bits % 8);
+            self.n_bits += 1;
+        }
+    }
+}
+
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    at: u64,
+}
+
+impl BitReader<'_> {
+    fn get(&mut self, n: u32) -> u64 {
+        let mut value = 0;
+        for _ in 0..n {
+            let byte = self.bytes[usize::try_from(self.at / 8).expect("in memory")];
+            value = (value << 1) | u64::from((byte >> (7 - self.at % 8)) & 1);
+            self.at += 1;
+        }
+        value
+    }
+}
+
+/// Gorilla's timestamps: the first raw, then each delta of deltas in the smallest of its
+/// buckets (`0`, `10`+7 bits, `110`+9, `1110`+12, `1111`+64).
+fn dod_encode(axis: &[u64]) -> Vec<u8> {
+    let mut w = BitWriter::default();
+    let (mut prev, mut prev_delta) = (0u64, 0i64);
+    for (i, &t) in axis.iter().enumerate() {
+        if i == 0 {
+            w.put(t, 64);
+        } else {
+            let delta = t.wrapping_sub(prev) as i64;
+            let dod = delta.wrapping_sub(prev_delta);
+            match dod {
+                0 => w.put(0, 1),
+                -63..=64 => {
+                    w.put(0b10, 2);
+                    w.put(dod as u64 & 0x7f, 7);
+                }
+                -255..=256 => {
+                    w.put(0b110, 3);
+                    w.put(dod as u64 & 0x1ff, 9);
+                }
+                -2047..=2048 => {
+                    w.put(0b1110, 4);
+                    w.put(dod as u64 & 0xfff, 12);
+                }
+                _ => {
+                    w.put(0b1111, 4);
+                    w.put(dod as u64, 64);
+                }
+            }
+            prev_delta = delta;
+        }
+        prev = t;
+    }
+    w.bytes
+}
+
+fn dod_decode(bytes: &[u8], n: usize) -> Vec<u64> {
+    let mut r = BitReader { bytes, at: 0 };
+    let sign = |v: u64, bits: u32| ((v << (64 - bits)) as i64) >> (64 - bits);
+    let mut out = Vec::with_capacity(n);
+    let (mut prev, mut prev_delta) = (0u64, 0i64);
+    for i in 0..n {
+        let t = if i == 0 {
+            r.get(64)
+        } else {
+            let dod = if r.get(1) == 0 {
+                0
+            } else if r.get(1) == 0 {
+                sign(r.get(7), 7)
+            } else if r.get(1) == 0 {
+                sign(r.get(9), 9)
+            } else if r.get(1) == 0 {
+                sign(r.get(12), 12)
+            } else {
+                r.get(64) as i64
+            };
+            let delta = prev_delta.wrapping_add(dod);
+            prev_delta = delta;
+            prev.wrapping_add(delta as u64)
+        };
+        out.push(t);
+        prev = t;
+    }
+    out
+}
+
+/// Gorilla's values: the first raw, then each XOR with the one before — `0` if equal, else `1`
+/// and either `0` + the meaningful bits inside the previous window, or `1` + 5 bits of leading
+/// zeros + 6 of length + the bits.
+fn xor_encode(values: &[f64]) -> Vec<u8> {
+    let mut w = BitWriter::default();
+    let mut prev = 0u64;
+    let mut window: Option<(u32, u32)> = None; // (leading, trailing)
+    for (i, v) in values.iter().enumerate() {
+        let bits = v.to_bits();
+        if i == 0 {
+            w.put(bits, 64);
+        } else {
+            let xor = bits ^ prev;
+            if xor == 0 {
+                w.put(0, 1);
+            } else {
+                w.put(1, 1);
+                let (lead, trail) = (xor.leading_zeros().min(31), xor.trailing_zeros());
+                match window {
+                    Some((l, t)) if lead >= l && trail >= t => {
+                        w.put(0, 1);
+                        w.put(xor >> t, 64 - l - t);
+                    }
+                    _ => {
+                        let len = 64 - lead - trail;
+                        w.put(1, 1);
+                        w.put(u64::from(lead), 5);
+                        w.put(u64::from(len - 1), 6);
+                        w.put(xor >> trail, len);
+                        window = Some((lead, trail));
+                    }
+                }
+            }
+        }
+        prev = bits;
+    }
+    w.bytes
+}
+
+fn xor_decode(bytes: &[u8], n: usize) -> Vec<f64> {
+    let mut r = BitReader { bytes, at: 0 };
+    let mut out = Vec::with_capacity(n);
+    let mut prev = 0u64;
+    let mut window = (0u32, 0u32);
+    for i in 0..n {
+        let bits = if i == 0 {
+            r.get(64)
+        } else if r.get(1) == 0 {
+            prev
+        } else {
+            if r.get(1) == 1 {
+                let lead = u32::try_from(r.get(5)).expect("5 bits");
+                let len = u32::try_from(r.get(6)).expect("6 bits") + 1;
+                window = (lead, 64 - lead - len);
+            }
+            let (l, t) = window;
+            prev ^ (r.get(64 - l - t) << t)
+        };
+        out.push(f64::from_bits(bits));
+        prev = bits;
+    }
+    out
+}
+
+/// Bytes of the data set's columns encoded `chunk` rows at a time, by each codec, every block
+/// decoded again and compared bit for bit: (pco, Gorilla).
+fn codec_bytes(ds: &DataSet, chunk: usize) -> (u64, u64) {
+    let (mut pco, mut gorilla) = (0u64, 0u64);
+    for axis in ds.axis.chunks(chunk) {
+        let p = pco_encode(axis);
+        assert_eq!(pco_decode::<u64>(&p), axis, "{}: pco axis", ds.name);
+        let g = dod_encode(axis);
+        assert_eq!(dod_decode(&g, axis.len()), axis, "{}: dod axis", ds.name);
+        pco += p.len() as u64;
+        gorilla += g.len() as u64;
+    }
+    for (name, values) in &ds.fields {
+        for block in values.chunks(chunk) {
+            let same = |got: Vec<f64>| {
+                got.iter()
+                    .map(|v| v.to_bits())
+                    .eq(block.iter().map(|v| v.to_bits()))
+            };
+            let p = pco_encode(block);
+            assert!(same(pco_decode(&p)), "{}: pco {name}", ds.name);
+            let g = xor_encode(block);
+            assert!(same(xor_decode(&g, block.len())), "{}: xor {name}", ds.name);
+            pco += p.len() as u64;
+            gorilla += g.len() as u64;
+        }
+    }
+    (pco, gorilla)
+}
+
+fn per_row(bytes: u64, n: usize) -> f64 {
+    bytes as f64 / n as f64
+}
+
+fn rows_total() -> usize {
+    let n = std::env::var("STRATA_DENSE_ROWS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(ROWS_DEFAULT);
+    n.div_ceil(BARRIER_ROWS).max(1) * BARRIER_ROWS
+}
+
+fn table(sets: &[DataSet], out: Option<&Path>) {
+    println!(
+        "| data ({} rows) | raw (8 B a value) | strata today | Parquet + zstd 3 | Parquet + zstd 9 | pco, 10^4-row blocks | pco, whole columns | Gorilla, 10^4-row blocks | Gorilla, whole columns |",
+        sets[0].n_rows()
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for ds in sets {
+        let n = ds.n_rows();
+        let raw = (8 * (1 + ds.fields.len()) * n) as u64;
+        let strata = strata_bytes(ds);
+        let parquet_3 = parquet_file(ds, 3);
+        let parquet_9 = parquet_file(ds, 9).len() as u64;
+        if let Some(out) = out {
+            let name: String = ds
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            let path: PathBuf = out.join(format!("{name}.parquet"));
+            std::fs::write(&path, &parquet_3).expect("write the Parquet file");
+            File::open(&path).expect("written");
+        }
+        let (pco_blocks, gorilla_blocks) = codec_bytes(ds, BARRIER_ROWS);
+        let (pco_whole, gorilla_whole) = codec_bytes(ds, n);
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            ds.name,
+            per_row(raw, n),
+            per_row(strata, n),
+            per_row(parquet_3.len() as u64, n),
+            per_row(parquet_9, n),
+            per_row(pco_blocks, n),
+            per_row(pco_whole, n),
+            per_row(gorilla_blocks, n),
+            per_row(gorilla_whole, n),
+        );
+    }
+    println!(
+        "(bytes per row: every file of the store, levels included; every codec's output decoded and compared bit for bit)"
+    );
+}
+
+fn speeds(c: &mut Criterion, sets: &[DataSet]) {
+    let mut group = c.benchmark_group("codec");
+    group.sample_size(10);
+    group.measurement_time(std::time::Duration::from_secs(2));
+    for ds in sets {
+        let n = (BARRIER_ROWS * 10).min(ds.n_rows());
+        let values = &ds.fields[0].1[..n];
+        let axis = &ds.axis[..n];
+        group.throughput(Throughput::Elements(values.len() as u64));
+        let id = |what: &str| BenchmarkId::new(what, ds.name);
+        for level in PCO_LEVELS {
+            group.bench_function(id(&format!("pco encode values, level {level}")), |b| {
+                b.iter(|| {
+                    values
+                        .chunks(BARRIER_ROWS)
+                        .map(|v| pco_encode_at(black_box(v), level).len())
+                        .sum::<usize>()
+                });
+            });
+        }
+        group.bench_function(id("xor encode values"), |b| {
+            b.iter(|| {
+                values
+                    .chunks(BARRIER_ROWS)
+                    .map(|v| xor_encode(black_box(v)).len())
+                    .sum::<usize>()
+            });
+        });
+        let pco_blocks: Vec<Vec<u8>> = values.chunks(BARRIER_ROWS).map(pco_encode).collect();
+        let xor_blocks: Vec<Vec<u8>> = values.chunks(BARRIER_ROWS).map(xor_encode).collect();
+        group.bench_function(id("pco decode values"), |b| {
+            b.iter(|| {
+                pco_blocks
+                    .iter()
+                    .map(|p| pco_decode::<f64>(black_box(p)).len())
+                    .sum::<usize>()
+            });
+        });
+        group.bench_function(id("xor decode values"), |b| {
+            b.iter(|| {
+                xor_blocks
+                    .iter()
+                    .map(|x| xor_decode(black_box(x), BARRIER_ROWS).len())
+                    .sum::<usize>()
+            });
+        });
+        group.bench_function(id("pco encode axis"), |b| {
+            b.iter(|| {
+                axis.chunks(BARRIER_ROWS)
+                    .map(|a| pco_encode(black_box(a)).len())
+                    .sum::<usize>()
+            });
+        });
+        let pco_axis: Vec<Vec<u8>> = axis.chunks(BARRIER_ROWS).map(pco_encode).collect();
+        group.bench_function(id("pco decode axis"), |b| {
+            b.iter(|| {
+                pco_axis
+                    .iter()
+                    .map(|p| pco_decode::<u64>(black_box(p)).len())
+                    .sum::<usize>()
+            });
+        });
+        // The floor a decode is measured against: copying the block's plain bytes.
+        group.bench_function(id("copy values (the plain read)"), |b| {
+            b.iter(|| {
+                values
+                    .chunks(BARRIER_ROWS)
+                    .map(|v| black_box(v.to_vec()).len())
+                    .sum::<usize>()
+            });
+        });
+    }
+    group.finish();
+}
+
+fn main() {
+    let n = rows_total();
+    let sets = [random_walk(n), sensor(n), noise(n)];
+    let out = std::env::var_os("STRATA_DENSE_OUT").map(PathBuf::from);
+    if let Some(out) = &out {
+        std::fs::create_dir_all(out).expect("the output folder");
+    }
+    table(&sets, out.as_deref());
+    pco_levels_table(&sets);
+    let mut c = Criterion::default().configure_from_args();
+    speeds(&mut c, &sets);
+    c.final_summary();
+}
