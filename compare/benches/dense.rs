@@ -576,6 +576,57 @@ fn speeds(c: &mut Criterion, sets: &[DataSet]) {
     group.finish();
 }
 
+/// The barrier beside the encode it would pay to compress at seal: criterion times a
+/// `publish_columns` + `seal` of one barrier's rows (a real store in a temp dir, real syncs) and
+/// pco at level 4 over the same barrier's columns (axis and values), per data set.
+fn barrier_against_encode(c: &mut Criterion, sets: &[DataSet]) {
+    let mut group = c.benchmark_group("barrier");
+    group.sample_size(20);
+    group.measurement_time(std::time::Duration::from_secs(4));
+    for ds in sets {
+        let n = BARRIER_ROWS.min(ds.n_rows());
+        group.throughput(Throughput::Elements(n as u64));
+        let mut stream = Stream::new("s").field("t", FieldKind::U64);
+        for (name, _) in &ds.fields {
+            stream = stream.field(*name, FieldKind::F64);
+        }
+        let decl = stream.axis("t").build().expect("a valid declaration");
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut store =
+            Store::open_or_create(dir.path(), Config::default(), &[decl]).expect("a store");
+        let mut position = 0u64;
+        let mut axis: Vec<u64> = ds.axis[..n].to_vec();
+        let span = ds.axis[n - 1] - ds.axis[0] + 1;
+        group.bench_function(BenchmarkId::new("publish_columns + seal", ds.name), |b| {
+            b.iter(|| {
+                let mut columns = vec![Values::U64(&axis)];
+                columns.extend(ds.fields.iter().map(|(_, v)| Values::F64(&v[..n])));
+                store
+                    .publish_columns("s", position, &[], &columns)
+                    .expect("publish");
+                store.seal().expect("seal");
+                position += 1;
+                for t in &mut axis {
+                    *t += span;
+                }
+            });
+        });
+        group.bench_function(
+            BenchmarkId::new("pco level 4, every column", ds.name),
+            |b| {
+                b.iter(|| {
+                    let mut bytes = pco_encode_at(black_box(&ds.axis[..n]), 4).len();
+                    for (_, values) in &ds.fields {
+                        bytes += pco_encode_at(black_box(&values[..n]), 4).len();
+                    }
+                    bytes
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
 fn main() {
     let n = rows_total();
     let sets = [random_walk(n), sensor(n), noise(n)];
@@ -587,5 +638,6 @@ fn main() {
     pco_levels_table(&sets);
     let mut c = Criterion::default().configure_from_args();
     speeds(&mut c, &sets);
+    barrier_against_encode(&mut c, &sets);
     c.final_summary();
 }
