@@ -28,6 +28,10 @@
 //! - **range read** of 10^6 rows (100 commits) against `SELECT t, v .. WHERE t BETWEEN`, and a
 //!   memory read of those rows' 16 bytes each.
 
+mod support;
+
+use support::bytes_under;
+
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Write;
@@ -139,18 +143,6 @@ fn manifest_bytes(root: &Path) -> u64 {
         .filter(|e| e.file_name().to_string_lossy().starts_with("manifest-"))
         .map(|e| e.metadata().expect("metadata").len())
         .sum()
-}
-
-fn bytes_under(path: &Path) -> u64 {
-    let meta = std::fs::metadata(path).expect("metadata");
-    if meta.is_dir() {
-        std::fs::read_dir(path)
-            .expect("a folder")
-            .map(|e| bytes_under(&e.expect("an entry").path()))
-            .sum()
-    } else {
-        meta.len()
-    }
 }
 
 struct Strata {

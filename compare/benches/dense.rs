@@ -19,6 +19,10 @@
 //!
 //! Every codec's output is decoded again and compared bit for bit before its size counts.
 
+mod support;
+
+use support::bytes_under;
+
 use std::fs::File;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -123,18 +127,6 @@ fn noise(n: usize) -> DataSet {
         name: "noise (full precision)",
         axis: (0..n as u64).collect(),
         fields: vec![("v", (0..n).map(|_| rng.normal()).collect())],
-    }
-}
-
-fn bytes_under(path: &Path) -> u64 {
-    let meta = std::fs::metadata(path).expect("metadata");
-    if meta.is_dir() {
-        std::fs::read_dir(path)
-            .expect("a folder")
-            .map(|e| bytes_under(&e.expect("an entry").path()))
-            .sum()
-    } else {
-        meta.len()
     }
 }
 
