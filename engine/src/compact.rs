@@ -1245,6 +1245,10 @@ mod tests {
             assert!(sizes.len() <= bound, "{n}x{size} under {cap}: {sizes:?}");
             assert!(not_suffix > 0, "{n}x{size} under {cap}: every run a suffix");
             assert_eq!(sizes.iter().sum::<u64>(), n * size);
+            eprintln!(
+                "{n} x {size} under a cap of {cap}: {} files (bound {bound}) in {steps} steps, {not_suffix} behind the newest",
+                sizes.len()
+            );
         }
         assert!(
             {
