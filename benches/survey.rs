@@ -67,12 +67,15 @@ fn m4_scan(root: &std::path::Path, ladder: &Ladder, level: u8) -> usize {
         let reader = SegmentReader::open(&path, fs.map(&path).expect("map")).expect("open");
         for part in 0..reader.partitions().len() {
             let axis = reader.axis(part).expect("axis").expect("an axis");
-            let Some(strata::segment::Column::F64(values)) = reader.column(part, 1).expect("col")
+            let axis = axis.values(0..axis.len()).expect("the axis decodes");
+            let column = reader.column(part, 1).expect("col").expect("a column");
+            let Some(strata::segment::Decoded::F64(values)) =
+                column.numbers(0..column.len()).expect("the column decodes")
             else {
                 panic!("value is an f64 column");
             };
-            for (a, v) in axis.iter().zip(values) {
-                let (a, v) = (a.get(), v.get());
+            for (&a, v) in axis.iter().zip(values) {
+                let v = v.get();
                 let index = ladder.cell(a, level);
                 let row = Bucket::of_row(1, a, Num::F64(v));
                 match cells.last_mut() {

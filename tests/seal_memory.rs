@@ -59,6 +59,10 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// What packing one chunk may hold at a time: pco's buffers for `PACK_ROWS` (10,000) values,
+/// measured at about 35 bytes a value; 48 a value is the bound.
+const PACK_WORKSPACE: usize = 48 * 10_000;
+
 /// Seals `n_batches` staged batches of `batch_rows` rows of a u64 axis and an f64 (no track):
 /// answers the staged bytes (32 a row: position, ordinal, axis, value), the heap live just
 /// before the seal, and the peak during it.
@@ -109,8 +113,10 @@ fn a_seal_holds_at_most_a_fifth_of_its_staged_bytes_beyond_them() {
             mib(extra),
             extra as f64 / staged as f64,
         );
+        // Packing a block (format 5) holds pco's working memory for one chunk of at most
+        // `PACK_ROWS` rows: a constant beside the fifth, whatever the barrier's size.
         assert!(
-            extra * 5 <= staged,
+            extra <= staged / 5 + PACK_WORKSPACE,
             "a seal of {staged} staged bytes held {extra} more"
         );
     }

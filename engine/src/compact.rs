@@ -477,7 +477,10 @@ impl Store {
             let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
             merged.rows.ordinals.extend(ordinals.iter());
             if let Some(axis) = reader.axis(part_idx).map_err(unreadable)? {
-                merged.rows.axis.extend(axis.iter().map(|v| v.get()));
+                merged
+                    .rows
+                    .axis
+                    .extend(axis.values(0..axis.len()).map_err(unreadable)?);
             }
             for (&field, buf) in state.stored.iter().zip(&mut merged.rows.columns) {
                 let column = reader.column(part_idx, field).map_err(unreadable)?;
@@ -976,6 +979,13 @@ fn append(buf: &mut ColumnBuf, column: &Column<'_>, path: &str) -> Result<(), En
         (ColumnBuf::U64(out), Column::U64(c)) => out.extend(c.iter().map(|v| v.get())),
         (ColumnBuf::I64(out), Column::I64(c)) => out.extend(c.iter().map(|v| v.get())),
         (ColumnBuf::F64(out), Column::F64(c)) => out.extend(c.iter().map(|v| v.get())),
+        // Decoded a chunk at a time, each appended as a plain column would be.
+        (buf, Column::Packed(packed)) => {
+            for chunk in 0..packed.chunks() {
+                let decoded = packed.decode_chunk(chunk).map_err(unreadable)?;
+                append(&mut *buf, &decoded.column(), path)?;
+            }
+        }
         (
             ColumnBuf::Var {
                 offsets,

@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use strata_index::{FieldKind, FileName, StreamDecl, TrackKey};
-use strata_segment::{Column, SegmentError};
+use strata_segment::{Axis, Column, Decoded, SegmentError};
 use zerocopy::little_endian::U64;
 
 use crate::error::EngineError;
@@ -35,6 +35,46 @@ pub struct ColumnRun {
     part_idx: usize,
     rows: Range<usize>,
     track: Arc<TrackKey>,
+    /// The partition's packed blocks (format 5) decoded for the rows from the first of the
+    /// pair on, shared by every run the cursor makes inside that chunk (runs of interleaved
+    /// partitions are often a row long): a run over packed blocks lies inside one chunk of
+    /// them, so this holds at most `PACK_ROWS` rows a block.
+    unpacked: Option<(usize, Arc<Unpacked>)>,
+}
+
+/// Decoded rows of a run's packed blocks.
+#[derive(Debug, Default)]
+struct Unpacked {
+    axis: Option<Vec<U64>>,
+    columns: Vec<(u16, Decoded)>,
+}
+
+impl Unpacked {
+    /// Decodes rows `rows` of every packed block of partition `part_idx`; `None` if none is
+    /// packed.
+    fn of(
+        segment: &OpenSegment,
+        part_idx: usize,
+        rows: Range<usize>,
+        decl: &StreamDecl,
+    ) -> Result<Option<Unpacked>, EngineError> {
+        let mut unpacked = Unpacked::default();
+        if let Some(Axis::Packed(axis)) = verified(segment.axis(part_idx)) {
+            let Decoded::U64(values) = axis.decode(rows.clone()).map_err(unreadable)? else {
+                unreachable!("the axis decodes as u64");
+            };
+            unpacked.axis = Some(values);
+        }
+        for field_idx in 0..decl.fields.len() {
+            let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");
+            if let Ok(Some(Column::Packed(column))) = segment.column(part_idx, field_idx) {
+                let decoded = column.decode(rows.clone()).map_err(unreadable)?;
+                unpacked.columns.push((field_idx, decoded));
+            }
+        }
+        let any = unpacked.axis.is_some() || !unpacked.columns.is_empty();
+        Ok(any.then_some(unpacked))
+    }
 }
 
 impl ColumnRun {
@@ -61,8 +101,15 @@ impl ColumnRun {
 
     /// The axis values of the run's rows; `None` if the stream has no axis.
     pub fn axis(&self) -> Option<&[U64]> {
-        let axis = verified(self.segment.axis(self.part_idx))?;
-        Some(&axis[self.rows.clone()])
+        if let Some((from, unpacked)) = &self.unpacked
+            && let Some(axis) = unpacked.axis.as_deref()
+        {
+            return Some(&axis[self.rows.start - from..self.rows.end - from]);
+        }
+        match verified(self.segment.axis(self.part_idx))? {
+            Axis::Plain(axis) => Some(&axis[self.rows.clone()]),
+            Axis::Packed(_) => unreachable!("a run holds its packed axis decoded"),
+        }
     }
 
     /// The stored column of field `field_idx` (declaration order) for the run's rows; `None`
@@ -73,6 +120,21 @@ impl ColumnRun {
     /// Only if a column were shorter than the run, which the read checked of every column
     /// when it reached the segment (a file that breaks it is an `Err` item, never a run).
     pub fn column(&self, field_idx: u16) -> Option<Column<'_>> {
+        if let Some((from, unpacked)) = &self.unpacked
+            && let Some((_, decoded)) = unpacked.columns.iter().find(|(f, _)| *f == field_idx)
+        {
+            let rows = self.rows.start - from..self.rows.end - from;
+            return Some(match decoded.column() {
+                Column::U64(c) => Column::U64(&c[rows]),
+                Column::I64(c) => Column::I64(&c[rows]),
+                _ => {
+                    let Decoded::F64(c) = decoded else {
+                        unreachable!("a decoded column is a number")
+                    };
+                    Column::F64(&c[rows])
+                }
+            });
+        }
         let column = verified(self.segment.column(self.part_idx, field_idx))?;
         let rows = self.rows.clone();
         Some(match column {
@@ -81,6 +143,7 @@ impl ColumnRun {
             Column::F64(c) => Column::F64(&c[rows]),
             Column::Str(c) => Column::Str(c.slice(rows).expect("lengths checked at resolve")),
             Column::Bytes(c) => Column::Bytes(c.slice(rows).expect("lengths checked at resolve")),
+            Column::Packed(_) => unreachable!("a run holds its packed columns decoded"),
         })
     }
 
@@ -156,6 +219,7 @@ impl std::fmt::Debug for ColumnRun {
             .field("part_idx", &self.part_idx)
             .field("rows", &self.rows)
             .field("track", &self.track)
+            .field("unpacked", &self.unpacked.is_some())
             .finish()
     }
 }
@@ -230,7 +294,13 @@ impl Iterator for QueryRuns<'_> {
         // The run goes up to the first row another partition publishes before.
         let bound = self.heap.peek().map_or(u64::MAX, |Reverse((o, _))| *o);
         let cursor = &mut self.cursors[idx];
-        let run = cursor.take_until(bound);
+        let run = match cursor.take_until(bound) {
+            Ok(run) => run,
+            Err(error) => {
+                self.failed = true;
+                return Some(Err(error));
+            }
+        };
         if cursor.is_done() {
             self.exhausted = Some(idx);
         } else {
@@ -322,6 +392,7 @@ impl Store {
                 segment: None,
                 ordinals: Vec::new(),
                 at: 0,
+                unpacked: None,
             };
             if cursor.next_segment()? {
                 cursors.push(cursor);
@@ -378,6 +449,9 @@ struct Cursor<'s> {
     ordinals: Vec<u64>,
     /// Rows of them already handed out.
     at: usize,
+    /// The rows of the segment (absolute) whose packed blocks are decoded, and those blocks'
+    /// values there (`None` if the partition packs none): the chunk the next run starts in.
+    unpacked: Option<(Range<usize>, Option<Arc<Unpacked>>)>,
 }
 
 impl std::fmt::Debug for Cursor<'_> {
@@ -400,6 +474,7 @@ impl Cursor<'_> {
         // The finished segment's reader is let go before the next is opened, so a cursor
         // holds one map at a time.
         self.segment = None;
+        self.unpacked = None;
         for (name, part_idx) in self.files.by_ref() {
             let (reader, part_idx) = match part_idx {
                 Some(part_idx) => {
@@ -442,8 +517,9 @@ impl Cursor<'_> {
     }
 
     /// The rows from the next up to (not including) the first whose ordinal is `bound` or
-    /// above, at least one.
-    fn take_until(&mut self, bound: u64) -> ColumnRun {
+    /// above, at least one, and no further than the end of the packed chunk the first is in
+    /// (whose rows of each packed block the run decodes).
+    fn take_until(&mut self, bound: u64) -> Result<ColumnRun, EngineError> {
         let (segment, part_idx, rows) = self.segment.as_ref().expect("a cursor in the heap");
         let n_rows = if bound == u64::MAX || !self.merging {
             rows.len() - self.at
@@ -455,13 +531,29 @@ impl Cursor<'_> {
             "a cursor's next row comes before every other head"
         );
         let start = rows.start + self.at;
+        // The chunk's rows the read wants, decoded once for every run inside them.
+        let span = match &self.unpacked {
+            Some((span, _)) if span.contains(&start) => span.clone(),
+            _ => {
+                let end = verified(segment.chunk_end(*part_idx, start)).min(rows.end);
+                let unpacked = Unpacked::of(segment, *part_idx, start..end, self.decl)?;
+                self.unpacked = Some((start..end, unpacked.map(Arc::new)));
+                start..end
+            }
+        };
+        let n_rows = n_rows.min(span.end - start);
         self.at += n_rows;
-        ColumnRun {
+        let unpacked = self
+            .unpacked
+            .as_ref()
+            .and_then(|(span, u)| Some((span.start, Arc::clone(u.as_ref()?))));
+        Ok(ColumnRun {
             segment: Arc::clone(segment),
             part_idx: *part_idx,
             rows: start..start + n_rows,
             track: Arc::clone(&self.track),
-        }
+            unpacked,
+        })
     }
 }
 
@@ -502,12 +594,10 @@ fn resolve(decl: &StreamDecl, reader: &OpenSegment, part_idx: usize) -> Result<(
                 .column(part_idx, field_idx)
                 .map_err(unreadable)?
                 .ok_or_else(|| mismatch(path, format!("no column for field {:?}", field.name)))?;
-            match (column, field.kind) {
-                (Column::U64(c), FieldKind::U64) => c.len(),
-                (Column::I64(c), FieldKind::I64) => c.len(),
-                (Column::F64(c), FieldKind::F64) => c.len(),
-                (Column::Str(c), FieldKind::Str) | (Column::Bytes(c), FieldKind::Bytes) => c.len(),
-                _ => usize::MAX,
+            if column.kind_code() == field.kind.code() {
+                column.len()
+            } else {
+                usize::MAX
             }
         };
         if len != n_rows {
@@ -630,11 +720,14 @@ mod tests {
                 let (reader, part_idx) = store.partition_in(name, "c", view.track()).unwrap();
                 super::resolve(&decl, &reader, part_idx).unwrap();
                 let n_rows = reader.positions(part_idx).unwrap().len();
+                assert_eq!(reader.chunk_end(part_idx, 0).unwrap(), n_rows, "one chunk");
+                let unpacked = super::Unpacked::of(&reader, part_idx, 0..n_rows, &decl).unwrap();
                 let run = ColumnRun {
                     segment: reader,
                     part_idx,
                     rows: 0..n_rows,
                     track: Arc::new(view.track().clone()),
+                    unpacked: unpacked.map(|u| (0, Arc::new(u))),
                 };
                 runs.push((view.track().clone(), name, run));
             }

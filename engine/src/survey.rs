@@ -14,7 +14,7 @@ use strata_levels::{
     Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, NumKind, Plan, plan, plan_with,
 };
 use strata_segment::vfs::Mapped;
-use strata_segment::{Column, SegmentError, SegmentReader};
+use strata_segment::{Decoded, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
@@ -650,17 +650,15 @@ impl Store {
                 let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
                 self.check_partition(&reader, part_idx, entry)?;
                 let (start, end) = rows_in(&reader, part_idx, [lo, hi])?;
-                match reader.column(part_idx, field).map_err(unreadable)? {
-                    Some(Column::U64(c)) => {
-                        values.extend(c[start..end].iter().map(|v| Num::U64(v.get())));
-                    }
-                    Some(Column::I64(c)) => {
-                        values.extend(c[start..end].iter().map(|v| Num::I64(v.get())));
-                    }
-                    Some(Column::F64(c)) => {
-                        values.extend(c[start..end].iter().map(|v| Num::F64(v.get())));
-                    }
-                    _ => {
+                let numbers = match reader.column(part_idx, field).map_err(unreadable)? {
+                    Some(column) => column.numbers(start..end).map_err(unreadable)?,
+                    None => None,
+                };
+                match numbers {
+                    Some(Decoded::U64(c)) => values.extend(c.iter().map(|v| Num::U64(v.get()))),
+                    Some(Decoded::I64(c)) => values.extend(c.iter().map(|v| Num::I64(v.get()))),
+                    Some(Decoded::F64(c)) => values.extend(c.iter().map(|v| Num::F64(v.get()))),
+                    None => {
                         return Err(EngineError::Unreadable {
                             source: strata_segment::SegmentError::mismatch(
                                 reader.path(),
@@ -799,24 +797,25 @@ pub(crate) fn fold_file_rows(
     [lo, hi]: [u64; 2],
 ) -> Result<Vec<Cell>, EngineError> {
     let (start, end) = rows_in(reader, part_idx, [lo, hi])?;
-    let axis: Vec<u64> = reader
-        .axis(part_idx)
-        .map_err(unreadable)?
-        .unwrap_or_default()[start..end]
-        .iter()
-        .map(|a| a.get())
-        .collect();
+    let axis: Vec<u64> = match reader.axis(part_idx).map_err(unreadable)? {
+        Some(axis) => axis.values(start..end).map_err(unreadable)?,
+        None => Vec::new(),
+    };
     let shared = ladder.shared_levels(&axis);
     let fold =
         |value: &dyn Fn(usize) -> Num| ladder.fold_rows_to(field, &axis, &shared, value, level);
-    Ok(match reader.column(part_idx, field).map_err(unreadable)? {
-        Some(Column::U64(c)) => fold(&|i| Num::U64(c[start + i].get())),
-        Some(Column::I64(c)) => fold(&|i| Num::I64(c[start + i].get())),
-        Some(Column::F64(c)) => {
-            let values: Vec<f64> = c[start..end].iter().map(|v| v.get()).collect();
+    let numbers = match reader.column(part_idx, field).map_err(unreadable)? {
+        Some(column) => column.numbers(start..end).map_err(unreadable)?,
+        None => None,
+    };
+    Ok(match numbers {
+        Some(Decoded::U64(c)) => fold(&|i| Num::U64(c[i].get())),
+        Some(Decoded::I64(c)) => fold(&|i| Num::I64(c[i].get())),
+        Some(Decoded::F64(c)) => {
+            let values: Vec<f64> = c.iter().map(|v| v.get()).collect();
             ladder.fold_f64_rows_to(field, &axis, &shared, &values, level)
         }
-        _ => {
+        None => {
             return Err(unreadable(SegmentError::mismatch(
                 reader.path(),
                 format!("field {field} is not a stored number"),
@@ -832,12 +831,11 @@ fn rows_in(
     part_idx: usize,
     [lo, hi]: [u64; 2],
 ) -> Result<(usize, usize), EngineError> {
-    let axis = reader
-        .axis(part_idx)
-        .map_err(unreadable)?
-        .unwrap_or_default();
-    let start = axis.partition_point(|a| a.get() < lo);
-    let end = axis.partition_point(|a| a.get() <= hi).max(start);
+    let Some(axis) = reader.axis(part_idx).map_err(unreadable)? else {
+        return Ok((0, 0));
+    };
+    let start = axis.lower_bound(lo).map_err(unreadable)?;
+    let end = axis.upper_bound(hi).map_err(unreadable)?.max(start);
     Ok((start, end))
 }
 

@@ -244,12 +244,10 @@ impl Store {
         let (reader, part_idx) = self.partition_in(name, stream, track)?;
         self.check_partition(&reader, part_idx, entry)?;
         let positions = reader.positions(part_idx).map_err(unreadable)?;
-        let axis = reader
-            .axis(part_idx)
-            .map_err(unreadable)?
-            .unwrap_or_default();
+        let axis = reader.axis(part_idx).map_err(unreadable)?;
+        let axis_len = axis.as_ref().map_or(0, strata_segment::Axis::len);
         let split = positions.upper_bound(horizon);
-        if axis.len() != positions.len() || split == 0 || split == positions.len() {
+        if axis_len != positions.len() || split == 0 || split == positions.len() {
             return Err(EngineError::Unreadable {
                 source: strata_segment::SegmentError::mismatch(
                     reader.path(),
@@ -260,7 +258,11 @@ impl Store {
                 ),
             });
         }
-        Ok([axis[split - 1].get(), axis[split].get()])
+        let axis = axis
+            .expect("an axis as long as the positions")
+            .values(split - 1..split + 1)
+            .map_err(unreadable)?;
+        Ok([axis[0], axis[1]])
     }
 
     /// The highest raw floor of the partitions beneath `prefix` (a read covering them all is

@@ -31,6 +31,10 @@ fn main() -> std::io::Result<()> {
         std::fs::write(path, bytes)
     };
     write_new(root.join("segment/run-blocks.seg"), &runs_segment().bytes)?;
+    write_new(
+        root.join("segment/packed-blocks.seg"),
+        &packed_segment().bytes,
+    )?;
     write_new(root.join("manifest/lineage-v2.log"), &lineage_manifest())?;
     if root.join("segment/two-partitions.seg").exists() {
         return Ok(());
@@ -122,6 +126,36 @@ fn runs_segment() -> strata_segment::WrittenSegment {
         ordinals: &ordinals,
         axis: None,
         columns: vec![(2, ColumnData::U64(&values))],
+        cells: Vec::new(),
+        stored_from: 0,
+    });
+    writer.finish()
+}
+
+/// A partition whose axis and numeric columns are packed (format 5): two pco chunks' worth of
+/// rows would make a seed too big to mutate well, so one chunk of 300 rows of each kind.
+fn packed_segment() -> strata_segment::WrittenSegment {
+    let mut writer = SegmentWriter::new();
+    let track = TrackKey::encode(&["probe_2"]).expect("a valid key");
+    let positions: Vec<u64> = (0..300).map(|i| 1 + i / 50).collect();
+    let ordinals: Vec<u64> = (0..300).collect();
+    let axis: Vec<u64> = (0..300).map(|i| 1_000 * i + 17).collect();
+    let counts: Vec<u64> = (0..300).map(|i| i * 3).collect();
+    let deltas: Vec<i64> = (0..300).map(|i| (i % 7) - 3).collect();
+    let values: Vec<f64> = (0..300)
+        .map(|i| (f64::from(i) / 20.0).sin().mul_add(100.0, 0.0).round() / 100.0)
+        .collect();
+    writer.add_partition(&PartitionInput {
+        stream: "sensor",
+        track: &track,
+        positions: &positions,
+        ordinals: &ordinals,
+        axis: Some(&axis),
+        columns: vec![
+            (2, ColumnData::U64(&counts)),
+            (3, ColumnData::I64(&deltas)),
+            (4, ColumnData::F64(&values)),
+        ],
         cells: Vec::new(),
         stored_from: 0,
     });

@@ -19,7 +19,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 4;
+pub const SEGMENT_VERSION: u32 = 5;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
@@ -33,6 +33,23 @@ pub const STORED_FROM_VERSION: u32 = 3;
 /// such a chain, which a read folds into what follows link by link, last first: exactly the
 /// fold the merged segments answered (docs/compaction.md).
 pub const CHAINS_VERSION: u32 = 4;
+/// The first version whose axis and numeric column blocks may be **packed**
+/// ([`BlockRecord::encoding`] = [`ENCODING_PACKED`]): compressed with pco in chunks of at most
+/// [`PACK_ROWS`] rows, each chunk decoded on its own, so a range read decodes only the chunks
+/// it touches (docs/format.md, "Packed blocks").
+pub const PACKED_VERSION: u32 = 5;
+/// A block's bytes as they are: 8 bytes a number, little-endian.
+pub const ENCODING_PLAIN: u8 = 0;
+/// A block's numbers as pco chunks followed by a [`ChunkRecord`] per chunk and the chunk count.
+pub const ENCODING_PACKED: u8 = 1;
+/// The most rows one packed chunk holds: a barrier's worth, what decoding one chunk costs a
+/// range read at most (a chunk decodes in tens of microseconds).
+pub const PACK_ROWS: usize = 10_000;
+/// pco's compression level for packed chunks: within 2% of its default level's bytes at three
+/// to four times its encode rate (the codec study in docs/format.md).
+pub const PACK_LEVEL: usize = 4;
+/// Blocks of fewer rows stay plain: pco's own header would cost more than it saves.
+pub const PACK_MIN_ROWS: usize = 16;
 /// The magic in the footer, so a file cut short is told from a complete one.
 pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.
@@ -225,14 +242,35 @@ pub struct BlockRecord {
     pub field_kind: u8,
     /// For a column, the field's index in the declaration; zero otherwise.
     pub field: U16,
+    /// How the payload holds its items: [`ENCODING_PLAIN`], or (version 5 on, axis and
+    /// numeric columns only) [`ENCODING_PACKED`].
+    pub encoding: u8,
     /// Zero.
-    pub reserved: U32,
+    pub reserved: [u8; 3],
     /// Offset of the payload.
     pub offset: U64,
     /// Length of the payload (its crc follows it).
     pub len: U64,
     /// Rows (for row blocks) or cells (for the cells block).
     pub n_items: U64,
+}
+
+/// One chunk of a packed block. A packed payload is the chunks' pco bytes back to back, then a
+/// record per chunk, then the number of chunks as a u64: written as it streams, read from the
+/// end. `end_row` and `end_byte` are cumulative, so the chunk holding a row is a binary search.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct ChunkRecord {
+    /// One past the chunk's last row; strictly increasing, the last equal to the block's rows.
+    pub end_row: U64,
+    /// One past the chunk's last byte among the chunks' bytes; strictly increasing, the last
+    /// equal to their length.
+    pub end_byte: U64,
+    /// The chunk's first value, as its 8 little-endian bytes (for the axis: what a search of
+    /// the chunks compares).
+    pub first: U64,
+    /// The chunk's last value, likewise.
+    pub last: U64,
 }
 
 /// One stored level cell of one field.
@@ -290,5 +328,6 @@ mod tests {
         assert_eq!(size_of::<PointRecord>(), 16);
         assert_eq!(size_of::<CellRecord>(), 104);
         assert_eq!(size_of::<RunRecord>(), 24);
+        assert_eq!(size_of::<ChunkRecord>(), 32);
     }
 }

@@ -179,6 +179,28 @@ fn check_sequence(seq: &Sequence<'_>, [lo, hi]: [u64; 2], strict: bool) {
     }
 }
 
+/// Chunks of a fuzzed packed block decoded one by one (past this many, not decoded at all: a
+/// table may claim far more chunks than the bytes hold).
+const PACKED_CHUNKS_MAX: usize = 64;
+
+/// What a packed block the reader handed out promises of each chunk that decodes: exactly its
+/// rows, and for the axis in order inside `axis`.
+fn check_packed(packed: &crate::Packed<'_>, axis: Option<[u64; 2]>) {
+    for chunk in 0..packed.chunks().min(PACKED_CHUNKS_MAX) {
+        let Ok(decoded) = packed.decode_chunk(chunk) else {
+            continue;
+        };
+        assert_eq!(decoded.len(), packed.chunk_rows(chunk).len());
+        if let (Some([lo, hi]), crate::Decoded::U64(values)) = (axis, &decoded) {
+            assert!(
+                values.is_sorted_by_key(|v| v.get()),
+                "a decoded axis out of order"
+            );
+            assert!(values.iter().all(|v| (lo..=hi).contains(&v.get())));
+        }
+    }
+}
+
 fn read_all(bytes: &[u8]) {
     let Ok(reader) = SegmentReader::open("fuzz.seg", bytes) else {
         return;
@@ -200,6 +222,16 @@ fn read_all(bytes: &[u8]) {
         }
         if let Ok(Some(axis)) = reader.axis(part_idx) {
             assert_eq!(axis.len(), n_rows);
+            let [lo, hi] = info.entry.axis.expect("an axis block means an axis range");
+            if let Ok(start) = axis.lower_bound(lo) {
+                assert_eq!(start, 0, "the directory's lo is the first row's");
+            }
+            if let Ok(end) = axis.upper_bound(hi) {
+                assert_eq!(end, n_rows, "the directory's hi is the last row's");
+            }
+            if let crate::Axis::Packed(packed) = axis {
+                check_packed(&packed, Some([lo, hi]));
+            }
         }
         for &(field, _) in &info.columns {
             if let Ok(Some(column)) = reader.column(part_idx, field) {
@@ -213,6 +245,10 @@ fn read_all(bytes: &[u8]) {
                             "a value out of range"
                         );
                         v.len()
+                    }
+                    Column::Packed(packed) => {
+                        check_packed(&packed, None);
+                        packed.len()
                     }
                 };
                 assert_eq!(len, n_rows);

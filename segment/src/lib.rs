@@ -5,6 +5,7 @@ pub mod format;
 pub mod fuzzing;
 pub mod manifest;
 pub mod names;
+pub mod packed;
 pub mod reader;
 pub mod runs;
 pub mod twophase;
@@ -16,7 +17,8 @@ pub use manifest::{
     ManifestWriter, create_store, manifest_generations, read_manifest, rewrite_manifest,
     truncate_manifest,
 };
-pub use reader::{Column, PartitionInfo, SegmentReader, VarColumn};
+pub use packed::{Decoded, Packed};
+pub use reader::{Axis, Column, PartitionInfo, SegmentReader, VarColumn};
 pub use runs::{Sequence, SequenceIter};
 pub use twophase::{SyncedFile, TempFile, write_two_phase};
 pub use writer::{

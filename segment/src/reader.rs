@@ -19,10 +19,12 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::SegmentError;
 use crate::format::{
-    BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, FOOTER_MAGIC,
-    Footer, Header, MeasuredRecord, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord,
-    SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
+    BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, ENCODING_PACKED,
+    ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACKED_VERSION, PartitionRecord,
+    PointRecord, RUNS_VERSION, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN,
+    STORED_FROM_VERSION,
 };
+use crate::packed::{self, Decoded, Packed};
 use crate::runs::Sequence;
 
 const HEADER_LEN: usize = size_of::<Header>();
@@ -51,6 +53,8 @@ struct BlockInfo {
     kind: BlockKind,
     field_kind: u8,
     field: u16,
+    /// Packed (pco chunks, version 5 on) rather than plain.
+    packed: bool,
     offset: usize,
     len: usize,
     n_items: usize,
@@ -107,6 +111,136 @@ pub enum Column<'a> {
     Str(VarColumn<'a>),
     /// A `bytes` field.
     Bytes(VarColumn<'a>),
+    /// A `u64`, `i64` or `f64` field packed in pco chunks (version 5 on), decoded a chunk at a
+    /// time: [`Column::numbers`] or [`Packed::decode`].
+    Packed(Packed<'a>),
+}
+
+impl Column<'_> {
+    /// Values in the column.
+    pub fn len(&self) -> usize {
+        match self {
+            Column::U64(c) => c.len(),
+            Column::I64(c) => c.len(),
+            Column::F64(c) => c.len(),
+            Column::Str(c) | Column::Bytes(c) => c.len(),
+            Column::Packed(c) => c.len(),
+        }
+    }
+
+    /// Whether the column holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The field kind code of its values (1 u64, 2 i64, 3 f64, 4 str, 5 bytes).
+    pub fn kind_code(&self) -> u8 {
+        match self {
+            Column::U64(_) => 1,
+            Column::I64(_) => 2,
+            Column::F64(_) => 3,
+            Column::Str(_) => 4,
+            Column::Bytes(_) => 5,
+            Column::Packed(c) => c.kind,
+        }
+    }
+
+    /// Rows `rows` of a numeric column as values of their own: copied from a plain column,
+    /// decoded from a packed one (only the chunks the rows touch). `None` for `str`/`bytes`.
+    ///
+    /// # Errors
+    /// A packed chunk that does not decode ([`Packed::decode_chunk`]).
+    ///
+    /// # Panics
+    /// If `rows` reaches past the column's end.
+    pub fn numbers(&self, rows: Range<usize>) -> Result<Option<Decoded>, SegmentError> {
+        Ok(Some(match self {
+            Column::U64(c) => Decoded::U64(c[rows].to_vec()),
+            Column::I64(c) => Decoded::I64(c[rows].to_vec()),
+            Column::F64(c) => Decoded::F64(c[rows].to_vec()),
+            Column::Packed(c) => c.decode(rows)?,
+            Column::Str(_) | Column::Bytes(_) => return Ok(None),
+        }))
+    }
+}
+
+/// A partition's axis: plain, a slice of the map, or packed (version 5 on). Non-decreasing
+/// either way, so a search for a value is a binary search (of the chunks' table, then of one
+/// decoded chunk).
+#[derive(Clone, Copy, Debug)]
+pub enum Axis<'a> {
+    /// As the file holds it.
+    Plain(&'a [U64]),
+    /// In pco chunks.
+    Packed(Packed<'a>),
+}
+
+impl Axis<'_> {
+    /// Rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Axis::Plain(a) => a.len(),
+            Axis::Packed(p) => p.len(),
+        }
+    }
+
+    /// Whether there are none (never, for a checked partition).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first row whose axis is at or above `value` (`len()` if none is).
+    ///
+    /// # Errors
+    /// A packed chunk that does not decode.
+    pub fn lower_bound(&self, value: u64) -> Result<usize, SegmentError> {
+        self.bound(value, false)
+    }
+
+    /// The first row whose axis is above `value` (`len()` if none is).
+    ///
+    /// # Errors
+    /// A packed chunk that does not decode.
+    pub fn upper_bound(&self, value: u64) -> Result<usize, SegmentError> {
+        self.bound(value, true)
+    }
+
+    fn bound(&self, value: u64, above: bool) -> Result<usize, SegmentError> {
+        let past = |a: u64| if above { a <= value } else { a < value };
+        match self {
+            Axis::Plain(axis) => Ok(axis.partition_point(|a| past(a.get()))),
+            Axis::Packed(packed) => {
+                // The first chunk whose last value is not past `value` holds the bound.
+                let chunk = packed.table.partition_point(|r| past(r.last.get()));
+                if chunk == packed.chunks() {
+                    return Ok(packed.len());
+                }
+                let Decoded::U64(values) = packed.decode_chunk(chunk)? else {
+                    unreachable!("the axis decodes as u64");
+                };
+                Ok(packed.chunk_rows(chunk).start + values.partition_point(|a| past(a.get())))
+            }
+        }
+    }
+
+    /// The axis of rows `rows`, as values of their own (decoding only the chunks they touch).
+    ///
+    /// # Errors
+    /// A packed chunk that does not decode.
+    ///
+    /// # Panics
+    /// If `rows` reaches past the end.
+    pub fn values(&self, rows: Range<usize>) -> Result<Vec<u64>, SegmentError> {
+        Ok(match self {
+            Axis::Plain(axis) => axis[rows].iter().map(|a| a.get()).collect(),
+            Axis::Packed(packed) => {
+                let Decoded::U64(values) = packed.decode(rows)? else {
+                    unreachable!("the axis decodes as u64");
+                };
+                values.into_iter().map(U64::get).collect()
+            }
+        })
+    }
 }
 
 /// An open segment.
@@ -220,11 +354,65 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     }
 
     /// The axis values of partition `part_idx`, if its stream has an axis.
-    pub fn axis(&self, part_idx: usize) -> Result<Option<&[U64]>, SegmentError> {
+    pub fn axis(&self, part_idx: usize) -> Result<Option<Axis<'_>>, SegmentError> {
         if self.partition(part_idx).entry.axis.is_none() {
             return Ok(None);
         }
-        self.u64_block(part_idx, BlockKind::Axis).map(Some)
+        let block_idx = self.axis_block(part_idx);
+        let payload = self.verified_block(block_idx)?;
+        Ok(Some(match self.packed(block_idx, payload) {
+            Some(packed) => Axis::Packed(packed),
+            None => Axis::Plain(slice_of(payload)),
+        }))
+    }
+
+    /// Where the packed chunk holding row `row` of partition `part_idx` ends: the least such
+    /// end over the partition's packed blocks (the writer chunks them all alike), or the
+    /// partition's row count if none is packed. A read that decodes a chunk at a time stops
+    /// its runs there.
+    ///
+    /// # Errors
+    /// A block that fails its checks.
+    pub fn chunk_end(&self, part_idx: usize, row: usize) -> Result<usize, SegmentError> {
+        let mut end = usize::try_from(self.partition(part_idx).entry.n_rows).unwrap_or(usize::MAX);
+        for block_idx in self.block_range(part_idx) {
+            if !self.blocks[block_idx].packed {
+                continue;
+            }
+            let payload = self.verified_block(block_idx)?;
+            if let Some(packed) = self.packed(block_idx, payload) {
+                end = end.min(packed.chunk_rows(packed.chunk_of(row)).end);
+            }
+        }
+        Ok(end)
+    }
+
+    /// The axis block of a partition whose stream has an axis.
+    fn axis_block(&self, part_idx: usize) -> usize {
+        self.block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Axis)
+            .expect("the directory parse checked a partition with an axis has its block")
+    }
+
+    /// Block `block_idx` as a packed column, if it is packed; `payload` is its verified bytes.
+    fn packed<'s>(&'s self, block_idx: usize, payload: &'s [u8]) -> Option<Packed<'s>> {
+        let block = self.blocks[block_idx];
+        if !block.packed {
+            return None;
+        }
+        let part = self.partition(block.partition);
+        let axis = block.kind == BlockKind::Axis;
+        let (data, table) = packed::split(payload, block.n_items, None)
+            .expect("the block's first read checked its chunk table");
+        Some(Packed {
+            path: &self.path,
+            offset: block.offset,
+            kind: if axis { 1 } else { block.field_kind },
+            ordered: axis,
+            finite: block.field_kind == 3 && part.measured.iter().any(|&(f, _)| f == block.field),
+            data,
+            table,
+        })
     }
 
     /// The rows of partition `part_idx` whose position lies in `[lo, hi]`, by binary search.
@@ -250,6 +438,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             return Ok(None);
         };
         let payload = self.verified_block(block_idx)?;
+        if let Some(packed) = self.packed(block_idx, payload) {
+            return Ok(Some(Column::Packed(packed)));
+        }
         let block = self.blocks[block_idx];
         let n = block.n_items;
         Ok(Some(match block.field_kind {
@@ -320,14 +511,6 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
 
     fn block_range(&self, part_idx: usize) -> Range<usize> {
         self.partition(part_idx).blocks.clone()
-    }
-
-    fn u64_block(&self, part_idx: usize, kind: BlockKind) -> Result<&[U64], SegmentError> {
-        let block_idx = self
-            .block_range(part_idx)
-            .find(|&b| self.blocks[b].kind == kind)
-            .expect("the directory parse checked every partition has its row blocks");
-        Ok(slice_of(self.verified_block(block_idx)?))
     }
 
     /// The positions or ordinals (`role`) of a partition, whichever way the block encodes them.
@@ -642,22 +825,37 @@ fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockIn
             "block at {offset}+{len} lies outside the data region"
         ));
     }
-    let fixed_len = |size: usize| n_items.checked_mul(size) == Some(len);
-    let sized = match (kind, r.field_kind) {
-        (BlockKind::Positions | BlockKind::Ordinals | BlockKind::Axis, 0)
-        | (BlockKind::Column, 1..=3) => fixed_len(8),
-        (BlockKind::Column, 4 | 5) => n_items
-            .checked_add(1)
-            .and_then(|n| n.checked_mul(8))
-            .is_some_and(|o| o <= len),
-        (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
-        // At least one run, and no more runs than rows (each run holds one at least).
-        (BlockKind::PositionRuns | BlockKind::OrdinalRuns, 0) => {
-            let run = size_of::<RunRecord>();
-            version >= RUNS_VERSION && len > 0 && len % run == 0 && len / run <= n_items
+    let packed = match r.encoding {
+        ENCODING_PLAIN => false,
+        ENCODING_PACKED
+            if version >= PACKED_VERSION
+                && (kind == BlockKind::Axis && r.field_kind == 0
+                    || kind == BlockKind::Column && (1..=3).contains(&r.field_kind)) =>
+        {
+            true
         }
-        _ => false,
+        other => return Err(format!("block of kind {kind:?} in encoding {other}")),
     };
+    let fixed_len = |size: usize| n_items.checked_mul(size) == Some(len);
+    // A packed block's chunk table is checked with its crc, when first read.
+    let sized = packed && len >= 8 && n_items > 0;
+    let sized = sized
+        || !packed
+            && match (kind, r.field_kind) {
+                (BlockKind::Positions | BlockKind::Ordinals | BlockKind::Axis, 0)
+                | (BlockKind::Column, 1..=3) => fixed_len(8),
+                (BlockKind::Column, 4 | 5) => n_items
+                    .checked_add(1)
+                    .and_then(|n| n.checked_mul(8))
+                    .is_some_and(|o| o <= len),
+                (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
+                // At least one run, and no more runs than rows (each run holds one at least).
+                (BlockKind::PositionRuns | BlockKind::OrdinalRuns, 0) => {
+                    let run = size_of::<RunRecord>();
+                    version >= RUNS_VERSION && len > 0 && len % run == 0 && len / run <= n_items
+                }
+                _ => false,
+            };
     if !sized {
         return Err(format!(
             "block of kind {kind:?} has {len} bytes for {n_items} items"
@@ -667,6 +865,7 @@ fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockIn
         kind,
         field_kind: r.field_kind,
         field: r.field.get(),
+        packed,
         offset,
         len,
         n_items,

@@ -23,9 +23,11 @@ pub use self::sink::{
     WRITE_DIRECT_BYTES,
 };
 use crate::format::{
-    BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, FOOTER_MAGIC, Footer, Header,
-    MeasuredRecord, PartitionRecord, PointRecord, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
+    BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, ENCODING_PACKED, ENCODING_PLAIN,
+    FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_MIN_ROWS, PACK_ROWS, PartitionRecord,
+    PointRecord, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION,
 };
+use crate::packed::{self, Numbers};
 use crate::runs;
 
 /// A variable-length column (`str` or `bytes`): value `i` is `heap[offsets[i]..offsets[i + 1]]`.
@@ -324,20 +326,29 @@ impl<S: SegmentSink> SegmentWriter<S> {
             Some(axis) => {
                 assert_eq!(axis.len(), n_rows, "axis column length");
                 assert!(axis.is_sorted(), "axis goes backwards");
-                self.push_block(BlockKind::Axis, 0, 0, n_rows, |out| put_u64s(out, axis))?;
+                self.push_numbers(BlockKind::Axis, 0, 0, Numbers::U64(axis))?;
                 Some([axis[0], axis[n_rows - 1]])
             }
             None => None,
         };
         for (field, column) in &input.columns {
             assert_eq!(column.n_rows(), n_rows, "column {field} length");
-            self.push_block(
-                BlockKind::Column,
-                column.kind_code(),
-                *field,
-                n_rows,
-                |out| put_column(out, column),
-            )?;
+            let numbers = match *column {
+                ColumnData::U64(v) => Numbers::U64(v),
+                ColumnData::I64(v) => Numbers::I64(v),
+                ColumnData::F64(v) => Numbers::F64(v),
+                ColumnData::Str(_) | ColumnData::Bytes(_) => {
+                    self.push_block(
+                        BlockKind::Column,
+                        column.kind_code(),
+                        *field,
+                        n_rows,
+                        |out| put_column(out, column),
+                    )?;
+                    continue;
+                }
+            };
+            self.push_numbers(BlockKind::Column, column.kind_code(), *field, numbers)?;
         }
         let n_levels = self.push_cells(&input.cells)?;
         assert!(
@@ -527,6 +538,46 @@ impl<S: SegmentSink> SegmentWriter<S> {
         })
     }
 
+    /// Writes an axis or numeric column block, packed (pco chunks of at most `PACK_ROWS` rows)
+    /// when its first chunk packs smaller than it is plain, else plain. One chunk's bytes are
+    /// held at a time, and the chunk table (a record per `PACK_ROWS` rows).
+    fn push_numbers(
+        &mut self,
+        kind: BlockKind,
+        field_kind: u8,
+        field: u16,
+        numbers: Numbers<'_>,
+    ) -> io::Result<()> {
+        let n = numbers.len();
+        let first_rows = 0..n.min(PACK_ROWS);
+        let first = (n >= PACK_MIN_ROWS)
+            .then(|| numbers.compress(first_rows.clone()))
+            .filter(|bytes| bytes.len() < first_rows.len() * 8);
+        let Some(first) = first else {
+            return self.push_block(kind, field_kind, field, n, |out| match numbers {
+                Numbers::U64(v) => put_u64s(out, v),
+                Numbers::I64(v) => put_words(out, v, i64::to_le_bytes),
+                Numbers::F64(v) => put_words(out, v, f64::to_le_bytes),
+            });
+        };
+        self.push_encoded(kind, field_kind, field, n, ENCODING_PACKED, |out| {
+            let mut table = Vec::with_capacity(n.div_ceil(PACK_ROWS));
+            let mut end_byte = 0;
+            let mut first = Some(first);
+            for start in (0..n).step_by(PACK_ROWS) {
+                let rows = start..(start + PACK_ROWS).min(n);
+                let bytes = first
+                    .take()
+                    .unwrap_or_else(|| numbers.compress(rows.clone()));
+                out.put(&bytes)?;
+                end_byte += bytes.len();
+                table.push(numbers.record(rows, end_byte));
+            }
+            out.put(packed::table_bytes(&table))?;
+            out.put(&(table.len() as u64).to_le_bytes())
+        })
+    }
+
     /// Writes one block: its payload through `payload`, then its crc; records it.
     fn push_block(
         &mut self,
@@ -536,6 +587,19 @@ impl<S: SegmentSink> SegmentWriter<S> {
         n: usize,
         payload: impl FnOnce(&mut Out<S>) -> io::Result<()>,
     ) -> io::Result<()> {
+        self.push_encoded(kind, field_kind, field, n, ENCODING_PLAIN, payload)
+    }
+
+    /// Writes one block whose payload is in `encoding`.
+    fn push_encoded(
+        &mut self,
+        kind: BlockKind,
+        field_kind: u8,
+        field: u16,
+        n: usize,
+        encoding: u8,
+        payload: impl FnOnce(&mut Out<S>) -> io::Result<()>,
+    ) -> io::Result<()> {
         self.out.begin_block();
         payload(&mut self.out)?;
         let (offset, len) = self.out.end_block()?;
@@ -543,7 +607,8 @@ impl<S: SegmentSink> SegmentWriter<S> {
             kind: kind as u8,
             field_kind,
             field: U16::new(field),
-            reserved: U32::new(0),
+            encoding,
+            reserved: [0; 3],
             offset: U64::new(offset),
             len: U64::new(len),
             n_items: U64::new(n as u64),

@@ -97,10 +97,12 @@ fn fill_behind_big(store: &mut Store, n_barriers: u64, first_position: u64) {
     fill_one(store, n_barriers - 1, first_position);
     let position = first_position + n_barriers - 1;
     let t = position * 2;
-    let rows: Vec<Row> = (0..300)
+    // Full-precision noise, so the segment stays big in bytes when its columns are packed.
+    let rows: Vec<Row> = (0..800)
         .map(|i| {
             let mut r = row("a", 1, t + i / 4, i32::try_from(i % 11).unwrap() - 5);
-            r[3] = Value::F64(f64::from(u32::try_from(i).unwrap()).sqrt() / 3.0);
+            let bits = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+            r[3] = Value::F64(bits as f64 / 2f64.powi(50));
             r
         })
         .collect();

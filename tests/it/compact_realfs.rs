@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use strata::segment::vfs::{Mapped, RealFs, Vfs};
-use strata::segment::{Column, SegmentReader};
+use strata::segment::{Decoded, SegmentReader};
 use strata::{Config, FieldKind, Store, StoredRow, Stream, StreamDecl, Value};
 
 const TRACKS: [&str; 2] = ["r0", "r1"];
@@ -57,10 +57,16 @@ fn rows_in(reader: &SegmentReader<Mapped>, track: &str) -> Vec<StoredRow> {
     };
     let positions = reader.positions(part).unwrap();
     let axis = reader.axis(part).unwrap().expect("an axis block");
-    let Some(Column::F64(v)) = reader.column(part, 2).unwrap() else {
+    let axis = axis.values(0..axis.len()).unwrap();
+    // Plain or packed, each column read whole as numbers.
+    let numbers = |field| {
+        let column = reader.column(part, field).unwrap().expect("a column");
+        column.numbers(0..column.len()).unwrap()
+    };
+    let Some(Decoded::F64(v)) = numbers(2) else {
         panic!("v is an f64 column");
     };
-    let Some(Column::I64(n)) = reader.column(part, 3).unwrap() else {
+    let Some(Decoded::I64(n)) = numbers(3) else {
         panic!("n is an i64 column");
     };
     (0..positions.len())
@@ -68,7 +74,7 @@ fn rows_in(reader: &SegmentReader<Mapped>, track: &str) -> Vec<StoredRow> {
             position: positions.get(i).unwrap(),
             values: vec![
                 Value::Str(track.to_owned()),
-                Value::U64(axis[i].get()),
+                Value::U64(axis[i]),
                 Value::F64(v[i].get()),
                 Value::I64(n[i].get()),
             ],

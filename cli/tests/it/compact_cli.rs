@@ -836,13 +836,19 @@ const TWO_STEPS_BARRIERS: u64 = 15;
 const TWO_STEPS_ROWS: u64 = 20_000;
 const TWO_STEPS_INGESTED: u64 = 25_000;
 
-/// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`.
+/// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`. `v` and `w` are noise at full
+/// precision, so packed columns (segment format 5) keep the files near the size of their rows
+/// and the steps long.
 fn two_steps_row(i: u64) -> Vec<Value> {
+    let noise = |salt: u64| {
+        let bits = (i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+        bits as f64 / 2f64.powi(45)
+    };
     vec![
         Value::Str(if i.is_multiple_of(2) { "a" } else { "b" }.to_owned()),
         Value::U64(i),
-        Value::F64(i as f64 / 10.0 + 1.0 / 3.0),
-        Value::F64((i as f64 / 37.0).sin()),
+        Value::F64(noise(0)),
+        Value::F64(noise(0x5bd1_e995)),
         Value::I64(500 - i64::try_from(i * 7919 % 1000).unwrap()),
     ]
 }

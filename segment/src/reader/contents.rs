@@ -38,6 +38,15 @@ pub(super) fn check_block_contents(
     part: &PartitionInfo,
 ) -> Result<(), Fault> {
     let entry = &part.entry;
+    if block.packed {
+        let ordered = (block.kind == BlockKind::Axis)
+            .then_some(entry.axis)
+            .flatten();
+        if block.kind == BlockKind::Axis && ordered.is_none() {
+            return Err((0, "an axis block in a partition without an axis".to_owned()));
+        }
+        return crate::packed::split(payload, block.n_items, ordered).map(|_| ());
+    }
     match block.kind {
         BlockKind::Positions => check_u64s(slice_of(payload), entry.positions, false),
         BlockKind::Ordinals => check_u64s(slice_of(payload), entry.ordinals, true),

@@ -17,9 +17,22 @@ fn read_everything(
     for (idx, part) in parts.iter().enumerate() {
         out.push(reader.positions(idx).map(|v| format!("{v:?}")));
         out.push(reader.ordinals(idx).map(|v| format!("{v:?}")));
-        out.push(reader.axis(idx).map(|v| format!("{v:?}")));
+        // Packed blocks are decoded, so what is compared is the values (a chunk that did not
+        // decode would be an error here).
+        out.push(
+            reader
+                .axis(idx)
+                .and_then(|a| a.map(|a| a.values(0..a.len())).transpose())
+                .map(|v| format!("{v:?}")),
+        );
         for (field, _) in &part.columns {
-            out.push(reader.column(idx, *field).map(|c| format!("{c:?}")));
+            out.push(reader.column(idx, *field).and_then(|c| {
+                let numbers = c.map(|c| c.numbers(0..c.len())).transpose()?;
+                Ok(match numbers.flatten() {
+                    Some(numbers) => format!("{numbers:?}"),
+                    None => format!("{c:?}"),
+                })
+            }));
         }
         for (field, _, levels) in &part.cells {
             for level in 0..levels.len() {

@@ -13,6 +13,7 @@ mod crash;
 mod fuzz_corpus;
 mod generate;
 mod manifest;
+mod packed;
 mod roundtrip;
 mod runs;
 mod streaming;

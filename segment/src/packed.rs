@@ -1,0 +1,374 @@
+//! Packed blocks (format version 5 on): an axis or numeric column as pco chunks of at most
+//! [`PACK_ROWS`] rows, each decoded on its own.
+//!
+//! ```text
+//! payload = chunk bytes ... | ChunkRecord × n | n as u64 LE
+//! ```
+//!
+//! The writer streams a packed block as it streams a plain one (a chunk compressed, put, then
+//! the next), so the chunk table comes last and the reader finds it from the payload's end.
+//! The block's crc covers every byte before any decoder sees one; what the table promises is
+//! checked with the crc, once per reader, and what a chunk's bytes promise (as many values as
+//! its rows, the first and last the table says, ordered for the axis, finite for a measured
+//! `f64`) is checked each time the chunk is decoded. A chunk that breaks any of it is
+//! `Unreadable` naming the file and the chunk's offset: pco's own errors on bytes it cannot
+//! parse end the same way. A chunk decodes into a buffer of exactly its rows, never of a size
+//! its bytes claim.
+
+use std::ops::Range;
+
+use pco::ChunkConfig;
+use pco::standalone::{simple_compress, simple_decompress_into};
+use zerocopy::little_endian::{F64, I64, U64};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::error::SegmentError;
+use crate::format::{ChunkRecord, PACK_LEVEL, PACK_ROWS};
+
+/// The numbers of one block the writer packs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Numbers<'a> {
+    U64(&'a [u64]),
+    I64(&'a [i64]),
+    F64(&'a [f64]),
+}
+
+impl Numbers<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Numbers::U64(v) => v.len(),
+            Numbers::I64(v) => v.len(),
+            Numbers::F64(v) => v.len(),
+        }
+    }
+
+    /// Value `row`'s 8 little-endian bytes, as a u64.
+    fn bits(&self, row: usize) -> u64 {
+        match self {
+            Numbers::U64(v) => v[row],
+            Numbers::I64(v) => u64::from_le_bytes(v[row].to_le_bytes()),
+            Numbers::F64(v) => v[row].to_bits(),
+        }
+    }
+
+    /// Rows `rows` as one pco chunk (a standalone pco file of one chunk).
+    pub(crate) fn compress(&self, rows: Range<usize>) -> Vec<u8> {
+        let config = ChunkConfig::default().with_compression_level(PACK_LEVEL);
+        let packed = match self {
+            Numbers::U64(v) => simple_compress(&v[rows], &config),
+            Numbers::I64(v) => simple_compress(&v[rows], &config),
+            Numbers::F64(v) => simple_compress(&v[rows], &config),
+        };
+        packed.expect("pco compresses any numbers at a valid level")
+    }
+
+    /// The table record of the chunk of `rows` whose bytes end at `end_byte`.
+    pub(crate) fn record(&self, rows: Range<usize>, end_byte: usize) -> ChunkRecord {
+        ChunkRecord {
+            end_row: U64::new(rows.end as u64),
+            end_byte: U64::new(end_byte as u64),
+            first: U64::new(self.bits(rows.start)),
+            last: U64::new(self.bits(rows.end - 1)),
+        }
+    }
+}
+
+/// A packed payload's chunk bytes and table.
+pub(crate) type Split<'a> = (&'a [u8], &'a [ChunkRecord]);
+
+/// A table value as an index: [`split`] checked it lies within the block's rows or bytes.
+fn index(value: U64) -> usize {
+    usize::try_from(value.get()).expect("checked against the block's length")
+}
+
+/// Splits a packed payload into its chunk bytes and table, checking what the table promises:
+/// at least one chunk, rows and bytes strictly increasing up to `n_rows` and the bytes' end, and
+/// for an `ordered` block (the axis) each chunk's first value at or below its last, which is at
+/// or below the next chunk's first, from `range[0]` to `range[1]`.
+pub(crate) fn split(
+    payload: &[u8],
+    n_rows: usize,
+    ordered: Option<[u64; 2]>,
+) -> Result<Split<'_>, (usize, String)> {
+    let count_at = payload
+        .len()
+        .checked_sub(8)
+        .ok_or((0, "a packed block too short for its chunk count".to_owned()))?;
+    let count = u64::read_from_bytes(&payload[count_at..]).expect("8 bytes");
+    let table_len = usize::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(size_of::<ChunkRecord>()))
+        .filter(|&l| count > 0 && l <= count_at)
+        .ok_or((count_at, format!("{count} chunks do not fit the block")))?;
+    let data_len = count_at - table_len;
+    let table = <[ChunkRecord]>::ref_from_bytes(&payload[data_len..count_at])
+        .expect("the table's length is a multiple of its records");
+    let (mut rows, mut bytes, mut value) = (0u64, 0u64, ordered.map(|[lo, _]| lo));
+    for (i, record) in table.iter().enumerate() {
+        let at = data_len + i * size_of::<ChunkRecord>();
+        let (end_row, end_byte) = (record.end_row.get(), record.end_byte.get());
+        if end_row <= rows || end_row - rows > PACK_ROWS as u64 || end_byte <= bytes {
+            return Err((
+                at,
+                format!("chunk {i}'s rows or bytes do not follow the last"),
+            ));
+        }
+        if let Some(before) = value {
+            let (first, last) = (record.first.get(), record.last.get());
+            if first < before || last < first {
+                return Err((at, format!("chunk {i}'s axis goes backwards")));
+            }
+            value = Some(last);
+        }
+        (rows, bytes) = (end_row, end_byte);
+    }
+    if rows != n_rows as u64 || bytes != data_len as u64 {
+        return Err((
+            count_at,
+            format!("the chunks hold {rows} rows in {bytes} bytes, not {n_rows} in {data_len}"),
+        ));
+    }
+    let last = table.last().expect("at least one chunk").last.get();
+    let first = table[0].first.get();
+    if let Some([lo, hi]) = ordered
+        && (first != lo || last != hi)
+    {
+        return Err((
+            data_len,
+            format!("the axis runs from {first} to {last}, not from {lo} to {hi}"),
+        ));
+    }
+    Ok((&payload[..data_len], table))
+}
+
+/// A packed column of a verified block: its chunks, decoded one at a time on demand.
+#[derive(Clone, Copy, Debug)]
+pub struct Packed<'a> {
+    pub(crate) path: &'a str,
+    /// The payload's offset in the file, for errors.
+    pub(crate) offset: usize,
+    /// The kind code of the numbers: 1 u64 (the axis too), 2 i64, 3 f64.
+    pub(crate) kind: u8,
+    /// The axis: each chunk non-decreasing.
+    pub(crate) ordered: bool,
+    /// A measured `f64`: each value finite.
+    pub(crate) finite: bool,
+    pub(crate) data: &'a [u8],
+    pub(crate) table: &'a [ChunkRecord],
+}
+
+/// Numbers decoded from a packed block (or copied from a plain one), as the file's
+/// little-endian types, so they read as a plain column does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    /// `u64` values.
+    U64(Vec<U64>),
+    /// `i64` values.
+    I64(Vec<I64>),
+    /// `f64` values.
+    F64(Vec<F64>),
+}
+
+impl Decoded {
+    /// Values held.
+    pub fn len(&self) -> usize {
+        match self {
+            Decoded::U64(v) => v.len(),
+            Decoded::I64(v) => v.len(),
+            Decoded::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values as a plain column.
+    pub fn column(&self) -> crate::Column<'_> {
+        match self {
+            Decoded::U64(v) => crate::Column::U64(v),
+            Decoded::I64(v) => crate::Column::I64(v),
+            Decoded::F64(v) => crate::Column::F64(v),
+        }
+    }
+
+    fn empty(kind: u8, capacity: usize) -> Decoded {
+        match kind {
+            1 => Decoded::U64(Vec::with_capacity(capacity)),
+            2 => Decoded::I64(Vec::with_capacity(capacity)),
+            _ => Decoded::F64(Vec::with_capacity(capacity)),
+        }
+    }
+
+    fn extend(&mut self, other: &Decoded, rows: Range<usize>) {
+        match (self, other) {
+            (Decoded::U64(a), Decoded::U64(b)) => a.extend_from_slice(&b[rows]),
+            (Decoded::I64(a), Decoded::I64(b)) => a.extend_from_slice(&b[rows]),
+            (Decoded::F64(a), Decoded::F64(b)) => a.extend_from_slice(&b[rows]),
+            _ => unreachable!("one block decodes to one kind"),
+        }
+    }
+
+    fn bits(&self, row: usize) -> u64 {
+        match self {
+            Decoded::U64(v) => v[row].get(),
+            Decoded::I64(v) => u64::from_le_bytes(v[row].get().to_le_bytes()),
+            Decoded::F64(v) => v[row].get().to_bits(),
+        }
+    }
+}
+
+impl Packed<'_> {
+    /// Rows in the block.
+    pub fn len(&self) -> usize {
+        self.table.last().map_or(0, |r| index(r.end_row))
+    }
+
+    /// Whether the block holds no row (a checked block never is).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Chunks in the block.
+    pub fn chunks(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The rows of chunk `chunk`.
+    ///
+    /// # Panics
+    /// If there is no such chunk.
+    pub fn chunk_rows(&self, chunk: usize) -> Range<usize> {
+        let start = chunk
+            .checked_sub(1)
+            .map_or(0, |c| index(self.table[c].end_row));
+        start..index(self.table[chunk].end_row)
+    }
+
+    /// The chunk holding row `row` (the last chunk for a row past the end).
+    pub fn chunk_of(&self, row: usize) -> usize {
+        self.table
+            .partition_point(|r| index(r.end_row) <= row)
+            .min(self.table.len() - 1)
+    }
+
+    /// The first chunk whose last value is at or above `value` (for the axis: where a search
+    /// for `value` goes on), or `chunks()` if none is.
+    pub fn chunk_reaching(&self, value: u64) -> usize {
+        self.table.partition_point(|r| r.last.get() < value)
+    }
+
+    /// Decodes chunk `chunk`.
+    ///
+    /// # Errors
+    /// `Malformed`, naming the file and the chunk's offset, if its bytes are not pco, or hold
+    /// other than its rows, or break what the block promises of its values.
+    ///
+    /// # Panics
+    /// If there is no such chunk.
+    pub fn decode_chunk(&self, chunk: usize) -> Result<Decoded, SegmentError> {
+        let start = chunk
+            .checked_sub(1)
+            .map_or(0, |c| index(self.table[c].end_byte));
+        let end = index(self.table[chunk].end_byte);
+        let rows = self.chunk_rows(chunk).len();
+        let bytes = &self.data[start..end];
+        let bad =
+            |what: String| SegmentError::malformed(self.path, (self.offset + start) as u64, what);
+        let decoded = match self.kind {
+            1 => Decoded::U64(
+                decode::<u64>(bytes, rows)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(U64::new)
+                    .collect(),
+            ),
+            2 => Decoded::I64(
+                decode::<i64>(bytes, rows)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(I64::new)
+                    .collect(),
+            ),
+            _ => Decoded::F64(
+                decode::<f64>(bytes, rows)
+                    .map_err(bad)?
+                    .into_iter()
+                    .map(F64::new)
+                    .collect(),
+            ),
+        };
+        let record = &self.table[chunk];
+        if decoded.bits(0) != record.first.get() || decoded.bits(rows - 1) != record.last.get() {
+            return Err(bad(format!(
+                "chunk {chunk}'s values are not those its record says"
+            )));
+        }
+        match &decoded {
+            Decoded::U64(v) if self.ordered => {
+                if let Some(i) = v.windows(2).position(|w| w[1].get() < w[0].get()) {
+                    return Err(bad(format!(
+                        "the axis goes backwards at row {i} of chunk {chunk}"
+                    )));
+                }
+            }
+            Decoded::F64(v) if self.finite => {
+                if let Some(i) = v.iter().position(|x| !x.get().is_finite()) {
+                    return Err(bad(format!(
+                        "a measured f64 value is not finite at row {i} of chunk {chunk}"
+                    )));
+                }
+            }
+            _ => {}
+        }
+        Ok(decoded)
+    }
+
+    /// Decodes rows `rows`, a chunk at a time: only the chunks they touch are decoded, and the
+    /// answer holds exactly those rows.
+    ///
+    /// # Errors
+    /// As [`Packed::decode_chunk`], for any chunk the rows touch.
+    ///
+    /// # Panics
+    /// If `rows` reaches past the block's end.
+    pub fn decode(&self, rows: Range<usize>) -> Result<Decoded, SegmentError> {
+        assert!(rows.end <= self.len(), "rows past the block's end");
+        let mut out = Decoded::empty(self.kind, rows.len());
+        if rows.is_empty() {
+            return Ok(out);
+        }
+        for chunk in self.chunk_of(rows.start)..=self.chunk_of(rows.end - 1) {
+            let span = self.chunk_rows(chunk);
+            let decoded = self.decode_chunk(chunk)?;
+            let from = rows.start.max(span.start) - span.start;
+            let to = rows.end.min(span.end) - span.start;
+            out.extend(&decoded, from..to);
+        }
+        Ok(out)
+    }
+}
+
+/// One pco chunk of `rows` values of `T`, into a buffer of exactly `rows`.
+fn decode<T: pco::data_types::Number + Default>(
+    bytes: &[u8],
+    rows: usize,
+) -> Result<Vec<T>, String> {
+    let mut out = vec![T::default(); rows];
+    let progress =
+        simple_decompress_into(bytes, &mut out).map_err(|e| format!("a packed chunk: {e}"))?;
+    if progress.n_processed != rows || !progress.finished {
+        return Err(format!(
+            "a packed chunk of {rows} rows holds {}{}",
+            progress.n_processed,
+            if progress.finished { "" } else { " and more" }
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes `IntoBytes` records; a helper so the writer's packed table goes out as it is laid out.
+pub(crate) fn table_bytes(table: &[ChunkRecord]) -> &[u8] {
+    table.as_bytes()
+}
