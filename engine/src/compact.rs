@@ -876,6 +876,10 @@ impl PolicyBounds {
     }
 }
 
+/// Rule 1's slack: an older segment joins a run while it is at most `1 + 1 / SIZE_SLACK` times
+/// what the run gathered.
+const SIZE_SLACK: u64 = 4;
+
 /// The policy: which of a partition's segments one step merges, given the sizes
 /// (bytes of the partition) of its mergeable tail, oldest first, and how many live raw segments
 /// it has in all. 0: nothing to merge; otherwise at least 2.
@@ -886,8 +890,9 @@ impl PolicyBounds {
 ///
 /// 1. Size-tiered, newest first (as RocksDB's universal compaction): walking back from the
 ///    newest segment, an older one joins the run while it is no bigger than everything
-///    gathered so far. A run of at least `inputs_min` merges. Segments so merged at least
-///    double each time they are rewritten, so a row is rewritten O(log rows) times and a
+///    gathered so far and a quarter more (`SIZE_SLACK`: packed barriers of equal rows differ
+///    in bytes). A run of at least `inputs_min` merges. Segments so merged grow by at least
+///    1.8× each time they are rewritten, so a row is rewritten O(log rows) times and a
 ///    partition holds O(log rows) tiers of fewer than `inputs_min` similar sizes.
 /// 2. Fill: once the window holds at least half the cap, and its oldest segment is no bigger
 ///    than the rest of it, the window merges whole (the newest `inputs_max` of it, if longer).
@@ -954,7 +959,10 @@ fn plan_window(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> Result<usi
     let mut gathered = newest;
     let mut n_run = 1;
     for &size in older.iter().rev() {
-        if n_run == n_max || size > gathered {
+        // A quarter's slack (RocksDB's universal compaction has `size_ratio` for the same):
+        // packed barriers of equal rows differ in bytes by their data, and without it a run
+        // of them would stop at the first that packed a little worse than the newest.
+        if n_run == n_max || size > gathered.saturating_add(gathered / SIZE_SLACK) {
             break;
         }
         gathered += size; // within the window: no overflow
@@ -1059,9 +1067,14 @@ mod tests {
         assert_eq!(newest(&[1000, 1, 1, 1, 1], 5, BOUNDS), 4);
         // Three are too few to merge while under the file bound.
         assert_eq!(newest(&[1000, 1, 1, 1], 4, BOUNDS), 0);
-        // An older segment no bigger than everything newer joins the run.
+        // An older segment no bigger than everything newer and a quarter more joins the run.
         assert_eq!(newest(&[4, 1, 1, 1, 1], 5, BOUNDS), 5);
-        assert_eq!(newest(&[5, 1, 1, 1, 1], 5, BOUNDS), 4);
+        assert_eq!(newest(&[5, 1, 1, 1, 1], 5, BOUNDS), 5);
+        assert_eq!(newest(&[6, 1, 1, 1, 1], 5, BOUNDS), 4);
+        // Barriers that packed a little differently still make a run.
+        // Barriers that packed a little differently still make a run (without the slack the
+        // newest's 97 would stop at the 104 before it).
+        assert_eq!(newest(&[100, 98, 104, 97], 4, BOUNDS), 4);
         assert_eq!(newest(&[], 0, BOUNDS), 0);
         assert_eq!(newest(&[7], 1, BOUNDS), 0);
     }

@@ -207,7 +207,17 @@ fn with_levels_outliving_raw_rows_segment_files_stay_bounded() {
     .unwrap();
     let mut files_max = 0;
     for position in 0..600 {
-        let rows: Vec<Row> = (0..10).map(|i| row("a", position * 10 + i)).collect();
+        // Values at full precision: packed segments (format 5) then cost about their rows, so
+        // the size-tiered merges stay tiers rather than folding every barrier into the newest.
+        let rows: Vec<Row> = (0..10)
+            .map(|i| {
+                let t = position * 10 + i;
+                let mut r = row("a", t);
+                let bits = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+                r[2] = Value::F64(bits as f64 / 2f64.powi(49) - 8.0);
+                r
+            })
+            .collect();
         store.publish("series", position, &rows).unwrap();
         store.seal().unwrap();
         store.compact().unwrap();
