@@ -298,16 +298,80 @@ impl Ladder {
             // Rows that first share a cell at level `s` are in different cells beneath it.
             starting_at[usize::from(s)] += 1;
         }
-        let mut counts = Vec::with_capacity(usize::from(top) + 1);
-        // Cells at level k: 1 + the pairs that share nothing at k (s > k).
-        let mut beyond: u64 = starting_at.iter().sum();
-        for starting in &starting_at[..=usize::from(top)] {
-            beyond -= starting;
-            counts.push(1 + beyond);
+        counts_of(&starting_at, top)
+    }
+}
+
+/// Counts the cells each level holds for rows whose axis is fed a slice at a time, in order:
+/// [`Ladder::cells_per_level`] of the rows' [`Ladder::shared_levels`], for rows that are never
+/// in one slice (a merge's, read a chunk at a time from several files).
+#[derive(Clone, Debug)]
+pub struct CellCounter {
+    ladder: Ladder,
+    /// The last axis value fed.
+    previous: Option<u64>,
+    /// How many pairs of consecutive rows first share a cell at each level.
+    starting_at: [u64; LEVELS_MAX as usize + 2],
+}
+
+impl CellCounter {
+    /// A counter for `ladder`'s grid, fed nothing yet.
+    pub fn new(ladder: Ladder) -> CellCounter {
+        CellCounter {
+            ladder,
+            previous: None,
+            starting_at: [0; LEVELS_MAX as usize + 2],
         }
-        counts
     }
 
+    /// Feeds the next rows' axis values.
+    ///
+    /// # Panics
+    /// If the axis goes backwards, within `axis` or from the last value fed.
+    pub fn feed(&mut self, axis: &[u64]) {
+        let Some((&last, _)) = axis.split_last() else {
+            return;
+        };
+        if let Some(previous) = self.previous {
+            assert!(
+                axis[0] >= previous,
+                "axis went backwards: {} after {previous}",
+                axis[0]
+            );
+            self.starting_at[usize::from(self.ladder.shared_level(previous, axis[0]))] += 1;
+        }
+        for pair in axis.windows(2) {
+            assert!(
+                pair[1] >= pair[0],
+                "axis went backwards: {} after {}",
+                pair[1],
+                pair[0]
+            );
+            self.starting_at[usize::from(self.ladder.shared_level(pair[0], pair[1]))] += 1;
+        }
+        self.previous = Some(last);
+    }
+
+    /// Cells each level `0 ..= top` holds for the rows fed (at least one).
+    pub fn counts(&self, top: u8) -> Vec<u64> {
+        counts_of(&self.starting_at, top)
+    }
+}
+
+/// Cells per level `0 ..= top` from how many pairs of consecutive rows first share a cell at
+/// each level.
+fn counts_of(starting_at: &[u64; LEVELS_MAX as usize + 2], top: u8) -> Vec<u64> {
+    let mut counts = Vec::with_capacity(usize::from(top) + 1);
+    // Cells at level k: 1 + the pairs that share nothing at k (s > k).
+    let mut beyond: u64 = starting_at.iter().sum();
+    for starting in &starting_at[..=usize::from(top)] {
+        beyond -= starting;
+        counts.push(1 + beyond);
+    }
+    counts
+}
+
+impl Ladder {
     /// The cells of `level` for rows in publish order, exactly as folding them into level 0
     /// and then [`Ladder::fold_level`] `level` times would give them, bit for bit, without
     /// building the levels beneath: each level's cell is the fold, left to right, of its
@@ -598,6 +662,13 @@ mod tests {
                 prop_assert_eq!(count, cells.len() as u64, "level {}", k);
                 cells = ladder.fold_level(&cells);
             }
+            // And so are those counted a slice at a time, cut anywhere (a merge's inputs).
+            let mut counter = CellCounter::new(ladder);
+            let cut = (level as usize * 7) % axis.len();
+            counter.feed(&axis[..cut]);
+            counter.feed(&[]);
+            counter.feed(&axis[cut..]);
+            prop_assert_eq!(counter.counts(top), counts);
         }
 
         #[test]

@@ -26,5 +26,5 @@ pub use budget::{
     BudgetError, POINTS_PER_BUCKET, Plan, SPEND_GROUP_SEARCH_MAX, SPEND_SPAN_CELLS_PER_BUCKET,
     SurveyFill, cells_per_field, groups_touched, plan, plan_spend, plan_with, spend_cells_read_max,
 };
-pub use ladder::{Cell, LEVELS_MAX, Ladder, LadderError};
+pub use ladder::{Cell, CellCounter, LEVELS_MAX, Ladder, LadderError};
 pub use num::{Num, NumKind};
