@@ -35,7 +35,15 @@ fn main() -> std::io::Result<()> {
         root.join("segment/packed-blocks.seg"),
         &packed_segment().bytes,
     )?;
+    write_new(
+        root.join("segment/merged-seams.seg"),
+        &merged_segment().bytes,
+    )?;
     write_new(root.join("manifest/lineage-v2.log"), &lineage_manifest())?;
+    std::fs::create_dir_all(root.join("packed"))?;
+    for (name, bytes) in strata_segment::fuzzing::packed_seeds() {
+        write_new(root.join("packed").join(name), &bytes)?;
+    }
     if root.join("segment/two-partitions.seg").exists() {
         return Ok(());
     }
@@ -159,6 +167,86 @@ fn packed_segment() -> strata_segment::WrittenSegment {
         cells: Vec::new(),
         stored_from: 0,
     });
+    writer.finish()
+}
+
+/// A partition merged from three packed ones (format 6): chunks moved as they were, seams
+/// where each input began, the cell holding its last row chained from level 2, and its levels
+/// stored from level 1 over a 4 x 4 grid.
+fn merged_segment() -> strata_segment::WrittenSegment {
+    let ladder = Ladder::new(4, 4).expect("a valid ladder");
+    let track = TrackKey::encode(&["probe_3"]).expect("a valid key");
+    let n = 120u64;
+    let axis: Vec<u64> = (0..n).map(|i| 7 * i + i % 3).collect();
+    let values: Vec<f64> = (0..n)
+        .map(|i| {
+            (f64::from(u32::try_from(i).unwrap_or(0)) / 9.0)
+                .cos()
+                .mul_add(50.0, 0.0)
+                .round()
+                / 10.0
+        })
+        .collect();
+    let inputs: Vec<Vec<u8>> = [0..40u64, 40..90, 90..120]
+        .into_iter()
+        .map(|rows| {
+            let range =
+                usize::try_from(rows.start).unwrap_or(0)..usize::try_from(rows.end).unwrap_or(0);
+            let positions: Vec<u64> = rows.clone().map(|i| i / 10).collect();
+            let ordinals: Vec<u64> = rows.collect();
+            let mut writer = SegmentWriter::new();
+            writer.add_partition(&PartitionInput {
+                stream: "sensor",
+                track: &track,
+                positions: &positions,
+                ordinals: &ordinals,
+                axis: Some(&axis[range.clone()]),
+                columns: vec![(2, ColumnData::F64(&values[range]))],
+                cells: Vec::new(),
+                stored_from: 0,
+            });
+            writer.finish().bytes
+        })
+        .collect();
+    let readers: Vec<strata_segment::SegmentReader<&[u8]>> = inputs
+        .iter()
+        .map(|bytes| {
+            strata_segment::SegmentReader::open("input", bytes.as_slice()).expect("an input")
+        })
+        .collect();
+    let sources: Vec<strata_segment::MergeSource<'_, &[u8]>> = readers
+        .iter()
+        .map(|reader| strata_segment::MergeSource {
+            reader,
+            part_idx: 0,
+        })
+        .collect();
+    let rows = axis
+        .iter()
+        .copied()
+        .zip(values.iter().map(|&v| Num::F64(v)));
+    let mut levels = vec![ladder.fold_rows(2, rows)];
+    let top = ladder.top_level(axis[0], axis[axis.len() - 1]);
+    for _ in 0..top {
+        let next = ladder.fold_level(levels.last().expect("level 0 exists"));
+        levels.push(next);
+    }
+    levels[0].clear();
+    let mut writer = SegmentWriter::new();
+    writer
+        .write_merged_rows(&sources)
+        .expect("the inputs follow one another");
+    writer.write_folding(&[40, 90], Some(2)).expect("in memory");
+    writer
+        .write_cells(
+            &[FieldCells {
+                field: 2,
+                kind: NumKind::F64,
+                levels: &levels,
+            }],
+            1,
+        )
+        .expect("in memory");
     writer.finish()
 }
 

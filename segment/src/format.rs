@@ -19,7 +19,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 5;
+pub const SEGMENT_VERSION: u32 = 6;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
@@ -38,6 +38,10 @@ pub const CHAINS_VERSION: u32 = 4;
 /// [`PACK_ROWS`] rows, each chunk decoded on its own, so a range read decodes only the chunks
 /// it touches (docs/format.md, "Packed blocks").
 pub const PACKED_VERSION: u32 = 5;
+/// The first version whose partitions may hold a [`BlockKind::Seams`] block: the rows at
+/// which a merge's inputs began, inside which a level folded from the rows is folded apart
+/// (docs/format.md, "Version 6").
+pub const SEAMS_VERSION: u32 = 6;
 /// A block's bytes as they are: 8 bytes a number, little-endian.
 pub const ENCODING_PLAIN: u8 = 0;
 /// A block's numbers as pco chunks followed by a [`ChunkRecord`] per chunk and the chunk count.
@@ -144,8 +148,12 @@ pub struct PartitionRecord {
     /// from the raw rows at read, and the file stores only those of its cells that differ
     /// from that fold (a merge's cells that straddle its inputs).
     pub stored_from: u8,
+    /// Version 6 on: from which level a level folded from the rows keeps the cell holding the
+    /// partition's last row as a chain of its pieces (a merge's output that had later segments
+    /// when it was written: the cells it shared with them), `n_levels` for none. Zero before.
+    pub chained_from: u8,
     /// Zero.
-    pub reserved: [u8; 5],
+    pub reserved: [u8; 4],
     /// Where the partition's blocks start in the file.
     pub extent_offset: U64,
     /// How many bytes they span (payloads and crcs).
@@ -184,6 +192,12 @@ pub enum BlockKind {
     PositionRuns = 6,
     /// The rows' ordinals as arithmetic runs, [`RunRecord`]s (version 2 on).
     OrdinalRuns = 7,
+    /// Seams (version 6 on): a `u64` row index per seam, strictly increasing, each inside the
+    /// partition (`1 ..= n_rows - 1`). A seam is a row at which one of the barriers merged into
+    /// the partition began; a level the file folds from its rows is folded apart on either
+    /// side of each seam, each piece a link of a chain, so that it answers what the barriers
+    /// answered before they were merged, bit for bit (docs/compaction.md).
+    Seams = 8,
 }
 
 impl BlockKind {
@@ -197,6 +211,7 @@ impl BlockKind {
             5 => Some(BlockKind::Cells),
             6 => Some(BlockKind::PositionRuns),
             7 => Some(BlockKind::OrdinalRuns),
+            8 => Some(BlockKind::Seams),
             _ => None,
         }
     }

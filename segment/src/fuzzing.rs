@@ -151,6 +151,116 @@ pub fn reseal(bytes: &mut [u8]) {
     bytes[len - 4..].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// The most rows a fuzzed packed block may claim: a table may claim far more than its bytes
+/// hold, and a decode allocates each chunk's rows (at most `PACK_ROWS`), so past this the block
+/// is not tried at all.
+const PACKED_ROWS_MAX: u64 = 1 << 24;
+
+/// A packed block's payload straight to its decoders, without a segment around it: byte 0
+/// chooses what the block holds (`1 + b % 3` is the kind code: 1 `u64`, 2 `i64`, 3 `f64`; for
+/// `u64`, bit 2 makes it an axis, which must be in order; for `f64`, bit 3 makes it a measured
+/// field, which must be finite), the rest is the payload (chunks, table, count). The table is
+/// split and checked as the reader checks it, then every chunk (up to a bound) is decoded.
+///
+/// # Panics
+/// If a chunk that decodes breaks what the block promised: other than its rows, an axis out of
+/// order or outside its range, a non-finite value of a measured field.
+pub fn packed(bytes: &[u8]) {
+    use zerocopy::FromBytes;
+    use zerocopy::little_endian::U64;
+
+    let Some((&selector, payload)) = bytes.split_first() else {
+        return;
+    };
+    let kind = 1 + selector % 3;
+    let ordered = kind == 1 && selector & 4 != 0;
+    let finite = kind == 3 && selector & 8 != 0;
+    // The rows the table claims, read from its last record, as a reader knows them from the
+    // directory; and for an axis, the range the directory would promise.
+    let record_at = |from_end: usize, field: usize| -> Option<u64> {
+        let count_at = payload.len().checked_sub(8)?;
+        let at = count_at
+            .checked_sub(32 * from_end)?
+            .checked_add(8 * field)?;
+        payload
+            .get(at..at + 8)
+            .and_then(|b| U64::read_from_bytes(b).ok())
+            .map(U64::get)
+    };
+    let Some(n_rows) = record_at(1, 0).filter(|&n| n <= PACKED_ROWS_MAX) else {
+        return;
+    };
+    let n_chunks = payload
+        .len()
+        .checked_sub(8)
+        .and_then(|at| U64::read_from_bytes(&payload[at..]).ok())
+        .map_or(0, U64::get);
+    let range = ordered.then(|| {
+        let first = usize::try_from(n_chunks)
+            .ok()
+            .and_then(|n| record_at(n, 2))
+            .unwrap_or(0);
+        [first, record_at(1, 3).unwrap_or(0)]
+    });
+    let n_rows = usize::try_from(n_rows).expect("bounded above");
+    let Ok((data, table)) = crate::packed::split(payload, n_rows, range) else {
+        return;
+    };
+    let block = crate::Packed {
+        path: "fuzz.seg",
+        offset: 0,
+        kind,
+        ordered,
+        finite,
+        data,
+        table,
+    };
+    assert_eq!(block.len(), n_rows);
+    check_packed(&block, range);
+    for chunk in 0..block.chunks().min(PACKED_CHUNKS_MAX) {
+        if let (true, Ok(crate::Decoded::F64(values))) = (finite, block.decode_chunk(chunk)) {
+            assert!(values.iter().all(|v| v.get().is_finite()));
+        }
+    }
+}
+
+/// The seeds of the `packed` target: each kind of packed block as the writer writes it, with a
+/// selector byte in front ([`packed`]).
+pub fn packed_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use crate::packed::Numbers;
+
+    let block = |selector: u8, numbers: Numbers<'_>| {
+        let mut payload = vec![selector];
+        let mut table = Vec::new();
+        let mut end_byte = 0;
+        for start in (0..numbers.len()).step_by(crate::format::PACK_ROWS) {
+            let rows = start..(start + crate::format::PACK_ROWS).min(numbers.len());
+            let bytes = numbers.compress(rows.clone());
+            end_byte += bytes.len();
+            payload.extend_from_slice(&bytes);
+            table.push(numbers.record(rows, end_byte));
+        }
+        payload.extend_from_slice(crate::packed::table_bytes(&table));
+        payload.extend_from_slice(&(table.len() as u64).to_le_bytes());
+        payload
+    };
+    let axis: Vec<u64> = (0..300).map(|i| 1_000 * i + 17).collect();
+    let long_axis: Vec<u64> = (0..10_050).map(|i| 3 * i + i % 2).collect();
+    let deltas: Vec<i64> = (0..300).map(|i| (i % 7) - 3).collect();
+    let values: Vec<f64> = (0..300)
+        .map(|i| (f64::from(i) / 20.0).sin().mul_add(100.0, 0.0).round() / 100.0)
+        .collect();
+    vec![
+        ("axis.bin", block(1 | 4, Numbers::U64(&axis))),
+        (
+            "axis-two-chunks.bin",
+            block(1 | 4, Numbers::U64(&long_axis)),
+        ),
+        ("i64.bin", block(1, Numbers::I64(&deltas))),
+        ("f64-measured.bin", block(2 | 8, Numbers::F64(&values))),
+    ]
+}
+
 /// Rows a fuzzed sequence is walked through one by one; a run block may claim far more rows
 /// than it has bytes, and past this the ends and the searches are checked instead.
 const SEQUENCE_WALK_MAX: usize = 1 << 16;
@@ -253,6 +363,15 @@ fn read_all(bytes: &[u8]) {
                 };
                 assert_eq!(len, n_rows);
             }
+        }
+        if let Ok(seams) = reader.seams(part_idx) {
+            assert!(
+                seams.windows(2).all(|w| w[0].get() < w[1].get())
+                    && seams
+                        .iter()
+                        .all(|s| (1..info.entry.n_rows).contains(&s.get())),
+                "seams out of order or outside the rows"
+            );
         }
         for &(field, _) in &info.measured {
             for level in 0..info.entry.n_levels {

@@ -22,6 +22,6 @@ pub use reader::{Axis, Column, PartitionInfo, SegmentReader, VarColumn};
 pub use runs::{Sequence, SequenceIter};
 pub use twophase::{SyncedFile, TempFile, write_two_phase};
 pub use writer::{
-    ColumnData, CountingSink, FieldCells, FileSink, PartitionInput, SegmentSink, SegmentSummary,
-    SegmentWriter, VarData, WrittenSegment,
+    ColumnData, CountingSink, FieldCells, FileSink, MergeSource, MergeWriteError, PartitionInput,
+    RowsInput, RowsWritten, SegmentSink, SegmentSummary, SegmentWriter, VarData, WrittenSegment,
 };

@@ -77,7 +77,7 @@ impl Numbers<'_> {
 pub(crate) type Split<'a> = (&'a [u8], &'a [ChunkRecord]);
 
 /// A table value as an index: [`split`] checked it lies within the block's rows or bytes.
-fn index(value: U64) -> usize {
+pub(crate) fn table_index(value: U64) -> usize {
     usize::try_from(value.get()).expect("checked against the block's length")
 }
 
@@ -193,6 +193,19 @@ impl Decoded {
         }
     }
 
+    /// No values yet, of kind code `kind` (1 u64, 2 i64, 3 f64), room for `capacity`.
+    pub(crate) fn with_capacity(kind: u8, capacity: usize) -> Decoded {
+        Decoded::empty(kind, capacity)
+    }
+
+    /// Appends every value of `other`.
+    ///
+    /// # Panics
+    /// If `other` holds another kind of number.
+    pub fn append(&mut self, other: &Decoded) {
+        self.extend(other, 0..other.len());
+    }
+
     fn empty(kind: u8, capacity: usize) -> Decoded {
         match kind {
             1 => Decoded::U64(Vec::with_capacity(capacity)),
@@ -210,7 +223,7 @@ impl Decoded {
         }
     }
 
-    fn bits(&self, row: usize) -> u64 {
+    pub(crate) fn bits(&self, row: usize) -> u64 {
         match self {
             Decoded::U64(v) => v[row].get(),
             Decoded::I64(v) => u64::from_le_bytes(v[row].get().to_le_bytes()),
@@ -219,10 +232,10 @@ impl Decoded {
     }
 }
 
-impl Packed<'_> {
+impl<'a> Packed<'a> {
     /// Rows in the block.
     pub fn len(&self) -> usize {
-        self.table.last().map_or(0, |r| index(r.end_row))
+        self.table.last().map_or(0, |r| table_index(r.end_row))
     }
 
     /// Whether the block holds no row (a checked block never is).
@@ -242,14 +255,14 @@ impl Packed<'_> {
     pub fn chunk_rows(&self, chunk: usize) -> Range<usize> {
         let start = chunk
             .checked_sub(1)
-            .map_or(0, |c| index(self.table[c].end_row));
-        start..index(self.table[chunk].end_row)
+            .map_or(0, |c| table_index(self.table[c].end_row));
+        start..table_index(self.table[chunk].end_row)
     }
 
     /// The chunk holding row `row` (the last chunk for a row past the end).
     pub fn chunk_of(&self, row: usize) -> usize {
         self.table
-            .partition_point(|r| index(r.end_row) <= row)
+            .partition_point(|r| table_index(r.end_row) <= row)
             .min(self.table.len() - 1)
     }
 
@@ -257,6 +270,18 @@ impl Packed<'_> {
     /// for `value` goes on), or `chunks()` if none is.
     pub fn chunk_reaching(&self, value: u64) -> usize {
         self.table.partition_point(|r| r.last.get() < value)
+    }
+
+    /// The pco bytes of chunk `chunk`, as the file holds them (a standalone pco file of one
+    /// chunk): what a merge moves into its output without decoding.
+    ///
+    /// # Panics
+    /// If there is no such chunk.
+    pub fn chunk_pco_bytes(&self, chunk: usize) -> &'a [u8] {
+        let start = chunk
+            .checked_sub(1)
+            .map_or(0, |c| table_index(self.table[c].end_byte));
+        &self.data[start..table_index(self.table[chunk].end_byte)]
     }
 
     /// Decodes chunk `chunk`.
@@ -270,8 +295,8 @@ impl Packed<'_> {
     pub fn decode_chunk(&self, chunk: usize) -> Result<Decoded, SegmentError> {
         let start = chunk
             .checked_sub(1)
-            .map_or(0, |c| index(self.table[c].end_byte));
-        let end = index(self.table[chunk].end_byte);
+            .map_or(0, |c| table_index(self.table[c].end_byte));
+        let end = table_index(self.table[chunk].end_byte);
         let rows = self.chunk_rows(chunk).len();
         let bytes = &self.data[start..end];
         let bad =

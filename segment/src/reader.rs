@@ -20,9 +20,9 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::error::SegmentError;
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, ENCODING_PACKED,
-    ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACKED_VERSION, PartitionRecord,
-    PointRecord, RUNS_VERSION, RunRecord, SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN,
-    STORED_FROM_VERSION,
+    ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_ROWS, PACKED_VERSION,
+    PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEAMS_VERSION, SEGMENT_MAGIC,
+    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
 };
 use crate::packed::{self, Decoded, Packed};
 use crate::runs::Sequence;
@@ -45,6 +45,10 @@ pub struct PartitionInfo {
     pub stored_from: u8,
     /// Whether a cell may be a chain of records (version 4 on): see [`CHAINS_VERSION`].
     pub chains: bool,
+    /// From which level a level folded from the rows keeps the cell holding the partition's
+    /// last row as a chain of its pieces (version 6 on; never before): a merge's output that
+    /// had later segments when it was written. Every other cell's pieces fold into one.
+    pub chained_from: Option<u8>,
     blocks: Range<usize>,
 }
 
@@ -66,8 +70,8 @@ struct BlockInfo {
 /// checked (start at 0, non-decreasing, end at the heap's length) when the block was verified.
 #[derive(Clone, Copy, Debug)]
 pub struct VarColumn<'a> {
-    offsets: &'a [U64],
-    heap: &'a [u8],
+    pub(crate) offsets: &'a [U64],
+    pub(crate) heap: &'a [u8],
 }
 
 impl<'a> VarColumn<'a> {
@@ -223,6 +227,34 @@ impl Axis<'_> {
         }
     }
 
+    /// Hands `f` every row's axis value in order, a piece at a time: a decoded chunk of a
+    /// packed axis, at most `PACK_ROWS` values of a plain one. Memory stays one piece.
+    ///
+    /// # Errors
+    /// A packed chunk that does not decode.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(&[u64])) -> Result<(), SegmentError> {
+        match self {
+            Axis::Plain(axis) => {
+                let mut values = Vec::with_capacity(PACK_ROWS.min(axis.len()));
+                for piece in axis.chunks(PACK_ROWS) {
+                    values.clear();
+                    values.extend(piece.iter().map(|a| a.get()));
+                    f(&values);
+                }
+            }
+            Axis::Packed(packed) => {
+                for chunk in 0..packed.chunks() {
+                    let Decoded::U64(decoded) = packed.decode_chunk(chunk)? else {
+                        unreachable!("the axis decodes as u64");
+                    };
+                    let values: Vec<u64> = decoded.into_iter().map(U64::get).collect();
+                    f(&values);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The axis of rows `rows`, as values of their own (decoding only the chunks they touch).
     ///
     /// # Errors
@@ -316,6 +348,29 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     /// The partitions, in the order they were written.
     pub fn partitions(&self) -> &[PartitionInfo] {
         &self.partitions
+    }
+
+    /// Bytes partition `part_idx`'s Cells block takes (its crc included; 0 without one): what
+    /// its level cells cost in the file.
+    pub fn cells_len(&self, part_idx: usize) -> u64 {
+        self.block_range(part_idx)
+            .filter(|&b| self.blocks[b].kind == BlockKind::Cells)
+            .map(|b| (self.blocks[b].len + BLOCK_CRC_LEN) as u64)
+            .sum()
+    }
+
+    /// The seams of partition `part_idx` (version 6 on; none before, and none in a barrier's
+    /// file): the rows at which a barrier merged into it began, strictly increasing, each
+    /// inside the partition. A level folded from the rows is folded apart on either side of
+    /// each.
+    pub fn seams(&self, part_idx: usize) -> Result<&[U64], SegmentError> {
+        let Some(block_idx) = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Seams)
+        else {
+            return Ok(&[]);
+        };
+        Ok(slice_of(self.verified_block(block_idx)?))
     }
 
     /// The index of the partition of `stream` with `track`.
@@ -728,6 +783,50 @@ fn check_stored_from(
     Ok(())
 }
 
+/// A partition's blocks hold its rows: one positions and one ordinals block (plain or runs),
+/// an axis block iff it has an axis, at most one cells and one seams block, and every row block
+/// of `n_rows` (at least one).
+fn check_blocks(own: &[BlockInfo], n_rows: u64, has_axis: bool) -> Result<(), String> {
+    // Positions and ordinals count as one whether plain or run-encoded.
+    let count = |kind: BlockKind| own.iter().filter(|b| b.kind.row_role() == kind).count();
+    let rows_ok = own
+        .iter()
+        .filter(|b| b.kind != BlockKind::Cells && b.kind != BlockKind::Seams)
+        .all(|b| b.n_items as u64 == n_rows);
+    if n_rows == 0
+        || !rows_ok
+        || count(BlockKind::Positions) != 1
+        || count(BlockKind::Ordinals) != 1
+        || count(BlockKind::Axis) != usize::from(has_axis)
+        || count(BlockKind::Cells) > 1
+        || count(BlockKind::Seams) > 1
+    {
+        return Err("the partition's blocks do not match its rows".into());
+    }
+    Ok(())
+}
+
+/// How a level folded from the rows is read (version 6 on): seams only where there are levels
+/// (an axis and measured fields), and the chained level at most `n_levels` (which is none).
+fn check_folding(
+    r: &PartitionRecord,
+    version: u32,
+    n_measured: usize,
+    has_axis: bool,
+    has_seams: bool,
+) -> Result<(), String> {
+    if has_seams && (r.n_levels == 0 || n_measured == 0 || !has_axis) {
+        return Err("seams in a partition without levels".into());
+    }
+    if version >= SEAMS_VERSION && r.chained_from > r.n_levels {
+        return Err(format!(
+            "chained from level {} of {}",
+            r.chained_from, r.n_levels
+        ));
+    }
+    Ok(())
+}
+
 /// Parses and bounds-checks the directory. Everything here is untrusted until proven in range.
 fn parse_directory(
     path: &str,
@@ -849,6 +948,7 @@ fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockIn
                     .and_then(|n| n.checked_mul(8))
                     .is_some_and(|o| o <= len),
                 (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
+                (BlockKind::Seams, 0) => version >= SEAMS_VERSION && fixed_len(8) && n_items > 0,
                 // At least one run, and no more runs than rows (each run holds one at least).
                 (BlockKind::PositionRuns | BlockKind::OrdinalRuns, 0) => {
                     let run = size_of::<RunRecord>();
@@ -915,21 +1015,15 @@ fn parse_partition(
         1 => true,
         other => return Err(format!("axis flag {other}")),
     };
-    // Positions and ordinals count as one whether plain or run-encoded.
-    let count = |kind: BlockKind| own.iter().filter(|b| b.kind.row_role() == kind).count();
-    let rows_ok = own
-        .iter()
-        .filter(|b| b.kind != BlockKind::Cells)
-        .all(|b| b.n_items as u64 == n_rows);
-    if n_rows == 0
-        || !rows_ok
-        || count(BlockKind::Positions) != 1
-        || count(BlockKind::Ordinals) != 1
-        || count(BlockKind::Axis) != usize::from(has_axis)
-        || count(BlockKind::Cells) > 1
-    {
-        return Err("the partition's blocks do not match its rows".into());
-    }
+    check_blocks(own, n_rows, has_axis)?;
+    let count = |kind: BlockKind| own.iter().filter(|b| b.kind == kind).count();
+    check_folding(
+        r,
+        version,
+        n_measured,
+        has_axis,
+        count(BlockKind::Seams) == 1,
+    )?;
     check_stored_from(r, version, n_measured, count(BlockKind::Cells) == 1)?;
     let extent_offset = r.extent_offset.get();
     let extent_len = r.extent_len.get();
@@ -973,6 +1067,8 @@ fn parse_partition(
         columns,
         stored_from: r.stored_from,
         chains: version >= CHAINS_VERSION,
+        chained_from: (version >= SEAMS_VERSION && r.chained_from < r.n_levels)
+            .then_some(r.chained_from),
         blocks: range,
     })
 }

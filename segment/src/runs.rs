@@ -394,6 +394,82 @@ impl Iterator for RunsOf<'_> {
     }
 }
 
+/// The greedy runs of values fed one at a time: the same runs [`runs_of`] finds in a slice of
+/// them, for values that are never in one slice (a merge's, read from several files).
+#[derive(Clone, Debug, Default)]
+pub struct RunsBuilder {
+    /// Rows fed so far.
+    rows: u64,
+    /// The current run's first value, its step (once it has two rows), its last value and rows.
+    start: u64,
+    step: Option<u64>,
+    last: u64,
+    len: u64,
+}
+
+impl RunsBuilder {
+    /// Feeds the next value; answers the run it ended, if it ended one.
+    pub fn push(&mut self, value: u64) -> Option<RunRecord> {
+        self.rows += 1;
+        if self.len == 0 {
+            (self.start, self.last, self.len) = (value, value, 1);
+            return None;
+        }
+        let step = value.wrapping_sub(self.last);
+        match self.step {
+            None => self.step = Some(step),
+            Some(s) if s == step => {}
+            Some(_) => {
+                let ended = self.record(self.rows - 1);
+                (self.start, self.step, self.last, self.len) = (value, None, value, 1);
+                return Some(ended);
+            }
+        }
+        self.last = value;
+        self.len += 1;
+        None
+    }
+
+    /// Feeds a run's `n` values (`start`, `start + step`, ..), answering each run they end to
+    /// `ended`: what feeding them one at a time would, in constant time for any `n` (once the
+    /// run being built steps by `step`, every further value extends it).
+    pub fn push_run(&mut self, start: u64, step: u64, n: u64, mut ended: impl FnMut(RunRecord)) {
+        let mut value = start;
+        let mut left = n;
+        while left > 0 {
+            if self.len >= 2 && self.step == Some(step) && value == self.last.wrapping_add(step) {
+                // Every value left continues the run.
+                self.last = value.wrapping_add(step.wrapping_mul(left - 1));
+                self.len += left;
+                self.rows += left;
+                return;
+            }
+            if let Some(run) = self.push(value) {
+                ended(run);
+            }
+            value = value.wrapping_add(step);
+            left -= 1;
+        }
+    }
+
+    /// The last run, once every value is fed (`None` if none was).
+    pub fn finish(self) -> Option<RunRecord> {
+        (self.len > 0).then(|| self.record(self.rows))
+    }
+
+    fn record(&self, end: u64) -> RunRecord {
+        RunRecord {
+            start: U64::new(self.start),
+            step: U64::new(if self.len == 1 {
+                0
+            } else {
+                self.step.unwrap_or(0)
+            }),
+            end: U64::new(end),
+        }
+    }
+}
+
 /// The index of the first run for which `pred` holds, where it holds for a suffix (`n` if none).
 fn first_index(n: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, n);
@@ -553,6 +629,33 @@ mod tests {
                 prop_assert!(got.windows(2).all(|w| w[0] < w[1]));
                 prop_assert_eq!([got[0], *got.last().unwrap()], range);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn runs_fed_one_at_a_time_are_the_runs_of_the_slice(
+            values in prop::collection::vec(prop_oneof![0u64..4, any::<u64>()], 0..64),
+        ) {
+            let mut builder = RunsBuilder::default();
+            let mut fed: Vec<RunRecord> = values.iter().filter_map(|&v| builder.push(v)).collect();
+            fed.extend(builder.finish());
+            prop_assert_eq!(&fed, &runs_of(&values).collect::<Vec<_>>());
+            // Fed a run at a time (the values cut into runs of their own greedily, then each
+            // run's rows cut again anywhere), the runs are the same.
+            let mut builder = RunsBuilder::default();
+            let mut by_runs = Vec::new();
+            let mut row = 0u64;
+            for run in runs_of(&values) {
+                let (start, step, end) = (run.start.get(), run.step.get(), run.end.get());
+                let n = end - row;
+                let cut = n / 2;
+                builder.push_run(start, step, cut, |r| by_runs.push(r));
+                builder.push_run(start.wrapping_add(step.wrapping_mul(cut)), step, n - cut, |r| by_runs.push(r));
+                row = end;
+            }
+            by_runs.extend(builder.finish());
+            prop_assert_eq!(by_runs, fed);
         }
     }
 

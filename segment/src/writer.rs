@@ -9,6 +9,7 @@
 //! writes it and the footer; [`SegmentSummary::claim`] then turns what it learned into the
 //! manifest entry that will claim the file, so boot never has to open a segment.
 
+mod merge;
 mod sink;
 
 use std::io;
@@ -18,6 +19,7 @@ use strata_levels::{Cell, NumKind};
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{F64, U16, U32, U64};
 
+pub use self::merge::{MergeSource, MergeWriteError};
 pub use self::sink::{
     CountingSink, FileSink, SegmentSink, WRITE_CHUNK_BYTES, WRITE_CHUNK_MIN_BYTES,
     WRITE_DIRECT_BYTES,
@@ -109,6 +111,67 @@ pub struct PartitionInput<'a> {
     /// The lowest level stored whole: levels beneath it hold only the cells that differ from
     /// the fold of the raw rows (none, for a barrier). 0 stores every level whole.
     pub stored_from: u8,
+}
+
+/// One partition's rows, without its cells: what [`SegmentWriter::write_rows`] writes first,
+/// so that the caller can choose which levels to store knowing what the rows cost.
+#[derive(Clone, Debug)]
+pub struct RowsInput<'a> {
+    /// The stream id.
+    pub stream: &'a str,
+    /// The partition's full track tuple.
+    pub track: &'a TrackKey,
+    /// Positions, non-decreasing.
+    pub positions: &'a [u64],
+    /// Ordinals, strictly increasing.
+    pub ordinals: &'a [u64],
+    /// Axis values, non-decreasing; `Some` iff the stream declares an axis.
+    pub axis: Option<&'a [u64]>,
+    /// The stored columns, as [`PartitionInput::columns`].
+    pub columns: Vec<(u16, ColumnData<'a>)>,
+}
+
+impl<'a> PartitionInput<'a> {
+    /// The rows of the partition, without its cells.
+    pub fn rows(&self) -> RowsInput<'a> {
+        RowsInput {
+            stream: self.stream,
+            track: self.track,
+            positions: self.positions,
+            ordinals: self.ordinals,
+            axis: self.axis,
+            columns: self.columns.clone(),
+        }
+    }
+}
+
+/// What a partition's rows came to in the file ([`SegmentWriter::write_rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowsWritten {
+    /// Rows written.
+    pub n_rows: u64,
+    /// Payload bytes of the axis block and the stored columns, as written (packed or plain):
+    /// what the rows the levels summarise cost. Positions and ordinals are left out; they are
+    /// mostly runs of a few bytes.
+    pub column_bytes: u64,
+}
+
+/// A partition whose rows are written and whose cells are not yet: what the writer keeps of it
+/// in between.
+#[derive(Clone, Debug)]
+struct OpenPartition {
+    stream: String,
+    track: TrackKey,
+    extent_offset: u64,
+    first_block: usize,
+    n_rows: u64,
+    positions: [u64; 2],
+    ordinals: [u64; 2],
+    axis: Option<[u64; 2]>,
+    /// Whether a seams block was written (then the partition must have levels).
+    seams: bool,
+    /// From which level the cell holding the last row is a chain of its pieces, if any.
+    chained_from: Option<u8>,
 }
 
 /// What a segment written to a sink is: its length, digest and partitions.
@@ -217,6 +280,10 @@ pub struct SegmentWriter<S = Vec<u8>> {
     partitions: Vec<PartitionRecord>,
     heap: Vec<u8>,
     summaries: Vec<PartitionEntry>,
+    /// The partition whose rows are written and whose cells are not, if any.
+    open: Option<OpenPartition>,
+    /// Whether axis and numeric blocks are packed where that makes them smaller.
+    packing: bool,
 }
 
 impl Default for SegmentWriter {
@@ -285,7 +352,17 @@ impl<S: SegmentSink> SegmentWriter<S> {
             partitions: Vec::new(),
             heap: Vec::new(),
             summaries: Vec::new(),
+            open: None,
+            packing: true,
         })
+    }
+
+    /// Whether axis and numeric blocks are packed where that makes them smaller (the default),
+    /// or always written plain.
+    #[must_use]
+    pub fn packing(mut self, packing: bool) -> Self {
+        self.packing = packing;
+        self
     }
 
     /// Bytes written so far.
@@ -298,28 +375,33 @@ impl<S: SegmentSink> SegmentWriter<S> {
         self.out.offset == 0
     }
 
-    /// Writes one partition's blocks to the sink. A sink's error is returned as it is; the
-    /// file is then unfinished and the writer must be dropped.
+    /// Writes one partition's blocks to the sink: [`SegmentWriter::write_rows`], then
+    /// [`SegmentWriter::write_cells`]. A sink's error is returned as it is; the file is then
+    /// unfinished and the writer must be dropped.
     ///
     /// # Panics
     /// If the input breaks what staging guarantees: no rows, columns of different lengths,
     /// positions or axis going backwards, ordinals not increasing, cells out of order, or a
     /// (stream, track) already in this segment. These are bugs of the caller, not bad input.
     pub fn write_partition(&mut self, input: &PartitionInput<'_>) -> io::Result<()> {
+        self.write_rows(&input.rows())?;
+        self.write_cells(&input.cells, input.stored_from)
+    }
+
+    /// Writes a partition's row blocks (positions, ordinals, axis, stored columns) and answers
+    /// what they cost; the partition is complete once [`SegmentWriter::write_cells`] follows.
+    /// Axis and numeric columns are packed where that makes them smaller
+    /// ([`SegmentWriter::push_numbers`]).
+    ///
+    /// # Panics
+    /// As [`SegmentWriter::write_partition`], or if the last partition's cells are not written.
+    pub fn write_rows(&mut self, input: &RowsInput<'_>) -> io::Result<RowsWritten> {
         let n_rows = input.positions.len();
         assert!(n_rows > 0, "a partition holds at least one row");
         assert_eq!(input.ordinals.len(), n_rows, "ordinals column length");
         // The order of positions and ordinals is asserted where their blocks are made.
-        assert!(
-            !self
-                .summaries
-                .iter()
-                .any(|s| s.stream == input.stream && s.track == *input.track),
-            "partition added twice"
-        );
-        let extent_offset = self.out.offset;
-        let first_block = self.blocks.len();
-
+        self.open_partition(input.stream, input.track);
+        let blocks_before = self.blocks.len();
         self.push_row_block(BlockKind::Positions, input.positions)?;
         self.push_row_block(BlockKind::Ordinals, input.ordinals)?;
         let axis = match input.axis {
@@ -350,15 +432,120 @@ impl<S: SegmentSink> SegmentWriter<S> {
             };
             self.push_numbers(BlockKind::Column, column.kind_code(), *field, numbers)?;
         }
-        let n_levels = self.push_cells(&input.cells)?;
-        assert!(
-            input.stored_from <= n_levels,
-            "levels stored from {} of {n_levels}",
-            input.stored_from
-        );
+        let open = self.open.as_mut().expect("opened above");
+        open.n_rows = n_rows as u64;
+        open.positions = [input.positions[0], input.positions[n_rows - 1]];
+        open.ordinals = [input.ordinals[0], input.ordinals[n_rows - 1]];
+        open.axis = axis;
+        Ok(RowsWritten {
+            n_rows: n_rows as u64,
+            column_bytes: self.column_bytes_since(blocks_before),
+        })
+    }
 
-        let measured: Vec<MeasuredRecord> = input
-            .cells
+    /// Begins a partition of `stream` and `track`.
+    ///
+    /// # Panics
+    /// If a partition is open already, or this one is in the segment already.
+    fn open_partition(&mut self, stream: &str, track: &TrackKey) {
+        assert!(
+            self.open.is_none(),
+            "a partition's rows written before the last one's cells"
+        );
+        assert!(
+            !self
+                .summaries
+                .iter()
+                .any(|s| s.stream == stream && s.track == *track),
+            "partition added twice"
+        );
+        self.open = Some(OpenPartition {
+            stream: stream.to_owned(),
+            track: track.clone(),
+            extent_offset: self.out.offset,
+            first_block: self.blocks.len(),
+            n_rows: 0,
+            positions: [0, 0],
+            ordinals: [0, 0],
+            axis: None,
+            seams: false,
+            chained_from: None,
+        });
+    }
+
+    /// Payload bytes of the axis and column blocks written since block `first`.
+    fn column_bytes_since(&self, first: usize) -> u64 {
+        self.blocks[first..]
+            .iter()
+            .filter(|b| b.kind == BlockKind::Axis as u8 || b.kind == BlockKind::Column as u8)
+            .map(|b| b.len.get())
+            .sum()
+    }
+
+    /// Writes how a level folded from the rows of the partition just written is read
+    /// (segment format 6): its `seams`, the rows at which the barriers merged into it began
+    /// (strictly increasing, each inside its rows; none: no block is written), each piece
+    /// between them folded apart; and `chained_from`, the level from which the cell holding
+    /// its last row stays a chain of its pieces (a merge's output that had later segments),
+    /// where every other cell's pieces are merged into one. Only a partition with levels has
+    /// seams; its cells follow ([`SegmentWriter::write_cells`]).
+    ///
+    /// # Panics
+    /// If no partition's rows are written, a seam is out of order or outside its rows, or this
+    /// is called twice for a partition.
+    pub fn write_folding(&mut self, seams: &[u64], chained_from: Option<u8>) -> io::Result<()> {
+        let open = self
+            .open
+            .as_mut()
+            .expect("seams after their partition's rows");
+        let n_rows = open.n_rows;
+        assert!(
+            !open.seams && open.chained_from.is_none(),
+            "a partition's folding written twice"
+        );
+        open.chained_from = chained_from;
+        if seams.is_empty() {
+            return Ok(());
+        }
+        assert!(
+            seams.windows(2).all(|w| w[0] < w[1])
+                && seams[0] > 0
+                && seams[seams.len() - 1] < n_rows,
+            "seams out of order or outside {n_rows} rows"
+        );
+        open.seams = true;
+        self.push_block(BlockKind::Seams, 0, 0, seams.len(), |out| {
+            put_u64s(out, seams)
+        })
+    }
+
+    /// Writes the cells of the partition whose rows [`SegmentWriter::write_rows`] (or
+    /// [`SegmentWriter::write_merged_rows`]) wrote, levels `stored_from ..` stored whole, and
+    /// completes it.
+    ///
+    /// # Panics
+    /// If no partition's rows are written, cells are out of order, or `stored_from` is above
+    /// the levels.
+    pub fn write_cells(&mut self, cells: &[FieldCells<'_>], stored_from: u8) -> io::Result<()> {
+        assert!(self.open.is_some(), "cells before their partition's rows");
+        let n_levels = self.push_cells(cells)?;
+        assert!(
+            stored_from <= n_levels,
+            "levels stored from {stored_from} of {n_levels}"
+        );
+        let open = self.open.take().expect("checked above");
+        assert!(
+            !open.seams || n_levels > 0,
+            "seams in a partition without levels"
+        );
+        let chained_from = match open.chained_from {
+            Some(level) => {
+                assert!(level < n_levels, "chained from level {level} of {n_levels}");
+                level
+            }
+            None => n_levels,
+        };
+        let measured: Vec<MeasuredRecord> = cells
             .iter()
             .map(|f| MeasuredRecord {
                 field: U16::new(f.field),
@@ -366,41 +553,40 @@ impl<S: SegmentSink> SegmentWriter<S> {
                 reserved: 0,
             })
             .collect();
-        let stream_offset = self.push_heap(input.stream.as_bytes());
-        let track_offset = self.push_heap(input.track.as_bytes());
+        let stream_offset = self.push_heap(open.stream.as_bytes());
+        let track_offset = self.push_heap(open.track.as_bytes());
         let measured_offset = self.push_heap(measured.as_bytes());
-        let extent_len = self.out.offset - extent_offset;
-        let positions = [input.positions[0], input.positions[n_rows - 1]];
-        let ordinals = [input.ordinals[0], input.ordinals[n_rows - 1]];
+        let extent_len = self.out.offset - open.extent_offset;
         self.partitions.push(PartitionRecord {
             stream_offset,
-            stream_len: u32_of(input.stream.len()),
+            stream_len: u32_of(open.stream.len()),
             track_offset,
-            track_len: u32_of(input.track.as_bytes().len()),
+            track_len: u32_of(open.track.as_bytes().len()),
             measured_offset,
             n_measured: u32_of(measured.len()),
-            first_block: u32_of(first_block),
-            n_blocks: u32_of(self.blocks.len() - first_block),
-            n_rows: U64::new(n_rows as u64),
-            positions: positions.map(U64::new),
-            ordinals: ordinals.map(U64::new),
-            axis: axis.unwrap_or([0, 0]).map(U64::new),
-            has_axis: u8::from(axis.is_some()),
+            first_block: u32_of(open.first_block),
+            n_blocks: u32_of(self.blocks.len() - open.first_block),
+            n_rows: U64::new(open.n_rows),
+            positions: open.positions.map(U64::new),
+            ordinals: open.ordinals.map(U64::new),
+            axis: open.axis.unwrap_or([0, 0]).map(U64::new),
+            has_axis: u8::from(open.axis.is_some()),
             n_levels,
-            stored_from: input.stored_from,
-            reserved: [0; 5],
-            extent_offset: U64::new(extent_offset),
+            stored_from,
+            chained_from,
+            reserved: [0; 4],
+            extent_offset: U64::new(open.extent_offset),
             extent_len: U64::new(extent_len),
         });
         self.summaries.push(PartitionEntry {
-            stream: input.stream.to_owned(),
-            track: input.track.clone(),
-            n_rows: n_rows as u64,
-            positions,
-            ordinals,
-            axis,
+            stream: open.stream,
+            track: open.track,
+            n_rows: open.n_rows,
+            positions: open.positions,
+            ordinals: open.ordinals,
+            axis: open.axis,
             n_levels,
-            offset: extent_offset,
+            offset: open.extent_offset,
             len: extent_len,
         });
         Ok(())
@@ -408,7 +594,14 @@ impl<S: SegmentSink> SegmentWriter<S> {
 
     /// Writes the directory and the footer, and flushes the sink; answers what was written and
     /// the sink (a file sink's file still wants its sync).
+    ///
+    /// # Panics
+    /// If the last partition's rows were written and its cells not.
     pub fn finish_streamed(mut self) -> io::Result<(SegmentSummary, S)> {
+        assert!(
+            self.open.is_none(),
+            "a segment finished with a partition's cells unwritten"
+        );
         let dir_header = DirHeader {
             n_partitions: u32_of(self.partitions.len()),
             n_blocks: u32_of(self.blocks.len()),
@@ -550,7 +743,7 @@ impl<S: SegmentSink> SegmentWriter<S> {
     ) -> io::Result<()> {
         let n = numbers.len();
         let first_rows = 0..n.min(PACK_ROWS);
-        let first = (n >= PACK_MIN_ROWS)
+        let first = (self.packing && n >= PACK_MIN_ROWS)
             .then(|| numbers.compress(first_rows.clone()))
             .filter(|bytes| bytes.len() < first_rows.len() * 8);
         let Some(first) = first else {

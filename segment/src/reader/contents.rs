@@ -80,7 +80,24 @@ pub(super) fn check_block_contents(
             Ok(())
         }
         BlockKind::Cells => check_cells(slice_of(payload), part),
+        BlockKind::Seams => check_seams(slice_of(payload), entry.n_rows),
     }
+}
+
+/// Seams: strictly increasing row indexes, each inside the partition (`1 ..= n_rows - 1`).
+fn check_seams(seams: &[U64], n_rows: u64) -> Result<(), Fault> {
+    let mut before = 0;
+    for (i, seam) in seams.iter().enumerate() {
+        let seam = seam.get();
+        if seam <= before || seam >= n_rows {
+            return Err((
+                i * 8,
+                format!("seam {i} at row {seam} is not after the last and inside {n_rows} rows"),
+            ));
+        }
+        before = seam;
+    }
+    Ok(())
 }
 
 /// A row column of u64s: ordered (strictly if `strict`), from `range[0]` to `range[1]`.

@@ -13,6 +13,7 @@ mod crash;
 mod fuzz_corpus;
 mod generate;
 mod manifest;
+mod merge;
 mod packed;
 mod roundtrip;
 mod runs;
