@@ -39,20 +39,23 @@
 use std::sync::Arc;
 
 use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
-use strata_levels::{Cell, Ladder, NumKind};
+use strata_levels::{Cell, CellCounter, Ladder, NumKind};
 use strata_segment::names::{NumberedName, SEG_DIR};
-use strata_segment::vfs::Vfs;
-use strata_segment::{Column, FileSink, ManifestWriter, SegmentError, SegmentWriter, TempFile};
+use strata_segment::vfs::{Mapped, Vfs};
+use strata_segment::{
+    FileSink, ManifestWriter, MergeSource, MergeWriteError, SegmentError, SegmentSink,
+    SegmentSummary, SegmentWriter, TempFile,
+};
 
 use crate::error::EngineError;
-use crate::ladder::{
-    FieldLevels, LevelStorage, fold_column_to, ladder_of, num_kind, raw_bytes, stored_from,
-};
+use crate::ladder::{FieldLevels, LevelStorage, ladder_of, num_kind, stored_from};
+use crate::open_segments::OpenSegment;
 use crate::read::unreadable;
 use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
-use crate::stage::{ColumnBuf, Staged};
+use crate::stage::field_cells;
 use crate::store::{Store, claim};
+use crate::survey::{CellRun, FoldRows, cells_in, file_rows};
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,20 +119,29 @@ fn later_axes(
         .collect()
 }
 
-/// A merged partition's rows and cells, ready to write.
-struct Merged {
-    rows: Staged,
-    levels: Vec<FieldLevels>,
-    /// The output's lowest level stored whole (`PartitionInput::stored_from`).
-    stored_from: u8,
-}
-
-/// One input of a merge, as the output holds it.
+/// One input of a merge: its reader, its partition there, and what the catalog holds of it.
 struct MergeInput {
-    /// Its first row in the output.
-    start: usize,
+    reader: Arc<OpenSegment>,
+    part_idx: usize,
+    entry: PartitionEntry,
     /// Its lowest level stored whole, if it stores any whole.
     whole_from: Option<u8>,
+}
+
+/// Why a merge's output was not written: an input that did not read leaves the store as it
+/// was; a failed write poisons it.
+enum MergeFailure {
+    Read(EngineError),
+    Write(std::io::Error),
+}
+
+impl From<MergeWriteError> for MergeFailure {
+    fn from(error: MergeWriteError) -> Self {
+        match error {
+            MergeWriteError::Read(e) => MergeFailure::Read(unreadable(e)),
+            MergeWriteError::Write(e) => MergeFailure::Write(e),
+        }
+    }
 }
 
 /// `index` of a cell `up` levels higher.
@@ -453,50 +465,80 @@ impl Store {
         None
     }
 
-    /// Reads the picked segments and merges them: raw columns concatenated oldest first, and
-    /// each level's cells merged cell by cell, oldest first, up to the output's top.
-    fn merge_rows(&self, pick: &Pick) -> Result<Merged, EngineError> {
+    /// The picked segments' partitions, opened and checked against the catalog and the
+    /// declaration (the columns a merge moves are the declared ones, of the declared kinds).
+    fn merge_inputs(&self, pick: &Pick) -> Result<Vec<MergeInput>, EngineError> {
         let state = &self.streams[&pick.stream];
-        let mut merged = Merged {
-            rows: state.empty_rows(),
-            levels: Vec::new(),
-            stored_from: 0,
-        };
-        // Each input's first row in the output, and its lowest level stored whole, if any.
+        let declared: Vec<(u16, u8)> = state
+            .stored
+            .iter()
+            .map(|&f| (f, state.decl.fields[usize::from(f)].kind.code()))
+            .collect();
         let mut inputs = Vec::with_capacity(pick.inputs.len());
         for (name, entry) in &pick.inputs {
             let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
             self.check_partition(&reader, part_idx, entry)?;
-            let stored_from = reader.partitions()[part_idx].stored_from;
+            let info = &reader.partitions()[part_idx];
+            if info.columns != declared {
+                return Err(unreadable(SegmentError::mismatch(
+                    reader.path(),
+                    format!(
+                        "partition {:?} stores columns {:?} where the declaration has {declared:?}",
+                        pick.track, info.columns
+                    ),
+                )));
+            }
+            let stored_from = info.stored_from;
             inputs.push(MergeInput {
-                start: merged.rows.positions.len(),
+                reader,
+                part_idx,
+                entry: entry.clone(),
                 whole_from: (stored_from < entry.n_levels).then_some(stored_from),
             });
-            let positions = reader.positions(part_idx).map_err(unreadable)?;
-            merged.rows.positions.extend(positions.iter());
-            let ordinals = reader.ordinals(part_idx).map_err(unreadable)?;
-            merged.rows.ordinals.extend(ordinals.iter());
-            if let Some(axis) = reader.axis(part_idx).map_err(unreadable)? {
-                merged
-                    .rows
-                    .axis
-                    .extend(axis.values(0..axis.len()).map_err(unreadable)?);
-            }
-            for (&field, buf) in state.stored.iter().zip(&mut merged.rows.columns) {
-                let column = reader.column(part_idx, field).map_err(unreadable)?;
-                let Some(column) = column else {
-                    return Err(EngineError::Unreadable {
-                        source: SegmentError::mismatch(
-                            reader.path(),
-                            format!("no column for field {field} in partition {:?}", pick.track),
-                        ),
-                    });
-                };
-                append(buf, &column, reader.path())?;
-            }
         }
-        (merged.stored_from, merged.levels) = self.merge_levels(pick, &merged.rows, &inputs)?;
-        Ok(merged)
+        Ok(inputs)
+    }
+
+    /// Streams the merged partition to `sink` as one segment: the inputs' rows (packed chunks
+    /// moved as they are, `SegmentWriter::write_merged_rows`), then its levels, chosen knowing
+    /// what the rows cost. Answers the summary and the output's rows.
+    fn write_merged<S: SegmentSink>(
+        &self,
+        pick: &Pick,
+        inputs: &[MergeInput],
+        sink: S,
+    ) -> Result<(SegmentSummary, u64), MergeFailure> {
+        let mut writer = SegmentWriter::to_sink(sink)
+            .map_err(MergeFailure::Write)?
+            .packing(self.config.pack_columns);
+        let sources: Vec<MergeSource<'_, Mapped>> = inputs
+            .iter()
+            .map(|input| MergeSource {
+                reader: &input.reader,
+                part_idx: input.part_idx,
+            })
+            .collect();
+        let rows = writer.write_merged_rows(&sources)?;
+        let (stored_from, levels) = self
+            .merge_levels(pick, inputs, rows.column_bytes)
+            .map_err(MergeFailure::Read)?;
+        if let (false, Some([_, hi])) =
+            (levels.is_empty(), inputs.last().and_then(|i| i.entry.axis))
+        {
+            let ladder = ladder_of(&self.streams[&pick.stream].decl);
+            let top = levels[0].levels.len() - 1;
+            let top = u8::try_from(top).expect("at most 65 levels");
+            let seams = output_seams(inputs, &ladder, stored_from).map_err(MergeFailure::Read)?;
+            let chained_from = chained_from_of(pick, &ladder, hi, top);
+            writer
+                .write_folding(&seams, chained_from)
+                .map_err(MergeFailure::Write)?;
+        }
+        writer
+            .write_cells(&field_cells(&levels), stored_from)
+            .map_err(MergeFailure::Write)?;
+        let (summary, _) = writer.finish_streamed().map_err(MergeFailure::Write)?;
+        Ok((summary, rows.n_rows))
     }
 
     /// Every level the output stores, per measured field: each input's cells of that level
@@ -504,29 +546,34 @@ impl Store {
     /// above its top, as a read has them), merged oldest first. That is exactly what a read of
     /// the inputs merged, so the output answers alike.
     ///
-    /// Under `LevelStorage::Adaptive` the output stores levels whole only from the lowest its
-    /// own rows call for (`ladder::stored_from`), and never lower than an input that stores
-    /// levels whole (whose cells may be merges themselves, which the output's rows would not
-    /// fold to). Beneath that, it stores only the cells where the read of the inputs differs
-    /// from the fold of the output's rows, bit for bit: cells that straddle two inputs (their
-    /// sums add in another order) or that an input stored itself. A read of the output folds
-    /// the rest from its rows.
+    /// Under `LevelStorage::Adaptive` the output stores levels whole from the coarsest level
+    /// an input stores whole, so that a merge never decodes an input that stores its levels to
+    /// fold one it does not; an input that stores finer levels keeps its cells there as stored
+    /// cells of the output ([`merged_cells_differing`]), so nothing it stored is lost
+    /// and the output costs what its inputs did. (From the finest instead, a small input that
+    /// stored a finer level than the big ones beside it would have every big one decoded and
+    /// folded, and the output grow by that level's cells.) Only when no input stores a level
+    /// whole (barriers of a few rows) does the output choose from its own rows and what they
+    /// cost (`ladder::stored_from`, the cells counted from the inputs' axes a chunk at a time,
+    /// against `column_bytes`).
     fn merge_levels(
         &self,
         pick: &Pick,
-        rows: &Staged,
         inputs: &[MergeInput],
+        column_bytes: u64,
     ) -> Result<(u8, Vec<FieldLevels>), EngineError> {
         let decl = &self.streams[&pick.stream].decl;
-        let axis = &rows.axis;
-        let (Some(&lo), Some(&hi)) = (axis.first(), axis.last()) else {
+        let (Some([lo, _]), Some([_, hi])) = (
+            inputs.first().and_then(|i| i.entry.axis),
+            inputs.last().and_then(|i| i.entry.axis),
+        ) else {
             return Ok((0, Vec::new()));
         };
-        let n_with_levels = pick.inputs.iter().filter(|(_, e)| e.n_levels > 0).count();
+        let n_with_levels = inputs.iter().filter(|i| i.entry.n_levels > 0).count();
         if n_with_levels == 0 {
             return Ok((0, Vec::new()));
         }
-        if n_with_levels != pick.inputs.len() {
+        if n_with_levels != inputs.len() {
             return Err(EngineError::Internal {
                 reason: format!(
                     "segments {:?} of {:?} {:?} disagree on whether the partition has levels",
@@ -543,26 +590,52 @@ impl Store {
             .into_iter()
             .filter_map(|f| Some((f, num_kind(decl.fields[usize::from(f)].kind)?)))
             .collect();
-        let shared = ladder.shared_levels(axis);
-        let from = match self.config.level_storage {
-            LevelStorage::Whole => 0,
-            LevelStorage::Adaptive => inputs.iter().filter_map(|i| i.whole_from).fold(
-                stored_from(&shared, top, measured.len() as u64, raw_bytes(rows)),
-                u8::min,
-            ),
+        let from = match (
+            self.config.level_storage,
+            inputs.iter().filter_map(|i| i.whole_from).max(),
+        ) {
+            (LevelStorage::Whole, _) => 0,
+            (LevelStorage::Adaptive, Some(coarsest)) => coarsest,
+            (LevelStorage::Adaptive, None) => {
+                let mut counter = CellCounter::new(ladder);
+                for input in inputs {
+                    if let Some(axis) = input.reader.axis(input.part_idx).map_err(unreadable)? {
+                        axis.for_each_chunk(|values| counter.feed(values))
+                            .map_err(unreadable)?;
+                    }
+                }
+                stored_from(
+                    &counter.counts(top),
+                    top,
+                    measured.len() as u64,
+                    column_bytes,
+                )
+            }
+        };
+        let chained_from = chained_from_of(pick, &ladder, hi, top);
+        let pieces: Vec<Pieces> = if from > 0 {
+            inputs.iter().map(Pieces::of).collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
         };
         let mut fields = Vec::new();
         for (field, kind) in measured {
             let mut levels = Vec::with_capacity(usize::from(top) + 1);
             for level in 0..from.min(top + 1) {
-                levels.push(
-                    self.merged_cells_differing(
-                        pick, rows, inputs, &ladder, &shared, field, level,
-                    )?,
-                );
+                levels.push(merged_cells_differing(
+                    pick,
+                    inputs,
+                    &pieces,
+                    &ladder,
+                    field,
+                    level,
+                    chained_from,
+                )?);
             }
+            // Each input's rows, decoded once for all the levels it does not store.
+            let mut rows: Vec<Option<FoldRows>> = inputs.iter().map(|_| None).collect();
             for level in from..=top {
-                let links = self.input_links(pick, &ladder, field, level, [0, u64::MAX])?;
+                let links = merged_links(inputs, &ladder, field, level, &mut rows)?;
                 levels.push(merge_links(&links, |index| {
                     pick.shares(&ladder, level, index, top)
                 }));
@@ -574,119 +647,6 @@ impl Store {
             });
         }
         Ok((from, fields))
-    }
-
-    /// The cells of `level` (one the output does not store whole) where the read of the inputs
-    /// differs, bit for bit, from the fold of the output's rows: only a cell that straddles two
-    /// inputs, or that an input stores, can; each is compared.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the merge's inputs, rows and grid, and which cells: splitting them hides nothing"
-    )]
-    fn merged_cells_differing(
-        &self,
-        pick: &Pick,
-        rows: &Staged,
-        inputs: &[MergeInput],
-        ladder: &Ladder,
-        shared: &[u8],
-        field: u16,
-        level: u8,
-    ) -> Result<Vec<Cell>, EngineError> {
-        let axis = &rows.axis;
-        let top = ladder.top_level(axis[0], axis[axis.len() - 1]);
-        let mut candidates = std::collections::BTreeSet::new();
-        for pair in inputs.windows(2) {
-            let (last, first) = (axis[pair[1].start - 1], axis[pair[1].start]);
-            if ladder.cell(last, level) == ladder.cell(first, level) {
-                candidates.insert(ladder.cell(first, level));
-            }
-        }
-        for (name, entry) in &pick.inputs {
-            let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
-            let input_top = entry.n_levels - 1;
-            let stored = reader
-                .cells(part_idx, field, level.min(input_top), 0..=u64::MAX)
-                .map_err(unreadable)?;
-            let up = level.saturating_sub(input_top);
-            candidates.extend(stored.iter().map(|c| lift_index(ladder, c.index, up)));
-        }
-        let column_idx = self.streams[&pick.stream]
-            .stored
-            .iter()
-            .position(|&s| s == field)
-            .expect("a measured field is stored");
-        let mut differing = Vec::new();
-        for index in candidates {
-            let Some(span) = ladder.span(level, index) else {
-                continue;
-            };
-            // The read of the inputs: their cells of this index, oldest first, folded newest
-            // first, each merged in front; or kept as they are where a later segment's cell
-            // will be folded in behind them.
-            let links = self.input_links(pick, ladder, field, level, [index, index])?;
-            let read = match merge_links(&links, |i| pick.shares(ladder, level, i, top))[..] {
-                [] => continue,
-                [one] => one.bucket,
-                ref chain => {
-                    differing.extend_from_slice(chain);
-                    continue;
-                }
-            };
-            let start = axis.partition_point(|&a| a < span[0]);
-            let end = axis.partition_point(|&a| a <= span[1]);
-            let rows_axis = &axis[start..end];
-            let shared_in = &shared[start..end.saturating_sub(1).max(start)];
-            let folded = fold_column_to(
-                ladder,
-                field,
-                rows_axis,
-                shared_in,
-                &rows.columns[column_idx],
-                start,
-                level,
-            );
-            let same = folded
-                .first()
-                .is_some_and(|c| format!("{:?}", c.bucket) == format!("{read:?}"));
-            if !same {
-                differing.push(Cell {
-                    index,
-                    bucket: read,
-                });
-            }
-        }
-        Ok(differing)
-    }
-
-    /// Every input's cells of `level` with indexes in `cells`, as a read has them (folded from
-    /// its rows where it does not store the level, lifted from its top above it, chains as
-    /// stored), the inputs oldest first: ascending by index but for the cells two inputs share,
-    /// which follow one another in input order.
-    fn input_links(
-        &self,
-        pick: &Pick,
-        ladder: &Ladder,
-        field: u16,
-        level: u8,
-        cells: [u64; 2],
-    ) -> Result<Vec<Cell>, EngineError> {
-        let mut links = Vec::new();
-        for (name, entry) in &pick.inputs {
-            links.extend(self.segment_cells(
-                *name,
-                &pick.track,
-                entry,
-                ladder,
-                field,
-                level,
-                cells,
-            )?);
-        }
-        // Within a partition the axis never goes backwards, so this only checks; a stable
-        // sort keeps input order among equal indexes whatever the inputs held.
-        links.sort_by_key(|c| c.index);
-        Ok(links)
     }
 
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
@@ -798,44 +758,43 @@ impl Merging {
         let snapshot = &self.snapshot;
         let pick = &self.pick;
         let name = self.name;
-        let merged = snapshot.merge_rows(pick).map_err(MergeError::Read)?;
-        let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
-        inputs.sort_unstable();
+        let inputs = snapshot.merge_inputs(pick).map_err(MergeError::Read)?;
+        let mut input_names: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
+        input_names.sort_unstable();
         let file = NumberedName::segment(name).to_string();
         // A handle of its own, so the synced temp does not borrow the snapshot.
         let vfs = Arc::clone(&snapshot.vfs);
         let vfs: &dyn Vfs = vfs.as_ref();
         // Streamed to its temp and synced there before its record exists: the record carries
         // the output's digest and length.
-        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
-            let state = &snapshot.streams[&pick.stream];
-            let input = state.partition_input(
-                &pick.track,
-                &merged.rows,
-                &merged.levels,
-                merged.stored_from,
-            );
-            let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-            let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
-            let sink = FileSink::for_input(temp.file(), input_bytes);
-            let streamed = SegmentWriter::to_sink(sink).and_then(|mut w| {
-                w.write_partition(&input)?;
-                w.finish_streamed()
-            });
-            match streamed {
-                Ok((summary, _)) => Ok((summary, temp.sync()?)),
-                Err(source) => {
-                    let path = temp.tmp_path().to_owned();
-                    Err(temp.abandon(SegmentError::Io { path, source }))
-                }
+        let mut temp = TempFile::create(vfs, SEG_DIR, &file)
+            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
+        let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
+        let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
+        let sink = FileSink::for_input(temp.file(), input_bytes);
+        let (summary, n_rows) = match snapshot.write_merged(pick, &inputs, sink) {
+            Ok(written) => written,
+            Err(MergeFailure::Read(error)) => {
+                // Nothing was claimed, and the store is as it was: the unfinished temp goes.
+                let path = temp.tmp_path().to_owned();
+                temp.abandon(SegmentError::mismatch(&path, "an input did not read"));
+                return Err(MergeError::Read(error));
             }
-        });
-        let (summary, synced) = written.map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
+            Err(MergeFailure::Write(source)) => {
+                let path = temp.tmp_path().to_owned();
+                let error = temp.abandon(SegmentError::Io { path, source });
+                return Err(MergeError::Poisons(EngineError::write(error)));
+            }
+        };
+        drop(inputs);
+        let synced = temp
+            .sync()
+            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
         let record = Record {
             entries: vec![
                 Entry::Merge {
                     file: summary.claim(name),
-                    inputs,
+                    inputs: input_names,
                 },
                 Entry::NameHigh(name),
             ],
@@ -851,8 +810,261 @@ impl Merging {
         }
         claim(vfs, &mut self.manifest, synced, &record)
             .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
-        Ok((catalog, summary.len, merged.rows.positions.len() as u64))
+        Ok((catalog, summary.len, n_rows))
     }
+}
+
+/// Every input's cells of `level`, as a read has them ([`cells_in`]: folded from its rows where
+/// it does not store the level, lifted from its top above it, chains as stored), the inputs
+/// oldest first: ascending by index but for the cells two inputs share, which follow one another
+/// in input order. An input's rows are decoded at most once (`rows`, one entry an input) for
+/// every level it folds.
+fn merged_links(
+    inputs: &[MergeInput],
+    ladder: &Ladder,
+    field: u16,
+    level: u8,
+    rows: &mut [Option<FoldRows>],
+) -> Result<Vec<Cell>, EngineError> {
+    let mut links = Vec::new();
+    for (input, rows) in inputs.iter().zip(rows) {
+        let stored_from = input.reader.partitions()[input.part_idx].stored_from;
+        if level.min(input.entry.n_levels - 1) < stored_from && rows.is_none() {
+            *rows = Some(file_rows(
+                &input.reader,
+                input.part_idx,
+                field,
+                [0, u64::MAX],
+            )?);
+        }
+        let run = CellRun {
+            field,
+            level,
+            cells: [0, u64::MAX],
+        };
+        links.extend(cells_in(
+            &input.reader,
+            input.part_idx,
+            &input.entry,
+            ladder,
+            run,
+            rows.as_ref(),
+        )?);
+    }
+    // Within a partition the axis never goes backwards, so this only checks; a stable sort
+    // keeps input order among equal indexes whatever the inputs held.
+    links.sort_by_key(|c| c.index);
+    Ok(links)
+}
+
+/// The cells of `level` (one the output does not store whole) where a read of the output
+/// folding the level from its rows (`survey::fold_decoded`: the pieces between its seams,
+/// merged newest first but for its chained last cell) would not be the read of the inputs,
+/// and so are stored, as that read (`merge_links`, a cell or a chain), in its place:
+///
+/// - a cell an input stored beneath its own `stored_from` (where its own merge met such a
+///   case, or a merge of a build before seams, segment format 6);
+/// - a cell shared by two inputs in which an input other than the last holds several
+///   pieces merged into one (its own merge's cell, grouped `(p1 + p2) + ..` where the
+///   output's pieces would fold `p1 + (p2 + ..)`), or, where the output keeps the cell as
+///   a chain, any input does.
+///
+/// Anywhere else the inputs' pieces fold exactly as they were read, so nothing is decoded
+/// to decide it: whether a cell holds several pieces of an input follows from its seams
+/// and the axis before its last seam ([`Pieces`]).
+fn merged_cells_differing(
+    pick: &Pick,
+    inputs: &[MergeInput],
+    pieces: &[Pieces],
+    ladder: &Ladder,
+    field: u16,
+    level: u8,
+    chained_from: Option<u8>,
+) -> Result<Vec<Cell>, EngineError> {
+    let (Some([lo, _]), Some([_, hi])) = (
+        inputs.first().and_then(|i| i.entry.axis),
+        inputs.last().and_then(|i| i.entry.axis),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let top = ladder.top_level(lo, hi);
+    let cell = |axis: u64| ladder.cell(axis, level);
+    let mut candidates = std::collections::BTreeSet::new();
+    for input in inputs {
+        let input_top = input.entry.n_levels - 1;
+        let stored = input
+            .reader
+            .cells(input.part_idx, field, level.min(input_top), 0..=u64::MAX)
+            .map_err(unreadable)?;
+        let up = level.saturating_sub(input_top);
+        candidates.extend(stored.iter().map(|c| lift_index(ladder, c.index, up)));
+    }
+    let out_last = cell(hi);
+    let out_chains = chained_from.is_some_and(|from| level >= from);
+    let mut shared: Vec<u64> = inputs
+        .windows(2)
+        .filter_map(|pair| {
+            let ([_, before], [after, _]) = (pair[0].entry.axis?, pair[1].entry.axis?);
+            (cell(before) == cell(after)).then(|| cell(before))
+        })
+        .collect();
+    if out_chains {
+        shared.push(out_last);
+    }
+    for index in shared {
+        let over: Vec<usize> = (0..inputs.len())
+            .filter(|&i| {
+                inputs[i]
+                    .entry
+                    .axis
+                    .is_some_and(|[a, b]| cell(a) <= index && index <= cell(b))
+            })
+            .collect();
+        let last = over.last().copied();
+        let regrouped = over.iter().any(|&i| {
+            (Some(i) != last || (out_chains && index == out_last))
+                && pieces[i].merged_in(&inputs[i], ladder, level, index)
+        });
+        if regrouped {
+            candidates.insert(index);
+        }
+    }
+    let mut differing = Vec::new();
+    for index in candidates {
+        // The read of the inputs: their cells of this index, oldest first, folded newest
+        // first, each merged in front; or kept as they are where a later segment's cell
+        // will be folded in behind them.
+        let links = links_at(inputs, ladder, field, level, index)?;
+        differing.extend(merge_links(&links, |i| pick.shares(ladder, level, i, top)));
+    }
+    Ok(differing)
+}
+
+/// The cells of `level` with index `index` of every input whose rows reach it, as a read has
+/// them ([`cells_in`]), the inputs oldest first.
+fn links_at(
+    inputs: &[MergeInput],
+    ladder: &Ladder,
+    field: u16,
+    level: u8,
+    index: u64,
+) -> Result<Vec<Cell>, EngineError> {
+    let Some([lo, hi]) = ladder.span(level, index) else {
+        return Ok(Vec::new());
+    };
+    let mut links = Vec::new();
+    for input in inputs {
+        let reaches = input.entry.axis.is_some_and(|[a, b]| a <= hi && b >= lo);
+        if !reaches {
+            continue;
+        }
+        let run = CellRun {
+            field,
+            level,
+            cells: [index, index],
+        };
+        links.extend(cells_in(
+            &input.reader,
+            input.part_idx,
+            &input.entry,
+            ladder,
+            run,
+            None,
+        )?);
+    }
+    Ok(links)
+}
+
+/// What a merge needs to know of an input's pieces (the barriers merged into it, parted by its
+/// seams) at a level it folds from its rows: whether it has seams, and the axis of the row
+/// before its last one (so whether a cell holding its last row holds several of its pieces).
+struct Pieces {
+    has_seams: bool,
+    before_last_seam: Option<u64>,
+}
+
+impl Pieces {
+    /// Reads them off `input`'s seams, decoding at most the one axis chunk holding the row
+    /// before its last seam.
+    fn of(input: &MergeInput) -> Result<Pieces, EngineError> {
+        let seams = input.reader.seams(input.part_idx).map_err(unreadable)?;
+        let Some(last) = seams.last() else {
+            return Ok(Pieces {
+                has_seams: false,
+                before_last_seam: None,
+            });
+        };
+        // A seam lies inside the rows (checked with its block), so the row before it exists.
+        let row = usize::try_from(last.get() - 1).unwrap_or(usize::MAX);
+        let before = match input.reader.axis(input.part_idx).map_err(unreadable)? {
+            Some(axis) if row < axis.len() => axis
+                .values(row..row + 1)
+                .map_err(unreadable)?
+                .first()
+                .copied(),
+            _ => None,
+        };
+        Ok(Pieces {
+            has_seams: true,
+            before_last_seam: before,
+        })
+    }
+
+    /// Whether `input`'s cell `index` of `level` holds several of its pieces merged into one
+    /// (rather than one piece, or a chain of them): a merge of it would regroup them.
+    fn merged_in(&self, input: &MergeInput, ladder: &Ladder, level: u8, index: u64) -> bool {
+        let Some([lo, hi]) = input.entry.axis else {
+            return false;
+        };
+        if !self.has_seams {
+            return false;
+        }
+        let chained_from = input.reader.partitions()[input.part_idx].chained_from;
+        let its_last = ladder.cell(hi, level) == index;
+        if its_last && chained_from.is_some_and(|from| level >= from) {
+            return false;
+        }
+        if !its_last || ladder.cell(lo, level) == index {
+            // Wholly inside the cell, with seams: several pieces. (A cell holding an input's
+            // first rows and not its last is never asked of an input other than the last.)
+            return true;
+        }
+        // The cell holds the input's last rows: several pieces iff the row before its last
+        // seam is among them.
+        self.before_last_seam
+            .is_none_or(|axis| ladder.cell(axis, level) == index)
+    }
+}
+
+/// From which level the output's cell holding its last row is a chain of its pieces where it
+/// folds a level from its rows: where the merge keeps it as a chain ([`Pick::shares`]), from the
+/// level whose cell holds both its last row and the first of the segment after it, and at its
+/// top (which reads lift to every level above it); never, for a merge of the newest segments.
+fn chained_from_of(pick: &Pick, ladder: &Ladder, hi: u64, top: u8) -> Option<u8> {
+    let next = pick.later.iter().map(|&[lo, _]| lo).min()?;
+    Some(ladder.shared_level(hi, next).min(top))
+}
+
+/// The output's seams: each input's own, and the row where each input after the first begins,
+/// wherever a level the output folds from its rows (one beneath `from`) has a cell on both
+/// sides of it (the inputs' own seams were kept on the same rule for a `from` at least as
+/// high, and cost a `u64` each, so they are kept as they are).
+fn output_seams(inputs: &[MergeInput], ladder: &Ladder, from: u8) -> Result<Vec<u64>, EngineError> {
+    let mut seams = Vec::new();
+    let mut start = 0u64;
+    let mut last_axis: Option<u64> = None;
+    for input in inputs {
+        if let (Some(before), Some([first, _])) = (last_axis, input.entry.axis)
+            && ladder.shared_level(before, first) < from
+        {
+            seams.push(start);
+        }
+        let own = input.reader.seams(input.part_idx).map_err(unreadable)?;
+        seams.extend(own.iter().map(|s| start + s.get()));
+        start += input.entry.n_rows;
+        last_axis = input.entry.axis.map(|[_, hi]| hi);
+    }
+    Ok(seams)
 }
 
 /// The bounds the policy works within, from the store's `Config`.
@@ -979,52 +1191,6 @@ fn plan_window(sizes: &[u64], n_live: usize, bounds: PolicyBounds) -> Result<usi
         return Ok((n_over + 1).min(n_max));
     }
     Err(n_left)
-}
-
-/// Appends a stored column's values to a buffer of the same kind.
-fn append(buf: &mut ColumnBuf, column: &Column<'_>, path: &str) -> Result<(), EngineError> {
-    match (buf, column) {
-        (ColumnBuf::U64(out), Column::U64(c)) => out.extend(c.iter().map(|v| v.get())),
-        (ColumnBuf::I64(out), Column::I64(c)) => out.extend(c.iter().map(|v| v.get())),
-        (ColumnBuf::F64(out), Column::F64(c)) => out.extend(c.iter().map(|v| v.get())),
-        // Decoded a chunk at a time, each appended as a plain column would be.
-        (buf, Column::Packed(packed)) => {
-            for chunk in 0..packed.chunks() {
-                let decoded = packed.decode_chunk(chunk).map_err(unreadable)?;
-                append(&mut *buf, &decoded.column(), path)?;
-            }
-        }
-        (
-            ColumnBuf::Var {
-                offsets,
-                heap,
-                is_str: true,
-            },
-            Column::Str(c),
-        )
-        | (
-            ColumnBuf::Var {
-                offsets,
-                heap,
-                is_str: false,
-            },
-            Column::Bytes(c),
-        ) => {
-            for row_idx in 0..c.len() {
-                heap.extend_from_slice(c.get(row_idx).unwrap_or_default());
-                offsets.push(heap.len() as u64);
-            }
-        }
-        (buf, column) => {
-            return Err(EngineError::Unreadable {
-                source: SegmentError::mismatch(
-                    path,
-                    format!("a column stored as {column:?} where the declaration has {buf:?}"),
-                ),
-            });
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -100,11 +100,19 @@ pub struct Config {
     /// How level cells are kept (docs/levels.md, "Which levels are stored"):
     /// `LevelStorage::Whole` stores every level in every file; `LevelStorage::Adaptive` stores
     /// a partition's levels in a file only from the lowest level whose cells cost at most an
-    /// eighth of its raw column bytes, and folds finer levels from the raw rows when they are
+    /// eighth of what its axis and stored columns take in the file (packed, where they are),
+    /// and folds finer levels from the raw rows when they are
     /// read, which answers the same cells, bit for bit. Only what is written follows this:
     /// each file records from which level it stores its levels, and every read honours that,
     /// whatever the setting of the store reading it.
     pub level_storage: LevelStorage,
+    /// Whether the axis and numeric columns are written packed (pco chunks of at most 10,000
+    /// rows, segment format 5, docs/format.md), where that makes them smaller: the default.
+    /// `false` writes them plain, 8 bytes a value, read with no decoding at all: a store that
+    /// would rather spend bytes than the CPU of decoding them. Barriers and compaction outputs
+    /// follow it alike; every file records how each block is held, and every read honours
+    /// that, whatever the setting of the store reading it.
+    pub pack_columns: bool,
 }
 
 impl Default for Config {
@@ -121,6 +129,7 @@ impl Default for Config {
             survey_fill: SurveyFill::FinestLevel,
             lineage_states_max: LINEAGE_STATES_DEFAULT,
             level_storage: LevelStorage::default(),
+            pack_columns: true,
         }
     }
 }
@@ -189,6 +198,13 @@ impl Config {
     #[must_use]
     pub fn retain(mut self, stream: impl Into<String>, retention: Retention) -> Self {
         self.retention.insert(stream.into(), retention);
+        self
+    }
+
+    /// Sets [`Config::pack_columns`].
+    #[must_use]
+    pub fn pack_columns(mut self, pack_columns: bool) -> Self {
+        self.pack_columns = pack_columns;
         self
     }
 

@@ -182,6 +182,48 @@ pub fn reads_seed_chained() -> Vec<u8> {
         .expect("a merge kept a chain")
 }
 
+/// A fourth seed for the `reads` target (format version 6): as [`reads_seed_chained`], a merge
+/// behind the newest segments, now with packed columns and the seams between the barriers it
+/// merged, its levels beneath `stored_from` folded from the rows piece by piece, and the cell
+/// holding its last row a chain from the level it shared with the segment after it.
+///
+/// # Panics
+/// If the engine cannot write to a fresh simulated file system, or the merge kept no seam: a
+/// bug, not an input.
+pub fn reads_seed_seams() -> Vec<u8> {
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let mut store = Store::create_in(vfs.clone(), Config::default(), &[reads_decl()])
+        .expect("a fresh store opens");
+    for barrier in 0..24u64 {
+        let rows = seed_rows(barrier * 60..(barrier + 1) * 60);
+        store
+            .publish("cap", barrier, &rows)
+            .expect("the seed rows are valid");
+        store.seal().expect("the seed seals");
+    }
+    let cap = store.metrics().bytes_sealed / 4;
+    drop(store);
+    let config = Config::default()
+        .compact_step_bytes_max(cap)
+        .compact_files_max(1);
+    let mut store = Store::open_in(vfs, config, &[]).expect("the seed reopens");
+    store.compact().expect("the seed compacts");
+    drop(store);
+    (1..256)
+        .filter_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
+        .find(|bytes| {
+            let Ok(reader) = SegmentReader::open("seed", bytes.as_slice()) else {
+                return false;
+            };
+            let part = &reader.partitions()[0];
+            part.entry.ordinals[0] == 0
+                && part.chained_from.is_some()
+                && reader.seams(0).is_ok_and(|seams| !seams.is_empty())
+        })
+        .expect("a merge behind the newest kept seams")
+}
+
 /// A store whose manifest declares [`reads_decl`] and claims `segment` as file 1, exactly as the
 /// file's directory describes it (length, digest, partitions). `Err` says why no manifest could
 /// claim the file (its header, footer or directory is refused, or the catalog refuses the claim).

@@ -51,21 +51,22 @@ pub enum LevelStorage {
 }
 
 /// Under [`LevelStorage::Adaptive`], the most a file's stored level cells may cost, as a
-/// share (`1 / LEVEL_BYTES_SHARE`) of the partition's raw column bytes in it: 8, so levels
-/// add at most 12.5% to the rows they summarise.
+/// share (`1 / LEVEL_BYTES_SHARE`) of the bytes the partition's axis and stored columns take in
+/// it, as written (packed where packing makes them smaller, segment format 5): 8, so levels add
+/// at most 12.5% to the rows they summarise, and are at most a ninth of the partition.
 pub const LEVEL_BYTES_SHARE: u64 = 8;
 
 /// Bytes one cell costs on disk (a segment's CellRecord).
-const CELL_BYTES: u64 = 104;
+pub(crate) const CELL_BYTES: u64 = 104;
 
-/// The lowest level to store whole, for a partition whose rows have `shared` levels
-/// (`Ladder::shared_levels`) up to `top`, with `n_fields` measured fields and `raw_bytes` of
-/// raw columns: the lowest level whose cells, with every level above it to `top`, cost at most
-/// `raw_bytes / LEVEL_BYTES_SHARE`; `top + 1` (nothing stored, every level folded from the
-/// rows) if even `top`'s one cell a field costs more.
-pub(crate) fn stored_from(shared: &[u8], top: u8, n_fields: u64, raw_bytes: u64) -> u8 {
-    let counts = Ladder::cells_per_level(shared, top);
-    let allowed = raw_bytes / LEVEL_BYTES_SHARE;
+/// The lowest level to store whole, for a partition whose rows have `counts[k]` cells at level
+/// `k` up to `top` (`Ladder::cells_per_level`), with `n_fields` measured fields and
+/// `column_bytes` of axis and stored columns as written: the lowest level whose cells, with
+/// every level above it to `top`, cost at most `column_bytes / LEVEL_BYTES_SHARE`; `top + 1`
+/// (nothing stored, every level folded from the rows) if even `top`'s one cell a field costs
+/// more.
+pub(crate) fn stored_from(counts: &[u64], top: u8, n_fields: u64, column_bytes: u64) -> u8 {
+    let allowed = column_bytes / LEVEL_BYTES_SHARE;
     let mut cost = 0u64;
     let mut lowest = top + 1;
     for level in (0..=top).rev() {
@@ -80,15 +81,6 @@ pub(crate) fn stored_from(shared: &[u8], top: u8, n_fields: u64, raw_bytes: u64)
         lowest = level;
     }
     lowest
-}
-
-/// The raw column bytes of `staged` rows: the axis and each stored column as written (8 bytes
-/// a row, or offsets and heap for `str`/`bytes`). Positions and ordinals are left out: they
-/// are mostly runs of a few bytes.
-pub(crate) fn raw_bytes(staged: &Staged) -> u64 {
-    let rows = staged.axis.len() as u64;
-    let columns: u64 = staged.columns.iter().map(ColumnBuf::stored_bytes).sum();
-    rows.saturating_mul(8).saturating_add(columns)
 }
 
 /// The cells of `level` that rows `axis` (with `shared` levels) of `column`, starting at row
@@ -118,13 +110,15 @@ pub(crate) fn fold_column_to(
 
 /// Folds a staged partition's rows into every level it stores, per measured field, and
 /// answers from which level the levels are stored whole (levels beneath it are empty: a
-/// barrier's rows fold to exactly those cells, so none needs storing). Empty for a stream
-/// without an axis (only an axial stream can be surveyed) or without measured fields.
+/// barrier's rows fold to exactly those cells, so none needs storing). `column_bytes` is what
+/// its axis and stored columns took in the file (`RowsWritten::column_bytes`). Empty for a
+/// stream without an axis (only an axial stream can be surveyed) or without measured fields.
 pub(crate) fn fold_partition(
     decl: &StreamDecl,
     stored: &[u16],
     staged: &Staged,
     storage: LevelStorage,
+    column_bytes: u64,
 ) -> (u8, Vec<FieldLevels>) {
     let (Some(_), Some(&lo), Some(&hi)) = (decl.axis, staged.axis.first(), staged.axis.last())
     else {
@@ -136,9 +130,12 @@ pub(crate) fn fold_partition(
     let shared = ladder.shared_levels(&staged.axis);
     let from = match storage {
         LevelStorage::Whole => 0,
-        LevelStorage::Adaptive => {
-            stored_from(&shared, top, measured.len() as u64, raw_bytes(staged))
-        }
+        LevelStorage::Adaptive => stored_from(
+            &Ladder::cells_per_level(&shared, top),
+            top,
+            measured.len() as u64,
+            column_bytes,
+        ),
     };
     let fields = measured
         .into_iter()

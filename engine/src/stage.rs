@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use strata_index::{FieldKind, StreamDecl, TrackKey, validate_label};
-use strata_segment::{ColumnData, FieldCells, PartitionInput, VarData};
+use strata_segment::{ColumnData, FieldCells, RowsInput, VarData};
 
 use crate::error::EngineError;
 use crate::ladder::FieldLevels;
@@ -26,16 +26,6 @@ pub(crate) enum ColumnBuf {
 }
 
 impl ColumnBuf {
-    /// The bytes the column takes in a segment: 8 a value, or the offsets and the heap.
-    pub(crate) fn stored_bytes(&self) -> u64 {
-        match self {
-            ColumnBuf::U64(v) => 8 * v.len() as u64,
-            ColumnBuf::I64(v) => 8 * v.len() as u64,
-            ColumnBuf::F64(v) => 8 * v.len() as u64,
-            ColumnBuf::Var { offsets, heap, .. } => 8 * offsets.len() as u64 + heap.len() as u64,
-        }
-    }
-
     pub(crate) fn new(kind: FieldKind) -> ColumnBuf {
         match kind {
             FieldKind::U64 => ColumnBuf::U64(Vec::new()),
@@ -335,16 +325,10 @@ impl StreamState {
         }
     }
 
-    /// What the segment writer takes for one partition of this stream: `rows` (staged by a
-    /// barrier, or merged by compaction) and their level cells.
-    pub fn partition_input<'a>(
-        &'a self,
-        track: &'a TrackKey,
-        rows: &'a Staged,
-        levels: &'a [FieldLevels],
-        stored_from: u8,
-    ) -> PartitionInput<'a> {
-        PartitionInput {
+    /// What the segment writer takes for the rows of one partition of this stream, staged by
+    /// a barrier.
+    pub fn rows_input<'a>(&'a self, track: &'a TrackKey, rows: &'a Staged) -> RowsInput<'a> {
+        RowsInput {
             stream: &self.decl.id,
             track,
             positions: &rows.positions,
@@ -356,15 +340,6 @@ impl StreamState {
                 .zip(&rows.columns)
                 .map(|(&field, column)| (field, column.data()))
                 .collect(),
-            cells: levels
-                .iter()
-                .map(|f| FieldCells {
-                    field: f.field,
-                    kind: f.kind,
-                    levels: &f.levels,
-                })
-                .collect(),
-            stored_from,
         }
     }
 
@@ -396,4 +371,16 @@ impl StreamState {
             self.staged_position = Some(position);
         }
     }
+}
+
+/// What the segment writer takes for a partition's level cells.
+pub(crate) fn field_cells(levels: &[FieldLevels]) -> Vec<FieldCells<'_>> {
+    levels
+        .iter()
+        .map(|f| FieldCells {
+            field: f.field,
+            kind: f.kind,
+            levels: &f.levels,
+        })
+        .collect()
 }

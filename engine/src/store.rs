@@ -24,6 +24,7 @@ use crate::ladder::{LevelStorage, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
 use crate::snapshot::Pins;
 use crate::stage::StreamState;
+use crate::stage::field_cells;
 use crate::value::Row;
 
 /// What the store has done since it was opened, measured as it happened.
@@ -607,11 +608,11 @@ impl Store {
             .collect();
         let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
         self.sealing = true;
-        let storage = self.config.level_storage;
         Sealing {
             name,
             streams,
-            storage,
+            storage: self.config.level_storage,
+            pack_columns: self.config.pack_columns,
             staged_bytes: std::mem::take(&mut self.staged_bytes),
             rows,
             watermarks,
@@ -1094,6 +1095,8 @@ pub(crate) struct Sealing {
     streams: BTreeMap<String, StreamState>,
     /// How levels are kept (`Config::level_storage`).
     storage: LevelStorage,
+    /// Whether columns are packed (`Config::pack_columns`).
+    pack_columns: bool,
     staged_bytes: usize,
     rows: u64,
     watermarks: Vec<Entry>,
@@ -1171,7 +1174,7 @@ impl Sealing {
         // record carries the file's digest and length, known once the last byte has passed.
         let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
             let sink = FileSink::for_input(temp.file(), self.staged_bytes);
-            match write_staged(&self.streams, self.storage, sink) {
+            match write_staged(&self.streams, self.storage, self.pack_columns, sink) {
                 Ok((summary, _)) => Ok((summary, temp.sync()?)),
                 Err(e) => {
                     let path = temp.tmp_path().to_owned();
@@ -1183,9 +1186,13 @@ impl Sealing {
             Ok(written) => written,
             Err(error) => {
                 // What the barrier would have needed: its length, counted without writing it.
-                let (counted, _) =
-                    write_staged(&self.streams, self.storage, CountingSink::default())
-                        .expect("counting bytes does not fail");
+                let (counted, _) = write_staged(
+                    &self.streams,
+                    self.storage,
+                    self.pack_columns,
+                    CountingSink::default(),
+                )
+                .expect("counting bytes does not fail");
                 let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
                 let needed = counted.len + frame_bytes;
                 let intact = std::mem::take(&mut self.intact);
@@ -1331,18 +1338,28 @@ fn snapshot_len(catalog: &Catalog) -> u64 {
     (LOG_HEADER_LEN + frames) as u64
 }
 
-/// Streams every staged partition to `sink` as one segment, folding each partition's levels as
-/// it is written, so a barrier holds one partition's levels at a time beside the staged rows.
+/// Streams every staged partition to `sink` as one segment, folding each partition's levels
+/// once its rows are written (so that what they cost chooses the levels stored), so a barrier
+/// holds one partition's levels at a time beside the staged rows. `pack_columns` is
+/// `Config::pack_columns`.
 fn write_staged<S: SegmentSink>(
     streams: &BTreeMap<String, StreamState>,
     storage: LevelStorage,
+    pack_columns: bool,
     sink: S,
 ) -> std::io::Result<(SegmentSummary, S)> {
-    let mut writer = SegmentWriter::to_sink(sink)?;
+    let mut writer = SegmentWriter::to_sink(sink)?.packing(pack_columns);
     for state in streams.values() {
         for (key, staged) in &state.staged {
-            let (stored_from, levels) = fold_partition(&state.decl, &state.stored, staged, storage);
-            writer.write_partition(&state.partition_input(key, staged, &levels, stored_from))?;
+            let rows = writer.write_rows(&state.rows_input(key, staged))?;
+            let (stored_from, levels) = fold_partition(
+                &state.decl,
+                &state.stored,
+                staged,
+                storage,
+                rows.column_bytes,
+            );
+            writer.write_cells(&field_cells(&levels), stored_from)?;
         }
     }
     writer.finish_streamed()

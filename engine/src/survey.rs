@@ -481,7 +481,7 @@ impl Store {
                     if !wanted[i] {
                         continue;
                     }
-                    let found = cells_in(&reader, part_idx, entry, ladder, *run)?;
+                    let found = cells_in(&reader, part_idx, entry, ladder, *run, None)?;
                     n_cells_read += found.len() as u64;
                     partition[i].prepend(found);
                 }
@@ -492,38 +492,6 @@ impl Store {
         }
         self.cells_read.fetch_add(n_cells_read, Ordering::Relaxed);
         Ok(merged)
-    }
-
-    /// The cells of `field` at `level` with indexes in `cells` (inclusive) that one segment
-    /// of a partition holds, checked against the manifest's `entry` and the stream's grid.
-    /// Above the segment's top level, its single top cell is the cell, under a coarser index.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "a segment, the partition in it, and which cells: splitting them hides nothing"
-    )]
-    pub(crate) fn segment_cells(
-        &self,
-        name: FileName,
-        track: &TrackKey,
-        entry: &PartitionEntry,
-        ladder: &Ladder,
-        field: u16,
-        level: u8,
-        cells: [u64; 2],
-    ) -> Result<Vec<Cell>, EngineError> {
-        let (reader, part_idx) = self.partition_in(name, &entry.stream, track)?;
-        self.check_partition(&reader, part_idx, entry)?;
-        cells_in(
-            &reader,
-            part_idx,
-            entry,
-            ladder,
-            CellRun {
-                field,
-                level,
-                cells,
-            },
-        )
     }
 
     /// The level fold of each of `fields` over the whole level-0 cells `span` touches, from
@@ -725,16 +693,16 @@ fn check_on_grid(
 /// One run of cells a level read asks of every file: `field`'s cells of `level` with indexes
 /// in `cells` (inclusive).
 #[derive(Clone, Copy, Debug)]
-struct CellRun {
-    field: u16,
-    level: u8,
-    cells: [u64; 2],
+pub(crate) struct CellRun {
+    pub field: u16,
+    pub level: u8,
+    pub cells: [u64; 2],
 }
 
 /// The cells of `run` that partition `part_idx` of `reader` stores (checked already against
 /// `entry`), ascending by index, checked against the stream's grid. Above the segment's top
 /// level, its single top cell is the cell, under a coarser index.
-fn cells_in(
+pub(crate) fn cells_in(
     reader: &SegmentReader<Mapped>,
     part_idx: usize,
     entry: &PartitionEntry,
@@ -744,6 +712,7 @@ fn cells_in(
         level,
         cells,
     }: CellRun,
+    rows: Option<&FoldRows>,
 ) -> Result<Vec<Cell>, EngineError> {
     let top = entry.n_levels - 1;
     let (stored_level, stored_cells) = if level <= top {
@@ -767,7 +736,14 @@ fn cells_in(
                 .span(stored_level, *stored_cells.end())
                 .map_or(u64::MAX, |s| s[1]),
         ];
-        let folded = fold_file_rows(reader, part_idx, ladder, field, stored_level, span)?;
+        let folded = match rows {
+            // Every row of the partition, decoded already (a merge folds several levels).
+            Some(rows) => fold_decoded(ladder, field, stored_level, rows)
+                .into_iter()
+                .filter(|c| stored_cells.contains(&c.index))
+                .collect(),
+            None => fold_file_rows(reader, part_idx, ladder, field, stored_level, span)?,
+        };
         with_stored(reader, entry, stored_level, folded, stored)?
     } else {
         stored
@@ -787,41 +763,129 @@ fn cells_in(
 }
 
 /// The cells of `level` that partition `part_idx`'s raw rows with axis in `span` fold to, as a
-/// level stored whole would hold them (bit for bit: `Ladder::fold_rows_to`).
+/// level stored whole would hold them (bit for bit: `Ladder::fold_rows_to`). Where the file has
+/// seams (a merge's, segment format 6), the rows on either side of each are folded apart, and a
+/// cell they share comes back as a chain of the pieces, oldest first: what the barriers merged
+/// into the file answered, which a read folds link by link.
 pub(crate) fn fold_file_rows(
     reader: &SegmentReader<Mapped>,
     part_idx: usize,
     ladder: &Ladder,
     field: u16,
     level: u8,
-    [lo, hi]: [u64; 2],
+    span: [u64; 2],
 ) -> Result<Vec<Cell>, EngineError> {
+    let rows = file_rows(reader, part_idx, field, span)?;
+    Ok(fold_decoded(ladder, field, level, &rows))
+}
+
+/// Rows of one partition decoded for a fold: the axis, one field's values, where the rows are
+/// parted (seams, as indexes into these rows, each inside them), and from which level the cell
+/// holding the partition's last row (its axis value) stays a chain of its pieces.
+pub(crate) struct FoldRows {
+    pub axis: Vec<u64>,
+    pub numbers: Decoded,
+    pub cuts: Vec<usize>,
+    pub chained: Option<(u8, u64)>,
+}
+
+/// The axis and `field`'s values of partition `part_idx`'s rows with axis in `[lo, hi]`,
+/// decoded (only the chunks they lie in), and the file's seams among them.
+pub(crate) fn file_rows(
+    reader: &SegmentReader<Mapped>,
+    part_idx: usize,
+    field: u16,
+    [lo, hi]: [u64; 2],
+) -> Result<FoldRows, EngineError> {
     let (start, end) = rows_in(reader, part_idx, [lo, hi])?;
+    let seams = reader.seams(part_idx).map_err(unreadable)?;
+    let first = seams.partition_point(|s| s.get() <= start as u64);
+    let cuts: Vec<usize> = seams[first..]
+        .iter()
+        .map(|s| usize::try_from(s.get()).unwrap_or(usize::MAX))
+        .take_while(|&s| s < end)
+        .map(|s| s - start)
+        .collect();
     let axis: Vec<u64> = match reader.axis(part_idx).map_err(unreadable)? {
         Some(axis) => axis.values(start..end).map_err(unreadable)?,
         None => Vec::new(),
     };
-    let shared = ladder.shared_levels(&axis);
-    let fold =
-        |value: &dyn Fn(usize) -> Num| ladder.fold_rows_to(field, &axis, &shared, value, level);
     let numbers = match reader.column(part_idx, field).map_err(unreadable)? {
         Some(column) => column.numbers(start..end).map_err(unreadable)?,
         None => None,
     };
-    Ok(match numbers {
-        Some(Decoded::U64(c)) => fold(&|i| Num::U64(c[i].get())),
-        Some(Decoded::I64(c)) => fold(&|i| Num::I64(c[i].get())),
-        Some(Decoded::F64(c)) => {
-            let values: Vec<f64> = c.iter().map(|v| v.get()).collect();
-            ladder.fold_f64_rows_to(field, &axis, &shared, &values, level)
-        }
-        None => {
-            return Err(unreadable(SegmentError::mismatch(
-                reader.path(),
-                format!("field {field} is not a stored number"),
-            )));
-        }
+    let numbers = numbers.ok_or_else(|| {
+        unreadable(SegmentError::mismatch(
+            reader.path(),
+            format!("field {field} is not a stored number"),
+        ))
+    })?;
+    let info = &reader.partitions()[part_idx];
+    let chained = info.chained_from.zip(info.entry.axis.map(|[_, last]| last));
+    Ok(FoldRows {
+        axis,
+        numbers,
+        cuts,
+        chained,
     })
+}
+
+/// The cells of `level` that `rows` fold to, each piece between two cuts (seams) folded apart,
+/// and the pieces of a cell then merged into one, newest first (`p1 + (p2 + (.. + pn))`, the
+/// right fold a read took of the barriers before they were merged) — but for the cell holding
+/// the partition's last row from the level it is chained (`FoldRows::chained`), whose pieces
+/// stay a chain, for a read to fold in front of what follows. Bit for bit what the merge that
+/// wrote the file would have stored, had it stored the level (`compact.rs`).
+pub(crate) fn fold_decoded(ladder: &Ladder, field: u16, level: u8, rows: &FoldRows) -> Vec<Cell> {
+    let FoldRows {
+        axis,
+        numbers,
+        cuts,
+        chained,
+    } = rows;
+    let shared = ladder.shared_levels(axis);
+    let mut pieces = Vec::new();
+    let ends = cuts.iter().copied().chain(std::iter::once(axis.len()));
+    let mut start = 0;
+    for end in ends {
+        let (piece, piece_shared) = (&axis[start..end], &shared[start..end.max(start + 1) - 1]);
+        let fold = |value: &dyn Fn(usize) -> Num| {
+            ladder.fold_rows_to(field, piece, piece_shared, value, level)
+        };
+        pieces.extend(match numbers {
+            Decoded::U64(c) => fold(&|i| Num::U64(c[start + i].get())),
+            Decoded::I64(c) => fold(&|i| Num::I64(c[start + i].get())),
+            Decoded::F64(c) => {
+                let values: Vec<f64> = c[start..end].iter().map(|v| v.get()).collect();
+                ladder.fold_f64_rows_to(field, piece, piece_shared, &values, level)
+            }
+        });
+        start = end;
+    }
+    if cuts.is_empty() {
+        return pieces;
+    }
+    let chained_cell = chained
+        .filter(|&(from, _)| level >= from)
+        .map(|(_, last)| ladder.cell(last, level));
+    let mut cells: Vec<Cell> = Vec::with_capacity(pieces.len());
+    let mut at = 0;
+    while at < pieces.len() {
+        let index = pieces[at].index;
+        let end = at + pieces[at..].iter().take_while(|c| c.index == index).count();
+        if Some(index) == chained_cell {
+            cells.extend_from_slice(&pieces[at..end]);
+        } else {
+            let newest = pieces[end - 1].bucket;
+            let bucket = pieces[at..end - 1]
+                .iter()
+                .rev()
+                .fold(newest, |newer, piece| piece.bucket.merge(&newer));
+            cells.push(Cell { index, bucket });
+        }
+        at = end;
+    }
+    cells
 }
 
 /// The rows `start..end` of partition `part_idx` whose axis lies in `[lo, hi]`: the axis is
@@ -839,9 +903,10 @@ fn rows_in(
     Ok((start, end))
 }
 
-/// `folded` (ascending) with each of `stored` (ascending, its indexes among `folded`'s) in place
-/// of the folded cell of its index; an index `stored` holds several times is a chain of partial
-/// cells (`CHAINS_VERSION`), which takes the place whole. A stored cell (or chain) of a level
+/// `folded` (ascending; an index several times where seams part its rows) with each of
+/// `stored` (ascending, its indexes among `folded`'s) in place of the folded cell or links of its
+/// index; an index `stored` holds several times is a chain of partial cells
+/// (`CHAINS_VERSION`), which takes the place whole. A stored cell (or chain) of a level
 /// folded from the rows must stand where the rows put a cell, and fold as many of them:
 /// anything else is bad bytes.
 fn with_stored(
@@ -866,8 +931,15 @@ fn with_stored(
         while let Some(cell) = folded.next_if(|c| c.index < index) {
             out.push(cell);
         }
-        match folded.next_if(|c| c.index == index) {
-            Some(slot) if slot.bucket.count == count => out.extend_from_slice(&stored[at..end]),
+        // The folded cell of this index, or its links where seams part it.
+        let mut slot = None;
+        while let Some(link) = folded.next_if(|c| c.index == index) {
+            slot = Some(slot.unwrap_or(0u64).saturating_add(link.bucket.count));
+        }
+        match slot {
+            Some(folded_count) if folded_count == count => {
+                out.extend_from_slice(&stored[at..end]);
+            }
             _ => {
                 return Err(unreadable(SegmentError::Malformed {
                     path: reader.path().to_owned(),

@@ -43,6 +43,67 @@ fn compacting() -> Config {
         .compact_inputs_max(4)
 }
 
+/// The positions of the barriers [`fill_packed`] seals after the prefill.
+const PACKED_POSITIONS: std::ops::RangeInclusive<u64> = 10..=13;
+
+/// Rows of barrier `position` for the prefill's tracks, 40 a track: enough that their axis and
+/// values are packed (segment format 5 on), where the prefill's two a track stay plain.
+fn packed_rows(position: u64) -> Vec<strata::Row> {
+    let mut rows = Vec::new();
+    for (i, track) in (0u64..).zip(PREFILL_TRACKS) {
+        for k in 0..40u64 {
+            // Above the prefill's axis (to 31) and below the next barrier's (from 800).
+            let t = 40 + 160 * (position - 10) + 4 * k + i;
+            rows.push(vec![
+                strata::Value::Str(track.into()),
+                strata::Value::U64(t),
+                strata::Value::I64(i64::try_from(k % 9 + 3 * i).unwrap()),
+            ]);
+        }
+    }
+    rows
+}
+
+/// The prefill compacted, then barriers of packed rows after it: a step then merges packed
+/// inputs (moving their chunks) beside the plain file the prefill's merges left.
+fn fill_packed(store: &mut Store) {
+    while store.compact_step().unwrap().is_some() {}
+    for position in PACKED_POSITIONS {
+        store
+            .publish(STREAM, position, &packed_rows(position))
+            .unwrap();
+        store.seal().unwrap();
+    }
+    // What the step merges is packed: the newest barrier's axis and value columns are.
+    let vfs = store.vfs();
+    let newest = store.catalog().live_files().map(|f| f.name).max().unwrap();
+    let path = strata::segment::names::NumberedName::segment(newest).path_in("seg");
+    let bytes = vfs.map(&path).unwrap();
+    let reader = strata::segment::SegmentReader::open(&path, bytes).unwrap();
+    assert!(matches!(
+        reader.axis(0).unwrap(),
+        Some(strata::segment::Axis::Packed(_))
+    ));
+    assert!(matches!(
+        reader.column(0, 2).unwrap(),
+        Some(strata::segment::Column::Packed(_))
+    ));
+}
+
+/// `fill_packed`, in the model (compaction changes no answer).
+fn model_fill_packed(model: &mut strata::MemorySeries) {
+    for position in PACKED_POSITIONS {
+        crate::harness::ready(strata::Series::publish(
+            model,
+            STREAM,
+            position,
+            packed_rows(position),
+        ))
+        .unwrap();
+        crate::harness::ready(strata::Series::seal(model, STREAM, &[])).unwrap();
+    }
+}
+
 macro_rules! scenarios {
     ($($test:ident: $scenario:expr,)*) => {
         /// Every scenario, by the name of its test.
@@ -114,6 +175,20 @@ scenarios! {
         config: compacting,
         prepare: |_| {},
         model_prepare: |_| {},
+        op: |store| store.compact_step().map(drop),
+        steps: |store, seen| {
+            store.compact_step().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: true,
+        rewrites: false,
+    },
+    compaction_step_of_packed_barriers: Scenario {
+        name: "compact-packed",
+        config: compacting,
+        prepare: fill_packed,
+        model_prepare: model_fill_packed,
         op: |store| store.compact_step().map(drop),
         steps: |store, seen| {
             store.compact_step().unwrap();

@@ -347,6 +347,92 @@ fn compact_converges_from_a_backlog_of_1000_barrier_files_and_changes_no_answer(
     }
 }
 
+/// Barriers big enough that their columns are packed (segment format 5 on), then barriers of a
+/// few dozen rows, all of one partition with sums that round: compaction moves the big
+/// barriers' chunks into its output as they were and gathers the small ones, records seams
+/// where each barrier began, and changes no answer, before or after a reopen; under both level
+/// storages, and whether the merges run as barriers arrive (some behind the newest) or after.
+#[test]
+fn packed_barriers_merge_by_moving_their_chunks_and_change_no_answer() {
+    use strata::segment::{Axis, Column, SegmentReader};
+
+    let storages = [strata::LevelStorage::Adaptive, strata::LevelStorage::Whole];
+    for (storage, as_they_come) in storages
+        .into_iter()
+        .flat_map(|storage| [(storage, false), (storage, true)])
+    {
+        let fs = SimFs::new();
+        // One file in the end (and merges behind the newest on the way).
+        let policy = config(1, 16).level_storage(storage);
+        let decl = capture_default_ladder();
+        let mut store =
+            Store::open_or_create_in(sim(&fs), policy.clone(), std::slice::from_ref(&decl))
+                .unwrap();
+        let mut t = 1_000u64;
+        for (position, n_rows) in (0u64..).zip([10_000, 10_000, 10_000].into_iter().chain([37; 20]))
+        {
+            let rows: Vec<Row> = (0..n_rows)
+                .map(|i| {
+                    t += 1 + u64::from(i % 7 == 0) * 3;
+                    let v = i32::try_from((t * 7_919) % 201).unwrap() - 100;
+                    let mut row = row("a", 1, t, v);
+                    row[3] = Value::F64(f64::from(v).abs().sqrt() * 1e3 / 3.0 + f64::from(v) / 7.0);
+                    row
+                })
+                .collect();
+            store.publish("capture", position, &rows).unwrap();
+            store.seal().unwrap();
+            if as_they_come {
+                for _ in 0..4 {
+                    if store.compact_step().unwrap().is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        let before = (answers(&store), level_answers(&store));
+        let sealed = store.metrics().bytes_sealed;
+        store.compact().unwrap();
+        let what = format!("{storage:?}, compacted as they came: {as_they_come}");
+        assert_eq!((answers(&store), level_answers(&store)), before, "{what}");
+        assert_eq!(segments(&fs), 1, "{what}");
+        // The output: the three big barriers' chunks as they were, the small ones gathered
+        // into one; every packed block chunked alike; seams where barriers began (adaptive).
+        let name = store.catalog().live_files().map(|f| f.name).max().unwrap();
+        let path = strata::segment::names::NumberedName::segment(name).path_in("seg");
+        let reader = SegmentReader::open(&path, fs.live_bytes(&path).unwrap()).unwrap();
+        let Some(Axis::Packed(axis)) = reader.axis(0).unwrap() else {
+            panic!("{what}: a packed axis");
+        };
+        let chunks: Vec<usize> = (0..axis.chunks())
+            .map(|c| axis.chunk_rows(c).len())
+            .collect();
+        assert_eq!(chunks, [10_000, 10_000, 10_000, 740], "{what}");
+        let Some(Column::Packed(value)) = reader.column(0, 3).unwrap() else {
+            panic!("{what}: a packed value column");
+        };
+        assert_eq!(value.chunks(), axis.chunks(), "{what}");
+        let seams = reader.seams(0).unwrap().len();
+        if storage == strata::LevelStorage::Adaptive {
+            assert!(seams > 0, "{what}: seams");
+        }
+        // Chunks moved, not grown: the merged file costs no more than the barriers did.
+        assert!(
+            reader.file_len() <= sealed,
+            "{what}: {} bytes merged from {sealed} sealed, cells {}",
+            reader.file_len(),
+            reader.cells_len(0)
+        );
+        drop(store);
+        let store = Store::open_in(sim(&fs), policy, &[]).unwrap();
+        assert_eq!(
+            (answers(&store), level_answers(&store)),
+            before,
+            "{what}: reopened"
+        );
+    }
+}
+
 /// What a step may change if chains were wrong: surveys, level folds and cells, written out
 /// whole (Debug keeps every float's exact value).
 fn level_answers(store: &Store) -> String {

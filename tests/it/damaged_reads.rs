@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use strata::segment::fuzzing::reseal;
 use strata::{Aggregate, EngineError, Store};
 use strata_engine::fuzzing::{
-    reads, reads_seed, reads_seed_chained, reads_seed_folded, store_over,
+    reads, reads_seed, reads_seed_chained, reads_seed_folded, reads_seed_seams, store_over,
 };
 
 const SEGMENT: &str = "seg/000000000001.seg";
@@ -312,10 +312,11 @@ fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
         // Writes the seeds missing from the corpus, from the engine as it writes today. One
         // already there is kept: it is the fixture of the format version it was written in.
         std::fs::create_dir_all(&dir).unwrap();
-        let seeds: [(&str, Seed); 3] = [
+        let seeds: [(&str, Seed); 4] = [
             ("engine-two-partitions.seg", reads_seed),
             ("engine-folded-levels.seg", reads_seed_folded),
             ("engine-chained-cells.seg", reads_seed_chained),
+            ("engine-seams.seg", reads_seed_seams),
         ];
         for (name, seed) in seeds {
             if !dir.join(name).exists() {
@@ -428,6 +429,47 @@ fn the_chained_seed_is_valid_and_holds_chains() {
             cells.windows(2).all(|w| w[0].index < w[1].index),
             "level {level}: a chain read as one cell"
         );
+        assert_eq!(
+            cells.iter().map(|c| c.bucket.count).sum::<u64>(),
+            n_rows,
+            "level {level}"
+        );
+    }
+}
+
+/// The seed of format version 6: a merge behind the newest segments with packed columns, seams
+/// between the barriers it merged and the cell holding its last row chained. Alone (claimed as
+/// the store's one file) every level answers, stored or folded piece by piece, each folding
+/// every row; and the seed is what the engine writes today, but for the file it was written in.
+#[test]
+fn the_seams_seed_is_valid_and_holds_seams_and_packed_columns() {
+    let corpus = corpus();
+    let (_, seed) = corpus
+        .iter()
+        .find(|(p, _)| p.ends_with("engine-seams.seg"))
+        .unwrap();
+    assert_eq!(
+        u32::from_le_bytes(seed[8..12].try_into().unwrap()),
+        6,
+        "version 6"
+    );
+    let reader = strata::segment::SegmentReader::open(SEGMENT, seed.as_slice()).unwrap();
+    let part = &reader.partitions()[0];
+    let n_rows = part.entry.n_rows;
+    assert!(!reader.seams(0).unwrap().is_empty(), "seams");
+    assert!(part.chained_from.is_some(), "a chained last cell");
+    assert!(
+        matches!(
+            reader.axis(0).unwrap(),
+            Some(strata::segment::Axis::Packed(_))
+        ),
+        "a packed axis"
+    );
+    let store = store_over(seed).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    assert_eq!(store.query("cap", &[], ..).unwrap().len() as u64, n_rows);
+    for level in 0..12 {
+        let cells = store.level_cells("cap", &[], "f", level, ..).unwrap();
         assert_eq!(
             cells.iter().map(|c| c.bucket.count).sum::<u64>(),
             n_rows,

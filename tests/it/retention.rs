@@ -207,13 +207,18 @@ fn with_levels_outliving_raw_rows_segment_files_stay_bounded() {
     .unwrap();
     let mut files_max = 0;
     for position in 0..600 {
-        // Values at full precision: packed segments (format 5) then cost about their rows, so
-        // the size-tiered merges stay tiers rather than folding every barrier into the newest.
+        // Values at full precision, each bit scattered (splitmix64's finaliser; a multiple of
+        // the row alone steps by a constant, which pco's deltas store in next to nothing):
+        // packed segments (format 5) then cost about their rows, so the size-tiered merges
+        // stay tiers rather than folding every barrier into the newest.
         let rows: Vec<Row> = (0..10)
             .map(|i| {
                 let t = position * 10 + i;
                 let mut r = row("a", t);
-                let bits = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+                let mut z = t.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                let bits = (z ^ (z >> 31)) >> 11;
                 r[2] = Value::F64(bits as f64 / 2f64.powi(49) - 8.0);
                 r
             })

@@ -78,9 +78,14 @@ fn fill_leaving(path: &Path, leave_bytes: u64) -> File {
 
 /// CSV rows of stream `c` (run, probe, t, v), `t` from `t_from`, spread over four partitions.
 /// A value at full f64 precision, different for every `t`: rows the packed columns (segment
-/// format 5) cannot shrink much, so files keep about the size of their rows.
+/// format 5) cannot shrink much, so files keep about the size of their rows. A multiple of `t`
+/// alone would not do: consecutive rows would differ by a constant, which pco's deltas store in
+/// next to nothing; splitmix64's finaliser scatters every bit.
 fn noise(t: u64) -> f64 {
-    (t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64 / 2f64.powi(43)
+    let mut z = t.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ((z ^ (z >> 31)) >> 11) as f64 / 2f64.powi(43)
 }
 
 fn csv(t_from: u64, n_rows: u64) -> String {

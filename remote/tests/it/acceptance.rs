@@ -22,10 +22,11 @@ fn a_million_rows_through_s3_answer_alike_on_a_replica() {
     let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
     let mut publisher =
         Publisher::attach(&store, bucket("plant-7"), RemoteConfig::default()).unwrap();
-    // A cache far smaller than the store: the replica evicts and fetches again as it reads.
+    // A cache far smaller than the store (checked below: its rows pack to about a MiB, segment
+    // format 5): the replica evicts and fetches again as it reads.
     let remote = RemoteConfig::default()
-        .cache_bytes(2 << 20)
-        .range_bytes(256 << 10);
+        .cache_bytes(128 << 10)
+        .range_bytes(16 << 10);
     let mut replica: Option<Replica> = None;
     let (mut steps, mut puts, mut checks) = (0, 0, 0);
     for b in 0..BARRIERS {
@@ -82,7 +83,16 @@ fn a_million_rows_through_s3_answer_alike_on_a_replica() {
     assert_eq!(compared as u64, 3 * PER * BARRIERS);
     assert!(compared >= 1_000_000);
     let (hits, misses, evictions) = replica.cache().counts();
-    assert!(evictions > 0, "a 2 MiB cache under a larger store evicts");
+    let store_bytes: u64 = std::fs::read_dir(dir.path().join("seg"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        store_bytes > 4 * replica.cache().budget(),
+        "the cache ({} bytes) is far smaller than the store's segments ({store_bytes})",
+        replica.cache().budget()
+    );
+    assert!(evictions > 0, "a cache under a larger store evicts");
     let live = store.catalog().live_files().count();
     assert!(
         steps >= 10 && live < BARRIERS as usize / 2,
