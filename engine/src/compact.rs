@@ -55,7 +55,7 @@ use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::stage::field_cells;
 use crate::store::{Store, claim};
-use crate::survey::{CellRun, FoldRows, cells_in, file_rows};
+use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded};
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -546,16 +546,17 @@ impl Store {
     /// above its top, as a read has them), merged oldest first. That is exactly what a read of
     /// the inputs merged, so the output answers alike.
     ///
-    /// Under `LevelStorage::Adaptive` the output stores levels whole from the coarsest level
-    /// an input stores whole, so that a merge never decodes an input that stores its levels to
-    /// fold one it does not; an input that stores finer levels keeps its cells there as stored
-    /// cells of the output ([`merged_cells_differing`]), so nothing it stored is lost
-    /// and the output costs what its inputs did. (From the finest instead, a small input that
-    /// stored a finer level than the big ones beside it would have every big one decoded and
-    /// folded, and the output grow by that level's cells.) Only when no input stores a level
-    /// whole (barriers of a few rows) does the output choose from its own rows and what they
-    /// cost (`ladder::stored_from`, the cells counted from the inputs' axes a chunk at a time,
-    /// against `column_bytes`).
+    /// Under `LevelStorage::Adaptive` the output stores levels whole from the lowest level its
+    /// own rows pay for (`ladder::stored_from`: the cells counted from the inputs' axes, a chunk
+    /// at a time, against `column_bytes`), or from where its largest input stores them if that
+    /// is lower (never dropping the levels the bulk of its rows kept). A bigger file pays for
+    /// finer levels than the barriers it merges (whose few rows also pay for their top cells),
+    /// and surveys answer from those: a merge folds the rows of the inputs that store only
+    /// coarser levels (barriers, mostly, decoded once per field), and an input that stored finer
+    /// levels than the output keeps its cells there as stored cells of the output
+    /// ([`merged_cells_differing`]), so nothing it stored is lost. (From the lowest level any
+    /// input stores, as before #30, a small input that chose a finer level had every big one
+    /// decoded and the output store that level over all of them.)
     fn merge_levels(
         &self,
         pick: &Pick,
@@ -590,13 +591,9 @@ impl Store {
             .into_iter()
             .filter_map(|f| Some((f, num_kind(decl.fields[usize::from(f)].kind)?)))
             .collect();
-        let from = match (
-            self.config.level_storage,
-            inputs.iter().filter_map(|i| i.whole_from).max(),
-        ) {
-            (LevelStorage::Whole, _) => 0,
-            (LevelStorage::Adaptive, Some(coarsest)) => coarsest,
-            (LevelStorage::Adaptive, None) => {
+        let from = match self.config.level_storage {
+            LevelStorage::Whole => 0,
+            LevelStorage::Adaptive => {
                 let mut counter = CellCounter::new(ladder);
                 for input in inputs {
                     if let Some(axis) = input.reader.axis(input.part_idx).map_err(unreadable)? {
@@ -604,12 +601,16 @@ impl Store {
                             .map_err(unreadable)?;
                     }
                 }
-                stored_from(
+                let own = stored_from(
                     &counter.counts(top),
                     top,
                     measured.len() as u64,
                     column_bytes,
-                )
+                );
+                let largest = inputs.iter().max_by_key(|i| i.entry.n_rows);
+                largest
+                    .and_then(|i| i.whole_from)
+                    .map_or(own, |w| own.min(w))
             }
         };
         let chained_from = chained_from_of(pick, &ladder, hi, top);
@@ -621,11 +622,16 @@ impl Store {
         let mut fields = Vec::new();
         for (field, kind) in measured {
             let mut levels = Vec::with_capacity(usize::from(top) + 1);
+            let mut edges: Vec<Edges> = inputs
+                .iter()
+                .map(|_| Edges::new(from.min(top + 1).saturating_sub(1)))
+                .collect();
             for level in 0..from.min(top + 1) {
                 levels.push(merged_cells_differing(
                     pick,
                     inputs,
                     &pieces,
+                    &mut edges,
                     &ladder,
                     field,
                     level,
@@ -833,6 +839,7 @@ fn merged_links(
             *rows = Some(file_rows(
                 &input.reader,
                 input.part_idx,
+                ladder,
                 field,
                 [0, u64::MAX],
             )?);
@@ -872,10 +879,15 @@ fn merged_links(
 /// Anywhere else the inputs' pieces fold exactly as they were read, so nothing is decoded
 /// to decide it: whether a cell holds several pieces of an input follows from its seams
 /// and the axis before its last seam ([`Pieces`]).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the merge, its inputs with their pieces and edges, the grid, and which cells: a struct of them would only rename them"
+)]
 fn merged_cells_differing(
     pick: &Pick,
     inputs: &[MergeInput],
     pieces: &[Pieces],
+    edges: &mut [Edges],
     ladder: &Ladder,
     field: u16,
     level: u8,
@@ -934,16 +946,19 @@ fn merged_cells_differing(
         // The read of the inputs: their cells of this index, oldest first, folded newest
         // first, each merged in front; or kept as they are where a later segment's cell
         // will be folded in behind them.
-        let links = links_at(inputs, ladder, field, level, index)?;
+        let links = links_at(inputs, edges, ladder, field, level, index)?;
         differing.extend(merge_links(&links, |i| pick.shares(ladder, level, i, top)));
     }
     Ok(differing)
 }
 
 /// The cells of `level` with index `index` of every input whose rows reach it, as a read has
-/// them ([`cells_in`]), the inputs oldest first.
+/// them ([`cells_in`]), the inputs oldest first. `edges` holds, per input, the rows of its
+/// first and last cell of the level beneath the output's `stored_from` (decoded once for all
+/// the cells asked of it).
 fn links_at(
     inputs: &[MergeInput],
+    edges: &mut [Edges],
     ladder: &Ladder,
     field: u16,
     level: u8,
@@ -953,10 +968,29 @@ fn links_at(
         return Ok(Vec::new());
     };
     let mut links = Vec::new();
-    for input in inputs {
+    for (input, edges) in inputs.iter().zip(edges) {
         let reaches = input.entry.axis.is_some_and(|[a, b]| a <= hi && b >= lo);
         if !reaches {
             continue;
+        }
+        // A cell the input stores at this index is its read (stored whole, or in place of the
+        // fold beneath its `stored_from`): no row of it need be decoded. A read of the output
+        // checks it against the rows as it checked it in the input.
+        if level < input.entry.n_levels {
+            let stored = input
+                .reader
+                .cells(input.part_idx, field, level, index..=index)
+                .map_err(unreadable)?;
+            if !stored.is_empty() {
+                links.extend(stored);
+                continue;
+            }
+            // Folded from its rows: the cell holds its first or its last rows (it reaches
+            // another input's, or holds the input whole), which its edges hold.
+            if let Some(rows) = edges.rows(input, ladder, field, [lo, hi])? {
+                links.extend(fold_decoded(ladder, field, level, &rows));
+                continue;
+            }
         }
         let run = CellRun {
             field,
@@ -973,6 +1007,56 @@ fn links_at(
         )?);
     }
     Ok(links)
+}
+
+/// An input's rows at its two ends, decoded once for every cell a merge folds there: the rows
+/// of the cell of level `level` holding its first row, and of the one holding its last.
+struct Edges {
+    level: u8,
+    first: Option<FoldRows>,
+    last: Option<FoldRows>,
+}
+
+impl Edges {
+    fn new(level: u8) -> Edges {
+        Edges {
+            level,
+            first: None,
+            last: None,
+        }
+    }
+
+    /// `input`'s rows with axis in `[lo, hi]` (a cell of a level at most `self.level`), if
+    /// they lie in one of its edge cells; decoding the edge the first time it is asked.
+    fn rows(
+        &mut self,
+        input: &MergeInput,
+        ladder: &Ladder,
+        field: u16,
+        [lo, hi]: [u64; 2],
+    ) -> Result<Option<FoldRows>, EngineError> {
+        let Some([first, last]) = input.entry.axis else {
+            return Ok(None);
+        };
+        for (end, slot) in [(first, &mut self.first), (last, &mut self.last)] {
+            let Some(edge) = ladder.span(self.level, ladder.cell(end, self.level)) else {
+                continue;
+            };
+            if edge[0] <= lo && hi <= edge[1] {
+                if slot.is_none() {
+                    *slot = Some(file_rows(
+                        &input.reader,
+                        input.part_idx,
+                        ladder,
+                        field,
+                        edge,
+                    )?);
+                }
+                return Ok(slot.as_ref().map(|rows| rows.within([lo, hi])));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// What a merge needs to know of an input's pieces (the barriers merged into it, parted by its

@@ -775,7 +775,7 @@ pub(crate) fn fold_file_rows(
     level: u8,
     span: [u64; 2],
 ) -> Result<Vec<Cell>, EngineError> {
-    let rows = file_rows(reader, part_idx, field, span)?;
+    let rows = file_rows(reader, part_idx, ladder, field, span)?;
     Ok(fold_decoded(ladder, field, level, &rows))
 }
 
@@ -784,9 +784,35 @@ pub(crate) fn fold_file_rows(
 /// holding the partition's last row (its axis value) stays a chain of its pieces.
 pub(crate) struct FoldRows {
     pub axis: Vec<u64>,
+    /// `Ladder::shared_levels` of the axis, computed once for every level folded.
+    pub shared: Vec<u8>,
     pub numbers: Decoded,
     pub cuts: Vec<usize>,
     pub chained: Option<(u8, u64)>,
+}
+
+impl FoldRows {
+    /// These rows with axis in `[lo, hi]`, as rows of their own (seams among them kept).
+    pub(crate) fn within(&self, [lo, hi]: [u64; 2]) -> FoldRows {
+        let start = self.axis.partition_point(|&a| a < lo);
+        let end = self.axis.partition_point(|&a| a <= hi).max(start);
+        let mut numbers = Decoded::with_capacity(self.numbers.kind_code(), end - start);
+        numbers.append_rows(&self.numbers, start..end);
+        FoldRows {
+            axis: self.axis[start..end].to_vec(),
+            shared: self.shared[start.min(self.shared.len())
+                ..end.saturating_sub(1).max(start).min(self.shared.len())]
+                .to_vec(),
+            numbers,
+            cuts: self
+                .cuts
+                .iter()
+                .filter(|&&c| c > start && c < end)
+                .map(|&c| c - start)
+                .collect(),
+            chained: self.chained,
+        }
+    }
 }
 
 /// The axis and `field`'s values of partition `part_idx`'s rows with axis in `[lo, hi]`,
@@ -794,6 +820,7 @@ pub(crate) struct FoldRows {
 pub(crate) fn file_rows(
     reader: &SegmentReader<Mapped>,
     part_idx: usize,
+    ladder: &Ladder,
     field: u16,
     [lo, hi]: [u64; 2],
 ) -> Result<FoldRows, EngineError> {
@@ -823,6 +850,7 @@ pub(crate) fn file_rows(
     let info = &reader.partitions()[part_idx];
     let chained = info.chained_from.zip(info.entry.axis.map(|[_, last]| last));
     Ok(FoldRows {
+        shared: ladder.shared_levels(&axis),
         axis,
         numbers,
         cuts,
@@ -839,11 +867,11 @@ pub(crate) fn file_rows(
 pub(crate) fn fold_decoded(ladder: &Ladder, field: u16, level: u8, rows: &FoldRows) -> Vec<Cell> {
     let FoldRows {
         axis,
+        shared,
         numbers,
         cuts,
         chained,
     } = rows;
-    let shared = ladder.shared_levels(axis);
     let mut pieces = Vec::new();
     let ends = cuts.iter().copied().chain(std::iter::once(axis.len()));
     let mut start = 0;
