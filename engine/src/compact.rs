@@ -55,7 +55,7 @@ use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::stage::field_cells;
 use crate::store::{Store, claim};
-use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded};
+use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,6 +128,26 @@ struct MergeInput {
     whole_from: Option<u8>,
 }
 
+impl MergeInput {
+    /// Its cells of `field` at `level` with indexes in `cells`, as a read has them
+    /// ([`cells_in`]); `rows`, every row of it decoded already, if a fold needs them.
+    fn cells(
+        &self,
+        ladder: &Ladder,
+        field: u16,
+        level: u8,
+        cells: [u64; 2],
+        rows: Option<&FoldRows>,
+    ) -> Result<Vec<Cell>, EngineError> {
+        let run = CellRun {
+            field,
+            level,
+            cells,
+        };
+        cells_in(&self.reader, self.part_idx, &self.entry, ladder, run, rows)
+    }
+}
+
 /// Why a merge's output was not written: an input that did not read leaves the store as it
 /// was; a failed write poisons it.
 enum MergeFailure {
@@ -147,31 +167,6 @@ impl From<MergeWriteError> for MergeFailure {
 /// `index` of a cell `up` levels higher.
 fn lift_index(ladder: &Ladder, index: u64, up: u8) -> u64 {
     (0..up).fold(index, |i, _| ladder.parent(i))
-}
-
-/// The output's cells from its inputs' `links` (ascending by index, an index's links in input
-/// order): where `keep(index)`, the links as they are, a chain a read folds in front of a later
-/// segment's cell (one link is a plain cell); elsewhere one cell, the links folded newest
-/// first, each merged in front — the right fold a read of the inputs takes.
-fn merge_links(links: &[Cell], keep: impl Fn(u64) -> bool) -> Vec<Cell> {
-    let mut out = Vec::with_capacity(links.len());
-    let mut at = 0;
-    while at < links.len() {
-        let index = links[at].index;
-        let end = at + links[at..].iter().take_while(|c| c.index == index).count();
-        if keep(index) {
-            out.extend_from_slice(&links[at..end]);
-        } else {
-            let newest = links[end - 1].bucket;
-            let bucket = links[at..end - 1]
-                .iter()
-                .rev()
-                .fold(newest, |newer, link| link.bucket.merge(&newer));
-            out.push(Cell { index, bucket });
-        }
-        at = end;
-    }
-    out
 }
 
 impl Store {
@@ -597,7 +592,8 @@ impl Store {
                 let mut counter = CellCounter::new(ladder);
                 for input in inputs {
                     if let Some(axis) = input.reader.axis(input.part_idx).map_err(unreadable)? {
-                        axis.for_each_chunk(|values| counter.feed(values))
+                        axis.uncached()
+                            .for_each_chunk(|values| counter.feed(values))
                             .map_err(unreadable)?;
                     }
                 }
@@ -844,19 +840,7 @@ fn merged_links(
                 [0, u64::MAX],
             )?);
         }
-        let run = CellRun {
-            field,
-            level,
-            cells: [0, u64::MAX],
-        };
-        links.extend(cells_in(
-            &input.reader,
-            input.part_idx,
-            &input.entry,
-            ladder,
-            run,
-            rows.as_ref(),
-        )?);
+        links.extend(input.cells(ladder, field, level, [0, u64::MAX], rows.as_ref())?);
     }
     // Within a partition the axis never goes backwards, so this only checks; a stable sort
     // keeps input order among equal indexes whatever the inputs held.
@@ -992,19 +976,7 @@ fn links_at(
                 continue;
             }
         }
-        let run = CellRun {
-            field,
-            level,
-            cells: [index, index],
-        };
-        links.extend(cells_in(
-            &input.reader,
-            input.part_idx,
-            &input.entry,
-            ladder,
-            run,
-            None,
-        )?);
+        links.extend(input.cells(ladder, field, level, [index, index], None)?);
     }
     Ok(links)
 }

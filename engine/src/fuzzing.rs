@@ -143,12 +143,30 @@ pub fn reads_seed_folded() -> Vec<u8> {
 /// If the engine cannot write to a fresh simulated file system, or kept no chain: a bug, not
 /// an input.
 pub fn reads_seed_chained() -> Vec<u8> {
+    merged_behind(40, |reader| {
+        let part = &reader.partitions()[0];
+        (0..part.entry.n_levels).any(|level| {
+            part.measured.iter().any(|&(field, _)| {
+                reader
+                    .cells(0, field, level, 0..=u64::MAX)
+                    .is_ok_and(|cells| cells.windows(2).any(|w| w[0].index == w[1].index))
+            })
+        })
+    })
+    .expect("a merge kept a chain")
+}
+
+/// One partition of [`reads_decl`] sealed in 24 barriers of `rows` rows with nothing compacted
+/// between them, then compacted under a byte cap of a quarter of it, so that merges reach
+/// behind the newest segments: the oldest output (so that a fresh manifest may claim it alone)
+/// for which `wanted` holds.
+fn merged_behind(rows: u64, wanted: impl Fn(&SegmentReader<&[u8]>) -> bool) -> Option<Vec<u8>> {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
     let mut store = Store::create_in(vfs.clone(), Config::default(), &[reads_decl()])
         .expect("a fresh store opens");
     for barrier in 0..24u64 {
-        let rows = seed_rows(barrier * 40..(barrier + 1) * 40);
+        let rows = seed_rows(barrier * rows..(barrier + 1) * rows);
         store
             .publish("cap", barrier, &rows)
             .expect("the seed rows are valid");
@@ -165,21 +183,10 @@ pub fn reads_seed_chained() -> Vec<u8> {
     (1..256)
         .filter_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
         .find(|bytes| {
-            let Ok(reader) = SegmentReader::open("seed", bytes.as_slice()) else {
-                return false;
-            };
-            let part = &reader.partitions()[0];
-            // The oldest rows, so that a fresh manifest may claim the file alone.
-            part.entry.ordinals[0] == 0
-                && (0..part.entry.n_levels).any(|level| {
-                    part.measured.iter().any(|&(field, _)| {
-                        reader
-                            .cells(0, field, level, 0..=u64::MAX)
-                            .is_ok_and(|cells| cells.windows(2).any(|w| w[0].index == w[1].index))
-                    })
-                })
+            SegmentReader::open("seed", bytes.as_slice()).is_ok_and(|reader| {
+                reader.partitions()[0].entry.ordinals[0] == 0 && wanted(&reader)
+            })
         })
-        .expect("a merge kept a chain")
 }
 
 /// A fourth seed for the `reads` target (format version 6): as [`reads_seed_chained`], a merge
@@ -191,37 +198,11 @@ pub fn reads_seed_chained() -> Vec<u8> {
 /// If the engine cannot write to a fresh simulated file system, or the merge kept no seam: a
 /// bug, not an input.
 pub fn reads_seed_seams() -> Vec<u8> {
-    let fs = SimFs::new();
-    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store = Store::create_in(vfs.clone(), Config::default(), &[reads_decl()])
-        .expect("a fresh store opens");
-    for barrier in 0..24u64 {
-        let rows = seed_rows(barrier * 60..(barrier + 1) * 60);
-        store
-            .publish("cap", barrier, &rows)
-            .expect("the seed rows are valid");
-        store.seal().expect("the seed seals");
-    }
-    let cap = store.metrics().bytes_sealed / 4;
-    drop(store);
-    let config = Config::default()
-        .compact_step_bytes_max(cap)
-        .compact_files_max(1);
-    let mut store = Store::open_in(vfs, config, &[]).expect("the seed reopens");
-    store.compact().expect("the seed compacts");
-    drop(store);
-    (1..256)
-        .filter_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
-        .find(|bytes| {
-            let Ok(reader) = SegmentReader::open("seed", bytes.as_slice()) else {
-                return false;
-            };
-            let part = &reader.partitions()[0];
-            part.entry.ordinals[0] == 0
-                && part.chained_from.is_some()
-                && reader.seams(0).is_ok_and(|seams| !seams.is_empty())
-        })
-        .expect("a merge behind the newest kept seams")
+    merged_behind(60, |reader| {
+        reader.partitions()[0].chained_from.is_some()
+            && reader.seams(0).is_ok_and(|seams| !seams.is_empty())
+    })
+    .expect("a merge behind the newest kept seams")
 }
 
 /// A store whose manifest declares [`reads_decl`] and claims `segment` as file 1, exactly as the

@@ -9,6 +9,7 @@ mod compact;
 mod config;
 pub mod conformance;
 mod decl;
+mod decoded_chunks;
 mod error;
 pub mod fuzzing;
 mod ladder;

@@ -133,7 +133,9 @@ impl Store {
             })
         })?;
         let recorded = self.catalog.file(name).map(|f| (f.len, f.digest));
-        let reader = SegmentReader::open(&path, mapped).map_err(unreadable)?;
+        let reader = SegmentReader::open(&path, mapped)
+            .map_err(unreadable)?
+            .with_chunk_cache(self.chunks.clone(), name);
         if recorded != Some((reader.file_len(), reader.digest())) {
             return Err(mismatch(&path, "length or digest differs"));
         }

@@ -59,7 +59,10 @@ impl Unpacked {
         decl: &StreamDecl,
     ) -> Result<Option<Unpacked>, EngineError> {
         let mut unpacked = Unpacked::default();
+        // A query streams through every chunk once: it neither reads nor fills the cache of
+        // decoded chunks other reads come back to.
         if let Some(Axis::Packed(axis)) = verified(segment.axis(part_idx)) {
+            let axis = axis.uncached();
             let Decoded::U64(values) = axis.decode(rows.clone()).map_err(unreadable)? else {
                 unreachable!("the axis decodes as u64");
             };
@@ -68,7 +71,7 @@ impl Unpacked {
         for field_idx in 0..decl.fields.len() {
             let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");
             if let Ok(Some(Column::Packed(column))) = segment.column(part_idx, field_idx) {
-                let decoded = column.decode(rows.clone()).map_err(unreadable)?;
+                let decoded = column.uncached().decode(rows.clone()).map_err(unreadable)?;
                 unpacked.columns.push((field_idx, decoded));
             }
         }

@@ -1456,8 +1456,9 @@ mod tests {
     }
 
     /// With no cadence, publishing 20 times the staging bound is never refused: the size
-    /// trigger (default, half the bound) closes a barrier each time staging reaches half, at
-    /// least (published / trigger) - 1 of them, and every row reads back exactly as published.
+    /// trigger (default, half the bound) closes a barrier each time staging reaches half (or
+    /// when the step in flight lands), at least (published / bound) - 2 of them by the time
+    /// metrics answer, and every row reads back exactly as published.
     #[test]
     fn the_size_trigger_keeps_a_fast_host_from_staging_full() {
         runtime().block_on(async {
@@ -1467,10 +1468,13 @@ mod tests {
             let (mut served, batches, refused) = publish_past_the_bound(share, bytes).await;
             assert!(refused.is_none(), "refused after {batches}: {refused:?}");
             let metrics = served.metrics().await.unwrap();
-            let trigger = STAGED_MAX as u64 / 2;
+            // A barrier seals at most the bound (a trigger that fires while a compaction step
+            // is in flight waits for it, and seals what staged meanwhile), one may still be in
+            // flight when metrics answer, and less than a trigger's worth may remain staged.
+            let landed_at_least = bytes / STAGED_MAX as u64 - 2;
             assert!(
-                metrics.size_barriers + 1 >= bytes / trigger,
-                "{} size barriers for {bytes} bytes, trigger {trigger}",
+                metrics.size_barriers >= landed_at_least,
+                "{} size barriers for {bytes} bytes, bound {STAGED_MAX}",
                 metrics.size_barriers
             );
             assert!(metrics.barriers >= metrics.size_barriers);

@@ -174,6 +174,7 @@ impl Store {
             readers: Arc::clone(&self.readers),
             live_maps: Arc::clone(&self.live_maps),
             cells_read: Arc::clone(&self.cells_read),
+            chunks: Arc::clone(&self.chunks),
             metrics: Metrics::default(),
             report: Arc::clone(&self.report),
             config: Arc::clone(&self.config),

@@ -19,6 +19,7 @@ use strata_segment::{
 
 use crate::config::Config;
 use crate::decl::describe;
+use crate::decoded_chunks::DecodedChunks;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::{LevelStorage, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
@@ -54,6 +55,15 @@ pub struct Metrics {
     pub segments_mapped: u64,
     /// The most segment maps alive at once since the store was opened.
     pub segments_mapped_peak: u64,
+    /// Bytes of decoded packed chunks kept for reads that come back to them now: at most
+    /// `Config::decoded_chunks_bytes_max`.
+    pub decoded_chunks_bytes: u64,
+    /// Reads of a packed chunk answered from those kept.
+    pub decoded_chunk_hits: u64,
+    /// Reads of a packed chunk that decoded it (and offered it to be kept).
+    pub decoded_chunk_misses: u64,
+    /// Decoded chunks let go to keep them under their bound.
+    pub decoded_chunk_evictions: u64,
     /// Compaction steps taken (each one `Merge` record).
     pub compaction_steps: u64,
     /// Bytes of the partitions those steps read (their inputs' partition blocks).
@@ -174,6 +184,9 @@ pub struct Store {
     pub(crate) live_maps: Arc<LiveMaps>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
     pub(crate) cells_read: Arc<AtomicU64>,
+    /// Packed chunks decoded by reads, kept for reads that come back to them, at most
+    /// `config.decoded_chunks_bytes_max`.
+    pub(crate) chunks: Arc<DecodedChunks>,
     pub(crate) metrics: Metrics,
     pub(crate) report: Arc<Report>,
     pub(crate) config: Arc<Config>,
@@ -408,6 +421,7 @@ impl Store {
             readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
             live_maps: Arc::new(LiveMaps::default()),
             cells_read: Arc::default(),
+            chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
             metrics,
             report: Arc::new(report),
             config: Arc::new(config),
@@ -460,6 +474,7 @@ impl Store {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             (readers.len() as u64, readers.evictions())
         };
+        let chunks = self.chunks.counts();
         Metrics {
             file_syncs: self.vfs.counts().file_syncs(),
             dir_syncs: self.vfs.counts().dir_syncs(),
@@ -470,6 +485,10 @@ impl Store {
             segments_mapped_peak: self.live_maps.peak(),
             snapshots: self.pins.count() as u64,
             removals_pending: self.removals.len() as u64,
+            decoded_chunks_bytes: chunks.bytes,
+            decoded_chunk_hits: chunks.hits,
+            decoded_chunk_misses: chunks.misses,
+            decoded_chunk_evictions: chunks.evictions,
             ..self.metrics
         }
     }

@@ -896,24 +896,33 @@ pub(crate) fn fold_decoded(ladder: &Ladder, field: u16, level: u8, rows: &FoldRo
     let chained_cell = chained
         .filter(|&(from, _)| level >= from)
         .map(|(_, last)| ladder.cell(last, level));
-    let mut cells: Vec<Cell> = Vec::with_capacity(pieces.len());
+    merge_links(&pieces, |index| Some(index) == chained_cell)
+}
+
+/// Cells from `links` (ascending by index, an index's links oldest rows first): where
+/// `keep(index)`, the links as they are, a chain a read folds in front of a later segment's cell
+/// (one link is a plain cell); elsewhere one cell, the links folded newest first, each merged in
+/// front — the right fold a read of them takes. A merge's output cells from its inputs' cells;
+/// a level folded from a file's rows, from the pieces between its seams.
+pub(crate) fn merge_links(links: &[Cell], keep: impl Fn(u64) -> bool) -> Vec<Cell> {
+    let mut out = Vec::with_capacity(links.len());
     let mut at = 0;
-    while at < pieces.len() {
-        let index = pieces[at].index;
-        let end = at + pieces[at..].iter().take_while(|c| c.index == index).count();
-        if Some(index) == chained_cell {
-            cells.extend_from_slice(&pieces[at..end]);
+    while at < links.len() {
+        let index = links[at].index;
+        let end = at + links[at..].iter().take_while(|c| c.index == index).count();
+        if keep(index) {
+            out.extend_from_slice(&links[at..end]);
         } else {
-            let newest = pieces[end - 1].bucket;
-            let bucket = pieces[at..end - 1]
+            let newest = links[end - 1].bucket;
+            let bucket = links[at..end - 1]
                 .iter()
                 .rev()
-                .fold(newest, |newer, piece| piece.bucket.merge(&newer));
-            cells.push(Cell { index, bucket });
+                .fold(newest, |newer, link| link.bucket.merge(&newer));
+            out.push(Cell { index, bucket });
         }
         at = end;
     }
-    cells
+    out
 }
 
 /// The rows `start..end` of partition `part_idx` whose axis lies in `[lo, hi]`: the axis is

@@ -214,6 +214,7 @@ pub fn packed(bytes: &[u8]) {
         finite,
         data,
         table,
+        cache: None,
     };
     assert_eq!(block.len(), n_rows);
     check_packed(&block, range);

@@ -17,7 +17,7 @@ pub use manifest::{
     ManifestWriter, create_store, manifest_generations, read_manifest, rewrite_manifest,
     truncate_manifest,
 };
-pub use packed::{Decoded, Packed};
+pub use packed::{ChunkCache, ChunkKey, Decoded, Packed};
 pub use reader::{Axis, Column, PartitionInfo, SegmentReader, VarColumn};
 pub use runs::{Sequence, SequenceIter};
 pub use twophase::{SyncedFile, TempFile, write_two_phase};

@@ -16,6 +16,7 @@
 //! its bytes claim.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use pco::ChunkConfig;
 use pco::standalone::{simple_compress, simple_decompress_into};
@@ -141,6 +142,28 @@ pub(crate) fn split(
     Ok((&payload[..data_len], table))
 }
 
+/// Where decoded chunks are kept between reads (the engine's bounded cache): a read that comes
+/// back to a chunk — a fold's or a survey's edge, a search of the axis — copies it out instead
+/// of decoding it again. What it keeps was checked when it was decoded.
+pub trait ChunkCache: Send + Sync + std::fmt::Debug {
+    /// The chunk `key`, if kept.
+    fn get(&self, key: ChunkKey) -> Option<Arc<Decoded>>;
+    /// Offers the chunk `key`, just decoded and checked; the cache may keep it, evicting others.
+    fn put(&self, key: ChunkKey, decoded: &Arc<Decoded>);
+}
+
+/// Names one decoded chunk: the file (a number the cache's owner gives each file it opens,
+/// never reused for other bytes), the block's payload offset in it, and the chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkKey {
+    /// The file.
+    pub file: u64,
+    /// The block's payload offset.
+    pub block: u64,
+    /// The chunk's index in the block.
+    pub chunk: u64,
+}
+
 /// A packed column of a verified block: its chunks, decoded one at a time on demand.
 #[derive(Clone, Copy, Debug)]
 pub struct Packed<'a> {
@@ -155,6 +178,8 @@ pub struct Packed<'a> {
     pub(crate) finite: bool,
     pub(crate) data: &'a [u8],
     pub(crate) table: &'a [ChunkRecord],
+    /// Where decoded chunks are kept, and the file's number there.
+    pub(crate) cache: Option<(&'a dyn ChunkCache, u64)>,
 }
 
 /// Numbers decoded from a packed block (or copied from a plain one), as the file's
@@ -311,6 +336,47 @@ impl<'a> Packed<'a> {
     /// # Panics
     /// If there is no such chunk.
     pub fn decode_chunk(&self, chunk: usize) -> Result<Decoded, SegmentError> {
+        Ok(Arc::unwrap_or_clone(self.chunk(chunk)?))
+    }
+
+    /// Chunk `chunk` decoded, shared: from the file's chunk cache if it keeps it (no copy),
+    /// else decoded and checked ([`Packed::decode_chunk`]) and offered to the cache.
+    ///
+    /// # Errors
+    /// As [`Packed::decode_chunk`].
+    ///
+    /// # Panics
+    /// If there is no such chunk.
+    pub fn chunk(&self, chunk: usize) -> Result<Arc<Decoded>, SegmentError> {
+        let key = |file| ChunkKey {
+            file,
+            block: self.offset as u64,
+            chunk: chunk as u64,
+        };
+        if let Some((cache, file)) = self.cache
+            && let Some(decoded) = cache.get(key(file))
+        {
+            return Ok(decoded);
+        }
+        let decoded = Arc::new(self.decode_chunk_afresh(chunk)?);
+        if let Some((cache, file)) = self.cache {
+            cache.put(key(file), &decoded);
+        }
+        Ok(decoded)
+    }
+
+    /// This block read without its file's chunk cache: for a read that streams through every
+    /// chunk once (a query), which would only push out what other reads come back to.
+    #[must_use]
+    pub fn uncached(self) -> Self {
+        Packed {
+            cache: None,
+            ..self
+        }
+    }
+
+    /// Decodes chunk `chunk` from its bytes and checks it ([`Packed::decode_chunk`]).
+    fn decode_chunk_afresh(&self, chunk: usize) -> Result<Decoded, SegmentError> {
         let start = chunk
             .checked_sub(1)
             .map_or(0, |c| table_index(self.table[c].end_byte));
@@ -381,7 +447,7 @@ impl<'a> Packed<'a> {
         let mut out = Decoded::empty(self.kind, rows.len());
         for chunk in self.chunk_of(rows.start)..=self.chunk_of(rows.end - 1) {
             let span = self.chunk_rows(chunk);
-            let decoded = self.decode_chunk(chunk)?;
+            let decoded = self.chunk(chunk)?;
             let from = rows.start.max(span.start) - span.start;
             let to = rows.end.min(span.end) - span.start;
             out.extend(&decoded, from..to);

@@ -10,7 +10,7 @@ mod contents;
 
 use std::collections::BTreeSet;
 use std::ops::{Deref, Range, RangeInclusive};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use strata_index::{PartitionEntry, TrackKey};
 use strata_levels::{Bucket, Cell, Num, NumKind, Point};
@@ -24,7 +24,7 @@ use crate::format::{
     PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEAMS_VERSION, SEGMENT_MAGIC,
     SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
 };
-use crate::packed::{self, Decoded, Packed};
+use crate::packed::{self, ChunkCache, Decoded, Packed};
 use crate::runs::Sequence;
 
 const HEADER_LEN: usize = size_of::<Header>();
@@ -149,6 +149,15 @@ impl Column<'_> {
         }
     }
 
+    /// The column read without its file's chunk cache ([`Packed::uncached`]).
+    #[must_use]
+    pub fn uncached(self) -> Self {
+        match self {
+            Column::Packed(packed) => Column::Packed(packed.uncached()),
+            other => other,
+        }
+    }
+
     /// Rows `rows` of a numeric column as values of their own: copied from a plain column,
     /// decoded from a packed one (only the chunks the rows touch). `None` for `str`/`bytes`.
     ///
@@ -180,6 +189,15 @@ pub enum Axis<'a> {
 }
 
 impl Axis<'_> {
+    /// The axis read without its file's chunk cache ([`Packed::uncached`]).
+    #[must_use]
+    pub fn uncached(self) -> Self {
+        match self {
+            Axis::Packed(packed) => Axis::Packed(packed.uncached()),
+            plain @ Axis::Plain(_) => plain,
+        }
+    }
+
     /// Rows.
     pub fn len(&self) -> usize {
         match self {
@@ -219,7 +237,8 @@ impl Axis<'_> {
                 if chunk == packed.chunks() {
                     return Ok(packed.len());
                 }
-                let Decoded::U64(values) = packed.decode_chunk(chunk)? else {
+                let decoded = packed.chunk(chunk)?;
+                let Decoded::U64(values) = decoded.as_ref() else {
                     unreachable!("the axis decodes as u64");
                 };
                 Ok(packed.chunk_rows(chunk).start + values.partition_point(|a| past(a.get())))
@@ -284,6 +303,8 @@ pub struct SegmentReader<B> {
     partitions: Vec<PartitionInfo>,
     blocks: Vec<BlockInfo>,
     verified: Vec<OnceLock<Result<(), BlockFault>>>,
+    /// Where its decoded chunks are kept, and its number there.
+    cache: Option<(Arc<dyn ChunkCache>, u64)>,
 }
 
 /// Why a block failed its first read, remembered so later reads fail the same way.
@@ -327,7 +348,16 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             partitions,
             blocks,
             verified,
+            cache: None,
         })
+    }
+
+    /// The reader, keeping the chunks its reads decode in `cache` under the number `file`
+    /// (which no other bytes may ever be given in that cache).
+    #[must_use]
+    pub fn with_chunk_cache(mut self, cache: Arc<dyn ChunkCache>, file: u64) -> Self {
+        self.cache = Some((cache, file));
+        self
     }
 
     /// The file's name, as given to `open`.
@@ -467,6 +497,10 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             finite: block.field_kind == 3 && part.measured.iter().any(|&(f, _)| f == block.field),
             data,
             table,
+            cache: self
+                .cache
+                .as_ref()
+                .map(|(cache, file)| (cache.as_ref(), *file)),
         })
     }
 

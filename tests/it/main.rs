@@ -18,6 +18,7 @@ mod errors;
 mod levels;
 mod model;
 mod open_segments;
+mod packed_reads;
 mod read_only;
 mod read_only_mount;
 mod retention;

@@ -147,9 +147,10 @@ impl<S: SegmentSink> SegmentWriter<S> {
             let mut axes = Vec::with_capacity(sources.len());
             for s in sources {
                 let axis = s.reader.axis(s.part_idx).map_err(MergeWriteError::Read)?;
+                // A merge streams through every chunk once: not through the chunk cache.
                 axes.push(match axis {
                     Some(crate::Axis::Plain(values)) => Column::U64(values),
-                    Some(crate::Axis::Packed(packed)) => Column::Packed(packed),
+                    Some(crate::Axis::Packed(packed)) => Column::Packed(packed.uncached()),
                     None => unreachable!("check_sources: every input has an axis"),
                 });
             }
@@ -169,7 +170,7 @@ impl<S: SegmentSink> SegmentWriter<S> {
                     .column(s.part_idx, field)
                     .map_err(MergeWriteError::Read)?
                     .expect("check_sources: every input stores the same columns");
-                columns.push(column);
+                columns.push(column.uncached());
             }
             if kind <= 3 {
                 self.push_merged_numbers(

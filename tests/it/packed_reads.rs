@@ -1,0 +1,120 @@
+//! Reads of packed columns (segment format 5 on) answer exactly as plain ones: the same
+//! barriers sealed into a store of each, every query, survey and fold compared, over ranges
+//! that cut chunks and cells; and the cache of decoded chunks those reads fill stays under its
+//! bound (`Config::decoded_chunks_bytes_max`), is used, and changes no answer.
+
+use std::fmt::Write;
+
+use strata::segment::vfs::SimFs;
+use strata::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Values};
+
+use crate::support::sim;
+
+fn decl() -> StreamDecl {
+    Stream::new("s")
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .field("n", FieldKind::I64)
+        .track(["run"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
+
+/// Ten barriers of 10,000 rows a track for two tracks: values with decimals (they pack) and
+/// sums that round.
+fn fill(store: &mut Store) {
+    for barrier in 0..10u64 {
+        for (k, run) in [(0u64, "a"), (1, "b")] {
+            let rows = barrier * 10_000..(barrier + 1) * 10_000;
+            let t: Vec<u64> = rows.clone().map(|i| 3 * i + k + i % 2).collect();
+            let v: Vec<f64> = rows
+                .clone()
+                .map(|i| ((i * 7_919 + k) % 1_000) as f64 / 7.0 + (i as f64 / 50.0).sin())
+                .collect();
+            let n: Vec<i64> = rows.map(|i| i64::try_from(i % 97).unwrap() - 40).collect();
+            store
+                .publish_columns(
+                    "s",
+                    barrier,
+                    &[strata::Value::Str(run.into())],
+                    &[Values::U64(&t), Values::F64(&v), Values::I64(&n)],
+                )
+                .unwrap();
+        }
+        store.seal().unwrap();
+    }
+}
+
+/// Every read, in words (Debug keeps every float's exact value).
+fn answers(store: &Store) -> String {
+    let mut out = String::new();
+    for selection in [&[][..], &["a"][..], &["b"][..]] {
+        let rows = store.query("s", selection, 40_000..=41_000).unwrap();
+        writeln!(out, "query {selection:?} {rows:?}").unwrap();
+        let all = store.query("s", selection, ..).unwrap().len();
+        writeln!(out, "query {selection:?} all: {all}").unwrap();
+        for (lo, hi) in [
+            (0, u64::MAX),
+            (1_234, 287_651),
+            (150_001, 150_999),
+            (29_990, 30_030),
+        ] {
+            for budget in [24, 400, 4_000] {
+                let survey = store.survey("s", selection, lo..=hi, budget);
+                writeln!(out, "survey {selection:?} {lo}..={hi} {budget}: {survey:?}").unwrap();
+            }
+            for aggregate in [
+                Aggregate::Mean,
+                Aggregate::Sum,
+                Aggregate::Min,
+                Aggregate::Count,
+                Aggregate::p(50),
+                Aggregate::p(99),
+            ] {
+                let fold = store.fold("s", selection, lo..=hi, aggregate);
+                writeln!(out, "fold {selection:?} {lo}..={hi} {aggregate}: {fold:?}").unwrap();
+            }
+        }
+    }
+    out
+}
+
+fn store(config: Config) -> Store {
+    let mut store = Store::open_or_create_in(sim(&SimFs::new()), config, &[decl()]).unwrap();
+    fill(&mut store);
+    store
+}
+
+#[test]
+fn packed_columns_answer_as_plain_ones_and_the_chunk_cache_stays_under_its_bound() {
+    let plain = answers(&store(Config::default().pack_columns(false)));
+    // Room for three chunks of 10,000 values (80,000 bytes each): far fewer than the reads
+    // touch, so the cache fills, evicts, and is read again.
+    let bound = 3 * 80_000;
+    let packed = store(Config::default().decoded_chunks_bytes_max(bound));
+    assert_eq!(answers(&packed), plain, "packed against plain");
+    let metrics = packed.metrics();
+    assert!(
+        metrics.decoded_chunks_bytes <= bound as u64,
+        "{} bytes kept over a bound of {bound}",
+        metrics.decoded_chunks_bytes
+    );
+    assert!(
+        metrics.decoded_chunks_bytes > 2 * 80_000,
+        "filled to the bound"
+    );
+    assert!(metrics.decoded_chunk_evictions > 0, "{metrics:?}");
+    assert!(metrics.decoded_chunk_hits > 0, "{metrics:?}");
+    // Read again, the answers are those of the chunks kept, and the same.
+    assert_eq!(answers(&packed), plain, "packed, read again");
+    // Without a cache: nothing kept, nothing different.
+    let uncached = store(Config::default().decoded_chunks_bytes_max(0));
+    assert_eq!(answers(&uncached), plain, "packed without a cache");
+    let metrics = uncached.metrics();
+    assert_eq!(
+        (metrics.decoded_chunks_bytes, metrics.decoded_chunk_hits),
+        (0, 0)
+    );
+}
