@@ -4,10 +4,13 @@
 //! - `query_runs`: every run's positions, axis and values summed, from the mapped columns;
 //! - `memory read`: the same bytes (a position, an axis value and a value a row) summed from
 //!   three `Vec`s in memory, the same way: the physical limit the runs are measured against;
-//! - `query_iter`: every row built as a `StoredRow` (a `Vec<Value>` a row), for scale.
+//! - `query_iter`: every row built as a `StoredRow` (a `Vec<Value>` a row), for scale;
+//! - `query_runs` over the same rows with `Config::pack_columns(false)`: plain columns, read
+//!   straight from the map, as every segment was before #30;
 //!
 //! `cargo bench --bench query`; criterion prints elements/s (rows/s) for each, in one run, so
-//! the ratio of the first two is measured in one sitting. Target (#13): runs >= 50 M rows/s.
+//! the ratios are measured in one sitting. Targets: runs >= 50 M rows/s (#13); over packed
+//! columns >= 100 M rows/s on one core, beside the plain read (#30).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -37,10 +40,13 @@ fn row(row_idx: usize, walk: &mut f64) -> (u64, f64) {
     (i * 1000, *walk)
 }
 
-/// A store in a temp dir holding `N_ROWS` rows of one track, 10 positions a batch apart.
-fn store() -> (tempfile::TempDir, Store) {
+/// A store in a temp dir holding `N_ROWS` rows of one track, 10 positions a batch apart, its
+/// columns packed or not (`Config::pack_columns`).
+fn store(pack_columns: bool) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let config = Config::default().staged_bytes_max(1 << 30);
+    let config = Config::default()
+        .staged_bytes_max(1 << 30)
+        .pack_columns(pack_columns);
     let mut store = Store::open_or_create(dir.path(), config, &[decl()]).expect("a store");
     let (mut t, mut v) = (
         Vec::with_capacity(BATCH_ROWS),
@@ -94,7 +100,8 @@ fn sum_memory(positions: &[u64], axis: &[u64], values: &[f64]) -> (u64, u64, f64
 }
 
 fn reads(c: &mut Criterion) {
-    let (_dir, store) = store();
+    let (_plain_dir, plain) = store(false);
+    let (_dir, store) = store(true);
     // The same bytes in memory, from the store itself (so both sums must agree).
     let (mut positions, mut axis, mut values) = (Vec::new(), Vec::new(), Vec::new());
     for run in store.query_runs("s", &[], ..).expect("a read") {
@@ -111,6 +118,11 @@ fn reads(c: &mut Criterion) {
         sum_memory(&positions, &axis, &values),
         "the runs and the memory copy hold the same rows"
     );
+    assert_eq!(
+        sum_runs(&plain),
+        sum_runs(&store),
+        "packed and plain columns hold the same rows"
+    );
 
     let mut group = c.benchmark_group("query 10^7 rows, one track (u64 axis + f64 value)");
     group.throughput(Throughput::Elements(N_ROWS as u64));
@@ -119,6 +131,12 @@ fn reads(c: &mut Criterion) {
     group.bench_function("query_runs: positions, axis and values summed", |b| {
         b.iter(|| black_box(sum_runs(&store)));
     });
+    group.bench_function(
+        "query_runs over plain columns (pack_columns off, the layout before #30)",
+        |b| {
+            b.iter(|| black_box(sum_runs(&plain)));
+        },
+    );
     group.bench_function("memory read of the same bytes (three Vecs summed)", |b| {
         b.iter(|| black_box(sum_memory(&positions, &axis, &values)));
     });

@@ -10,6 +10,10 @@
 //! - `survey_vs_m4_scan_1000000_rows`: the survey against reading every raw row through the same
 //!   mapped segments and folding it into the survey's cells: what the level ladder buys.
 //!
+//! - `packed_against_plain_1000000_rows`: the same rows (sealed 10,000 a barrier and
+//!   compacted) in a store of packed columns and one of plain ones, surveys and mean folds
+//!   timed alike (#30: a survey within 1.5x of the plain store's, a fold mean unchanged).
+//!
 //! `STRATA_BENCH_SCALE=1 cargo bench --bench survey` also builds 10^7 and 10^8 rows (the largest
 //! takes a couple of minutes and a few GB in a temp dir) and times the survey over each
 //! (`survey_budget_4000`). Target: the 10^8 survey costs at most 2x the 10^6 one.
@@ -20,7 +24,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use strata::levels::{Bucket, Ladder, Num};
 use strata::segment::SegmentReader;
 use strata::segment::vfs::{RealFs, Vfs};
-use strata::{Config, FieldKind, Row, Store, Stream, StreamDecl, Value};
+use strata::{Aggregate, Config, FieldKind, Row, Store, Stream, StreamDecl, Value, Values};
 
 const BUDGET: u64 = 4000;
 const SEAL_EVERY: u64 = 5_000_000;
@@ -171,5 +175,115 @@ fn survey_by_rows(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, survey_vs_memory_read, survey_by_rows);
+/// 10^6 rows (one f64 field, full precision) sealed 10,000 rows a barrier and compacted, into
+/// a store of packed columns (the default, segment format 5 on) and one of plain columns
+/// (`Config::pack_columns(false)`: the layout, and the adaptive rule's cost, of the format
+/// before #30), timed alike in one run: a warm survey over the whole range and over 1% of it
+/// (which answers at a finer level, folded from the rows where a file does not store it), and
+/// a mean fold over the whole range and over a range that cuts cells at both ends.
+fn packed_against_plain(c: &mut Criterion) {
+    const N: u64 = 1_000_000;
+    let stores: Vec<(&str, tempfile::TempDir, Store)> = [("packed", true), ("plain", false)]
+        .into_iter()
+        .map(|(name, pack)| {
+            let (dir, store) = build_barriers(N, Config::default().pack_columns(pack));
+            (name, dir, store)
+        })
+        .collect();
+    // Both stores answer alike: the same buckets, points and counts (their sums may differ in
+    // the last bits: files of other sizes merge in other groups, docs/compaction.md).
+    let answers = |store: &Store| -> Vec<String> {
+        [
+            store.survey("series", &[], .., BUDGET),
+            store.survey("series", &[], 400_000..=409_999, BUDGET),
+        ]
+        .into_iter()
+        .flat_map(|survey| survey.expect("survey").fields)
+        .flat_map(|field| field.buckets)
+        .map(|b| {
+            format!(
+                "{:?} {:?} {:?} {:?} {}",
+                b.first, b.last, b.min, b.max, b.count
+            )
+        })
+        .collect()
+    };
+    assert_eq!(answers(&stores[0].2), answers(&stores[1].2));
+    let mut group = c.benchmark_group("packed_against_plain_1000000_rows");
+    group.measurement_time(Duration::from_secs(4));
+    for (name, _, store) in &stores {
+        group.bench_function(BenchmarkId::new("survey, whole range", name), |b| {
+            b.iter(|| store.survey("series", &[], .., BUDGET).expect("survey"));
+        });
+        group.bench_function(BenchmarkId::new("survey, 1% of the range", name), |b| {
+            b.iter(|| {
+                store
+                    .survey("series", &[], 400_000..=409_999, BUDGET)
+                    .expect("survey")
+            });
+        });
+        group.bench_function(BenchmarkId::new("fold mean, whole range", name), |b| {
+            b.iter(|| {
+                store
+                    .fold("series", &[], .., Aggregate::Mean)
+                    .expect("fold")
+            });
+        });
+        group.bench_function(
+            BenchmarkId::new("fold mean, cells cut at both ends", name),
+            |b| {
+                b.iter(|| {
+                    store
+                        .fold("series", &[], 1_234..=876_543, Aggregate::Mean)
+                        .expect("fold")
+                });
+            },
+        );
+    }
+    group.finish();
+    for (name, dir, _) in &stores {
+        let bytes: u64 = std::fs::read_dir(dir.path().join("seg"))
+            .expect("seg/")
+            .map(|e| e.expect("an entry").metadata().expect("metadata").len())
+            .sum();
+        println!("{name}: {:.2} B/row in segments", bytes as f64 / N as f64);
+    }
+}
+
+/// A store of `n` rows of one partition, sealed 10,000 rows a barrier through `publish_columns`
+/// and compacted as `Served` would (then once more when the barriers stop).
+fn build_barriers(n: u64, config: Config) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut store = Store::open_or_create(dir.path(), config, &[decl()]).expect("a store");
+    for (position, start) in (0..n).step_by(10_000).enumerate() {
+        let t: Vec<u64> = (start..(start + 10_000).min(n)).collect();
+        let v: Vec<f64> = t
+            .iter()
+            .map(|&t| (t as f64 * 0.001).sin() * 100.0)
+            .collect();
+        store
+            .publish_columns(
+                "series",
+                position as u64,
+                &[],
+                &[Values::U64(&t), Values::F64(&v)],
+            )
+            .expect("publish");
+        store.seal().expect("seal");
+        for _ in 0..4 {
+            if store.compact_step().expect("a step").is_none() {
+                break;
+            }
+        }
+    }
+    store.compact().expect("compact");
+    (dir, store)
+}
+
+criterion_group!(
+    benches,
+    survey_vs_memory_read,
+    survey_by_rows,
+    packed_against_plain
+);
 criterion_main!(benches);

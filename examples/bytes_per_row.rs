@@ -98,22 +98,14 @@ fn store_bytes(dir: &Path) -> std::io::Result<u64> {
     Ok(total)
 }
 
-/// The cells blocks' bytes (104 a cell and a 4-byte crc).
+/// The cells blocks' bytes (crcs included).
 fn cells_bytes(dir: &Path) -> Result<u64, Box<dyn std::error::Error>> {
     let mut total = 0;
     for entry in std::fs::read_dir(dir.join("seg"))? {
         let reader = SegmentReader::open("seg", std::fs::read(entry?.path())?)?;
-        for (part_idx, part) in reader.partitions().iter().enumerate() {
-            let mut n_cells = 0;
-            for &(field, _) in &part.measured {
-                for level in 0..part.entry.n_levels {
-                    n_cells += reader.cells(part_idx, field, level, 0..=u64::MAX)?.len();
-                }
-            }
-            if n_cells > 0 {
-                total += n_cells as u64 * 104 + 4;
-            }
-        }
+        total += (0..reader.partitions().len())
+            .map(|part_idx| reader.cells_len(part_idx))
+            .sum::<u64>();
     }
     Ok(total)
 }

@@ -1,9 +1,10 @@
-//! Dense storage, measured before it is built (#30): what strata stores a row in today, beside
-//! Parquet (the `parquet` crate, zstd) written from the same rows in the same run, and the two
-//! numeric codecs the issue names for its raw columns — `pco` (pcodec) and a Gorilla-style
-//! encoding (delta-of-delta for the axis, XOR of neighbours for the values), written here for
-//! the comparison — each over the blocks a barrier seals (10,000 rows) and over whole columns
-//! (a compaction output). Then criterion times both codecs' encode and decode per block.
+//! Dense storage (#30): what strata stores a row in, beside Parquet (the `parquet` crate, zstd)
+//! written from the same rows in the same run, and what ingest costs with compaction keeping up
+//! beside seals alone; with `STRATA_DENSE_CODECS` set, also the codec study that chose pco —
+//! `pco` (pcodec) and a Gorilla-style encoding (delta-of-delta for the axis, XOR of neighbours
+//! for the values, written here for the comparison), each over the blocks a barrier seals
+//! (10,000 rows) and over whole columns (a compaction output). Then criterion times both codecs'
+//! encode and decode per block, and a barrier against encoding its columns.
 //!
 //! `cargo bench --manifest-path compare/Cargo.toml --bench dense` (its own workspace: CI never
 //! builds it). `STRATA_DENSE_ROWS` (default 10^7, rounded up to whole barriers) sizes the data
@@ -17,16 +18,18 @@
 //! - **noise**: axis `t` = 0, 1, 2, ..; `v` N(0, 1) at full precision — the honest worst case,
 //!   which no codec can shrink much below 8 bytes a value.
 //!
-//! Every codec's output is decoded again and compared bit for bit before its size counts.
+//! Every store is read back and compared bit for bit, and every codec's output decoded and
+//! compared, before its size counts.
 
 mod support;
 
-use support::bytes_under;
+use support::{bytes_under, cell_bytes};
 
-use std::fs::File;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
@@ -34,6 +37,7 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use strata::segment::Column;
 use strata::{Config, FieldKind, ServeConfig, Store, Stream, Values};
 
 /// Rows a barrier seals, as the issue's ingest runs them.
@@ -130,33 +134,105 @@ fn noise(n: usize) -> DataSet {
     }
 }
 
-/// Every file of a store holding the data set, sealed a barrier at a time through
-/// `publish_columns` with the compaction steps `Served` grants after each, then compacted.
-fn strata_bytes(ds: &DataSet) -> u64 {
+/// What writing a data set into a store cost, and came to.
+struct StrataRun {
+    /// Every file of the store once compacted.
+    bytes: u64,
+    /// Of those, the level cells' blocks.
+    cell_bytes: u64,
+    /// Publishing and sealing every barrier.
+    sealing: Duration,
+    /// The compaction steps between barriers (zero when none were taken).
+    stepping: Duration,
+    /// Bytes the barriers wrote, and compaction (between barriers and after them).
+    bytes_sealed: u64,
+    bytes_compacted: u64,
+}
+
+impl StrataRun {
+    fn ingest(&self) -> Duration {
+        self.sealing + self.stepping
+    }
+}
+
+fn decl_of(ds: &DataSet) -> strata::StreamDecl {
     let mut stream = Stream::new("s").field("t", FieldKind::U64);
     for (name, _) in &ds.fields {
         stream = stream.field(*name, FieldKind::F64);
     }
-    let decl = stream.axis("t").build().expect("a valid declaration");
+    stream.axis("t").build().expect("a valid declaration")
+}
+
+/// The data set sealed a barrier at a time through `publish_columns`, with the compaction
+/// steps `Served` grants after each (`steps`) or none, then compacted; every row read back and
+/// compared bit for bit before the store's bytes count.
+fn strata_run(ds: &DataSet, steps: bool) -> StrataRun {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut store = Store::open_or_create(dir.path(), Config::default(), &[decl]).expect("a store");
+    let mut store =
+        Store::open_or_create(dir.path(), Config::default(), &[decl_of(ds)]).expect("a store");
+    let (mut sealing, mut stepping) = (Duration::ZERO, Duration::ZERO);
     for (position, start) in (0..ds.n_rows()).step_by(BARRIER_ROWS).enumerate() {
         let end = (start + BARRIER_ROWS).min(ds.n_rows());
         let mut columns = vec![Values::U64(&ds.axis[start..end])];
         columns.extend(ds.fields.iter().map(|(_, v)| Values::F64(&v[start..end])));
+        let began = Instant::now();
         store
             .publish_columns("s", position as u64, &[], &columns)
             .expect("publish");
         store.seal().expect("seal");
-        for _ in 0..ServeConfig::default().compact_steps_per_tick {
-            if store.compact_step().expect("a step").is_none() {
-                break;
+        sealing += began.elapsed();
+        if steps {
+            let began = Instant::now();
+            for _ in 0..ServeConfig::default().compact_steps_per_tick {
+                if store.compact_step().expect("a step").is_none() {
+                    break;
+                }
             }
+            stepping += began.elapsed();
         }
     }
     store.compact().expect("compact");
+    assert_reads_back(&store, ds);
+    let metrics = store.metrics();
     drop(store);
-    bytes_under(dir.path())
+    StrataRun {
+        bytes: bytes_under(dir.path()),
+        cell_bytes: cell_bytes(dir.path()),
+        sealing,
+        stepping,
+        bytes_sealed: metrics.bytes_sealed,
+        bytes_compacted: metrics.compaction_bytes_written,
+    }
+}
+
+/// Every row of the store, read through `query_runs`, is the data set's, bit for bit.
+fn assert_reads_back(store: &Store, ds: &DataSet) {
+    let mut row = 0;
+    for run in store.query_runs("s", &[], ..).expect("a read") {
+        let run = run.expect("a run");
+        let axis = run.axis().expect("an axis");
+        assert!(
+            axis.iter()
+                .map(|a| a.get())
+                .eq(ds.axis[row..row + run.len()].iter().copied()),
+            "{}: the axis at row {row}",
+            ds.name
+        );
+        for (i, (name, values)) in ds.fields.iter().enumerate() {
+            let Some(Column::F64(got)) = run.column(1 + u16::try_from(i).expect("few fields")) else {
+                panic!("{name} is an f64 column");
+            };
+            assert!(
+                got.iter()
+                    .map(|v| v.get().to_bits())
+                    .eq(values[row..row + run.len()].iter().map(|v| v.to_bits())),
+                "{}: {name} at row {row}",
+                ds.name
+            );
+        }
+        row += run.len();
+    }
+    assert_eq!(row, ds.n_rows(), "{}: every row", ds.name);
 }
 
 /// The data set as one Parquet file (zstd at `level`, row groups of [`GROUP_ROWS`]).
@@ -451,18 +527,27 @@ fn rows_total() -> usize {
     n.div_ceil(BARRIER_ROWS).max(1) * BARRIER_ROWS
 }
 
+/// The issue's targets, B/row: random walk, sensor; none for the data set of our own choosing.
+fn target(ds: &DataSet) -> Option<f64> {
+    match ds.name {
+        "random walk" => Some(6.0),
+        "sensor" => Some(1.0),
+        _ => None,
+    }
+}
+
+/// strata beside Parquet, and ingest with compaction beside seals alone, in one run.
 fn table(sets: &[DataSet], out: Option<&Path>) {
     println!(
-        "| data ({} rows) | raw (8 B a value) | strata today | Parquet + zstd 3 | Parquet + zstd 9 | pco, 10^4-row blocks | pco, whole columns | Gorilla, 10^4-row blocks | Gorilla, whole columns |",
+        "| data ({} rows) | strata B/row | of it levels | Parquet + zstd 3 B/row | strata / Parquet | target | ingest, seals only | ingest, 4 steps a barrier | ratio | compaction bytes / sealed |",
         sets[0].n_rows()
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for ds in sets {
         let n = ds.n_rows();
-        let raw = (8 * (1 + ds.fields.len()) * n) as u64;
-        let strata = strata_bytes(ds);
-        let parquet_3 = parquet_file(ds, 3);
-        let parquet_9 = parquet_file(ds, 9).len() as u64;
+        let sealed_only = strata_run(ds, false);
+        let stepped = strata_run(ds, true);
+        let parquet = parquet_file(ds, 3);
         if let Some(out) = out {
             let name: String = ds
                 .name
@@ -470,17 +555,51 @@ fn table(sets: &[DataSet], out: Option<&Path>) {
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
                 .collect();
             let path: PathBuf = out.join(format!("{name}.parquet"));
-            std::fs::write(&path, &parquet_3).expect("write the Parquet file");
-            File::open(&path).expect("written");
+            std::fs::write(&path, &parquet).expect("write the Parquet file");
         }
+        let rate = |run: &StrataRun| n as f64 / run.ingest().as_secs_f64() / 1e6;
+        let strata = per_row(stepped.bytes, n);
+        let parquet = per_row(parquet.len() as u64, n);
+        println!(
+            "| {} | {strata:.2} | {:.1}% | {parquet:.2} | {:.2} | {} | {:.2} M rows/s | {:.2} M rows/s ({:.2} s sealing + {:.2} s steps) | {:.2} | {:.2} |",
+            ds.name,
+            100.0 * stepped.cell_bytes as f64 / stepped.bytes as f64,
+            strata / parquet,
+            target(ds).map_or("-".to_owned(), |t| format!("<= {t:.1}")),
+            rate(&sealed_only),
+            rate(&stepped),
+            stepped.sealing.as_secs_f64(),
+            stepped.stepping.as_secs_f64(),
+            sealed_only.ingest().as_secs_f64() / stepped.ingest().as_secs_f64(),
+            stepped.bytes_compacted as f64 / stepped.bytes_sealed as f64,
+        );
+    }
+    println!(
+        "(bytes per row: every file of the store once compacted, levels included, every row read back and compared bit for bit; ingest: publish_columns + seal of each {BARRIER_ROWS}-row barrier, and the compaction steps Served grants after each)"
+    );
+}
+
+/// The codec study that chose pco (docs/format.md): each codec over the raw columns, in
+/// barrier-sized blocks and whole columns, beside Parquet at two zstd levels.
+fn codec_table(sets: &[DataSet]) {
+    println!();
+    println!(
+        "| data ({} rows) | raw (8 B a value) | Parquet + zstd 3 | Parquet + zstd 9 | pco, 10^4-row blocks | pco, whole columns | Gorilla, 10^4-row blocks | Gorilla, whole columns |",
+        sets[0].n_rows()
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for ds in sets {
+        let n = ds.n_rows();
+        let raw = (8 * (1 + ds.fields.len()) * n) as u64;
+        let parquet_3 = parquet_file(ds, 3).len() as u64;
+        let parquet_9 = parquet_file(ds, 9).len() as u64;
         let (pco_blocks, gorilla_blocks) = codec_bytes(ds, BARRIER_ROWS);
         let (pco_whole, gorilla_whole) = codec_bytes(ds, n);
         println!(
-            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             ds.name,
             per_row(raw, n),
-            per_row(strata, n),
-            per_row(parquet_3.len() as u64, n),
+            per_row(parquet_3, n),
             per_row(parquet_9, n),
             per_row(pco_blocks, n),
             per_row(pco_whole, n),
@@ -488,9 +607,7 @@ fn table(sets: &[DataSet], out: Option<&Path>) {
             per_row(gorilla_whole, n),
         );
     }
-    println!(
-        "(bytes per row: every file of the store, levels included; every codec's output decoded and compared bit for bit)"
-    );
+    println!("(bytes per row; every codec's output decoded and compared bit for bit)");
 }
 
 fn speeds(c: &mut Criterion, sets: &[DataSet]) {
@@ -627,7 +744,10 @@ fn main() {
         std::fs::create_dir_all(out).expect("the output folder");
     }
     table(&sets, out.as_deref());
-    pco_levels_table(&sets);
+    if std::env::var_os("STRATA_DENSE_CODECS").is_some() {
+        codec_table(&sets);
+        pco_levels_table(&sets);
+    }
     let mut c = Criterion::default().configure_from_args();
     speeds(&mut c, &sets);
     barrier_against_encode(&mut c, &sets);
