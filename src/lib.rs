@@ -29,7 +29,7 @@
 //! ```
 
 pub use strata_engine::{
-    Aggregate, BeneathWindow, Bucket, Cell, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
+    Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
     EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, LEVEL_BYTES_SHARE,
     LevelStorage, Lifetime, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN,
     Point, QueryRows, QueryRuns, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,

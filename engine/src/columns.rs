@@ -72,6 +72,86 @@ impl Values<'_> {
     }
 }
 
+/// The values of one field for every row of a columnar batch, owned: what a batch handed to
+/// another task carries ([`crate::Served::publish_columns`]). [`Values`] borrows the same.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// A `u64` field.
+    U64(Vec<u64>),
+    /// An `i64` field.
+    I64(Vec<i64>),
+    /// An `f64` field (finite).
+    F64(Vec<f64>),
+    /// A `str` field.
+    Str(Vec<String>),
+    /// A `bytes` field.
+    Bytes(Vec<Vec<u8>>),
+}
+
+impl From<Vec<u64>> for Column {
+    fn from(values: Vec<u64>) -> Column {
+        Column::U64(values)
+    }
+}
+
+impl From<Vec<i64>> for Column {
+    fn from(values: Vec<i64>) -> Column {
+        Column::I64(values)
+    }
+}
+
+impl From<Vec<f64>> for Column {
+    fn from(values: Vec<f64>) -> Column {
+        Column::F64(values)
+    }
+}
+
+impl From<Vec<String>> for Column {
+    fn from(values: Vec<String>) -> Column {
+        Column::Str(values)
+    }
+}
+
+impl From<Vec<Vec<u8>>> for Column {
+    fn from(values: Vec<Vec<u8>>) -> Column {
+        Column::Bytes(values)
+    }
+}
+
+impl Column {
+    /// Runs `f` on these columns borrowed as [`Values`]: numbers as they are, strings and
+    /// byte strings through one slice of references per column (a pointer a row, no copy of
+    /// what they hold).
+    pub fn borrowed<R>(columns: &[Column], f: impl FnOnce(&[Values<'_>]) -> R) -> R {
+        let strs: Vec<Vec<&str>> = columns
+            .iter()
+            .map(|c| match c {
+                Column::Str(v) => v.iter().map(String::as_str).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let bytes: Vec<Vec<&[u8]>> = columns
+            .iter()
+            .map(|c| match c {
+                Column::Bytes(v) => v.iter().map(Vec::as_slice).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let values: Vec<Values<'_>> = columns
+            .iter()
+            .zip(strs.iter().zip(&bytes))
+            .map(|(column, (strs, bytes))| match column {
+                Column::U64(v) => Values::U64(v),
+                Column::I64(v) => Values::I64(v),
+                Column::F64(v) => Values::F64(v),
+                Column::Str(_) => Values::Str(strs),
+                Column::Bytes(_) => Values::Bytes(bytes),
+            })
+            .collect();
+        f(&values)
+    }
+}
+
 /// The positions of a columnar batch's rows: one for them all, or one each.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Positions<'a> {

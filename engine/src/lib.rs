@@ -29,7 +29,7 @@ mod trim;
 mod typed;
 mod value;
 
-pub use columns::Values;
+pub use columns::{Column, Values};
 pub use compact::CompactStep;
 pub use config::{Config, OPEN_SEGMENTS_LIMIT};
 pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};

@@ -13,13 +13,14 @@
 //! hang, and never `Poisoned`: the store was closed, not damaged.
 
 use std::collections::VecDeque;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
 use strata_levels::Aggregate;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
+use crate::columns::Column;
 use crate::compact::MergeDone;
 use crate::error::EngineError;
 use crate::read::StoredRow;
@@ -27,9 +28,9 @@ use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series};
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::store::{Metrics, Sealed, Store};
-use crate::survey::{FieldBuckets, FieldStat};
+use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::trim::Trimmed;
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// How a served store runs. `ServeConfig::default()` is a sane start; the builder methods,
 /// one per field and named after it, change it (`ServeConfig::default().seal_interval(None)`).
@@ -190,9 +191,38 @@ impl ServeConfig {
 
 struct Feed {
     stream: String,
-    position: u64,
-    rows: Vec<Row>,
+    batch: Batch,
     reply: oneshot::Sender<Result<(), EngineError>>,
+}
+
+/// What a publish hands the supervisor to stage, as the store's own calls take it.
+enum Batch {
+    Rows {
+        position: u64,
+        rows: Vec<Row>,
+    },
+    Columns {
+        /// One position for every row, or one each.
+        positions: Result<u64, Vec<u64>>,
+        track: Vec<Value>,
+        columns: Vec<Column>,
+    },
+}
+
+impl Batch {
+    fn stage(&self, store: &mut Store, stream: &str) -> Result<(), EngineError> {
+        match self {
+            Batch::Rows { position, rows } => store.publish(stream, *position, rows),
+            Batch::Columns {
+                positions,
+                track,
+                columns,
+            } => Column::borrowed(columns, |columns| match positions {
+                Ok(position) => store.publish_columns(stream, *position, track, columns),
+                Err(positions) => store.publish_columns_at(stream, positions, track, columns),
+            }),
+        }
+    }
 }
 
 type Reply<T> = oneshot::Sender<Result<T, BeneathWindow>>;
@@ -218,6 +248,7 @@ enum Command {
     ),
     Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
     Metrics(oneshot::Sender<Metrics>),
+    Watermark(String, oneshot::Sender<Result<Option<u64>, EngineError>>),
     /// Runs a caller's read on a snapshot (`Served::read`); it answers through its own reply.
     Read(Box<dyn FnOnce(&Snapshot) -> Answer + Send>),
     Stop(oneshot::Sender<Result<(), EngineError>>),
@@ -387,6 +418,120 @@ impl Served {
         answer.await.map_err(|_| EngineError::Stopped)
     }
 
+    /// Stages `rows` of `stream` at `position` (durable after the next barrier), as
+    /// `Store::publish` does, with its refusals; a refused batch stages nothing. Waits while the
+    /// lane is full (at most [`ServeConfig::lane_max`] publishes queued), never while a barrier
+    /// is written.
+    pub async fn publish(
+        &self,
+        stream: &str,
+        position: u64,
+        rows: Vec<Row>,
+    ) -> Result<(), EngineError> {
+        self.feed(stream, Batch::Rows { position, rows }).await
+    }
+
+    /// Stages a batch given as columns, as `Store::publish_columns` does, with its refusals
+    /// (the same error, row and reason as the rows would get); a refused batch stages nothing.
+    /// The supervisor stages the columns as they are: no `Value` a row. `track` holds the
+    /// track fields' values, once for the batch; `columns` every other field's, in
+    /// declaration order.
+    pub async fn publish_columns(
+        &self,
+        stream: &str,
+        position: u64,
+        track: &[Value],
+        columns: Vec<Column>,
+    ) -> Result<(), EngineError> {
+        let batch = Batch::Columns {
+            positions: Ok(position),
+            track: track.to_vec(),
+            columns,
+        };
+        self.feed(stream, batch).await
+    }
+
+    /// As [`Served::publish_columns`] with a position per row (`Store::publish_columns_at`).
+    pub async fn publish_columns_at(
+        &self,
+        stream: &str,
+        positions: Vec<u64>,
+        track: &[Value],
+        columns: Vec<Column>,
+    ) -> Result<(), EngineError> {
+        let batch = Batch::Columns {
+            positions: Err(positions),
+            track: track.to_vec(),
+            columns,
+        };
+        self.feed(stream, batch).await
+    }
+
+    async fn feed(&self, stream: &str, batch: Batch) -> Result<(), EngineError> {
+        let (reply, answer) = oneshot::channel();
+        let feed = Feed {
+            stream: stream.to_owned(),
+            batch,
+            reply,
+        };
+        let unserved = || EngineError::Stopped;
+        self.feed.send(feed).await.map_err(|_| unserved())?;
+        answer.await.map_err(|_| unserved())?
+    }
+
+    /// The position through which `stream` is durable (`None`: nothing yet), as the last
+    /// barrier that landed left it: asked of the supervisor, costing no barrier and no reader
+    /// (`Series::seal` answers it too, but closes a barrier first when rows are staged).
+    pub async fn watermark(&self, stream: &str) -> Result<Option<u64>, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Watermark(stream.to_owned(), reply))
+            .await
+            .map_err(|_| EngineError::Stopped)?;
+        answer.await.map_err(|_| EngineError::Stopped)?
+    }
+
+    /// Durable rows of `stream` under `selection` with positions in `positions`, in publish
+    /// order: `Store::query`, on a snapshot in the supervisor's pool of readers
+    /// ([`Served::read`]).
+    pub async fn query(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        positions: impl RangeBounds<u64>,
+    ) -> Result<Vec<StoredRow>, EngineError> {
+        let (stream, selection, range) = owned(stream, selection, &positions);
+        self.read(move |snapshot| snapshot.query(&stream, &strs(&selection), range))
+            .await?
+    }
+
+    /// `Store::survey` (a display read of at most `budget` points), on a snapshot in the pool
+    /// of readers.
+    pub async fn survey(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis: impl RangeBounds<u64>,
+        budget: u64,
+    ) -> Result<Survey, EngineError> {
+        let (stream, selection, range) = owned(stream, selection, &axis);
+        self.read(move |snapshot| snapshot.survey(&stream, &strs(&selection), range, budget))
+            .await?
+    }
+
+    /// `Store::fold` (a statistic per measured field), on a snapshot in the pool of readers.
+    pub async fn fold(
+        &self,
+        stream: &str,
+        selection: &[&str],
+        axis: impl RangeBounds<u64>,
+        aggregate: Aggregate,
+    ) -> Result<Vec<FieldStat>, EngineError> {
+        let (stream, selection, range) = owned(stream, selection, &axis);
+        self.read(move |snapshot| snapshot.fold(&stream, &strs(&selection), range, aggregate))
+            .await?
+    }
+
     async fn ask<T>(&self, command: impl FnOnce(Reply<T>) -> Command) -> Result<T, BeneathWindow> {
         let (reply, answer) = oneshot::channel();
         self.commands
@@ -395,6 +540,23 @@ impl Served {
             .map_err(|_| BeneathWindow::Unserved)?;
         answer.await.map_err(|_| BeneathWindow::Unserved)?
     }
+}
+
+/// A read's arguments owned, for the reader it is handed to.
+fn owned(
+    stream: &str,
+    selection: &[&str],
+    range: &impl RangeBounds<u64>,
+) -> (String, Vec<String>, (Bound<u64>, Bound<u64>)) {
+    (
+        stream.to_owned(),
+        selection.iter().map(|&label| label.to_owned()).collect(),
+        (range.start_bound().cloned(), range.end_bound().cloned()),
+    )
+}
+
+fn strs(labels: &[String]) -> Vec<&str> {
+    labels.iter().map(String::as_str).collect()
 }
 
 fn span(stream: &str, track: &[String], start: Bound<u64>, end: Bound<u64>) -> Span {
@@ -413,16 +575,7 @@ impl Series for Served {
         position: u64,
         rows: Vec<Row>,
     ) -> Result<(), EngineError> {
-        let (reply, answer) = oneshot::channel();
-        let feed = Feed {
-            stream: stream.to_owned(),
-            position,
-            rows,
-            reply,
-        };
-        let unserved = || EngineError::Stopped;
-        self.feed.send(feed).await.map_err(|_| unserved())?;
-        answer.await.map_err(|_| unserved())?
+        Served::publish(self, stream, position, rows).await
     }
 
     async fn rows(
@@ -872,7 +1025,7 @@ impl Supervisor {
     fn stage(&mut self, item: Feed) {
         let _ = item
             .reply
-            .send(self.store.publish(&item.stream, item.position, &item.rows));
+            .send(item.batch.stage(&mut self.store, &item.stream));
         self.size_trigger();
     }
 
@@ -1058,6 +1211,9 @@ impl Supervisor {
             Command::Metrics(reply) => {
                 let _ = reply.send(self.store.metrics());
             }
+            Command::Watermark(stream, reply) => {
+                let _ = reply.send(self.store.watermark(&stream, &[]));
+            }
             Command::Stop(_) => unreachable!("the loop stops"),
             write if self.in_flight.is_some() || !self.deferred.is_empty() => {
                 self.deferred.push_back(write);
@@ -1089,6 +1245,7 @@ impl Supervisor {
             | Command::Aggregate(..)
             | Command::Read(_)
             | Command::Metrics(_)
+            | Command::Watermark(..)
             | Command::Stop(_) => unreachable!("answered by `command`"),
         }
     }
@@ -1271,7 +1428,7 @@ mod tests {
                 .build()
                 .unwrap();
             runtime.block_on(async {
-                let mut served = Served::spawn(
+                let served = Served::spawn(
                     store,
                     ServeConfig {
                         seal_interval,
@@ -1430,7 +1587,7 @@ mod tests {
             .unwrap();
         let config = Config::default().staged_bytes_max(STAGED_MAX);
         let store = Store::create_in(Arc::new(SimFs::new()), config, &[decl]).unwrap();
-        let mut served = Served::spawn(
+        let served = Served::spawn(
             store,
             ServeConfig::default()
                 .seal_interval(None)

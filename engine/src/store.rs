@@ -847,7 +847,13 @@ impl Store {
             });
         }
         self.check_poison()?;
-        if self.sealing && operation != "publish" {
+        // Staging goes on while a barrier is written (the served pipeline stages the next
+        // barrier's rows meanwhile); every other write waits for it to land.
+        let stages = matches!(
+            operation,
+            "publish" | "publish_columns" | "publish_columns_at"
+        );
+        if self.sealing && !stages {
             return Err(EngineError::Internal {
                 reason: format!("{operation} was asked while a barrier is in flight"),
             });

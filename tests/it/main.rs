@@ -13,6 +13,7 @@ mod columns;
 mod compact;
 mod compact_realfs;
 mod damaged_reads;
+mod embedding;
 mod engine;
 mod errors;
 mod levels;

@@ -379,7 +379,7 @@ fn spawn_publisher(
     fs: &SimFs,
     progress: tokio::sync::watch::Sender<u64>,
 ) -> tokio::task::JoinHandle<Published> {
-    let mut handle = served.clone();
+    let handle = served.clone();
     let fs = fs.clone();
     tokio::spawn(async move {
         let mut published = Vec::new();

@@ -1,0 +1,236 @@
+//! strata embedded as a host would (docs/embedding.md), through the public API only: a
+//! `Served` store fed by columns from one task while another reads it with `&str` labels and
+//! `..`-style ranges, a watermark asked without a barrier, refusals of a bad column batch the
+//! same as the store's own, then the store reopened for reads. No `Value` appears here but for
+//! a typed track value.
+
+use std::time::Duration;
+
+use strata::{
+    Aggregate, Column, Config, EngineError, FieldKind, Num, ServeConfig, Served, Store, Stream,
+    StreamDecl, Value, Values,
+};
+
+const BATCHES: u64 = 200;
+const BATCH_ROWS: u64 = 1_000;
+
+fn decl() -> StreamDecl {
+    Stream::new("capture")
+        .field("probe", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .track(["probe"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
+
+/// Row `i`'s value: exact in binary (a multiple of 1/4 below 2^20), so any order of summing
+/// gives the same mean.
+#[allow(clippy::cast_precision_loss)]
+fn value(i: u64) -> f64 {
+    ((i * 7919) % 1024) as f64 * 0.25
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_served_store_takes_columns_from_one_task_while_another_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
+    let served = Served::spawn(
+        store,
+        ServeConfig::default().seal_interval(Some(Duration::from_millis(5))),
+    );
+    runtime().block_on(async {
+        let publisher = served.clone();
+        let publishing = async move {
+            for batch in 0..BATCHES {
+                let start = batch * BATCH_ROWS;
+                let t: Vec<u64> = (start..start + BATCH_ROWS).collect();
+                let v: Vec<f64> = t.iter().map(|&i| value(i)).collect();
+                let probe = [Value::Str("p1".into())];
+                publisher
+                    .publish_columns("capture", batch + 1, &probe, vec![t.into(), v.into()])
+                    .await
+                    .unwrap();
+            }
+        };
+        let reader = served.clone();
+        let reading = async move {
+            let mut last_watermark = None;
+            let mut reads = 0;
+            loop {
+                let watermark = reader.watermark("capture").await.unwrap();
+                assert!(
+                    watermark >= last_watermark,
+                    "{watermark:?} after {last_watermark:?}"
+                );
+                last_watermark = watermark;
+                // One snapshot: the rows durable at its watermark, and its survey of them.
+                let (at, rows, counted) = reader
+                    .read(|snapshot| {
+                        let at = snapshot.watermark("capture", &["p1"])?;
+                        let rows = snapshot.query("capture", &["p1"], ..)?.len() as u64;
+                        let survey = snapshot.survey("capture", &["p1"], .., 400)?;
+                        let counted: u64 = survey.fields[0].buckets.iter().map(|b| b.count).sum();
+                        Ok::<_, EngineError>((at, rows, counted))
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(
+                    rows,
+                    at.unwrap_or(0) * BATCH_ROWS,
+                    "rows at watermark {at:?}"
+                );
+                assert_eq!(counted, rows, "the survey counts every row beneath it");
+                reads += 1;
+                if at == Some(BATCHES) {
+                    break reads;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        };
+        let ((), reads) = tokio::join!(publishing, reading);
+        assert!(
+            reads >= 2,
+            "the reader read while the publisher ran ({reads} reads)"
+        );
+
+        // The handle's own reads: labels as `&str`, ranges as Rust writes them.
+        let n = BATCHES * BATCH_ROWS;
+        let rows = served.query("capture", &["p1"], 10..=20).await.unwrap();
+        let positions: Vec<u64> = rows.iter().map(|r| r.position).collect();
+        assert_eq!(positions.len() as u64, 11 * BATCH_ROWS);
+        assert!(positions.iter().all(|p| (10..=20).contains(p)));
+        let survey = served.survey("capture", &[], .., 1_000).await.unwrap();
+        assert!(
+            survey.fields[0].buckets.len() <= 250,
+            "budget 1,000 is 250 buckets"
+        );
+        let count: u64 = survey.fields[0].buckets.iter().map(|b| b.count).sum();
+        assert_eq!(count, n);
+        let max = served
+            .fold("capture", &["p1"], ..1_000, Aggregate::Max)
+            .await
+            .unwrap();
+        let want = (0..1_000).map(value).fold(f64::MIN, f64::max);
+        assert_eq!(max[0].value, Some(Num::F64(want)));
+        let mean = served
+            .fold("capture", &["p1"], .., Aggregate::Mean)
+            .await
+            .unwrap();
+        #[allow(clippy::cast_precision_loss)]
+        let want = (0..n).map(value).sum::<f64>() / n as f64;
+        assert_eq!(mean[0].value, Some(Num::F64(want)));
+        served.stop().await.unwrap();
+    });
+
+    // Reopened for reads: every row, as generated.
+    let reader = Store::open_read_only(dir.path(), Config::default(), &[]).unwrap();
+    let rows = reader.query("capture", &["p1"], ..).unwrap();
+    assert_eq!(rows.len() as u64, BATCHES * BATCH_ROWS);
+    for (i, row) in (0u64..).zip(&rows) {
+        assert_eq!(row.position, i / BATCH_ROWS + 1);
+        assert_eq!(
+            row.values,
+            vec![Value::Str("p1".into()), Value::U64(i), Value::F64(value(i))]
+        );
+    }
+}
+
+/// A bad batch through `Served::publish_columns` gets the store's own error for it, stages
+/// nothing, and the handle goes on serving.
+#[test]
+fn served_refuses_a_column_batch_as_the_store_does() {
+    let bad: Vec<(&str, Vec<Column>)> = vec![
+        (
+            "a NaN",
+            vec![vec![1u64, 2, 3].into(), vec![0.5, f64::NAN, 1.0].into()],
+        ),
+        (
+            "a short column",
+            vec![vec![1u64, 2, 3].into(), vec![0.5, 1.0].into()],
+        ),
+        (
+            "a column of the wrong kind",
+            vec![vec![1u64, 2].into(), vec![1u64, 2].into()],
+        ),
+        (
+            "an axis going back",
+            vec![vec![5u64, 4].into(), vec![0.5, 1.0].into()],
+        ),
+        ("a missing column", vec![vec![1u64, 2].into()]),
+    ];
+    let probe = [Value::Str("p1".into())];
+    for (what, columns) in bad {
+        let mut store = Store::create_in(
+            std::sync::Arc::new(strata::segment::vfs::SimFs::new()),
+            Config::default(),
+            &[decl()],
+        )
+        .unwrap();
+        let by_store = Column::borrowed(&columns, |values: &[Values<'_>]| {
+            store.publish_columns("capture", 1, &probe, values)
+        })
+        .expect_err(what);
+        let served = Served::spawn(store, ServeConfig::default().seal_interval(None));
+        runtime().block_on(async {
+            let by_served = served
+                .publish_columns("capture", 2, &probe, columns)
+                .await
+                .expect_err(what);
+            assert_eq!(
+                by_served.to_string().replace("position 2", "position 1"),
+                by_store.to_string(),
+                "{what}"
+            );
+            // Nothing of it staged: a good batch after it is all a seal makes durable.
+            let good = vec![vec![10u64, 11].into(), vec![1.5, 2.5].into()];
+            served
+                .publish_columns("capture", 3, &probe, good)
+                .await
+                .unwrap();
+            assert_eq!(served.watermark("capture").await.unwrap(), None);
+            served.stop().await.unwrap();
+        });
+    }
+}
+
+/// Asking the watermark closes no barrier: rows staged stay staged.
+#[test]
+fn the_watermark_costs_no_barrier() {
+    let store = Store::create_in(
+        std::sync::Arc::new(strata::segment::vfs::SimFs::new()),
+        Config::default(),
+        &[decl()],
+    )
+    .unwrap();
+    let served = Served::spawn(
+        store,
+        ServeConfig::default()
+            .seal_interval(None)
+            .seal_at_staged_share(None),
+    );
+    runtime().block_on(async {
+        let probe = [Value::Str("p1".into())];
+        let columns = vec![vec![1u64, 2].into(), vec![0.5, 1.0].into()];
+        served
+            .publish_columns("capture", 7, &probe, columns)
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(served.watermark("capture").await.unwrap(), None);
+        }
+        assert_eq!(served.metrics().await.unwrap().barriers, 0);
+        assert!(served.watermark("nope").await.is_err(), "an unknown stream");
+        served.stop().await.unwrap();
+    });
+}
