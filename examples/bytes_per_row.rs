@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             store.publish_columns(
                 "s",
                 position,
-                &[Value::Str("track_0".into())],
+                &["track_0"],
                 &[Values::U64(&t), Values::F64(&v)],
             )?;
         } else {

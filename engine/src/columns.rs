@@ -168,6 +168,38 @@ pub(crate) struct Checked {
 }
 
 impl StreamState {
+    /// A batch's track labels as the typed values of the stream's track fields: a label is a
+    /// value as strata writes it (a `str` as it is, an integer in decimal, as a selection names
+    /// it), and one that is not (`"007"`, `"-"`, for a `u64`) is refused, naming the field. A
+    /// count that does not match the track is left for `check_shape` to refuse.
+    pub(crate) fn track_values(&self, labels: &[&str]) -> Result<Vec<Value>, EngineError> {
+        labels
+            .iter()
+            .zip(&self.decl.track)
+            .map(|(&label, &field_idx)| {
+                let field = &self.decl.fields[usize::from(field_idx)];
+                Value::from_label(field.kind, label)
+                    .filter(|value| value.label().as_deref() == Some(label))
+                    .ok_or_else(|| {
+                        EngineError::refused(
+                            self.decl.id.as_str(),
+                            0,
+                            format!(
+                                "track label {label:?} for field {:?} is not a {} as a \
+                                 selection names one",
+                                field.name, field.kind
+                            ),
+                        )
+                    })
+            })
+            .chain(
+                labels[self.decl.track.len().min(labels.len())..]
+                    .iter()
+                    .map(|&label| Ok(Value::Str(label.to_owned()))),
+            )
+            .collect()
+    }
+
     /// Checks a columnar batch as [`StreamState::validate`] checks rows: the same rules in the
     /// same order, so the same batch is refused with the same error either way. `track` holds
     /// the track fields' values (once for the batch), `columns` every other field's, in
@@ -423,8 +455,9 @@ impl StreamState {
 }
 
 impl Store {
-    /// Stages a batch given as columns: `track` the values of the stream's track fields (once
-    /// for the whole batch, in the order the declaration names them), `columns` one slice per
+    /// Stages a batch given as columns: `track` the labels of the stream's track fields (once
+    /// for the whole batch, in the order the declaration names them, as a selection names
+    /// them: `&["run_7", "3"]` for a `str` and a `u64` field), `columns` one slice per
     /// other field (the axis included), in declaration order, all as long. The same rules as
     /// [`Store::publish`], checked in the same order, so a batch is refused as columns exactly
     /// when it is refused as rows, with the same error; a refused batch stages nothing. Staging
@@ -433,15 +466,16 @@ impl Store {
         &mut self,
         stream: &str,
         position: u64,
-        track: &[Value],
+        track: &[&str],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
         self.check_writable("publish_columns")?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
+        let track = state.track_values(track)?;
         let checked = state.validate_columns(
             position,
-            track,
+            &track,
             columns,
             |key| durable_axis(catalog, stream, key),
             |key| floor_axis(catalog, stream, key),
@@ -466,12 +500,14 @@ impl Store {
         &mut self,
         stream: &str,
         positions: &[u64],
-        track: &[Value],
+        track: &[&str],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
         self.check_writable("publish_columns_at")?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
+        let track = state.track_values(track)?;
+        let track = track.as_slice();
         let n_rows = columns.first().map_or(0, Values::len);
         if positions.len() != n_rows {
             return Err(EngineError::refused(

@@ -30,7 +30,7 @@ use crate::snapshot::{Snapshot, remove_segments};
 use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::trim::Trimmed;
-use crate::value::{Row, Value};
+use crate::value::Row;
 
 /// How a served store runs. `ServeConfig::default()` is a sane start; the builder methods,
 /// one per field and named after it, change it (`ServeConfig::default().seal_interval(None)`).
@@ -204,7 +204,7 @@ enum Batch {
     Columns {
         /// One position for every row, or one each.
         positions: Result<u64, Vec<u64>>,
-        track: Vec<Value>,
+        track: Vec<String>,
         columns: Vec<Column>,
     },
 }
@@ -217,10 +217,13 @@ impl Batch {
                 positions,
                 track,
                 columns,
-            } => Column::borrowed(columns, |columns| match positions {
-                Ok(position) => store.publish_columns(stream, *position, track, columns),
-                Err(positions) => store.publish_columns_at(stream, positions, track, columns),
-            }),
+            } => {
+                let track = strs(track);
+                Column::borrowed(columns, |columns| match positions {
+                    Ok(position) => store.publish_columns(stream, *position, &track, columns),
+                    Err(positions) => store.publish_columns_at(stream, positions, &track, columns),
+                })
+            }
         }
     }
 }
@@ -434,18 +437,18 @@ impl Served {
     /// Stages a batch given as columns, as `Store::publish_columns` does, with its refusals
     /// (the same error, row and reason as the rows would get); a refused batch stages nothing.
     /// The supervisor stages the columns as they are: no `Value` a row. `track` holds the
-    /// track fields' values, once for the batch; `columns` every other field's, in
+    /// track fields' labels, once for the batch, as a selection names them; `columns` every other field's, in
     /// declaration order.
     pub async fn publish_columns(
         &self,
         stream: &str,
         position: u64,
-        track: &[Value],
+        track: &[&str],
         columns: Vec<Column>,
     ) -> Result<(), EngineError> {
         let batch = Batch::Columns {
             positions: Ok(position),
-            track: track.to_vec(),
+            track: track.iter().map(|&label| label.to_owned()).collect(),
             columns,
         };
         self.feed(stream, batch).await
@@ -456,12 +459,12 @@ impl Served {
         &self,
         stream: &str,
         positions: Vec<u64>,
-        track: &[Value],
+        track: &[&str],
         columns: Vec<Column>,
     ) -> Result<(), EngineError> {
         let batch = Batch::Columns {
             positions: Err(positions),
-            track: track.to_vec(),
+            track: track.iter().map(|&label| label.to_owned()).collect(),
             columns,
         };
         self.feed(stream, batch).await

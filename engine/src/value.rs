@@ -36,8 +36,11 @@ impl Value {
         }
     }
 
-    /// The value as a track label: text as it is, integers in decimal.
-    pub(crate) fn label(&self) -> Option<String> {
+    /// The value as a track label, as a selection names it and `publish_columns` takes it:
+    /// text as it is, integers in decimal (`None` for an `f64` or `bytes`, which no track
+    /// holds). How a host holding typed track values publishes columns:
+    /// `store.publish_columns("s", 1, &[&value.label().unwrap()], &columns)`.
+    pub fn label(&self) -> Option<String> {
         match self {
             Value::U64(v) => Some(v.to_string()),
             Value::I64(v) => Some(v.to_string()),

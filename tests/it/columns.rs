@@ -54,7 +54,7 @@ impl Batch {
         store.publish_columns(
             "s",
             position,
-            &[Value::Str(self.run.clone())],
+            &[self.run.as_str()],
             &[
                 Values::U64(&self.t),
                 Values::F64(&self.v),
@@ -195,7 +195,7 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
     let v = [1.0, 2.0];
     let n = [1i64, 2];
     let notes = ["x", "y"];
-    let shapes: [(&[Value], Vec<Values<'_>>, &str); 4] = [
+    let shapes: [(&[&str], Vec<Values<'_>>, &str); 4] = [
         // No track value.
         (
             &[],
@@ -209,13 +209,13 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
         ),
         // A column missing.
         (
-            &[Value::Str("a".into())],
+            &["a"],
             vec![Values::U64(&t), Values::F64(&v), Values::I64(&n)],
             "columns",
         ),
         // Columns of two lengths.
         (
-            &[Value::Str("a".into())],
+            &["a"],
             vec![
                 Values::U64(&t),
                 Values::F64(&v[..1]),
@@ -226,7 +226,7 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
         ),
         // A column of the wrong kind.
         (
-            &[Value::Str("a".into())],
+            &["a"],
             vec![
                 Values::U64(&t),
                 Values::I64(&n),
@@ -247,7 +247,7 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
         .publish_columns(
             "s",
             1,
-            &[Value::Str("a".into())],
+            &["a"],
             &[
                 Values::U64(&[]),
                 Values::F64(&[]),
@@ -261,7 +261,7 @@ fn a_batch_of_the_wrong_shape_is_refused_and_stages_nothing() {
         .publish_columns(
             "s",
             1,
-            &[Value::Str("a".into())],
+            &["a"],
             &[
                 Values::U64(&t),
                 Values::F64(&v),
@@ -400,7 +400,7 @@ proptest! {
             let got = cols.publish_columns_at(
                 "s",
                 positions,
-                &[Value::Str(batch.run.clone())],
+                &[batch.run.as_str()],
                 &[
                     Values::U64(&batch.t),
                     Values::F64(&batch.v),
@@ -449,7 +449,7 @@ fn positions_of_another_length_than_the_columns_are_refused() {
         .publish_columns_at(
             "s",
             &[1],
-            &[Value::Str("a".into())],
+            &["a"],
             &[
                 Values::U64(&[1, 2]),
                 Values::F64(&[1.0, 2.0]),

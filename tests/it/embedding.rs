@@ -1,8 +1,8 @@
 //! strata embedded as a host would (docs/embedding.md), through the public API only: a
 //! `Served` store fed by columns from one task while another reads it with `&str` labels and
 //! `..`-style ranges, a watermark asked without a barrier, refusals of a bad column batch the
-//! same as the store's own, then the store reopened for reads. No `Value` appears here but for
-//! a typed track value.
+//! same as the store's own, then the store reopened for reads. Tracks are `&str` labels
+//! throughout; `Value` appears only where the rows read back are compared.
 
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ fn a_served_store_takes_columns_from_one_task_while_another_reads_it() {
                 let start = batch * BATCH_ROWS;
                 let t: Vec<u64> = (start..start + BATCH_ROWS).collect();
                 let v: Vec<f64> = t.iter().map(|&i| value(i)).collect();
-                let probe = [Value::Str("p1".into())];
+                let probe = ["p1"];
                 publisher
                     .publish_columns("capture", batch + 1, &probe, vec![t.into(), v.into()])
                     .await
@@ -169,7 +169,7 @@ fn served_refuses_a_column_batch_as_the_store_does() {
         ),
         ("a missing column", vec![vec![1u64, 2].into()]),
     ];
-    let probe = [Value::Str("p1".into())];
+    let probe = ["p1"];
     for (what, columns) in bad {
         let mut store = Store::create_in(
             std::sync::Arc::new(strata::segment::vfs::SimFs::new()),
@@ -220,7 +220,7 @@ fn the_watermark_costs_no_barrier() {
             .seal_at_staged_share(None),
     );
     runtime().block_on(async {
-        let probe = [Value::Str("p1".into())];
+        let probe = ["p1"];
         let columns = vec![vec![1u64, 2].into(), vec![0.5, 1.0].into()];
         served
             .publish_columns("capture", 7, &probe, columns)
@@ -233,4 +233,43 @@ fn the_watermark_costs_no_barrier() {
         assert!(served.watermark("nope").await.is_err(), "an unknown stream");
         served.stop().await.unwrap();
     });
+}
+
+/// A track label is a value as a selection names it: for a `u64` track field, the decimal
+/// strata writes. Anything else is refused naming the field, and nothing is staged.
+#[test]
+fn a_track_label_that_is_not_the_fields_kind_is_refused_naming_the_field() {
+    let decl = Stream::new("s")
+        .field("lane", FieldKind::U64)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .track(["lane"])
+        .axis("t")
+        .build()
+        .unwrap();
+    let mut store = Store::create_in(
+        std::sync::Arc::new(strata::segment::vfs::SimFs::new()),
+        Config::default(),
+        &[decl],
+    )
+    .unwrap();
+    let columns = [Values::U64(&[1, 2]), Values::F64(&[0.5, 1.5])];
+    for label in ["007", "x", "-1", "", "18446744073709551616"] {
+        let error = store
+            .publish_columns("s", 1, &[label], &columns)
+            .expect_err(label);
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("{label:?}"))
+                && text.contains("\"lane\"")
+                && text.contains("u64"),
+            "{label:?}: {text}"
+        );
+        assert_eq!(store.staged_bytes(), 0, "{label:?}");
+    }
+    store.publish_columns("s", 1, &["7"], &columns).unwrap();
+    store.seal().unwrap();
+    let rows = store.query("s", &["7"], ..).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].values[0], Value::U64(7));
 }

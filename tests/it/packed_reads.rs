@@ -38,7 +38,7 @@ fn fill(store: &mut Store) {
                 .publish_columns(
                     "s",
                     barrier,
-                    &[strata::Value::Str(run.into())],
+                    &[run],
                     &[Values::U64(&t), Values::F64(&v), Values::I64(&n)],
                 )
                 .unwrap();

@@ -240,8 +240,10 @@ impl Batch {
                     }
                 })
                 .collect();
+            let labels: Vec<String> = run.track.iter().filter_map(Value::label).collect();
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
             store
-                .publish_columns_at(stream, &self.positions[rows.clone()], &run.track, &columns)
+                .publish_columns_at(stream, &self.positions[rows.clone()], &labels, &columns)
                 .map_err(|error| match error {
                     EngineError::Refused {
                         row_idx, reason, ..

@@ -222,11 +222,8 @@ fn ingest(dir: &Path, signal: &Signal, seal_every: u64) -> Result<Ingested, Fail
     let start = Instant::now();
     let (mut n_rows, mut n_batches, mut n_unsealed) = (0, 0, 0);
     let mut columns = Columns::default();
-    let tracks: Vec<[Value; 2]> = (0..N_RUNS)
-        .flat_map(|run| {
-            (0..N_PROBES)
-                .map(move |probe| [Value::Str(run_label(run)), Value::Str(probe_label(probe))])
-        })
+    let tracks: Vec<[String; 2]> = (0..N_RUNS)
+        .flat_map(|run| (0..N_PROBES).map(move |probe| [run_label(run), probe_label(probe)]))
         .collect();
     for ticks in signal.batches() {
         n_batches += 1;
@@ -236,7 +233,7 @@ fn ingest(dir: &Path, signal: &Signal, seal_every: u64) -> Result<Ingested, Fail
             store.publish_columns(
                 STREAM,
                 n_batches,
-                track,
+                &[&track[0], &track[1]],
                 &[
                     Values::U64(&columns.t),
                     Values::F64(&columns.value),
