@@ -890,6 +890,10 @@ struct InFlight {
     worker: oneshot::Receiver<Done>,
     trigger: Option<Trigger>,
     waiting: Vec<(String, Vec<String>, Reply<Option<u64>>)>,
+    /// Reads started while this barrier was in flight: counted in
+    /// `Metrics::reads_during_barriers` when it lands, with the barrier itself, so the two
+    /// counters never disagree (reads during a barrier that metrics do not count yet).
+    reads: u64,
 }
 
 /// The thread that writes for the supervisor (barriers, compaction steps, removals), one
@@ -1057,6 +1061,7 @@ impl Supervisor {
                     worker,
                     trigger: Some(trigger),
                     waiting,
+                    reads: 0,
                 });
             }
             outcome => {
@@ -1106,8 +1111,11 @@ impl Supervisor {
                 }))
             }
         };
-        if outcome.is_ok() && in_flight.trigger == Some(Trigger::Size) {
-            self.store.metrics.size_barriers += 1;
+        if outcome.is_ok() {
+            self.store.metrics.reads_during_barriers += in_flight.reads;
+            if in_flight.trigger == Some(Trigger::Size) {
+                self.store.metrics.size_barriers += 1;
+            }
         }
         self.answer_seals(&outcome, in_flight.waiting);
         if in_flight.trigger.is_some() {
@@ -1137,6 +1145,7 @@ impl Supervisor {
                 worker,
                 trigger: None,
                 waiting: Vec::new(),
+                reads: 0,
             });
             return;
         }
@@ -1191,6 +1200,7 @@ impl Supervisor {
                     worker,
                     trigger: None,
                     waiting: Vec::new(),
+                    reads: 0,
                 });
             }
             Ok(None) | Err(_) => self.steps_granted = 0,
@@ -1261,12 +1271,12 @@ impl Supervisor {
             .spare
             .take()
             .expect("a command is taken only with a reader free");
-        if self
+        if let Some(in_flight) = self
             .in_flight
-            .as_ref()
-            .is_some_and(|in_flight| in_flight.trigger.is_some())
+            .as_mut()
+            .filter(|in_flight| in_flight.trigger.is_some())
         {
-            self.store.metrics.reads_during_barriers += 1;
+            in_flight.reads += 1;
         }
         let guard = ReadGuard {
             snapshot: Some(snapshot),
@@ -1410,6 +1420,125 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
+
+    /// A simulated disk whose directory syncs wait while `held`: a barrier stays in flight
+    /// (it syncs `seg/` after its rename) until the test lets it go.
+    #[derive(Debug, Clone)]
+    struct Held {
+        fs: SimFs,
+        held: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    }
+
+    impl Held {
+        fn hold(&self, held: bool) {
+            *self.held.0.lock().unwrap() = held;
+            self.held.1.notify_all();
+        }
+    }
+
+    impl strata_segment::vfs::Vfs for Held {
+        fn create_dir(&self, dir: &str) -> std::io::Result<()> {
+            self.fs.create_dir(dir)
+        }
+        fn create(&self, path: &str) -> std::io::Result<Box<dyn strata_segment::vfs::VfsFile>> {
+            self.fs.create(path)
+        }
+        fn open_append(
+            &self,
+            path: &str,
+        ) -> std::io::Result<Box<dyn strata_segment::vfs::VfsFile>> {
+            self.fs.open_append(path)
+        }
+        fn map(&self, path: &str) -> std::io::Result<strata_segment::vfs::Mapped> {
+            self.fs.map(path)
+        }
+        fn len(&self, path: &str) -> std::io::Result<u64> {
+            self.fs.len(path)
+        }
+        fn rename_noreplace(&self, from: &str, to: &str) -> std::io::Result<()> {
+            self.fs.rename_noreplace(from, to)
+        }
+        fn rename_mode(&self) -> strata_segment::vfs::RenameMode {
+            self.fs.rename_mode()
+        }
+        fn location(&self) -> String {
+            self.fs.location()
+        }
+        fn remove(&self, path: &str) -> std::io::Result<()> {
+            self.fs.remove(path)
+        }
+        fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+            let (held, released) = &*self.held;
+            let _held = released
+                .wait_while(held.lock().unwrap(), |held| *held)
+                .unwrap();
+            self.fs.sync_dir(dir)
+        }
+        fn list(&self, dir: &str) -> std::io::Result<Vec<strata_segment::vfs::DirEntry>> {
+            self.fs.list(dir)
+        }
+        fn exists(&self, path: &str) -> std::io::Result<bool> {
+            self.fs.exists(path)
+        }
+        fn lock(&self) -> std::io::Result<Box<dyn strata_segment::vfs::VfsLock>> {
+            self.fs.lock()
+        }
+        fn lock_shared(&self) -> std::io::Result<Option<Box<dyn strata_segment::vfs::VfsLock>>> {
+            self.fs.lock_shared()
+        }
+    }
+
+    /// Metrics read while a barrier is in flight and reads run beside it agree with
+    /// themselves: the reads are counted with the barrier, when it lands (before, a host saw
+    /// `reads_during_barriers: 3` beside `barriers: 0`); after it, every counter says what was
+    /// done.
+    #[test]
+    fn metrics_counted_beside_a_barrier_in_flight_never_contradict_each_other() {
+        let held = Held {
+            fs: SimFs::new(),
+            held: Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new())),
+        };
+        let decl = crate::Stream::new("s")
+            .field("t", strata_index::FieldKind::U64)
+            .field("v", strata_index::FieldKind::F64)
+            .axis("t")
+            .build()
+            .unwrap();
+        let store = Store::create_in(Arc::new(held.clone()), Config::default(), &[decl]).unwrap();
+        let served = Served::spawn(
+            store,
+            ServeConfig::default()
+                .seal_interval(None)
+                .seal_at_staged_share(None)
+                .compact_steps_per_tick(0),
+        );
+        runtime().block_on(async {
+            let rows: Vec<Row> = (0..100).map(row).collect();
+            served.publish("s", 1, rows).await.unwrap();
+            held.hold(true);
+            let mut sealer = served.clone();
+            let sealing = tokio::spawn(async move { sealer.seal("s", &[]).await });
+            // The barrier reaches its held sync; reads go on beside it.
+            while held.fs.paths().iter().all(|p| !p.starts_with("seg/")) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            for _ in 0..3 {
+                assert!(served.query("s", &[], ..).await.unwrap().is_empty());
+            }
+            let during = served.metrics().await.unwrap();
+            assert_eq!(during.barriers, 0, "{during:?}");
+            assert_eq!(during.reads_during_barriers, 0, "{during:?}");
+            assert_eq!(during.rows_sealed, 0, "{during:?}");
+            held.hold(false);
+            assert_eq!(sealing.await.unwrap(), Ok(Some(1)));
+            let after = served.metrics().await.unwrap();
+            assert_eq!(after.barriers, 1, "{after:?}");
+            assert_eq!(after.reads_during_barriers, 3, "{after:?}");
+            assert_eq!(after.rows_sealed, 100, "{after:?}");
+            assert_eq!(after.size_barriers, 0, "{after:?}");
+            served.stop().await.unwrap();
+        });
+    }
 
     /// Dropping every handle without a `stop` closes a last barrier and the store, with a
     /// ticker or without: the rows fed are durable, and the store opens again. Before, the

@@ -84,7 +84,8 @@ pub struct Metrics {
     pub backpressure_waits: u64,
     /// Reads a `Served` supervisor started while a barrier was in flight on its worker: each
     /// ran on a snapshot and waited for none of the barrier's syncs (reads during a compaction
-    /// step are not counted). 0 for a store used directly.
+    /// step are not counted). Counted when that barrier lands, with it in `barriers`, so a
+    /// read beside a barrier still in flight is in neither yet. 0 for a store used directly.
     pub reads_during_barriers: u64,
     /// Snapshots alive now ([`Store::snapshot`], and `Served`'s reads).
     pub snapshots: u64,

@@ -40,7 +40,10 @@ pub struct Survey {
     /// Adjacent cells of `level` merged per answer bucket, anchored at 0 (cell `c` joins
     /// group `c / group`; 1: none merge).
     pub group: u128,
-    /// The axis span answered, after clamping unbounded ends to the recorded range.
+    /// The axis span answered: an end the read bounded as it was asked, an unbounded end
+    /// clamped to the rows recorded. The span sets the grid: a survey of `0..=u64::MAX` over
+    /// a day of data answers one bucket, as a chart of that viewport would draw it, where
+    /// `..` answers the budget's worth over the day (docs/embedding.md, *Reads*).
     pub span: Option<[u64; 2]>,
     /// One entry per measured field, in declaration order.
     pub fields: Vec<FieldBuckets>,
@@ -59,7 +62,10 @@ impl Store {
     /// Buckets of every measured field of `stream` under `selection` over the axis range, at the
     /// finest level whose cells over the span fit `budget` points (4 points a bucket), or as
     /// `Config::survey_fill` chooses. Whole cells answer, so a boundary bucket may fold rows
-    /// just outside the range. The budget is a ceiling and is never exceeded.
+    /// just outside the range. The budget is a ceiling and is never exceeded. A bounded end
+    /// is the span asked (a chart's viewport, whose buckets must map to its pixels whatever
+    /// the data covers); an unbounded end is clamped to the rows recorded, so `..` surveys
+    /// the data ([`Survey::span`] says which span answered).
     pub fn survey(
         &self,
         stream: &str,
