@@ -53,3 +53,9 @@ pub use strata_segment as segment;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExamples;
+
+/// docs/embedding.md's Rust examples (its complete `Served` program among them), compiled and
+/// run as doc-tests, so the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingGuideExamples;
