@@ -3,13 +3,21 @@
 //! (`Store::publish_columns`, a slice per field). Staging only: a seal every 100 batches is
 //! outside the timed loop, so the figure is what a publish costs the caller, not the barrier.
 //!
-//! `cargo bench --bench publish`; criterion prints elements/s for each (rows/s). The issue's
-//! target (#13): columnar staging >= 30 M rows/s.
+//! The `served` group stages the same batches through `Served` (the batch moved to the
+//! supervisor, staged there, and the reply awaited): `publish` (rows) and `publish_columns`
+//! (owned columns), beside `Store::publish_columns` again, in the same run.
+//!
+//! `cargo bench --bench publish`; criterion prints elements/s for each (rows/s). The issues'
+//! targets: columnar staging >= 30 M rows/s (#13); `Served::publish_columns` >= 0.8x the
+//! store's and >= 5x `Served::publish` of rows (#31).
 
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use strata::{Config, FieldKind, Row, Store, Stream, StreamDecl, Value, Values};
+use strata::{
+    Column, Config, FieldKind, Row, Series, ServeConfig, Served, Store, Stream, StreamDecl, Value,
+    Values,
+};
 
 const ROWS: usize = 10_000;
 
@@ -114,5 +122,101 @@ fn staging(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, staging);
+/// A served store as `Fixture` keeps one: no cadence, no size trigger (a seal every 100
+/// batches, outside the timed part, clears staging), no compaction.
+fn served() -> (tempfile::TempDir, Served, tokio::runtime::Runtime) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = Config::default().staged_bytes_max(1 << 30);
+    let store = Store::open_or_create(dir.path(), config, &[decl()]).expect("a store");
+    let served = Served::spawn(
+        store,
+        ServeConfig::default()
+            .seal_interval(None)
+            .seal_at_staged_share(None)
+            .compact_steps_per_tick(0),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    (dir, served, runtime)
+}
+
+fn served_staging(c: &mut Criterion) {
+    let mut group = c.benchmark_group("served");
+    group.throughput(Throughput::Elements(ROWS as u64));
+    group.sample_size(30);
+    // The batches' values, made by a fixture whose own store only seals (untimed).
+    let mut batches = Fixture::new();
+    let mut store = Fixture::new();
+    group.bench_function("Store::publish_columns", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                store.next();
+                let start = Instant::now();
+                store
+                    .store
+                    .publish_columns(
+                        "s",
+                        store.position,
+                        &[],
+                        &[Values::U64(&store.t), Values::F64(&store.v)],
+                    )
+                    .expect("staged");
+                spent += start.elapsed();
+            }
+            spent
+        });
+    });
+    let (_dir, served_columns, runtime) = served();
+    let mut position = 0;
+    group.bench_function("Served::publish_columns", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                batches.next();
+                position += 1;
+                let columns = vec![
+                    Column::U64(batches.t.clone()),
+                    Column::F64(batches.v.clone()),
+                ];
+                let start = Instant::now();
+                runtime
+                    .block_on(served_columns.publish_columns("s", position, &[], columns))
+                    .expect("staged");
+                spent += start.elapsed();
+                if position % 100 == 0 {
+                    let mut handle = served_columns.clone();
+                    runtime.block_on(handle.seal("s", &[])).expect("a seal");
+                }
+            }
+            spent
+        });
+    });
+    let (_dir, served_rows, runtime) = served();
+    let mut position = 0;
+    group.bench_function("Served::publish (rows)", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                batches.next();
+                position += 1;
+                let rows = batches.rows();
+                let start = Instant::now();
+                runtime
+                    .block_on(served_rows.publish("s", position, rows))
+                    .expect("staged");
+                spent += start.elapsed();
+                if position % 100 == 0 {
+                    let mut handle = served_rows.clone();
+                    runtime.block_on(handle.seal("s", &[])).expect("a seal");
+                }
+            }
+            spent
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, staging, served_staging);
 criterion_main!(benches);
