@@ -107,8 +107,20 @@ impl Store {
     /// The open reader of segment `name`: the cached one, or opened now and cached (evicting
     /// the least recently used reader if the cache is at `open_segments_max`).
     pub(crate) fn reader(&self, name: FileName) -> Result<Arc<OpenSegment>, EngineError> {
+        let unreadable_reason = self.unreadable.get(&name);
+        // A cached reader is the common case and needs no path: looked up before one is
+        // formatted (a fold asks for its readers a few times a call).
+        let mut readers = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if unreadable_reason.is_none()
+            && let Some(reader) = readers.get(name)
+        {
+            return Ok(reader);
+        }
         let path = NumberedName::segment(name).path_in(SEG_DIR);
-        if let Some(reason) = self.unreadable.get(&name) {
+        if let Some(reason) = unreadable_reason {
             // Boot's reasons name the file already.
             let what = if *reason == format!("{path} is missing") {
                 "the file is missing"
@@ -116,13 +128,6 @@ impl Store {
                 reason.strip_prefix(&format!("{path}: ")).unwrap_or(reason)
             };
             return Err(mismatch(&path, what));
-        }
-        let mut readers = self
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(reader) = readers.get(name) {
-            return Ok(reader);
         }
         let vfs: &dyn strata_segment::vfs::Vfs = self.vfs.as_ref();
         // A map that fails for want of memory or descriptors is exhaustion, not damage.
