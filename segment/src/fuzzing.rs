@@ -179,8 +179,9 @@ pub fn packed(bytes: &[u8]) {
     // directory; and for an axis, the range the directory would promise.
     let record_at = |from_end: usize, field: usize| -> Option<u64> {
         let count_at = payload.len().checked_sub(8)?;
+        // `from_end` is the chunk count the block claims: any u64, so checked.
         let at = count_at
-            .checked_sub(32 * from_end)?
+            .checked_sub(from_end.checked_mul(32)?)?
             .checked_add(8 * field)?;
         payload
             .get(at..at + 8)
