@@ -524,7 +524,7 @@ impl Ladder {
                     sum_sq,
                 },
             });
-            start = end - 1;
+            start = end;
         }
         cells
     }
@@ -764,6 +764,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Shrunk from `folding_to_a_level_equals_folding_every_level_beneath` (and found by the
+    /// SIGKILL soak as a merge's cell folding one row too many): after a cell, the f64 fold
+    /// began the next at the last row of the one before. Two rows in two cells are two cells
+    /// of one row each.
+    #[test]
+    fn f64_fold_begins_each_cell_after_the_last() {
+        let ladder = Ladder::new(1, 2).unwrap();
+        let (axis, values) = ([0u64, 1, 5], [2.0f64, 3.0, 4.0]);
+        let shared = ladder.shared_levels(&axis);
+        let cells = ladder.fold_f64_rows_to(3, &axis, &shared, &values, 0);
+        let counts: Vec<(u64, u64, f64)> = cells
+            .iter()
+            .map(|c| (c.index, c.bucket.count, c.bucket.sum))
+            .collect();
+        assert_eq!(counts, [(0, 1, 2.0), (1, 1, 3.0), (5, 1, 4.0)]);
     }
 
     #[test]
