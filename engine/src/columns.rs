@@ -470,22 +470,8 @@ impl Store {
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
         self.check_writable("publish_columns")?;
-        let catalog = &self.catalog;
-        let state = stream_state_mut(&mut self.streams, stream)?;
-        let track = state.track_values(track)?;
-        let checked = state.validate_columns(
-            position,
-            &track,
-            columns,
-            |key| durable_axis(catalog, stream, key),
-            |key| floor_axis(catalog, stream, key),
-        )?;
-        let batch_bytes = checked.bytes;
-        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
-        let n_rows = checked.n_rows;
-        state.stage_columns(Positions::Same(position), columns, checked);
-        state.note_position(position, n_rows);
-        self.staged_bytes += batch_bytes;
+        self.accept_columns(stream, Positions::Same(position), track, columns)?
+            .stage();
         Ok(())
     }
 
@@ -504,64 +490,146 @@ impl Store {
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
         self.check_writable("publish_columns_at")?;
+        self.accept_columns(stream, Positions::Each(positions), track, columns)?
+            .stage();
+        Ok(())
+    }
+
+    /// Every check of a columnar batch (`publish_columns` or, with a position per row,
+    /// `publish_columns_at`), and room for it under `staged_bytes_max`, without staging it
+    /// yet: once accepted nothing refuses it, so a served store answers its caller and then
+    /// copies the batch ([`Accepted::stage`]) before it does anything else.
+    pub(crate) fn accept_columns<'s, 'c, 'v>(
+        &'s mut self,
+        stream: &'c str,
+        positions: Positions<'c>,
+        track: &[&str],
+        columns: &'c [Values<'v>],
+    ) -> Result<Accepted<'s, 'c, 'v>, EngineError> {
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let track = state.track_values(track)?;
         let track = track.as_slice();
-        let n_rows = columns.first().map_or(0, Values::len);
-        if positions.len() != n_rows {
-            return Err(EngineError::refused(
-                stream,
-                0,
-                format!(
-                    "expected a position per row: {} for {}",
-                    crate::store::count(positions.len(), "position", "positions"),
-                    crate::store::count(n_rows, "row", "rows")
-                ),
-            ));
-        }
-        let Some((&first, &last)) = positions.first().zip(positions.last()) else {
-            // No rows: nothing to stage, but a malformed batch is refused all the same.
-            state.check_shape(track, columns)?;
-            return Ok(());
-        };
-        // Rows before the first whose position goes back are checked as rows would be; that
-        // row is then refused, as its own publish call would be after theirs.
-        let backwards = positions
-            .windows(2)
-            .position(|w| w[1] < w[0])
-            .map(|i| i + 1);
-        let head: Vec<Values<'_>>;
-        let to_check = match backwards {
-            Some(n_rows_before) => {
-                head = columns.iter().map(|c| c.head(n_rows_before)).collect();
-                &head
+        let (checked, last) = match positions {
+            Positions::Same(position) => {
+                let checked = state.validate_columns(
+                    position,
+                    track,
+                    columns,
+                    |key| durable_axis(catalog, stream, key),
+                    |key| floor_axis(catalog, stream, key),
+                )?;
+                (checked, position)
             }
-            None => columns,
+            Positions::Each(positions) => {
+                let n_rows = columns.first().map_or(0, Values::len);
+                if positions.len() != n_rows {
+                    return Err(EngineError::refused(
+                        stream,
+                        0,
+                        format!(
+                            "expected a position per row: {} for {}",
+                            crate::store::count(positions.len(), "position", "positions"),
+                            crate::store::count(n_rows, "row", "rows")
+                        ),
+                    ));
+                }
+                let Some((&first, &last)) = positions.first().zip(positions.last()) else {
+                    // No rows: nothing to stage, but a malformed batch is refused all the same.
+                    state.check_shape(track, columns)?;
+                    return Ok(Accepted::nothing(self, stream, positions, columns));
+                };
+                // Rows before the first whose position goes back are checked as rows would
+                // be; that row is then refused, as its own publish call would be after theirs.
+                let backwards = positions
+                    .windows(2)
+                    .position(|w| w[1] < w[0])
+                    .map(|i| i + 1);
+                let head: Vec<Values<'_>>;
+                let to_check = match backwards {
+                    Some(n_rows_before) => {
+                        head = columns.iter().map(|c| c.head(n_rows_before)).collect();
+                        &head
+                    }
+                    None => columns,
+                };
+                let checked = state.validate_columns(
+                    first,
+                    track,
+                    to_check,
+                    |key| durable_axis(catalog, stream, key),
+                    |key| floor_axis(catalog, stream, key),
+                )?;
+                if let Some(row_idx) = backwards {
+                    return Err(EngineError::refused(
+                        stream,
+                        row_idx,
+                        format!(
+                            "position {} is below the stream's last position {}",
+                            positions[row_idx],
+                            positions[row_idx - 1]
+                        ),
+                    ));
+                }
+                (checked, last)
+            }
         };
-        let checked = state.validate_columns(
-            first,
-            track,
-            to_check,
-            |key| durable_axis(catalog, stream, key),
-            |key| floor_axis(catalog, stream, key),
+        room_to_stage(
+            self.staged_bytes,
+            checked.bytes,
+            self.config.staged_bytes_max,
         )?;
-        if let Some(row_idx) = backwards {
-            return Err(EngineError::refused(
-                stream,
-                row_idx,
-                format!(
-                    "position {} is below the stream's last position {}",
-                    positions[row_idx],
-                    positions[row_idx - 1]
-                ),
-            ));
+        Ok(Accepted {
+            store: self,
+            stream,
+            positions,
+            columns,
+            checked: Some((checked, last)),
+        })
+    }
+}
+
+/// A columnar batch [`Store::accept_columns`] passed, holding the store until it is staged:
+/// nothing happens to the store between the checks and the copy.
+#[must_use = "an accepted batch is staged only by `stage`"]
+pub(crate) struct Accepted<'s, 'c, 'v> {
+    store: &'s mut Store,
+    stream: &'c str,
+    positions: Positions<'c>,
+    columns: &'c [Values<'v>],
+    /// The checks' verdict and the batch's last position; none for a batch of no rows.
+    checked: Option<(Checked, u64)>,
+}
+
+impl<'s, 'c, 'v> Accepted<'s, 'c, 'v> {
+    fn nothing(
+        store: &'s mut Store,
+        stream: &'c str,
+        positions: &'c [u64],
+        columns: &'c [Values<'v>],
+    ) -> Self {
+        Accepted {
+            store,
+            stream,
+            positions: Positions::Each(positions),
+            columns,
+            checked: None,
         }
-        let batch_bytes = checked.bytes;
-        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
-        state.stage_columns(Positions::Each(positions), columns, checked);
+    }
+
+    /// Copies the batch into staging: what the checks passed, and nothing can refuse now.
+    pub(crate) fn stage(self) {
+        let Some((checked, last)) = self.checked else {
+            return;
+        };
+        let state = self
+            .store
+            .streams
+            .get_mut(self.stream)
+            .expect("the stream was found when the batch was checked");
+        let (batch_bytes, n_rows) = (checked.bytes, checked.n_rows);
+        state.stage_columns(self.positions, self.columns, checked);
         state.note_position(last, n_rows);
-        self.staged_bytes += batch_bytes;
-        Ok(())
+        self.store.staged_bytes += batch_bytes;
     }
 }

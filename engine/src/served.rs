@@ -20,7 +20,7 @@ use std::time::Duration;
 use strata_levels::Aggregate;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use crate::columns::Column;
+use crate::columns::{Column, Positions};
 use crate::compact::MergeDone;
 use crate::error::EngineError;
 use crate::read::StoredRow;
@@ -210,19 +210,45 @@ enum Batch {
 }
 
 impl Batch {
-    fn stage(&self, store: &mut Store, stream: &str) -> Result<(), EngineError> {
+    /// Stages the batch and answers `reply` with the store's verdict. A columnar batch is
+    /// answered as soon as it is accepted (every check passed, room made under
+    /// `staged_bytes_max`) and copied into staging after: nothing can refuse it by then, the
+    /// copy comes before anything else the supervisor does, so no read or seal can tell the
+    /// difference, and the caller goes on while the supervisor copies (docs/embedding.md).
+    fn stage(
+        &self,
+        store: &mut Store,
+        stream: &str,
+        reply: oneshot::Sender<Result<(), EngineError>>,
+    ) {
         match self {
-            Batch::Rows { position, rows } => store.publish(stream, *position, rows),
+            Batch::Rows { position, rows } => {
+                let _ = reply.send(store.publish(stream, *position, rows));
+            }
             Batch::Columns {
                 positions,
                 track,
                 columns,
             } => {
                 let track = strs(track);
-                Column::borrowed(columns, |columns| match positions {
-                    Ok(position) => store.publish_columns(stream, *position, &track, columns),
-                    Err(positions) => store.publish_columns_at(stream, positions, &track, columns),
-                })
+                let (positions, operation) = match positions {
+                    Ok(position) => (Positions::Same(*position), "publish_columns"),
+                    Err(each) => (Positions::Each(each), "publish_columns_at"),
+                };
+                Column::borrowed(columns, |columns| {
+                    let accepted = store
+                        .check_writable(operation)
+                        .and_then(|()| store.accept_columns(stream, positions, &track, columns));
+                    match accepted {
+                        Ok(accepted) => {
+                            let _ = reply.send(Ok(()));
+                            accepted.stage();
+                        }
+                        Err(refused) => {
+                            let _ = reply.send(Err(refused));
+                        }
+                    }
+                });
             }
         }
     }
@@ -1030,9 +1056,7 @@ impl Supervisor {
     /// Staging touches no file: the supervisor is back in its loop in microseconds. Then the
     /// size trigger: once staging reaches it with no barrier in flight, one starts.
     fn stage(&mut self, item: Feed) {
-        let _ = item
-            .reply
-            .send(item.batch.stage(&mut self.store, &item.stream));
+        item.batch.stage(&mut self.store, &item.stream, item.reply);
         self.size_trigger();
     }
 

@@ -275,3 +275,80 @@ fn a_track_label_that_is_not_the_fields_kind_is_refused_naming_the_field() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].values[0].to_string(), "7");
 }
+
+/// `Served` answers a column batch once it is checked and has room, and copies it into staging
+/// after: the room is taken at that answer, so a batch past `staged_bytes_max` is refused while
+/// the one before it may still be copying, and what the last barrier makes durable is exactly
+/// the batches answered `Ok`, in order — by one position (`publish_columns`) or a position a
+/// row (`publish_columns_at`) alike.
+#[test]
+fn served_column_batches_answered_before_their_copy_take_their_room_at_the_answer() {
+    let probe = ["p1"];
+    let batch = |n: u64| -> Vec<Column> {
+        let t: Vec<u64> = (n * 100..n * 100 + 100).collect();
+        let v: Vec<f64> = t.iter().map(|&i| value(i)).collect();
+        vec![t.into(), v.into()]
+    };
+    // What one batch weighs in staging, asked of a store of its own.
+    let mut weigh = Store::create_in(
+        std::sync::Arc::new(strata::segment::vfs::SimFs::new()),
+        Config::default(),
+        &[decl()],
+    )
+    .unwrap();
+    Column::borrowed(&batch(0), |values: &[Values<'_>]| {
+        weigh.publish_columns("capture", 1, &probe, values)
+    })
+    .unwrap();
+    let weight = weigh.staged_bytes();
+    assert!(weight > 0);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::default().staged_bytes_max(3 * weight + weight / 2);
+    let store = Store::create(dir.path(), config.clone(), &[decl()]).unwrap();
+    let served = Served::spawn(
+        store,
+        ServeConfig::default()
+            .seal_interval(None)
+            .seal_at_staged_share(None),
+    );
+    runtime().block_on(async {
+        for n in 0..2 {
+            served
+                .publish_columns("capture", n + 1, &probe, batch(n))
+                .await
+                .unwrap();
+        }
+        served
+            .publish_columns_at("capture", vec![3; 100], &probe, batch(2))
+            .await
+            .unwrap();
+        // Three taken: the fourth and fifth have no room, whichever call brings them.
+        let full = served
+            .publish_columns("capture", 4, &probe, batch(3))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(full, EngineError::StagingFull { staged_bytes, batch_bytes, .. }
+                if staged_bytes == 3 * weight && batch_bytes == weight),
+            "{full}"
+        );
+        let full = served
+            .publish_columns_at("capture", vec![5; 100], &probe, batch(4))
+            .await
+            .unwrap_err();
+        assert!(matches!(full, EngineError::StagingFull { .. }), "{full}");
+        served.stop().await.unwrap();
+    });
+    let store = Store::open(dir.path(), config, &[decl()]).unwrap();
+    let rows = store.query("capture", &probe, ..).unwrap();
+    assert_eq!(rows.len(), 300);
+    for (i, row) in (0u64..).zip(&rows) {
+        assert_eq!(row.position, i / 100 + 1, "row {i}");
+        let printed: Vec<String> = row.values.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            printed,
+            ["p1".to_owned(), i.to_string(), value(i).to_string()]
+        );
+    }
+}
