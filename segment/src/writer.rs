@@ -1,9 +1,8 @@
 //! Writes a segment: one file holding every partition a barrier touches.
 //!
 //! The writer streams: each block goes to a [`SegmentSink`] as it is produced (a file through a
-//! bounded buffer, or memory), its crc32c computed in the one pass that hands its bytes on, and
-//! the whole file's digest combined from the blocks' crcs (`crc32c_combine`) rather than read
-//! again. Columns go out as the caller's own bytes where the host is little-endian, as the file
+//! bounded buffer, or memory), its crc32c and the whole file's digest computed as its bytes are
+//! handed on. Columns go out as the caller's own bytes where the host is little-endian, as the file
 //! is: nothing the size of a column or of the file is copied or held. What the writer keeps is
 //! the directory (a record per partition and per block) until [`SegmentWriter::finish_streamed`]
 //! writes it and the footer; [`SegmentSummary::claim`] then turns what it learned into the
@@ -221,14 +220,16 @@ impl WrittenSegment {
 }
 
 /// The bytes on their way to the sink, and the checksums they make: the crc of the block being
-/// written and the digest of everything before it. Each byte is read once, for the block's crc;
-/// the digest takes the block's crc with `crc32c_combine`.
+/// written and the digest of everything so far. A block's bytes go into both, each with
+/// `crc32c_append` while they are in the cache: reading a byte twice costs less than
+/// `crc32c_combine` does per block (11-35 µs whatever the block's length, against 0.05 µs to
+/// append 500 bytes and 4 µs for 60,000, measured; a file is dozens of blocks).
 #[derive(Debug)]
 struct Out<S> {
     sink: S,
     /// Bytes put so far: the offset of the next byte in the file.
     offset: u64,
-    /// crc32c of every byte before the current block.
+    /// crc32c of every byte put so far.
     digest: u32,
     /// The current block's offset and the crc of its bytes so far.
     block: Option<(u64, u32)>,
@@ -255,6 +256,7 @@ impl<S: SegmentSink> Out<S> {
             .as_mut()
             .expect("payload bytes belong to a block");
         *crc = crc32c::crc32c_append(*crc, bytes);
+        self.digest = crc32c::crc32c_append(self.digest, bytes);
         self.sink.put(bytes)?;
         self.offset += bytes.len() as u64;
         Ok(())
@@ -264,8 +266,6 @@ impl<S: SegmentSink> Out<S> {
     fn end_block(&mut self) -> io::Result<(u64, u64)> {
         let (start, crc) = self.block.take().expect("a block to end");
         let len = self.offset - start;
-        let len_usize = usize::try_from(len).expect("a block written from memory fits usize");
-        self.digest = crc32c::crc32c_combine(self.digest, crc, len_usize);
         self.put_unblocked(&crc.to_le_bytes())?;
         debug_assert_eq!(BLOCK_CRC_LEN, 4);
         Ok((start, len))
