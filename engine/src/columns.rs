@@ -510,17 +510,9 @@ impl Store {
         let state = stream_state_mut(&mut self.streams, stream)?;
         let track = state.track_values(track)?;
         let track = track.as_slice();
-        let (checked, last) = match positions {
-            Positions::Same(position) => {
-                let checked = state.validate_columns(
-                    position,
-                    track,
-                    columns,
-                    |key| durable_axis(catalog, stream, key),
-                    |key| floor_axis(catalog, stream, key),
-                )?;
-                (checked, position)
-            }
+        // The first and last position, and the first row whose position goes back (if any).
+        let (first, last, backwards) = match positions {
+            Positions::Same(position) => (position, position, None),
             Positions::Each(positions) => {
                 let n_rows = columns.first().map_or(0, Values::len);
                 if positions.len() != n_rows {
@@ -537,43 +529,49 @@ impl Store {
                 let Some((&first, &last)) = positions.first().zip(positions.last()) else {
                     // No rows: nothing to stage, but a malformed batch is refused all the same.
                     state.check_shape(track, columns)?;
-                    return Ok(Accepted::nothing(self, stream, positions, columns));
+                    return Ok(Accepted {
+                        store: self,
+                        stream,
+                        positions: Positions::Each(positions),
+                        columns,
+                        checked: None,
+                    });
                 };
-                // Rows before the first whose position goes back are checked as rows would
-                // be; that row is then refused, as its own publish call would be after theirs.
                 let backwards = positions
                     .windows(2)
                     .position(|w| w[1] < w[0])
                     .map(|i| i + 1);
-                let head: Vec<Values<'_>>;
-                let to_check = match backwards {
-                    Some(n_rows_before) => {
-                        head = columns.iter().map(|c| c.head(n_rows_before)).collect();
-                        &head
-                    }
-                    None => columns,
-                };
-                let checked = state.validate_columns(
-                    first,
-                    track,
-                    to_check,
-                    |key| durable_axis(catalog, stream, key),
-                    |key| floor_axis(catalog, stream, key),
-                )?;
-                if let Some(row_idx) = backwards {
-                    return Err(EngineError::refused(
-                        stream,
-                        row_idx,
-                        format!(
-                            "position {} is below the stream's last position {}",
-                            positions[row_idx],
-                            positions[row_idx - 1]
-                        ),
-                    ));
-                }
-                (checked, last)
+                (first, last, backwards)
             }
         };
+        // Rows before the first whose position goes back are checked as rows would be; that
+        // row is then refused, as its own publish call would be after theirs.
+        let head: Vec<Values<'_>>;
+        let to_check = match backwards {
+            Some(n_rows_before) => {
+                head = columns.iter().map(|c| c.head(n_rows_before)).collect();
+                &head
+            }
+            None => columns,
+        };
+        let checked = state.validate_columns(
+            first,
+            track,
+            to_check,
+            |key| durable_axis(catalog, stream, key),
+            |key| floor_axis(catalog, stream, key),
+        )?;
+        if let (Some(row_idx), Positions::Each(positions)) = (backwards, positions) {
+            return Err(EngineError::refused(
+                stream,
+                row_idx,
+                format!(
+                    "position {} is below the stream's last position {}",
+                    positions[row_idx],
+                    positions[row_idx - 1]
+                ),
+            ));
+        }
         room_to_stage(
             self.staged_bytes,
             checked.bytes,
@@ -601,22 +599,7 @@ pub(crate) struct Accepted<'s, 'c, 'v> {
     checked: Option<(Checked, u64)>,
 }
 
-impl<'s, 'c, 'v> Accepted<'s, 'c, 'v> {
-    fn nothing(
-        store: &'s mut Store,
-        stream: &'c str,
-        positions: &'c [u64],
-        columns: &'c [Values<'v>],
-    ) -> Self {
-        Accepted {
-            store,
-            stream,
-            positions: Positions::Each(positions),
-            columns,
-            checked: None,
-        }
-    }
-
+impl Accepted<'_, '_, '_> {
     /// Copies the batch into staging: what the checks passed, and nothing can refuse now.
     pub(crate) fn stage(self) {
         let Some((checked, last)) = self.checked else {

@@ -40,6 +40,17 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// `store` served with barriers only when asked for (no cadence, no size trigger), so what is
+/// staged stays staged until a seal or the stop.
+fn spawn_without_triggers(store: Store) -> Served {
+    Served::spawn(
+        store,
+        ServeConfig::default()
+            .seal_interval(None)
+            .seal_at_staged_share(None),
+    )
+}
+
 #[test]
 fn a_served_store_takes_columns_from_one_task_while_another_reads_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -215,12 +226,7 @@ fn the_watermark_costs_no_barrier() {
         &[decl()],
     )
     .unwrap();
-    let served = Served::spawn(
-        store,
-        ServeConfig::default()
-            .seal_interval(None)
-            .seal_at_staged_share(None),
-    );
+    let served = spawn_without_triggers(store);
     runtime().block_on(async {
         let probe = ["p1"];
         let columns = vec![vec![1u64, 2].into(), vec![0.5, 1.0].into()];
@@ -306,12 +312,7 @@ fn served_column_batches_answered_before_their_copy_take_their_room_at_the_answe
     let dir = tempfile::tempdir().unwrap();
     let config = Config::default().staged_bytes_max(3 * weight + weight / 2);
     let store = Store::create(dir.path(), config.clone(), &[decl()]).unwrap();
-    let served = Served::spawn(
-        store,
-        ServeConfig::default()
-            .seal_interval(None)
-            .seal_at_staged_share(None),
-    );
+    let served = spawn_without_triggers(store);
     runtime().block_on(async {
         for n in 0..2 {
             served
