@@ -469,7 +469,6 @@ impl Store {
         track: &[&str],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
-        self.check_writable("publish_columns")?;
         self.accept_columns(stream, Positions::Same(position), track, columns)?
             .stage();
         Ok(())
@@ -489,16 +488,16 @@ impl Store {
         track: &[&str],
         columns: &[Values<'_>],
     ) -> Result<(), EngineError> {
-        self.check_writable("publish_columns_at")?;
         self.accept_columns(stream, Positions::Each(positions), track, columns)?
             .stage();
         Ok(())
     }
 
     /// Every check of a columnar batch (`publish_columns` or, with a position per row,
-    /// `publish_columns_at`), and room for it under `staged_bytes_max`, without staging it
-    /// yet: once accepted nothing refuses it, so a served store answers its caller and then
-    /// copies the batch ([`Accepted::stage`]) before it does anything else.
+    /// `publish_columns_at`: that the store takes writes, then the batch's own), and room for
+    /// it under `staged_bytes_max`, without staging it yet: once accepted nothing refuses it,
+    /// so a served store answers its caller and then copies the batch ([`Accepted::stage`])
+    /// before it does anything else.
     pub(crate) fn accept_columns<'s, 'c, 'v>(
         &'s mut self,
         stream: &'c str,
@@ -506,6 +505,10 @@ impl Store {
         track: &[&str],
         columns: &'c [Values<'v>],
     ) -> Result<Accepted<'s, 'c, 'v>, EngineError> {
+        self.check_writable(match positions {
+            Positions::Same(_) => "publish_columns",
+            Positions::Each(_) => "publish_columns_at",
+        })?;
         let catalog = &self.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let track = state.track_values(track)?;

@@ -231,15 +231,12 @@ impl Batch {
                 columns,
             } => {
                 let track = strs(track);
-                let (positions, operation) = match positions {
-                    Ok(position) => (Positions::Same(*position), "publish_columns"),
-                    Err(each) => (Positions::Each(each), "publish_columns_at"),
+                let positions = match positions {
+                    Ok(position) => Positions::Same(*position),
+                    Err(each) => Positions::Each(each),
                 };
                 Column::borrowed(columns, |columns| {
-                    let accepted = store
-                        .check_writable(operation)
-                        .and_then(|()| store.accept_columns(stream, positions, &track, columns));
-                    match accepted {
+                    match store.accept_columns(stream, positions, &track, columns) {
                         Ok(accepted) => {
                             let _ = reply.send(Ok(()));
                             accepted.stage();
