@@ -51,19 +51,29 @@ struct Unpacked {
 
 impl Unpacked {
     /// Decodes rows `rows` of every packed block of partition `part_idx`; `None` if none is
-    /// packed.
+    /// packed. `spare` is the cursor's last chunk when no run holds it any more: its memory
+    /// takes the new chunk's values.
     fn of(
         segment: &OpenSegment,
         part_idx: usize,
         rows: Range<usize>,
         decl: &StreamDecl,
+        spare: Option<Unpacked>,
     ) -> Result<Option<Unpacked>, EngineError> {
-        let mut unpacked = Unpacked::default();
+        let Unpacked {
+            axis: spare_axis,
+            columns: mut spare_columns,
+        } = spare.unwrap_or_default();
+        let mut unpacked = Unpacked {
+            axis: None,
+            columns: Vec::with_capacity(decl.fields.len()),
+        };
         // A query streams through every chunk once: it neither reads nor fills the cache of
         // decoded chunks other reads come back to.
         if let Some(Axis::Packed(axis)) = verified(segment.axis(part_idx)) {
-            let axis = axis.uncached();
-            let Decoded::U64(values) = axis.decode(rows.clone()).map_err(unreadable)? else {
+            let spare = spare_axis.map(Decoded::U64);
+            let decoded = axis.uncached().decode_reusing(rows.clone(), spare);
+            let Decoded::U64(values) = decoded.map_err(unreadable)? else {
                 unreachable!("the axis decodes as u64");
             };
             unpacked.axis = Some(values);
@@ -71,8 +81,14 @@ impl Unpacked {
         for field_idx in 0..decl.fields.len() {
             let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");
             if let Ok(Some(Column::Packed(column))) = segment.column(part_idx, field_idx) {
-                let decoded = column.uncached().decode(rows.clone()).map_err(unreadable)?;
-                unpacked.columns.push((field_idx, decoded));
+                let spare = spare_columns
+                    .iter()
+                    .position(|(f, _)| *f == field_idx)
+                    .map(|i| spare_columns.swap_remove(i).1);
+                let decoded = column.uncached().decode_reusing(rows.clone(), spare);
+                unpacked
+                    .columns
+                    .push((field_idx, decoded.map_err(unreadable)?));
             }
         }
         let any = unpacked.axis.is_some() || !unpacked.columns.is_empty();
@@ -539,7 +555,12 @@ impl Cursor<'_> {
             Some((span, _)) if span.contains(&start) => span.clone(),
             _ => {
                 let end = verified(segment.chunk_end(*part_idx, start)).min(rows.end);
-                let unpacked = Unpacked::of(segment, *part_idx, start..end, self.decl)?;
+                // The last chunk's memory, if every run made from it has been let go.
+                let spare = self
+                    .unpacked
+                    .take()
+                    .and_then(|(_, unpacked)| Arc::into_inner(unpacked?));
+                let unpacked = Unpacked::of(segment, *part_idx, start..end, self.decl, spare)?;
                 self.unpacked = Some((start..end, unpacked.map(Arc::new)));
                 start..end
             }
@@ -724,7 +745,8 @@ mod tests {
                 super::resolve(&decl, &reader, part_idx).unwrap();
                 let n_rows = reader.positions(part_idx).unwrap().len();
                 assert_eq!(reader.chunk_end(part_idx, 0).unwrap(), n_rows, "one chunk");
-                let unpacked = super::Unpacked::of(&reader, part_idx, 0..n_rows, &decl).unwrap();
+                let unpacked =
+                    super::Unpacked::of(&reader, part_idx, 0..n_rows, &decl, None).unwrap();
                 let run = ColumnRun {
                     segment: reader,
                     part_idx,

@@ -358,7 +358,7 @@ impl<'a> Packed<'a> {
         {
             return Ok(decoded);
         }
-        let decoded = Arc::new(self.decode_chunk_afresh(chunk)?);
+        let decoded = Arc::new(self.decode_chunk_afresh(chunk, None)?);
         if let Some((cache, file)) = self.cache {
             cache.put(key(file), &decoded);
         }
@@ -375,8 +375,13 @@ impl<'a> Packed<'a> {
         }
     }
 
-    /// Decodes chunk `chunk` from its bytes and checks it ([`Packed::decode_chunk`]).
-    fn decode_chunk_afresh(&self, chunk: usize) -> Result<Decoded, SegmentError> {
+    /// Decodes chunk `chunk` from its bytes and checks it ([`Packed::decode_chunk`]), into
+    /// `spare`'s memory if it is given and of this block's kind.
+    fn decode_chunk_afresh(
+        &self,
+        chunk: usize,
+        spare: Option<Decoded>,
+    ) -> Result<Decoded, SegmentError> {
         let start = chunk
             .checked_sub(1)
             .map_or(0, |c| table_index(self.table[c].end_byte));
@@ -385,10 +390,19 @@ impl<'a> Packed<'a> {
         let bytes = &self.data[start..end];
         let bad =
             |what: String| SegmentError::malformed(self.path, (self.offset + start) as u64, what);
-        let decoded = match self.kind {
-            1 => Decoded::U64(decode_le(bytes, rows, U64::new).map_err(bad)?),
-            2 => Decoded::I64(decode_le(bytes, rows, I64::new).map_err(bad)?),
-            _ => Decoded::F64(decode_le(bytes, rows, F64::new).map_err(bad)?),
+        let decoded = match (self.kind, spare) {
+            (1, Some(Decoded::U64(spare))) => {
+                Decoded::U64(decode_le(bytes, rows, spare, U64::new).map_err(bad)?)
+            }
+            (1, _) => Decoded::U64(decode_le(bytes, rows, Vec::new(), U64::new).map_err(bad)?),
+            (2, Some(Decoded::I64(spare))) => {
+                Decoded::I64(decode_le(bytes, rows, spare, I64::new).map_err(bad)?)
+            }
+            (2, _) => Decoded::I64(decode_le(bytes, rows, Vec::new(), I64::new).map_err(bad)?),
+            (_, Some(Decoded::F64(spare))) => {
+                Decoded::F64(decode_le(bytes, rows, spare, F64::new).map_err(bad)?)
+            }
+            _ => Decoded::F64(decode_le(bytes, rows, Vec::new(), F64::new).map_err(bad)?),
         };
         let record = &self.table[chunk];
         if decoded.bits(0) != record.first.get() || decoded.bits(rows - 1) != record.last.get() {
@@ -400,9 +414,7 @@ impl<'a> Packed<'a> {
         // fails, a second pass finds the row.
         match &decoded {
             Decoded::U64(v) if self.ordered => {
-                let ordered = v
-                    .windows(2)
-                    .fold(true, |ok, w| ok & (w[0].get() <= w[1].get()));
+                let ordered = non_decreasing(v);
                 if !ordered {
                     let i = v.windows(2).position(|w| w[1].get() < w[0].get());
                     return Err(bad(format!(
@@ -435,6 +447,26 @@ impl<'a> Packed<'a> {
     /// # Panics
     /// If `rows` reaches past the block's end.
     pub fn decode(&self, rows: Range<usize>) -> Result<Decoded, SegmentError> {
+        self.decode_reusing(rows, None)
+    }
+
+    /// [`Packed::decode`], reusing `spare`'s memory (a buffer a read has finished with) when
+    /// the rows are one whole chunk and the block is read without the cache: a read that
+    /// streams through the chunks one at a time writes each into the memory the last one
+    /// left, warm in the core's cache, instead of memory freshly zeroed (glibc gives a freed
+    /// chunk's pages back and faults them in again: in a scratch loop decoding and summing an
+    /// axis and a value column, 9.8 ns a row into fresh memory, 7.5 into reused).
+    ///
+    /// # Errors
+    /// As [`Packed::decode`].
+    ///
+    /// # Panics
+    /// If `rows` reaches past the block's end.
+    pub fn decode_reusing(
+        &self,
+        rows: Range<usize>,
+        spare: Option<Decoded>,
+    ) -> Result<Decoded, SegmentError> {
         assert!(rows.end <= self.len(), "rows past the block's end");
         if rows.is_empty() {
             return Ok(Decoded::empty(self.kind, 0));
@@ -442,6 +474,9 @@ impl<'a> Packed<'a> {
         let first = self.chunk_of(rows.start);
         if self.chunk_rows(first) == rows {
             // One whole chunk (what a query's runs ask, a chunk at a time): as it decodes.
+            if self.cache.is_none() {
+                return self.decode_chunk_afresh(first, spare);
+            }
             return self.decode_chunk(first);
         }
         let mut out = Decoded::empty(self.kind, rows.len());
@@ -456,11 +491,32 @@ impl<'a> Packed<'a> {
     }
 }
 
+/// Whether `values` never go down. The test `x <= y` is the borrow of `y - x` not being set,
+/// computed with bit operations and a subtraction (the top bit of `(!y & x) | (!(y ^ x) &
+/// (y - x))`) and gathered by OR, which the compiler vectorises with the baseline x86-64 SIMD;
+/// the plain comparison has no 64-bit unsigned SIMD form there and ran a row at a time, 6% of
+/// a packed query.
+fn non_decreasing(values: &[U64]) -> bool {
+    let Some(rest) = values.get(1..) else {
+        return true;
+    };
+    let borrows = values.iter().zip(rest).fold(0u64, |acc, (x, y)| {
+        let (x, y) = (x.get(), y.get());
+        acc | (!y & x) | (!(y ^ x) & y.wrapping_sub(x))
+    });
+    borrows >> 63 == 0
+}
+
 /// One pco chunk of `rows` values of `T` straight into a vector of the file's little-endian
 /// type `L` (what a plain column is read as), of exactly `rows`: on a little-endian host,
 /// decoded in place where the vector's memory is aligned for `T` (as allocations are in
 /// practice), so the values are written once; else decoded aside and converted with `to_le`.
-fn decode_le<T, L>(bytes: &[u8], rows: usize, to_le: impl Fn(T) -> L) -> Result<Vec<L>, String>
+fn decode_le<T, L>(
+    bytes: &[u8],
+    rows: usize,
+    mut out: Vec<L>,
+    to_le: impl Fn(T) -> L,
+) -> Result<Vec<L>, String>
 where
     T: pco::data_types::Number + Default + FromBytes + IntoBytes + zerocopy::KnownLayout,
     L: zerocopy::FromZeros + IntoBytes + FromBytes + Copy,
@@ -469,7 +525,8 @@ where
     if cfg!(target_endian = "big") {
         return Ok(decode::<T>(bytes, rows)?.into_iter().map(to_le).collect());
     }
-    let mut out: Vec<L> = vec![L::new_zeroed(); rows];
+    // What `out` held is overwritten; only rows beyond its length are zeroed first.
+    out.resize(rows, L::new_zeroed());
     let Ok(native) = <[T]>::mut_from_bytes(out.as_mut_bytes()) else {
         return Ok(decode::<T>(bytes, rows)?.into_iter().map(to_le).collect());
     };
@@ -505,4 +562,49 @@ fn decode_into<T: pco::data_types::Number>(bytes: &[u8], out: &mut [T]) -> Resul
 /// Writes `IntoBytes` records; a helper so the writer's packed table goes out as it is laid out.
 pub(crate) fn table_bytes(table: &[ChunkRecord]) -> &[u8] {
     table.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use zerocopy::little_endian::U64;
+
+    use super::non_decreasing;
+
+    /// Values spread over the whole u64 range, so the top bit and the borrows at the range's
+    /// ends are reached, and runs of equal values.
+    fn values() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec(
+            prop_oneof![
+                any::<u64>(),
+                0u64..4,
+                (u64::MAX - 3)..=u64::MAX,
+                Just(1u64 << 63),
+                Just((1u64 << 63) - 1),
+            ],
+            0..40,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn non_decreasing_is_the_pairwise_comparison(mut v in values(), sort in any::<bool>()) {
+            if sort {
+                v.sort_unstable();
+            }
+            let expected = v.windows(2).all(|w| w[0] <= w[1]);
+            let le: Vec<U64> = v.iter().map(|&x| U64::new(x)).collect();
+            prop_assert_eq!(non_decreasing(&le), expected);
+        }
+    }
+
+    #[test]
+    fn non_decreasing_sees_a_step_down_across_the_top_bit() {
+        let le = |v: &[u64]| v.iter().map(|&x| U64::new(x)).collect::<Vec<_>>();
+        assert!(!non_decreasing(&le(&[1 << 63, (1 << 63) - 1])));
+        assert!(non_decreasing(&le(&[(1 << 63) - 1, 1 << 63])));
+        assert!(!non_decreasing(&le(&[u64::MAX, 0])));
+        assert!(non_decreasing(&le(&[0, 0, u64::MAX, u64::MAX])));
+        assert!(!non_decreasing(&le(&[5, 5, 4])));
+    }
 }
