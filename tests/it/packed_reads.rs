@@ -151,3 +151,76 @@ fn packed_columns_answer_as_plain_ones_after_compaction() {
     let packed = compacted(Config::default());
     assert_eq!(answers(&packed), answers(&plain), "packed against plain");
 }
+
+/// A level fold whose range reaches past the live rows at an end reads the coarse cells that
+/// hold them there, not fine cells a packed file folds from its rows: a fold of everything
+/// decodes no chunk. Its answer is still the fold of exactly the rows in range (count, min,
+/// max exact; the mean within rounding of the rows' own mean), and once the stream has a
+/// floor too.
+#[test]
+fn a_fold_reaching_past_the_live_rows_reads_coarse_cells_and_folds_the_same_rows() {
+    let mut store = store(Config::default());
+    // Every row of both tracks, as `fill` published them.
+    let mut all: Vec<(u64, f64)> = Vec::new();
+    for barrier in 0..10u64 {
+        for k in [0u64, 1] {
+            for i in barrier * 10_000..(barrier + 1) * 10_000 {
+                let v = ((i * 7_919 + k) % 1_000) as f64 / 7.0 + (i as f64 / 50.0).sin();
+                all.push((3 * i + k + i % 2, v));
+            }
+        }
+    }
+    let expect = |lo: u64, hi: u64| {
+        let v: Vec<f64> = all
+            .iter()
+            .filter(|(t, _)| (lo..=hi).contains(t))
+            .map(|&(_, v)| v)
+            .collect();
+        let sum: f64 = v.iter().sum();
+        (
+            v.len() as f64,
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            sum / v.len() as f64,
+        )
+    };
+    let (live_lo, live_hi) = (0, all.iter().map(|&(t, _)| t).max().unwrap());
+    let fold = |store: &Store, lo: u64, hi: u64| {
+        let one = |aggregate| {
+            let stats = store.fold("s", &[], lo..=hi, aggregate).unwrap();
+            stats[0].value.unwrap().as_f64()
+        };
+        let chunks = |m: strata::Metrics| m.decoded_chunk_hits + m.decoded_chunk_misses;
+        let before = chunks(store.metrics());
+        let mean = one(Aggregate::Mean);
+        let decoded = chunks(store.metrics()) - before;
+        let got = (
+            one(Aggregate::Count),
+            one(Aggregate::Min),
+            one(Aggregate::Max),
+            mean,
+        );
+        (got, decoded)
+    };
+    let check = |store: &Store, lo: u64, hi: u64, what: &str| {
+        let (got, decoded) = fold(store, lo, hi);
+        let want = expect(lo.max(live_lo), hi.min(live_hi));
+        assert_eq!((got.0, got.1, got.2), (want.0, want.1, want.2), "{what}");
+        assert!(
+            (got.3 - want.3).abs() <= 1e-12 * want.3.abs(),
+            "{what}: mean {} against {}",
+            got.3,
+            want.3
+        );
+        decoded
+    };
+    assert_eq!(check(&store, 0, u64::MAX, "everything"), 0, "no chunk");
+    assert_eq!(check(&store, 0, live_hi, "to the last row"), 0, "no chunk");
+    // An end inside the rows is folded from the rows there.
+    assert!(check(&store, 0, live_hi - 1_001, "short of the last row") > 0);
+    assert!(check(&store, 1_001, u64::MAX, "after the first row") > 0);
+    // With a floor (the first barrier trimmed: its levels stay), nothing is widened, and a
+    // fold of everything still folds every row's cells.
+    store.trim_to("s", 1).unwrap();
+    check(&store, 0, u64::MAX, "everything, over a floor");
+}
