@@ -48,12 +48,11 @@ use strata_segment::{
 };
 
 use crate::error::EngineError;
-use crate::ladder::{FieldLevels, LevelStorage, ladder_of, num_kind, stored_from};
+use crate::ladder::{FieldLevels, LevelStorage, field_cells, ladder_of, num_kind, stored_from};
+use crate::lifetime::Lifetime;
 use crate::open_segments::OpenSegment;
 use crate::read::unreadable;
-use crate::retention::Lifetime;
 use crate::snapshot::{Snapshot, remove_segments};
-use crate::stage::field_cells;
 use crate::store::{Store, claim};
 use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
 

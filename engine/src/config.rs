@@ -7,7 +7,7 @@ use strata_levels::SurveyFill;
 
 use crate::error::EngineError;
 use crate::ladder::LevelStorage;
-use crate::retention::Retention;
+use crate::lifetime::Retention;
 
 /// The most segment readers `Config::open_segments_max` may ask to keep open. Each is one
 /// memory map, and Linux allows a process 65,530 maps by default (`vm.max_map_count`), shared

@@ -9,6 +9,7 @@
 
 use strata_index::{FieldKind, StreamDecl};
 use strata_levels::{Cell, Ladder, Num, NumKind};
+use strata_segment::FieldCells;
 
 use crate::stage::{ColumnBuf, Staged};
 
@@ -17,6 +18,18 @@ pub(crate) struct FieldLevels {
     pub field: u16,
     pub kind: NumKind,
     pub levels: Vec<Vec<Cell>>,
+}
+
+/// What the segment writer takes for a partition's level cells.
+pub(crate) fn field_cells(levels: &[FieldLevels]) -> Vec<FieldCells<'_>> {
+    levels
+        .iter()
+        .map(|f| FieldCells {
+            field: f.field,
+            kind: f.kind,
+            levels: &f.levels,
+        })
+        .collect()
 }
 
 /// The ladder a declaration asks for.

@@ -10,16 +10,15 @@
 //! **Deferred removal.** A version names files; compaction and retention remove files once a
 //! record retires them. An unlinked file cannot be opened by name, and segments are mapped
 //! lazily, so a file a snapshot may still read is not removed while the snapshot lives: each
-//! snapshot pins its version ([`Pins`]), and a file retired at version `v` is removed only
+//! snapshot pins its version (`Pins`), and a file retired at version `v` is removed only
 //! once no snapshot older than `v` is left (LevelDB's `Version` references and RocksDB's
 //! obsolete-file list work this way). Until then it waits in `Store::removals`, and the
 //! manifest is not rewritten (a rewrite forgets retired files, and boot removes only the
 //! retired files its manifest names). A crash meanwhile loses nothing: the record that retired
 //! the file is durable, and boot removes it.
 
-use std::collections::BTreeMap;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use strata_index::FileName;
 use strata_segment::names::{NumberedName, SEG_DIR};
@@ -27,86 +26,8 @@ use strata_segment::vfs::Vfs;
 use strata_segment::{ManifestWriter, SegmentError};
 
 use crate::error::EngineError;
+use crate::pins::Pin;
 use crate::store::{Metrics, Store};
-
-/// The catalog versions snapshots hold: each version and how many snapshots hold it.
-#[derive(Default)]
-pub(crate) struct Pins {
-    held: Mutex<BTreeMap<u64, usize>>,
-    /// Called whenever a snapshot is let go (`Served` wakes its supervisor, so that files
-    /// waiting for it go), wherever the snapshot went: a read's, or one a read handed out.
-    on_release: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
-}
-
-impl std::fmt::Debug for Pins {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pins")
-            .field("held", &self.held)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Pins {
-    fn pin(self: &Arc<Self>, version: u64) -> Pin {
-        *self.lock().entry(version).or_default() += 1;
-        Pin {
-            pins: Arc::clone(self),
-            version,
-        }
-    }
-
-    /// Sets what is called each time a snapshot is let go.
-    pub(crate) fn on_release(&self, hook: impl Fn() + Send + Sync + 'static) {
-        *self
-            .on_release
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(hook));
-    }
-
-    /// The oldest version a snapshot holds, if any does.
-    pub(crate) fn oldest(&self) -> Option<u64> {
-        self.lock().keys().next().copied()
-    }
-
-    /// How many snapshots are alive.
-    pub(crate) fn count(&self) -> usize {
-        self.lock().values().sum()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, usize>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// One snapshot's hold on its version, let go when the snapshot is dropped.
-#[derive(Debug)]
-struct Pin {
-    pins: Arc<Pins>,
-    version: u64,
-}
-
-impl Drop for Pin {
-    fn drop(&mut self) {
-        {
-            let mut held = self.pins.lock();
-            if let Some(count) = held.get_mut(&self.version) {
-                *count -= 1;
-                if *count == 0 {
-                    held.remove(&self.version);
-                }
-            }
-        }
-        if let Some(hook) = self
-            .pins
-            .on_release
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            hook();
-        }
-    }
-}
 
 /// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
 /// (through `Deref`) answers as the store answered when the snapshot was taken, however the

@@ -6,10 +6,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use strata_index::{FieldKind, StreamDecl, TrackKey, validate_label};
-use strata_segment::{ColumnData, FieldCells, RowsInput, VarData};
+use strata_segment::{ColumnData, RowsInput, VarData};
 
 use crate::error::EngineError;
-use crate::ladder::FieldLevels;
 use crate::value::{Row, Value};
 
 /// One stored column's staged values.
@@ -371,16 +370,4 @@ impl StreamState {
             self.staged_position = Some(position);
         }
     }
-}
-
-/// What the segment writer takes for a partition's level cells.
-pub(crate) fn field_cells(levels: &[FieldLevels]) -> Vec<FieldCells<'_>> {
-    levels
-        .iter()
-        .map(|f| FieldCells {
-            field: f.field,
-            kind: f.kind,
-            levels: &f.levels,
-        })
-        .collect()
 }

@@ -21,11 +21,10 @@ use crate::config::Config;
 use crate::decl::describe;
 use crate::decoded_chunks::DecodedChunks;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
-use crate::ladder::{LevelStorage, fold_partition};
+use crate::ladder::{LevelStorage, field_cells, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
-use crate::snapshot::Pins;
+use crate::pins::Pins;
 use crate::stage::StreamState;
-use crate::stage::field_cells;
 use crate::value::Row;
 
 /// What the store has done since it was opened, measured as it happened.
