@@ -469,8 +469,18 @@ impl Store {
             .map(|&f| (f, state.decl.fields[usize::from(f)].kind.code()))
             .collect();
         let mut inputs = Vec::with_capacity(pick.inputs.len());
+        let view = self
+            .catalog
+            .partitions(&pick.stream, &pick.track)
+            .find(|view| view.track() == &pick.track)
+            .ok_or_else(|| EngineError::Internal {
+                reason: format!(
+                    "a merge picked {:?} of {:?}, which has no live segment",
+                    pick.track, pick.stream
+                ),
+            })?;
         for (name, entry) in &pick.inputs {
-            let (reader, part_idx) = self.partition_in(*name, &pick.stream, &pick.track)?;
+            let (reader, part_idx) = self.partition_in(&view, *name, &pick.stream)?;
             self.check_partition(&reader, part_idx, entry)?;
             let info = &reader.partitions()[part_idx];
             if info.columns != declared {

@@ -4,7 +4,7 @@
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use strata_index::{FileName, StreamDecl, TrackKey};
+use strata_index::{FileName, PartitionView, StreamDecl, TrackKey};
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::{SegmentError, SegmentReader};
 
@@ -65,21 +65,23 @@ impl Store {
         Ok(Some((decl, prefix, lo, hi)))
     }
 
-    /// Segment `name`'s reader and the index of `stream`'s partition `track` in it. The manifest
-    /// says the partition is there; a file without it is unreadable, never an empty answer.
+    /// Segment `name`'s reader and the index of `view`'s partition (of `stream`) in it: the
+    /// index the catalog knows, handed to the file rather than searched for, and checked there
+    /// ([`Store::partition_at`]). A file the view holds no live tier in is a caller's bug,
+    /// answered as one.
     pub(crate) fn partition_in(
         &self,
+        view: &PartitionView<'_>,
         name: FileName,
         stream: &str,
-        track: &TrackKey,
     ) -> Result<(Arc<OpenSegment>, usize), EngineError> {
-        let reader = self.reader(name)?;
-        let part_idx = reader.find(stream, track).ok_or_else(|| {
-            mismatch(
-                reader.path(),
-                format!("no partition {track:?} of {stream:?}"),
-            )
+        let part_idx = view.part_idx(name).ok_or_else(|| EngineError::Internal {
+            reason: format!(
+                "segment {name} holds no live tier of {:?} of {stream:?}",
+                view.track()
+            ),
         })?;
+        let reader = self.partition_at(name, stream, view.track(), part_idx)?;
         Ok((reader, part_idx))
     }
 

@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use strata_index::{FieldKind, FileName, StreamDecl, TrackKey};
+use strata_index::{FieldKind, FileName, PartitionView, StreamDecl, TrackKey};
 use strata_segment::{Axis, Column, Decoded, SegmentError};
 use zerocopy::little_endian::U64;
 
@@ -395,10 +395,10 @@ impl Store {
         // One partition's runs need no merge, and so no ordinals.
         let merging = views.len() > 1;
         for view in views {
-            let files: Vec<(FileName, Option<usize>)> = view
+            let files: Vec<FileName> = view
                 .segments(strata_index::Tier::Raw)
                 .filter(|(_, entry)| entry.positions[1] >= lo && entry.positions[0] <= hi)
-                .map(|(name, _)| (name, view.part_idx(name)))
+                .map(|(name, _)| name)
                 .collect();
             let mut cursor = Cursor {
                 store: self,
@@ -407,6 +407,7 @@ impl Store {
                 lo,
                 hi,
                 merging,
+                view,
                 files: files.into_iter(),
                 segment: None,
                 ordinals: Vec::new(),
@@ -459,9 +460,10 @@ struct Cursor<'s> {
     hi: u64,
     /// Whether other partitions merge with this one (then the ordinals are kept).
     merging: bool,
-    /// The partition's files not yet reached, in ordinal order, each with the partition's
-    /// index in it (as the catalog knows it: a live segment always has one).
-    files: std::vec::IntoIter<(FileName, Option<usize>)>,
+    /// The partition, as the catalog the read began at holds it.
+    view: PartitionView<'s>,
+    /// The partition's files not yet reached, in ordinal order.
+    files: std::vec::IntoIter<FileName>,
     /// The segment being read, the partition's index in it and the rows the read wants.
     segment: Option<(Arc<OpenSegment>, usize, Range<usize>)>,
     /// The ordinals of those rows, when merging.
@@ -494,16 +496,8 @@ impl Cursor<'_> {
         // holds one map at a time.
         self.segment = None;
         self.unpacked = None;
-        for (name, part_idx) in self.files.by_ref() {
-            let (reader, part_idx) = match part_idx {
-                Some(part_idx) => {
-                    let reader =
-                        self.store
-                            .partition_at(name, &self.decl.id, &self.track, part_idx)?;
-                    (reader, part_idx)
-                }
-                None => self.store.partition_in(name, &self.decl.id, &self.track)?,
-            };
+        for name in self.files.by_ref() {
+            let (reader, part_idx) = self.store.partition_in(&self.view, name, &self.decl.id)?;
             let rows = reader
                 .position_range(part_idx, self.lo, self.hi)
                 .map_err(unreadable)?;
@@ -741,7 +735,7 @@ mod tests {
         let mut runs: Vec<(TrackKey, u64, ColumnRun)> = Vec::new();
         for view in store.catalog.partitions("c", &TrackKey::ROOT) {
             for (name, _) in view.segments(Tier::Raw) {
-                let (reader, part_idx) = store.partition_in(name, "c", view.track()).unwrap();
+                let (reader, part_idx) = store.partition_in(&view, name, "c").unwrap();
                 super::resolve(&decl, &reader, part_idx).unwrap();
                 let n_rows = reader.positions(part_idx).unwrap().len();
                 assert_eq!(reader.chunk_end(part_idx, 0).unwrap(), n_rows, "one chunk");

@@ -644,7 +644,7 @@ impl Store {
                 if axis_hi < lo || axis_lo > hi {
                     continue;
                 }
-                let (reader, part_idx) = self.partition_in(name, stream, view.track())?;
+                let (reader, part_idx) = self.partition_in(&view, name, stream)?;
                 self.check_partition(&reader, part_idx, entry)?;
                 let (start, end) = rows_in(&reader, part_idx, [lo, hi])?;
                 let numbers = match reader.column(part_idx, field).map_err(unreadable)? {

@@ -15,7 +15,9 @@
 
 use std::collections::BTreeSet;
 
-use strata_index::{FileName, Floor, PartitionEntry, RawFloor, Retirement, Tier, TrackKey};
+use strata_index::{
+    FileName, Floor, PartitionEntry, PartitionView, RawFloor, Retirement, Tier, TrackKey,
+};
 
 use crate::error::EngineError;
 use crate::read::unreadable;
@@ -168,9 +170,12 @@ impl Store {
                 .partitions(stream, &track)
                 .find(|view| view.track() == &track);
             let segments: Vec<_> = view
-                .map(|view| view.segments(Tier::Raw).collect())
+                .map(|view| {
+                    let segments = view.segments(Tier::Raw);
+                    segments.map(|(name, entry)| (view, name, entry)).collect()
+                })
                 .unwrap_or_default();
-            for (name, entry) in segments {
+            for (view, name, entry) in segments {
                 let [lo, hi] = entry.positions;
                 if lo > horizon {
                     if first_kept.is_none() {
@@ -193,7 +198,7 @@ impl Store {
                 // partition's segments): its rows either side, from the file.
                 if axial {
                     let [trimmed, kept] =
-                        self.straddle_axes(name, entry, stream, &track, horizon)?;
+                        self.straddle_axes(&view, name, entry, stream, horizon)?;
                     last_trimmed = Some(trimmed);
                     first_kept = Some(kept);
                 }
@@ -232,16 +237,16 @@ impl Store {
     }
 
     /// The axis values of the last row at or below `horizon` and of the first row above it, in
-    /// segment `name`, whose partition `track` straddles the horizon.
+    /// segment `name`, whose partition (`view`) straddles the horizon.
     fn straddle_axes(
         &self,
+        view: &PartitionView<'_>,
         name: FileName,
         entry: &PartitionEntry,
         stream: &str,
-        track: &TrackKey,
         horizon: u64,
     ) -> Result<[u64; 2], EngineError> {
-        let (reader, part_idx) = self.partition_in(name, stream, track)?;
+        let (reader, part_idx) = self.partition_in(view, name, stream)?;
         self.check_partition(&reader, part_idx, entry)?;
         let positions = reader.positions(part_idx).map_err(unreadable)?;
         let axis = reader.axis(part_idx).map_err(unreadable)?;
@@ -252,8 +257,9 @@ impl Store {
                 source: strata_segment::SegmentError::mismatch(
                     reader.path(),
                     format!(
-                        "partition {track:?} of {stream:?} does not hold the rows either side \
-                         of position {horizon} its record says"
+                        "partition {:?} of {stream:?} does not hold the rows either side of \
+                         position {horizon} its record says",
+                        view.track()
                     ),
                 ),
             });
