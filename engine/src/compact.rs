@@ -40,11 +40,10 @@ use std::sync::Arc;
 
 use strata_index::{Catalog, Entry, FileName, PartitionEntry, Record, TrackKey};
 use strata_levels::{Cell, CellCounter, Ladder, NumKind};
-use strata_segment::names::{NumberedName, SEG_DIR};
-use strata_segment::vfs::{Mapped, Vfs};
+use strata_segment::vfs::Mapped;
 use strata_segment::{
     FileSink, ManifestWriter, MergeSource, MergeWriteError, SegmentError, SegmentSink,
-    SegmentSummary, SegmentWriter, TempFile,
+    SegmentSummary, SegmentWriter,
 };
 
 use crate::error::EngineError;
@@ -53,7 +52,7 @@ use crate::lifetime::Lifetime;
 use crate::open_segments::OpenSegment;
 use crate::read::unreadable;
 use crate::snapshot::{Snapshot, remove_segments};
-use crate::store::{Store, claim};
+use crate::store::{Committing, Store, write_and_claim};
 use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
 
 /// What one compaction step did.
@@ -772,36 +771,10 @@ impl Merging {
         let inputs = snapshot.merge_inputs(pick).map_err(MergeError::Read)?;
         let mut input_names: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
         input_names.sort_unstable();
-        let file = NumberedName::segment(name).to_string();
         // A handle of its own, so the synced temp does not borrow the snapshot.
         let vfs = Arc::clone(&snapshot.vfs);
-        let vfs: &dyn Vfs = vfs.as_ref();
-        // Streamed to its temp and synced there before its record exists: the record carries
-        // the output's digest and length.
-        let mut temp = TempFile::create(vfs, SEG_DIR, &file)
-            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
         let input_bytes = pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        let input_bytes = usize::try_from(input_bytes).unwrap_or(usize::MAX);
-        let sink = FileSink::for_input(temp.file(), input_bytes);
-        let (summary, n_rows) = match snapshot.write_merged(pick, &inputs, sink) {
-            Ok(written) => written,
-            Err(MergeFailure::Read(error)) => {
-                // Nothing was claimed, and the store is as it was: the unfinished temp goes.
-                let path = temp.tmp_path().to_owned();
-                temp.abandon(SegmentError::mismatch(&path, "an input did not read"));
-                return Err(MergeError::Read(error));
-            }
-            Err(MergeFailure::Write(source)) => {
-                let path = temp.tmp_path().to_owned();
-                let error = temp.abandon(SegmentError::Io { path, source });
-                return Err(MergeError::Poisons(EngineError::write(error)));
-            }
-        };
-        drop(inputs);
-        let synced = temp
-            .sync()
-            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
-        let record = Record {
+        let record = |summary: &SegmentSummary| Record {
             entries: vec![
                 Entry::Merge {
                     file: summary.claim(name),
@@ -810,17 +783,34 @@ impl Merging {
                 Entry::NameHigh(name),
             ],
         };
-        // As at a barrier: applied to the next version before the output has its name, so a
-        // record the catalog refuses (our bug) never reaches the disk.
-        let mut catalog = Catalog::clone(&snapshot.catalog);
-        if let Err(e) = catalog.apply(&record) {
-            let reason = format!("a compaction's own record was refused: {e}");
-            let path = synced.final_path().to_owned();
-            synced.abandon(SegmentError::mismatch(&path, reason.clone()));
-            return Err(MergeError::Poisons(EngineError::Internal { reason }));
-        }
-        claim(vfs, &mut self.manifest, synced, &record)
-            .map_err(|e| MergeError::Poisons(EngineError::write(e)))?;
+        let write = |sink: FileSink<'_>| {
+            // The inputs are let go once the output is written, before it is synced.
+            let inputs = inputs;
+            match snapshot.write_merged(pick, &inputs, sink) {
+                Ok(written) => Ok(written),
+                Err(MergeFailure::Read(error)) => Err(Ok(error)),
+                Err(MergeFailure::Write(source)) => Err(Err(source)),
+            }
+        };
+        let committed = write_and_claim(
+            vfs.as_ref(),
+            &mut self.manifest,
+            &snapshot.catalog,
+            name,
+            usize::try_from(input_bytes).unwrap_or(usize::MAX),
+            write,
+            record,
+        );
+        let (catalog, summary, n_rows) = committed.map_err(|error| match error {
+            // Nothing was claimed, and the store is as it was.
+            Committing::Content(error) => MergeError::Read(error),
+            Committing::Write(error) | Committing::Claim { error, .. } => {
+                MergeError::Poisons(EngineError::write(error))
+            }
+            Committing::Refused(reason) => MergeError::Poisons(EngineError::Internal {
+                reason: format!("a compaction's own record was refused: {reason}"),
+            }),
+        })?;
         Ok((catalog, summary.len, n_rows))
     }
 }

@@ -1191,86 +1191,135 @@ impl Sealing {
             Record { entries }
         };
         let segment_path = NumberedName::segment(name).path_in(SEG_DIR);
-        let file = NumberedName::segment(name).to_string();
         // A handle of its own, so the synced temp does not borrow the sealing.
         let vfs = Arc::clone(&self.vfs);
         let vfs: &dyn Vfs = vfs.as_ref();
-        // The segment streams to its temp and is synced there before its record exists: the
-        // record carries the file's digest and length, known once the last byte has passed.
-        let written = TempFile::create(vfs, SEG_DIR, &file).and_then(|mut temp| {
-            let sink = FileSink::for_input(temp.file(), self.staged_bytes);
-            match write_staged(&self.streams, self.storage, self.pack_columns, sink) {
-                Ok((summary, _)) => Ok((summary, temp.sync()?)),
-                Err(e) => {
-                    let path = temp.tmp_path().to_owned();
-                    Err(temp.abandon(SegmentError::Io { path, source: e }))
-                }
-            }
-        });
-        let (summary, synced) = match written {
-            Ok(written) => written,
-            Err(error) => {
-                // What the barrier would have needed: its length, counted without writing it.
-                let (counted, _) = write_staged(
-                    &self.streams,
-                    self.storage,
-                    self.pack_columns,
-                    CountingSink::default(),
-                )
-                .expect("counting bytes does not fail");
-                let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
-                let needed = counted.len + frame_bytes;
-                let intact = std::mem::take(&mut self.intact);
-                return Err(failed_barrier(vfs, error, &segment_path, needed, intact));
-            }
-        };
-        let record = barrier_record(&summary);
-        // Applied to the next version before the file has its name: a record the catalog
-        // refuses is a bug, and must never reach the disk as a claim (the temp is removed).
-        // The copy is made here, off the store's thread; the store swaps it in when the
-        // barrier is acknowledged, so no read ever sees a claim before it is durable.
-        let mut catalog = Catalog::clone(&self.catalog);
-        if let Err(e) = catalog.apply(&record) {
-            let reason = format!("the barrier's own record was refused: {e}");
-            synced.abandon(SegmentError::mismatch(&segment_path, reason.clone()));
-            return Err(EngineError::Internal { reason });
-        }
-        let intact = std::mem::take(&mut self.intact);
-        claim_barrier(
+        let (streams, storage, pack) = (&self.streams, self.storage, self.pack_columns);
+        // The record is applied to the next version before the file has its name; the copy
+        // is made here, off the store's thread, and the store swaps it in when the barrier is
+        // acknowledged, so no read ever sees a claim before it is durable.
+        let committed = write_and_claim(
             vfs,
             &mut self.manifest,
-            synced,
-            summary.len,
-            &record,
+            &self.catalog,
+            name,
+            self.staged_bytes,
+            |sink| match write_staged(streams, storage, pack, sink) {
+                Ok((summary, _)) => Ok((summary, ())),
+                Err(error) => Err(Err::<(), _>(error)),
+            },
+            barrier_record,
+        );
+        let (error, needed_bytes) = match committed {
+            Ok((catalog, summary, ())) => return Ok((catalog, summary.len)),
+            Err(Committing::Refused(reason)) => {
+                return Err(EngineError::Internal {
+                    reason: format!("the barrier's own record was refused: {reason}"),
+                });
+            }
+            Err(Committing::Claim {
+                error,
+                needed_bytes,
+            }) => (error, needed_bytes),
+            Err(Committing::Write(error)) => {
+                // What the barrier would have needed: its length, counted without writing it.
+                let (counted, _) = write_staged(streams, storage, pack, CountingSink::default())
+                    .expect("counting bytes does not fail");
+                let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
+                (error, counted.len + frame_bytes)
+            }
+            Err(Committing::Content(())) => unreachable!("a barrier's rows are in memory"),
+        };
+        let intact = std::mem::take(&mut self.intact);
+        Err(failed_barrier(
+            vfs,
+            error,
+            &segment_path,
+            needed_bytes,
             intact,
-        )?;
-        Ok((catalog, summary.len))
+        ))
     }
 }
 
-/// Publishes the barrier's synced segment under its final name, then appends the frame that
-/// claims it. A write that fails leaves nothing of the barrier that nothing could claim (see
-/// [`unwind_append`]), and its error says, for exhaustion, what the barrier needed and what is
-/// `intact`.
-fn claim_barrier(
+/// How [`write_and_claim`] failed. Whatever it left, nothing claims a segment it wrote.
+pub(crate) enum Committing<E> {
+    /// The segment's content could not be made (a merge's input did not read): the temp is
+    /// removed, and the store is as it was.
+    Content(E),
+    /// Creating, writing or syncing the temp failed: the temp is removed.
+    Write(SegmentError),
+    /// The record was refused by the catalog (our bug), caught before anything was claimed:
+    /// the synced temp is removed.
+    Refused(String),
+    /// Publishing the segment or appending its frame failed ([`claim`]'s unwinding says what
+    /// stays); `needed_bytes` is the segment's length and the frame's.
+    Claim {
+        error: SegmentError,
+        needed_bytes: u64,
+    },
+}
+
+/// Writes segment `name` two-phase (streamed by `write` into its temp, which is synced, then
+/// renamed into `seg/` and the folder synced) and claims it with the one frame `record` makes
+/// of its summary, applied first to a copy of `base`: a record the catalog refuses never
+/// reaches the disk as a claim. The one write-and-claim of a segment, a barrier's and a
+/// compaction step's alike, so that what a failure leaves is decided in one place. Returns
+/// the catalog that claims the segment, its summary, and what `write` returned beside it.
+///
+/// `size_hint` is about how many bytes the segment will take (the sink's write size follows
+/// it). `write` fails with `Ok(e)` where the content could not be made, `Err(io)` where the
+/// temp could not be written.
+pub(crate) fn write_and_claim<T, E>(
     vfs: &dyn Vfs,
     manifest: &mut ManifestWriter,
-    synced: SyncedFile<'_>,
-    segment_len: u64,
-    record: &Record,
-    intact: Vec<StreamIntact>,
-) -> Result<(), EngineError> {
-    let segment_path = synced.final_path().to_owned();
-    let needed_bytes = segment_len + encode_frame(record).len() as u64;
-    claim(vfs, manifest, synced, record)
-        .map_err(|error| failed_barrier(vfs, error, &segment_path, needed_bytes, intact))
+    base: &Catalog,
+    name: FileName,
+    size_hint: usize,
+    write: impl FnOnce(FileSink<'_>) -> Result<(SegmentSummary, T), Result<E, std::io::Error>>,
+    record: impl FnOnce(&SegmentSummary) -> Record,
+) -> Result<(Catalog, SegmentSummary, T), Committing<E>> {
+    let file = NumberedName::segment(name).to_string();
+    let mut temp = TempFile::create(vfs, SEG_DIR, &file).map_err(Committing::Write)?;
+    let sink = FileSink::for_input(temp.file(), size_hint);
+    let (summary, written) = match write(sink) {
+        Ok(written) => written,
+        Err(Ok(content)) => {
+            let path = temp.tmp_path().to_owned();
+            temp.abandon(SegmentError::mismatch(
+                &path,
+                "its content could not be made",
+            ));
+            return Err(Committing::Content(content));
+        }
+        Err(Err(source)) => {
+            let path = temp.tmp_path().to_owned();
+            return Err(Committing::Write(
+                temp.abandon(SegmentError::Io { path, source }),
+            ));
+        }
+    };
+    let synced = temp.sync().map_err(Committing::Write)?;
+    let record = record(&summary);
+    let mut catalog = Catalog::clone(base);
+    if let Err(e) = catalog.apply(&record) {
+        let reason = e.to_string();
+        let path = synced.final_path().to_owned();
+        synced.abandon(SegmentError::mismatch(&path, reason.clone()));
+        return Err(Committing::Refused(reason));
+    }
+    let needed_bytes = summary.len + encode_frame(&record).len() as u64;
+    claim(vfs, manifest, synced, &record).map_err(|error| Committing::Claim {
+        error,
+        needed_bytes,
+    })?;
+    Ok((catalog, summary, written))
 }
 
 /// Publishes a synced segment under its final name (removing its own names of the file if
 /// that fails), then appends the frame that claims it; a frame that never reached the file
-/// whole is cut off and the segment removed ([`unwind_append`]). A barrier's and a compaction
-/// step's claim.
-pub(crate) fn claim(
+/// whole is cut off and the segment removed ([`unwind_append`]). The claim of
+/// [`write_and_claim`].
+fn claim(
     vfs: &dyn Vfs,
     manifest: &mut ManifestWriter,
     synced: SyncedFile<'_>,
