@@ -208,7 +208,7 @@ impl Store {
         self.check_writable("compact_step")?;
         self.remove_unpinned()?;
         // Retention first: what it retires is neither merged nor rewritten.
-        if self.sweep_due && !self.config.retention.is_empty() {
+        if self.writer.sweep_due && !self.config.retention.is_empty() {
             self.sweep()?;
         }
         let Some(pick) = self.pick() else {
@@ -217,17 +217,20 @@ impl Store {
         };
         // Moved before the merge is tried, so a partition whose inputs fail to read does not
         // take every later step too.
-        self.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
-        let name = self.next_name;
-        self.next_name = name + 1;
+        self.writer.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
+        let name = self.writer.next_name;
+        self.writer.next_name = name + 1;
         let snapshot = self.snapshot();
-        let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
-        self.sealing = true;
+        let placeholder = ManifestWriter::detached(
+            self.writer.manifest.generation(),
+            self.writer.manifest.len(),
+        );
+        self.writer.sealing = true;
         Ok(Some(Merging {
             snapshot,
             pick,
             name,
-            manifest: std::mem::replace(&mut self.manifest, placeholder),
+            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
             version: self.version,
         }))
     }
@@ -241,8 +244,8 @@ impl Store {
         &mut self,
         done: MergeDone,
     ) -> Result<Option<CompactStep>, EngineError> {
-        self.sealing = false;
-        self.manifest = done.manifest;
+        self.writer.sealing = false;
+        self.writer.manifest = done.manifest;
         if done.version != self.version {
             return Err(self.poison(EngineError::Internal {
                 reason: format!(
@@ -256,7 +259,7 @@ impl Store {
             Ok(outcome) => outcome,
             Err(MergeError::Read(error)) => {
                 if let [(input, _)] = pick.inputs[..] {
-                    self.rewrite_failed = Some(input);
+                    self.writer.rewrite_failed = Some(input);
                 }
                 return Err(error);
             }
@@ -264,13 +267,14 @@ impl Store {
         };
         self.catalog = Arc::new(catalog);
         self.version += 1;
-        self.metrics.compaction_steps += 1;
-        self.metrics.compaction_bytes_read += pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        self.metrics.compaction_bytes_written += bytes_written;
+        self.writer.metrics.compaction_steps += 1;
+        self.writer.metrics.compaction_bytes_read +=
+            pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
+        self.writer.metrics.compaction_bytes_written += bytes_written;
         let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
         inputs.sort_unstable();
         let removed = self.remove_retired(&inputs)?;
-        self.retired_since_measure |= !removed.is_empty();
+        self.writer.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
             stream: pick.stream,
@@ -291,7 +295,8 @@ impl Store {
         // partitions of a barrier that touches more than a grant's worth, and none ever to
         // the rest (seen: one partition of 32 at 1,000 files after a compacting ingest).
         let after = |id: &str, track: &TrackKey| {
-            self.compact_cursor
+            self.writer
+                .compact_cursor
                 .as_ref()
                 .is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
         };
@@ -406,7 +411,7 @@ impl Store {
         for name in self.catalog.partly_retired_files() {
             // One file that cannot be read (boot's verdict, or the last rewrite's failure)
             // must not take every step.
-            if self.unreadable.contains_key(&name) || self.rewrite_failed == Some(name) {
+            if self.unreadable.contains_key(&name) || self.writer.rewrite_failed == Some(name) {
                 continue;
             }
             let file = self.catalog.file(name)?;
@@ -674,7 +679,7 @@ impl Store {
             .copied()
             .filter(|&input| self.catalog.is_retired(input))
             .collect();
-        if self.defer_removals || self.snapshot_predates_now() {
+        if self.writer.defer_removals || self.snapshot_predates_now() {
             for &input in &retired {
                 self.defer_removal(input);
             }

@@ -60,7 +60,7 @@ impl Store {
             }
             swept.push(self.commit_retirement(&stream, floors, retired)?);
         }
-        self.sweep_due = false;
+        self.writer.sweep_due = false;
         Ok(swept)
     }
 
@@ -289,10 +289,15 @@ impl Store {
                 .map_err(|e| EngineError::Internal {
                     reason: format!("a retirement's own record was refused: {e}"),
                 })?;
-            let manifest_len = self.manifest.len();
-            if let Err(error) = self.manifest.append(&record) {
+            let manifest_len = self.writer.manifest.len();
+            if let Err(error) = self.writer.manifest.append(&record) {
                 let frame_bytes = strata_index::encode_frame(&record).len() as u64;
-                cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
+                cut_partial_frame(
+                    self.vfs.as_ref(),
+                    &self.writer.manifest,
+                    manifest_len,
+                    frame_bytes,
+                );
                 let error = EngineError::write(error);
                 self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
                 return Err(error);
@@ -302,9 +307,9 @@ impl Store {
         if let Some(state) = self.streams.get_mut(stream) {
             state.floor = floor;
         }
-        self.metrics.tiers_retired += retired.len() as u64;
+        self.writer.metrics.tiers_retired += retired.len() as u64;
         let removed = self.remove_retired(&files)?;
-        self.retired_since_measure |= !removed.is_empty();
+        self.writer.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Swept {
             stream: stream.to_owned(),

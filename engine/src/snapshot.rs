@@ -21,13 +21,13 @@ use std::ops::Deref;
 use std::sync::{Arc, PoisonError};
 
 use strata_index::FileName;
+use strata_segment::SegmentError;
 use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
-use strata_segment::{ManifestWriter, SegmentError};
 
 use crate::error::EngineError;
 use crate::pins::Pin;
-use crate::store::{Metrics, Store};
+use crate::store::Store;
 
 /// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
 /// (through `Deref`) answers as the store answered when the snapshot was taken, however the
@@ -74,29 +74,18 @@ impl Store {
             catalog: Arc::clone(&self.catalog),
             version: self.version,
             pins: Arc::clone(&self.pins),
-            removals: Vec::new(),
-            defer_removals: false,
-            sealing: false,
-            manifest: ManifestWriter::detached(self.manifest.generation(), self.manifest.len()),
-            manifest_base_len: 0,
-            retired_since_measure: false,
-            compact_cursor: None,
-            sweep_due: false,
-            rewrite_failed: None,
-            next_name: self.next_name,
+            writer: self.writer.detached(),
             unreadable: self.unreadable.clone(),
             // The store's lock, shared: a store reopened while a snapshot lives is `Locked`,
             // so no other writer removes files the snapshot may map.
             lock: self.lock.clone(),
             read_only: true,
             streams,
-            staged_bytes: 0,
             poisoned: self.poisoned.clone(),
             readers: Arc::clone(&self.readers),
             live_maps: Arc::clone(&self.live_maps),
             cells_read: Arc::clone(&self.cells_read),
             chunks: Arc::clone(&self.chunks),
-            metrics: Metrics::default(),
             report: Arc::clone(&self.report),
             config: Arc::clone(&self.config),
         };
@@ -120,7 +109,7 @@ impl Store {
 
     /// Files retired while a snapshot could still read them, not removed yet.
     pub fn removals_pending(&self) -> usize {
-        self.removals.len()
+        self.writer.removals.len()
     }
 
     /// Removes the retired files no snapshot can read any more (all of them once none is
@@ -129,7 +118,7 @@ impl Store {
     /// nothing (`defer_removals`) but at the stop, and the worker removes them instead.
     pub(crate) fn remove_unpinned(&mut self) -> Result<(), EngineError> {
         // Under `Served` the worker removes them (`take_due_removals`).
-        if self.removals.is_empty() || self.read_only || self.defer_removals {
+        if self.writer.removals.is_empty() || self.read_only || self.writer.defer_removals {
             return Ok(());
         }
         let names = self.split_due_removals();
@@ -140,17 +129,18 @@ impl Store {
     /// version held; all of them once none is) out of the queue.
     fn split_due_removals(&mut self) -> Vec<FileName> {
         let oldest = self.pins.oldest();
-        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.removals)
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writer.removals)
             .into_iter()
             .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
-        self.removals = kept;
+        self.writer.removals = kept;
         due.into_iter().map(|(_, name)| name).collect()
     }
 
     /// Whether a queued file may be removed now: no snapshot older than its retirement.
     pub(crate) fn removals_due(&self) -> bool {
         let oldest = self.pins.oldest();
-        self.removals
+        self.writer
+            .removals
             .iter()
             .any(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at))
     }
@@ -162,7 +152,7 @@ impl Store {
     pub(crate) fn take_due_removals(&mut self) -> Vec<FileName> {
         let names = self.split_due_removals();
         self.evict_readers(&names);
-        self.sealing = !names.is_empty();
+        self.writer.sealing = !names.is_empty();
         names
     }
 
@@ -171,7 +161,7 @@ impl Store {
         &mut self,
         removed: Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        self.sealing = false;
+        self.writer.sealing = false;
         removed.map_err(|error| self.poison(error))
     }
 
@@ -187,7 +177,7 @@ impl Store {
     /// Queues `name`, retired by the version now current, for removal once no snapshot can
     /// read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
-        self.removals.push((self.version, name));
+        self.writer.removals.push((self.version, name));
     }
 }
 

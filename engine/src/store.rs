@@ -128,9 +128,6 @@ fn folder_error(dir: &Path, source: std::io::Error) -> EngineError {
 
 /// An open store. One writer per folder: a writable open takes an exclusive lock; read-only
 /// opens share it.
-// Four independent states (a measure due, a sweep due, read-only, a barrier in flight), not
-// one mode spelled as flags.
-#[allow(clippy::struct_excessive_bools)]
 pub struct Store {
     pub(crate) vfs: Arc<Counting>,
     /// The catalog's current version: swapped (or copied on write, if a snapshot holds it) at
@@ -141,6 +138,35 @@ pub struct Store {
     pub(crate) version: u64,
     /// The versions snapshots hold, so that a file they may read is not removed under them.
     pub(crate) pins: Arc<Pins>,
+    /// What only the writer has: the manifest it appends to, staging's size, the files it is
+    /// yet to remove, compaction's place, its counters. A snapshot has a detached one.
+    pub(crate) writer: Writer,
+    pub(crate) unreadable: BTreeMap<FileName, String>,
+    /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
+    /// a `LOCK` file, for a read-only one.
+    pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
+    /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
+    pub(crate) read_only: bool,
+    pub(crate) streams: BTreeMap<String, StreamState>,
+    pub(crate) poisoned: Option<Arc<EngineError>>,
+    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
+    pub(crate) readers: Arc<Mutex<OpenSegments<Arc<OpenSegment>>>>,
+    /// Every segment map alive, cached or held by a read.
+    pub(crate) live_maps: Arc<LiveMaps>,
+    /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
+    pub(crate) cells_read: Arc<AtomicU64>,
+    /// Packed chunks decoded by reads, kept for reads that come back to them, at most
+    /// `config.decoded_chunks_bytes_max`.
+    pub(crate) chunks: Arc<DecodedChunks>,
+    pub(crate) report: Arc<Report>,
+    pub(crate) config: Arc<Config>,
+}
+
+/// The writer's own state ([`Store::writer`]): one owner, the store that writes; a snapshot
+/// carries a detached one that nothing writes through.
+// Independent states (writing, a measure due, a sweep due, removals deferred), not one mode.
+#[allow(clippy::struct_excessive_bools)]
+pub(crate) struct Writer {
     /// Files retired while a snapshot of an earlier version was held, with the version that
     /// retired them: removed once no snapshot older than that version is left.
     pub(crate) removals: Vec<(u64, FileName)>,
@@ -169,35 +195,50 @@ pub struct Store {
     /// so that it does not take every step (`compact.rs`, `pick_rewrite`).
     pub(crate) rewrite_failed: Option<FileName>,
     pub(crate) next_name: FileName,
-    pub(crate) unreadable: BTreeMap<FileName, String>,
-    /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
-    /// a `LOCK` file, for a read-only one.
-    pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
-    /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
-    pub(crate) read_only: bool,
-    pub(crate) streams: BTreeMap<String, StreamState>,
     pub(crate) staged_bytes: usize,
-    pub(crate) poisoned: Option<Arc<EngineError>>,
-    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
-    pub(crate) readers: Arc<Mutex<OpenSegments<Arc<OpenSegment>>>>,
-    /// Every segment map alive, cached or held by a read.
-    pub(crate) live_maps: Arc<LiveMaps>,
-    /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
-    pub(crate) cells_read: Arc<AtomicU64>,
-    /// Packed chunks decoded by reads, kept for reads that come back to them, at most
-    /// `config.decoded_chunks_bytes_max`.
-    pub(crate) chunks: Arc<DecodedChunks>,
     pub(crate) metrics: Metrics,
-    pub(crate) report: Arc<Report>,
-    pub(crate) config: Arc<Config>,
+}
+
+impl Writer {
+    /// A writer at the manifest's end and `next_name`, with nothing staged, queued or due.
+    pub(crate) fn new(
+        manifest: ManifestWriter,
+        next_name: FileName,
+        manifest_base_len: u64,
+    ) -> Writer {
+        Writer {
+            removals: Vec::new(),
+            defer_removals: false,
+            sealing: false,
+            manifest,
+            manifest_base_len,
+            retired_since_measure: false,
+            compact_cursor: None,
+            sweep_due: true,
+            rewrite_failed: None,
+            next_name,
+            staged_bytes: 0,
+            metrics: Metrics::default(),
+        }
+    }
+
+    /// What a snapshot carries: nothing of it is written through (a snapshot refuses every
+    /// write), and its counters are the snapshot's own.
+    pub(crate) fn detached(&self) -> Writer {
+        let manifest = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
+        Writer {
+            sweep_due: false,
+            ..Writer::new(manifest, self.next_name, 0)
+        }
+    }
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("streams", &self.streams.keys().collect::<Vec<_>>())
-            .field("next_name", &self.next_name)
-            .field("staged_bytes", &self.staged_bytes)
+            .field("next_name", &self.writer.next_name)
+            .field("staged_bytes", &self.writer.staged_bytes)
             .field("poisoned", &self.poisoned)
             .finish_non_exhaustive()
     }
@@ -402,27 +443,19 @@ impl Store {
             catalog: Arc::new(catalog),
             version: 0,
             pins: Arc::default(),
-            removals: Vec::new(),
-            defer_removals: false,
-            sealing: false,
-            manifest_base_len,
-            retired_since_measure: false,
-            compact_cursor: None,
-            sweep_due: true,
-            rewrite_failed: None,
-            manifest,
-            next_name,
+            writer: Writer {
+                metrics,
+                ..Writer::new(manifest, next_name, manifest_base_len)
+            },
             unreadable,
             lock: lock.map(|lock| Arc::new(Mutex::new(lock))),
             read_only,
             streams,
-            staged_bytes: 0,
             poisoned: None,
             readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
             live_maps: Arc::new(LiveMaps::default()),
             cells_read: Arc::default(),
             chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
-            metrics,
             report: Arc::new(report),
             config: Arc::new(config),
         })
@@ -484,18 +517,18 @@ impl Store {
             segments_mapped: self.live_maps.now(),
             segments_mapped_peak: self.live_maps.peak(),
             snapshots: self.pins.count() as u64,
-            removals_pending: self.removals.len() as u64,
+            removals_pending: self.writer.removals.len() as u64,
             decoded_chunks_bytes: chunks.bytes,
             decoded_chunk_hits: chunks.hits,
             decoded_chunk_misses: chunks.misses,
             decoded_chunk_evictions: chunks.evictions,
-            ..self.metrics
+            ..self.writer.metrics
         }
     }
 
     /// Bytes staged and not yet sealed.
     pub fn staged_bytes(&self) -> usize {
-        self.staged_bytes
+        self.writer.staged_bytes
     }
 
     /// Stages `rows` of `stream` at `position`. Touches no file. The whole batch is validated
@@ -515,9 +548,13 @@ impl Store {
             |key| durable_axis(catalog, stream, key),
             |key| floor_axis(catalog, stream, key),
         )?;
-        room_to_stage(self.staged_bytes, batch_bytes, self.config.staged_bytes_max)?;
+        room_to_stage(
+            self.writer.staged_bytes,
+            batch_bytes,
+            self.config.staged_bytes_max,
+        )?;
         state.stage(position, rows, keys);
-        self.staged_bytes += batch_bytes;
+        self.writer.staged_bytes += batch_bytes;
         Ok(())
     }
 
@@ -601,8 +638,8 @@ impl Store {
     /// [`Store::finish_barrier`] (`sealing`). The caller has checked that something is staged
     /// and that the store is writable.
     pub(crate) fn seal_off(&mut self) -> Sealing {
-        let name = self.next_name;
-        self.next_name = name + 1;
+        let name = self.writer.next_name;
+        self.writer.next_name = name + 1;
         let mut rows = 0;
         let mut watermarks = Vec::new();
         for (id, state) in &self.streams {
@@ -625,20 +662,23 @@ impl Store {
             .iter_mut()
             .map(|(id, state)| (id.clone(), state.seal_off()))
             .collect();
-        let placeholder = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
-        self.sealing = true;
+        let placeholder = ManifestWriter::detached(
+            self.writer.manifest.generation(),
+            self.writer.manifest.len(),
+        );
+        self.writer.sealing = true;
         Sealing {
             name,
             streams,
             storage: self.config.level_storage,
             pack_columns: self.config.pack_columns,
-            staged_bytes: std::mem::take(&mut self.staged_bytes),
+            staged_bytes: std::mem::take(&mut self.writer.staged_bytes),
             rows,
             watermarks,
             intact,
             catalog: Arc::clone(&self.catalog),
             version: self.version,
-            manifest: std::mem::replace(&mut self.manifest, placeholder),
+            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
             vfs: Arc::clone(&self.vfs),
         }
     }
@@ -649,9 +689,9 @@ impl Store {
     /// before anything was claimed) puts the rows back in staging if nothing was staged
     /// behind them, and poisons the store if something was.
     pub(crate) fn finish_barrier(&mut self, sealed: Sealed) -> Result<(), EngineError> {
-        self.sealing = false;
-        self.manifest = sealed.manifest;
-        self.metrics.barrier_syncs += sealed.syncs;
+        self.writer.sealing = false;
+        self.writer.manifest = sealed.manifest;
+        self.writer.metrics.barrier_syncs += sealed.syncs;
         if sealed.version != self.version {
             let error = EngineError::Internal {
                 reason: format!(
@@ -666,20 +706,20 @@ impl Store {
             Ok((catalog, segment_len)) => {
                 self.catalog = Arc::new(catalog);
                 self.version += 1;
-                self.sweep_due = true;
-                self.metrics.barriers += 1;
-                self.metrics.rows_sealed += sealed.rows;
-                self.metrics.bytes_sealed += segment_len;
+                self.writer.sweep_due = true;
+                self.writer.metrics.barriers += 1;
+                self.writer.metrics.rows_sealed += sealed.rows;
+                self.writer.metrics.bytes_sealed += segment_len;
                 Ok(())
             }
-            Err(error @ EngineError::Internal { .. }) if self.staged_bytes == 0 => {
+            Err(error @ EngineError::Internal { .. }) if self.writer.staged_bytes == 0 => {
                 for (id, sealed_off) in sealed.streams {
                     if let Some(state) = self.streams.get_mut(&id) {
                         state.staged = sealed_off.staged;
                         state.staged_position = sealed_off.staged_position;
                     }
                 }
-                self.staged_bytes = sealed.staged_bytes;
+                self.writer.staged_bytes = sealed.staged_bytes;
                 Err(error)
             }
             Err(error) => {
@@ -706,8 +746,8 @@ impl Store {
         // live state) would otherwise be rewritten after every record, each rewrite costing the
         // whole snapshot. Waiting until the manifest has doubled since the last rewrite makes
         // each rewrite pay for itself with as many bytes of new frames.
-        let len = self.manifest.len();
-        if len <= self.config.manifest_rewrite_bytes || len <= self.manifest_base_len * 2 {
+        let len = self.writer.manifest.len();
+        if len <= self.config.manifest_rewrite_bytes || len <= self.writer.manifest_base_len * 2 {
             return Ok(());
         }
         self.rewrite_manifest().map(|_| ())
@@ -719,7 +759,9 @@ impl Store {
     /// history compaction just retired boot from its live state without waiting for the
     /// manifest to double past a snapshot measured before the retirements.
     pub(crate) fn tidy_manifest(&mut self) -> Result<(), EngineError> {
-        if self.retired_since_measure && self.manifest.len() > self.config.manifest_rewrite_bytes {
+        if self.writer.retired_since_measure
+            && self.writer.manifest.len() > self.config.manifest_rewrite_bytes
+        {
             self.checkpoint()?;
         }
         Ok(())
@@ -737,7 +779,7 @@ impl Store {
                 reason: "u64::MAX is no file's name: it cannot be reserved".to_owned(),
             });
         }
-        if self.next_name > through {
+        if self.writer.next_name > through {
             return Ok(false);
         }
         let record = Record {
@@ -748,15 +790,20 @@ impl Store {
             .map_err(|e| EngineError::Internal {
                 reason: format!("a name reservation's own record was refused: {e}"),
             })?;
-        let manifest_len = self.manifest.len();
-        if let Err(error) = self.manifest.append(&record) {
+        let manifest_len = self.writer.manifest.len();
+        if let Err(error) = self.writer.manifest.append(&record) {
             let frame_bytes = encode_frame(&record).len() as u64;
-            cut_partial_frame(self.vfs.as_ref(), &self.manifest, manifest_len, frame_bytes);
+            cut_partial_frame(
+                self.vfs.as_ref(),
+                &self.writer.manifest,
+                manifest_len,
+                frame_bytes,
+            );
             let error = EngineError::write(error);
             self.poisoned = Some(Arc::new(error.duplicate()));
             return Err(error);
         }
-        self.next_name = through + 1;
+        self.writer.next_name = through + 1;
         Ok(true)
     }
 
@@ -772,12 +819,12 @@ impl Store {
         // Files retired under a snapshot hold the rewrite back (`rewrite_manifest`): then
         // nothing is measured, so the next quiet spell tries again.
         self.remove_unpinned()?;
-        if !self.removals.is_empty() {
+        if !self.writer.removals.is_empty() {
             return Ok(false);
         }
-        self.manifest_base_len = snapshot_len(&self.catalog);
-        self.retired_since_measure = false;
-        if self.manifest.len() <= self.manifest_base_len * 2 {
+        self.writer.manifest_base_len = snapshot_len(&self.catalog);
+        self.writer.retired_since_measure = false;
+        if self.writer.manifest.len() <= self.writer.manifest_base_len * 2 {
             return Ok(false);
         }
         self.rewrite_manifest()
@@ -793,14 +840,14 @@ impl Store {
     /// remove. Answers whether it rewrote; a later write rewrites once they are gone.
     fn rewrite_manifest(&mut self) -> Result<bool, EngineError> {
         self.remove_unpinned()?;
-        if !self.removals.is_empty() {
+        if !self.writer.removals.is_empty() {
             return Ok(false);
         }
         // The generation replaced, read back whole: its frame boundaries join the lineage
         // the new one records, which is what proves a copy of any of them (a bucket's) an
         // earlier state of this store. The appends that wrote it succeeded (a failed one
         // poisons the store), so it is all trusted prefix.
-        let generation = self.manifest.generation();
+        let generation = self.writer.manifest.generation();
         // A failed read writes nothing: the store stays as it was, unpoisoned.
         let replaced = read_manifest(self.vfs.as_ref(), generation).map_err(EngineError::read)?;
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
@@ -821,9 +868,9 @@ impl Store {
         }
         match rewrite_manifest(self.vfs.as_ref(), generation, &snapshot) {
             Ok(manifest) => {
-                self.manifest_base_len = manifest.len();
-                self.retired_since_measure = false;
-                self.manifest = manifest;
+                self.writer.manifest_base_len = manifest.len();
+                self.writer.retired_since_measure = false;
+                self.writer.manifest = manifest;
                 self.catalog = Arc::new(rebuilt);
                 self.version += 1;
                 Ok(true)
@@ -853,7 +900,7 @@ impl Store {
             operation,
             "publish" | "publish_columns" | "publish_columns_at"
         );
-        if self.sealing && !stages {
+        if self.writer.sealing && !stages {
             return Err(EngineError::Internal {
                 reason: format!("{operation} was asked while a barrier is in flight"),
             });
