@@ -12,7 +12,7 @@
 //! lazily, so a file a snapshot may still read is not removed while the snapshot lives: each
 //! snapshot pins its version (`Pins`), and a file retired at version `v` is removed only
 //! once no snapshot older than `v` is left (LevelDB's `Version` references and RocksDB's
-//! obsolete-file list work this way). Until then it waits in `Store::removals`, and the
+//! obsolete-file list work this way). Until then it waits in `Writer::removals`, and the
 //! manifest is not rewritten (a rewrite forgets retired files, and boot removes only the
 //! retired files its manifest names). A crash meanwhile loses nothing: the record that retired
 //! the file is durable, and boot removes it.
