@@ -80,7 +80,8 @@ impl Store {
         // range is clamped to what the live segments record.
         let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
         let asked = asked_span(&axis);
-        let clamped = self.clamp(stream, &prefix, axis);
+        let live = self.catalog.axis_range(stream, &prefix);
+        let clamped = self.clamp(stream, &prefix, live, axis);
         // Where nothing live lies in the range, it may still reach beneath a floor: checked
         // over the range as asked, never answered empty beneath one.
         let level_floors = self.level_floors(stream, &prefix, &ladder);
@@ -238,7 +239,8 @@ impl Store {
         let ladder = ladder_of(decl);
         let from_origin = matches!(axis.start_bound(), std::ops::Bound::Unbounded);
         let asked = asked_span(&axis);
-        let clamped = self.clamp(stream, &prefix, axis);
+        let live = self.catalog.axis_range(stream, &prefix);
+        let clamped = self.clamp(stream, &prefix, live, axis);
         let level_floors = self.level_floors(stream, &prefix, &ladder);
         // Where nothing live lies in the range, it may still reach beneath a floor: checked
         // over the range as asked, never answered empty beneath one.
@@ -290,7 +292,7 @@ impl Store {
         let measured = decl.measured();
         let mut folded = match clamped {
             Some(span) if aggregate.folds_levels() => {
-                let span = self.widened(stream, &prefix, span);
+                let span = self.widened(stream, &prefix, live, span);
                 self.folded_buckets(stream, &prefix, &ladder, &measured, span)?
             }
             _ => vec![None; measured.len()],
@@ -377,12 +379,14 @@ impl Store {
         Ok((decl, prefix))
     }
 
-    /// The asked range with unbounded ends clamped to the selection's recorded axis range (from
-    /// the catalog, no read); `None` if nothing is recorded or the range is empty.
+    /// The asked range with unbounded ends clamped to the selection's recorded axis range
+    /// `live` (`Catalog::axis_range`, no read); `None` if nothing is recorded or the range is
+    /// empty.
     fn clamp(
         &self,
         stream: &str,
         prefix: &TrackKey,
+        live: Option<[u64; 2]>,
         axis: impl RangeBounds<u64>,
     ) -> Option<[u64; 2]> {
         // Nothing live, but something retired (a track retired whole, say): the range as
@@ -393,7 +397,7 @@ impl Store {
                 .next()
                 .map(|_| [0, u64::MAX])
         };
-        let [rec_lo, rec_hi] = self.catalog.axis_range(stream, prefix).or_else(retired)?;
+        let [rec_lo, rec_hi] = live.or_else(retired)?;
         let lo = match axis.start_bound() {
             std::ops::Bound::Unbounded => rec_lo,
             start => lowest(start)?,
@@ -406,7 +410,8 @@ impl Store {
     }
 
     /// `[lo, hi]` for a level fold, an end widened to the axis's end where that adds no row:
-    /// past the lowest (highest) axis value any live file of the selection holds, when the
+    /// past the lowest (highest) axis value any live file of the selection holds (`live`,
+    /// `Catalog::axis_range`), when the
     /// selection has no floor (so every stored cell holds only live files' rows). The fold then
     /// reads the few coarse cells that hold those rows instead of fine cells at that end,
     /// which a file whose levels are stored from a coarse level (packed columns) answers by
@@ -414,13 +419,19 @@ impl Store {
     /// the whole range went from 13 µs to a few on a packed store (`cargo bench --bench survey
     /// -- packed_against_plain`); its sums add the same values grouped otherwise, so they may
     /// differ in the last bits from a fold of the narrower range.
-    fn widened(&self, stream: &str, prefix: &TrackKey, [lo, hi]: [u64; 2]) -> [u64; 2] {
+    fn widened(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        live: Option<[u64; 2]>,
+        [lo, hi]: [u64; 2],
+    ) -> [u64; 2] {
+        let Some([live_lo, live_hi]) = live else {
+            return [lo, hi];
+        };
         if self.catalog.floors(stream, prefix).next().is_some() {
             return [lo, hi];
         }
-        let Some([live_lo, live_hi]) = self.catalog.axis_range(stream, prefix) else {
-            return [lo, hi];
-        };
         [
             if lo <= live_lo { 0 } else { lo },
             if hi >= live_hi { u64::MAX } else { hi },
