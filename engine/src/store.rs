@@ -1,6 +1,7 @@
 //! The store: open (boot), publish into staging, and the seal barrier.
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1253,7 +1254,7 @@ impl Sealing {
             self.staged_bytes,
             |sink| match write_staged(streams, storage, pack, sink) {
                 Ok((summary, _)) => Ok((summary, ())),
-                Err(error) => Err(Err::<(), _>(error)),
+                Err(error) => Err(Err::<Infallible, _>(error)),
             },
             barrier_record,
         );
@@ -1275,7 +1276,8 @@ impl Sealing {
                 let frame_bytes = encode_frame(&barrier_record(&counted)).len() as u64;
                 (error, counted.len + frame_bytes)
             }
-            Err(Committing::Content(())) => unreachable!("a barrier's rows are in memory"),
+            // A barrier's rows are in memory: nothing can fail to be made.
+            Err(Committing::Content(never)) => match never {},
         };
         let intact = std::mem::take(&mut self.intact);
         Err(failed_barrier(
