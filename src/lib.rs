@@ -31,10 +31,10 @@
 pub use strata_engine::{
     Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
     EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, LEVEL_BYTES_SHARE,
-    LevelStorage, Lifetime, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN,
-    Point, QueryRows, QueryRuns, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,
-    StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept, Trimmed, Value, Values,
-    conformance, describe, parse_kind,
+    LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT,
+    POSITION_COLUMN, Point, QueryRows, QueryRuns, READERS_LIMIT, Resource, Retention, Row,
+    SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey,
+    SurveyFill, Swept, Trimmed, Value, Values, conformance, describe, parse_kind,
 };
 /// The store owned by a supervisor behind bounded lanes (docs/embedding.md): the `served`
 /// feature, on by default, which brings tokio.

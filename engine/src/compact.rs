@@ -667,8 +667,8 @@ impl Store {
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
     /// wholly retired, then syncs `seg/` so that a crash does not bring them back (boot would
     /// remove them again, but report them); answers them. One a snapshot taken before the
-    /// record may still read is queued instead, and removed once no such snapshot is left
-    /// (`snapshot.rs`). A failure poisons the store, and nothing is retried: boot removes what
+    /// record, or a reader in another process that has not read the record, may still read is
+    /// queued instead, and removed once nothing can (`snapshot.rs`). A failure poisons the store, and nothing is retried: boot removes what
     /// is left.
     pub(crate) fn remove_retired(
         &mut self,
@@ -679,13 +679,12 @@ impl Store {
             .copied()
             .filter(|&input| self.catalog.is_retired(input))
             .collect();
-        if self.writer.defer_removals || self.snapshot_predates_now() {
-            for &input in &retired {
-                self.defer_removal(input);
-            }
-        } else {
-            self.remove_files(&retired)?;
+        // Queued, then removed at once if nothing can read them (no snapshot older than this
+        // version, no reader in another process behind this frame): `snapshot.rs`.
+        for &input in &retired {
+            self.defer_removal(input);
         }
+        self.remove_unpinned()?;
         Ok(retired)
     }
 

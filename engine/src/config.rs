@@ -15,6 +15,10 @@ use crate::lifetime::Retention;
 /// cap above half of that would let the cache alone exhaust the maps it exists to protect.
 pub const OPEN_SEGMENTS_LIMIT: usize = 32_768;
 
+/// The most readers `Config::readers_max` may admit: every removal of a retired file lists and
+/// probes each reader's pin, so the bound keeps that a few milliseconds.
+pub const READERS_LIMIT: usize = 4096;
+
 /// How a store behaves. `Config::default()` is a sane start; change what you need with the
 /// builder methods, one per field and named after it:
 ///
@@ -119,6 +123,12 @@ pub struct Config {
     /// which stream through every chunk once, neither use nor fill it. Least recently used
     /// evicted; 0 keeps none. The default, 32 MiB, is about 400 chunks of 10,000 values.
     pub decoded_chunks_bytes_max: usize,
+    /// The most readers in other processes (`Store::open_reader`) a store admits at once: one
+    /// more is refused (`EngineError::TooManyReaders`). Each holds one pin file in `readers/`,
+    /// which the writer lists and probes before it removes a retired file, so this bounds that
+    /// work and the files. The reader's own count decides (readers that died are not counted).
+    /// The default, 64; at least 1, at most `READERS_LIMIT`.
+    pub readers_max: usize,
 }
 
 impl Default for Config {
@@ -137,6 +147,7 @@ impl Default for Config {
             level_storage: LevelStorage::default(),
             pack_columns: true,
             decoded_chunks_bytes_max: 32 << 20,
+            readers_max: 64,
         }
     }
 }
@@ -236,6 +247,13 @@ impl Config {
         self
     }
 
+    /// Sets [`Config::readers_max`].
+    #[must_use]
+    pub fn readers_max(mut self, readers_max: usize) -> Self {
+        self.readers_max = readers_max;
+        self
+    }
+
     /// Sets [`Config::lineage_states_max`].
     #[must_use]
     pub fn lineage_states_max(mut self, lineage_states_max: usize) -> Self {
@@ -263,6 +281,15 @@ impl Config {
                     "is {}; it must be between 1 and {OPEN_SEGMENTS_LIMIT} (each open segment \
                      is one memory map, and a read needs at least one)",
                     self.open_segments_max
+                ),
+            });
+        }
+        if self.readers_max == 0 || self.readers_max > READERS_LIMIT {
+            return Err(EngineError::Config {
+                setting: "readers_max",
+                reason: format!(
+                    "is {}; it must be between 1 and {READERS_LIMIT}",
+                    self.readers_max
                 ),
             });
         }

@@ -100,6 +100,15 @@ pub enum EngineError {
         /// The refused call, as `Store` names it (`publish`, `compact`, `trim_to`, ...).
         operation: &'static str,
     },
+    /// A reader in another process (`Store::open_reader`) was refused: the store has as many
+    /// live readers as `Config::readers_max` allows. Nothing was created; try again once one
+    /// has closed.
+    TooManyReaders {
+        /// Where the store lives.
+        store: String,
+        /// The bound (`Config::readers_max`).
+        max: usize,
+    },
     /// The supervisor serving the store has stopped (or is gone): nothing answers requests.
     /// Not a failure of the store: it was closed.
     Stopped,
@@ -201,6 +210,11 @@ impl fmt::Display for EngineError {
                 f,
                 "store {store} is open read-only: {operation} would write to it, and was \
                  refused (nothing was changed); open it writable to {operation}"
+            ),
+            EngineError::TooManyReaders { store, max } => write!(
+                f,
+                "store {store} has {max} readers open, as many as Config::readers_max allows: \
+                 this reader was refused (nothing was created); try again once one has closed"
             ),
             EngineError::Stopped => f.write_str("the store's supervisor has stopped"),
             EngineError::Internal { reason } => {
@@ -330,6 +344,10 @@ impl EngineError {
             EngineError::ReadOnly { store, operation } => EngineError::ReadOnly {
                 store: store.clone(),
                 operation,
+            },
+            EngineError::TooManyReaders { store, max } => EngineError::TooManyReaders {
+                store: store.clone(),
+                max: *max,
             },
             EngineError::Stopped => EngineError::Stopped,
             EngineError::Internal { reason } => EngineError::Internal {

@@ -5,6 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use strata_index::FileName;
+
+use crate::readers::ManifestPosition;
+
 /// The catalog versions snapshots hold: each version and how many snapshots hold it.
 #[derive(Default)]
 pub(crate) struct Pins {
@@ -82,4 +86,15 @@ impl Drop for Pin {
             hook();
         }
     }
+}
+
+/// A retired file waiting for what may still read it: snapshots older than `version`, readers
+/// in other processes before manifest position `at`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Removal {
+    /// The catalog version that retired it.
+    pub(crate) version: u64,
+    /// The manifest position just past the frame that retired it.
+    pub(crate) at: ManifestPosition,
+    pub(crate) name: FileName,
 }

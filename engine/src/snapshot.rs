@@ -26,7 +26,8 @@ use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 
 use crate::error::EngineError;
-use crate::pins::Pin;
+use crate::pins::{Pin, Removal};
+use crate::readers::{ManifestPosition, oldest_reader};
 use crate::store::Store;
 
 /// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
@@ -80,6 +81,9 @@ impl Store {
             // so no other writer removes files the snapshot may map.
             lock: self.lock.clone(),
             read_only: true,
+            // A reader's pin stays with the reader; the snapshot's version is in its
+            // `versions`, which hold the pin back while the snapshot lives (`follow.rs`).
+            follow: None,
             streams,
             poisoned: self.poisoned.clone(),
             readers: Arc::clone(&self.readers),
@@ -93,13 +97,6 @@ impl Store {
             store,
             pin: self.pins.pin(self.version),
         }
-    }
-
-    /// Whether a snapshot may still read a file retired now: one taken before this version.
-    pub(crate) fn snapshot_predates_now(&self) -> bool {
-        self.pins
-            .oldest()
-            .is_some_and(|oldest| oldest < self.version)
     }
 
     /// Snapshots alive now (the store's own and `Served`'s reads).
@@ -125,24 +122,40 @@ impl Store {
         self.remove_files(&names)
     }
 
-    /// Takes the queued files no snapshot can read any more (retired at or below the oldest
-    /// version held; all of them once none is) out of the queue.
+    /// Takes the queued files nothing can read any more out of the queue: no snapshot older
+    /// than the version that retired each, and no reader in another process at a manifest
+    /// position before the frame that retired it (`readers.rs`). Pins that cannot be listed
+    /// hold everything back, as a reader at the start would: nothing is removed on a guess.
     fn split_due_removals(&mut self) -> Vec<FileName> {
-        let oldest = self.pins.oldest();
+        let due = self.due_predicate();
         let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writer.removals)
             .into_iter()
-            .partition(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at));
+            .partition(|removal| due(removal));
         self.writer.removals = kept;
-        due.into_iter().map(|(_, name)| name).collect()
+        due.into_iter().map(|removal| removal.name).collect()
     }
 
-    /// Whether a queued file may be removed now: no snapshot older than its retirement.
-    pub(crate) fn removals_due(&self) -> bool {
+    /// Whether a queued removal is due: what [`Store::split_due_removals`] and
+    /// [`Store::removals_due`] both ask. The pins of readers in other processes are listed
+    /// only when a snapshot does not hold every queued file back anyway.
+    fn due_predicate(&self) -> impl Fn(&Removal) -> bool + use<> {
         let oldest = self.pins.oldest();
-        self.writer
-            .removals
-            .iter()
-            .any(|&(retired_at, _)| oldest.is_none_or(|oldest| oldest >= retired_at))
+        let snapshots_let_go =
+            move |removal: &Removal| oldest.is_none_or(|oldest| oldest >= removal.version);
+        let reader = if self.writer.removals.iter().any(snapshots_let_go) {
+            oldest_reader(self.vfs.as_ref()).unwrap_or(Some(ManifestPosition::default()))
+        } else {
+            None
+        };
+        move |removal: &Removal| {
+            snapshots_let_go(removal) && reader.is_none_or(|reader| reader >= removal.at)
+        }
+    }
+
+    /// Whether a queued file may be removed now: nothing can read it any more.
+    pub(crate) fn removals_due(&self) -> bool {
+        let due = self.due_predicate();
+        self.writer.removals.iter().any(due)
     }
 
     /// Takes the queued files no snapshot can read any more out of the queue, and lets go of
@@ -174,10 +187,15 @@ impl Store {
         }
     }
 
-    /// Queues `name`, retired by the version now current, for removal once no snapshot can
-    /// read it.
+    /// Queues `name`, retired by the version now current and the manifest frame that ends
+    /// where the manifest does now, for removal once nothing can read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
-        self.writer.removals.push((self.version, name));
+        let at = self.writer.manifest_position();
+        self.writer.removals.push(Removal {
+            version: self.version,
+            at,
+            name,
+        });
     }
 }
 

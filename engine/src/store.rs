@@ -10,7 +10,9 @@ use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
     encode_frame, split_record, validate_label,
 };
-use strata_recover::{Booted, Report, Viewed, boot, boot_new, boot_read_only, holds_no_store};
+use strata_recover::{
+    Booted, Report, Viewed, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
+};
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
 use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
 use strata_segment::{
@@ -24,7 +26,8 @@ use crate::decoded_chunks::DecodedChunks;
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::{LevelStorage, field_cells, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
-use crate::pins::Pins;
+use crate::pins::{Pins, Removal};
+use crate::readers::{Follow, ManifestPosition, oldest_reader};
 use crate::stage::StreamState;
 use crate::value::Row;
 
@@ -109,7 +112,7 @@ enum Boot {
 }
 
 /// A store folder opened without creating it: a missing folder is `NotAStore`, naming it.
-fn open_folder(dir: &Path) -> Result<RealFs, EngineError> {
+pub(crate) fn open_folder(dir: &Path) -> Result<RealFs, EngineError> {
     // `try_exists`, not `exists`: a folder this process may not look into is that error, not
     // "does not exist".
     if !dir.try_exists().map_err(|e| folder_error(dir, e))? {
@@ -146,8 +149,12 @@ pub struct Store {
     /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
     /// a `LOCK` file, for a read-only one.
     pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
-    /// Opened with [`Store::open_read_only`]: every write is refused (`EngineError::ReadOnly`).
+    /// Opened with [`Store::open_read_only`] or [`Store::open_reader`], or a snapshot: every
+    /// write is refused (`EngineError::ReadOnly`).
     pub(crate) read_only: bool,
+    /// A reader in another process's pin and where it follows the manifest
+    /// ([`Store::open_reader`]); `None` for every other store.
+    pub(crate) follow: Option<Follow>,
     pub(crate) streams: BTreeMap<String, StreamState>,
     pub(crate) poisoned: Option<Arc<EngineError>>,
     /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
@@ -170,7 +177,7 @@ pub struct Store {
 pub(crate) struct Writer {
     /// Files retired while a snapshot of an earlier version was held, with the version that
     /// retired them: removed once no snapshot older than that version is left.
-    pub(crate) removals: Vec<(u64, FileName)>,
+    pub(crate) removals: Vec<Removal>,
     /// Every retired file is queued in `removals` rather than removed in place: `Served` has
     /// its worker remove them ([`Store::take_due_removals`]), so that no unlink or directory
     /// sync runs on its supervisor's thread.
@@ -220,6 +227,14 @@ impl Writer {
             next_name,
             staged_bytes: 0,
             metrics: Metrics::default(),
+        }
+    }
+
+    /// Where the manifest ends now: past the last frame appended.
+    pub(crate) fn manifest_position(&self) -> ManifestPosition {
+        ManifestPosition {
+            generation: self.manifest.generation(),
+            len: self.manifest.len(),
         }
     }
 
@@ -378,35 +393,64 @@ impl Store {
         };
         check_before_boot(&config, streams, creating)?;
         let vfs = Arc::new(Counting::new(vfs));
+        // Readers in other processes may still open files whose retirement is recorded: while
+        // any is alive, boot leaves those for the writer to remove once they have read past it.
+        // A reader that starts after this look reads a manifest that records the retirements.
+        let keep_retired = match opening {
+            Opening::Open | Opening::OpenOrCreate => oldest_reader(vfs.as_ref())?.is_some(),
+            Opening::Create | Opening::ReadOnly => false,
+        };
         let booted = match opening {
             Opening::Create => boot_new(vfs.as_ref()).map(Boot::Writable),
-            Opening::Open => boot(vfs.as_ref(), false).map(Boot::Writable),
-            Opening::OpenOrCreate => boot(vfs.as_ref(), true).map(Boot::Writable),
+            Opening::Open => {
+                boot_keeping_retired(vfs.as_ref(), false, keep_retired).map(Boot::Writable)
+            }
+            Opening::OpenOrCreate => {
+                boot_keeping_retired(vfs.as_ref(), true, keep_retired).map(Boot::Writable)
+            }
             Opening::ReadOnly => boot_read_only(vfs.as_ref()).map(Boot::ReadOnly),
         }
         .map_err(EngineError::Open)?;
-        let (mut catalog, mut manifest, report, next_name, unreadable, lock) = match booted {
-            Boot::Writable(Booted {
-                catalog,
-                manifest,
-                report,
-                next_name,
-                unreadable,
-                lock,
-                ..
-            }) => (catalog, manifest, report, next_name, unreadable, Some(lock)),
-            Boot::ReadOnly(Viewed {
-                catalog,
-                report,
-                next_name,
-                unreadable,
-                lock,
-            }) => {
-                // Never appended to: every write is refused before it reaches the manifest.
-                let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
-                (catalog, manifest, report, next_name, unreadable, lock)
-            }
-        };
+        let (mut catalog, mut manifest, report, next_name, unreadable, lock, retired_kept) =
+            match booted {
+                Boot::Writable(Booted {
+                    catalog,
+                    manifest,
+                    report,
+                    next_name,
+                    unreadable,
+                    lock,
+                    retired_kept,
+                    ..
+                }) => (
+                    catalog,
+                    manifest,
+                    report,
+                    next_name,
+                    unreadable,
+                    Some(lock),
+                    retired_kept,
+                ),
+                Boot::ReadOnly(Viewed {
+                    catalog,
+                    report,
+                    next_name,
+                    unreadable,
+                    lock,
+                }) => {
+                    // Never appended to: every write is refused before it reaches the manifest.
+                    let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
+                    (
+                        catalog,
+                        manifest,
+                        report,
+                        next_name,
+                        unreadable,
+                        lock,
+                        Vec::new(),
+                    )
+                }
+            };
         let read_only = opening == Opening::ReadOnly;
         declare_streams(
             &mut catalog,
@@ -416,19 +460,6 @@ impl Store {
             &config,
             read_only,
         )?;
-        let streams = catalog
-            .streams()
-            .map(|decl| {
-                let state = StreamState::new(
-                    decl.clone(),
-                    catalog.next_ordinal(&decl.id),
-                    catalog.last_position(&decl.id),
-                    catalog.fence(&decl.id),
-                    stream_floor(&catalog, &decl.id),
-                );
-                (decl.id.clone(), state)
-            })
-            .collect();
         let metrics = Metrics {
             file_syncs: vfs.counts().file_syncs(),
             dir_syncs: vfs.counts().dir_syncs(),
@@ -439,19 +470,62 @@ impl Store {
         } else {
             0
         };
-        Ok(Store {
+        let at = ManifestPosition {
+            generation: report.generation,
+            len: report.trusted_len,
+        };
+        let mut writer = Writer {
+            metrics,
+            ..Writer::new(manifest, next_name, manifest_base_len)
+        };
+        // Retired files boot left for readers in other processes: removed once every reader
+        // has read past the manifest boot trusted (`readers.rs`).
+        writer
+            .removals
+            .extend(retired_kept.into_iter().map(|name| Removal {
+                version: 0,
+                at,
+                name,
+            }));
+        let mut store = Store::assemble(vfs, config, catalog, writer, report, read_only);
+        store.unreadable = unreadable;
+        store.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
+        Ok(store)
+    }
+
+    /// A reader's store over `catalog` (`follow.rs`): read-only, holding no lock.
+    pub(crate) fn reading(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        catalog: Catalog,
+        report: Report,
+    ) -> Store {
+        let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
+        let writer = Writer::new(manifest, 0, 0);
+        let vfs = Arc::new(Counting::new(vfs));
+        Store::assemble(vfs, config, catalog, writer, report, true)
+    }
+
+    /// A store of `catalog` with `writer`'s state, nothing staged, its caches empty, no lock.
+    fn assemble(
+        vfs: Arc<Counting>,
+        config: Config,
+        catalog: Catalog,
+        writer: Writer,
+        report: Report,
+        read_only: bool,
+    ) -> Store {
+        Store {
             vfs,
+            streams: stream_states(&catalog),
             catalog: Arc::new(catalog),
             version: 0,
             pins: Arc::default(),
-            writer: Writer {
-                metrics,
-                ..Writer::new(manifest, next_name, manifest_base_len)
-            },
-            unreadable,
-            lock: lock.map(|lock| Arc::new(Mutex::new(lock))),
+            writer,
+            unreadable: BTreeMap::new(),
+            lock: None,
             read_only,
-            streams,
+            follow: None,
             poisoned: None,
             readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
             live_maps: Arc::new(LiveMaps::default()),
@@ -459,7 +533,7 @@ impl Store {
             chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
             report: Arc::new(report),
             config: Arc::new(config),
-        })
+        }
     }
 
     /// The declarations of every stream, recorded order (by id).
@@ -1148,6 +1222,23 @@ fn validate_retention(
 
 /// The lowest position a row of stream `id` may be published at: the highest raw floor of its
 /// partitions (one past the highest horizon trimmed), 0 before any.
+/// Every stream's state as `catalog` records it, with nothing staged.
+pub(crate) fn stream_states(catalog: &Catalog) -> BTreeMap<String, StreamState> {
+    catalog
+        .streams()
+        .map(|decl| {
+            let state = StreamState::new(
+                decl.clone(),
+                catalog.next_ordinal(&decl.id),
+                catalog.last_position(&decl.id),
+                catalog.fence(&decl.id),
+                stream_floor(catalog, &decl.id),
+            );
+            (decl.id.clone(), state)
+        })
+        .collect()
+}
+
 pub(crate) fn stream_floor(catalog: &Catalog, id: &str) -> u64 {
     catalog
         .floors(id, &TrackKey::ROOT)

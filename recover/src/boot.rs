@@ -32,11 +32,26 @@ pub struct Booted {
     pub created: bool,
     /// The store's exclusive lock, held for as long as this (or what takes it over) lives.
     pub lock: Box<dyn VfsLock>,
+    /// Files whose retirement is recorded that boot left in `seg/` because it was asked to
+    /// ([`boot_keeping_retired`]: readers in other processes may still open them). The caller
+    /// removes them once nothing can.
+    pub retired_kept: Vec<FileName>,
 }
 
 /// Boots the store in `vfs`. With `create_if_empty`, an empty folder (or one whose creation a
 /// crash interrupted before its first manifest) becomes a new, empty store.
 pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError> {
+    boot_keeping_retired(vfs, create_if_empty, false)
+}
+
+/// [`boot`], but with `keep_retired` it leaves the files whose retirement is recorded in
+/// `seg/` (listed in [`Booted::retired_kept`]) instead of removing them: what a writer opens
+/// with while readers in other processes may still read them. Everything else heals as ever.
+pub fn boot_keeping_retired(
+    vfs: &dyn Vfs,
+    create_if_empty: bool,
+    keep_retired: bool,
+) -> Result<Booted, RecoverError> {
     // Taking the lock creates LOCK, so a folder that is not a store (and, without
     // `create_if_empty`, one that is not a store yet) is refused before it, with nothing written.
     // This look needs no lock to be sound: a manifest, once renamed into place, is only removed
@@ -53,7 +68,12 @@ pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError
     if create_if_empty && unfinished_creation(vfs)? {
         return create(vfs, lock);
     }
-    let plan = inspect(vfs)?;
+    let mut plan = inspect(vfs)?;
+    let retired_kept = if keep_retired {
+        plan.keep_retired()
+    } else {
+        Vec::new()
+    };
     heal(vfs, &plan)?;
     let manifest = ManifestWriter::open(vfs, plan.report.generation, plan.report.trusted_len)?;
     Ok(Booted {
@@ -64,6 +84,7 @@ pub fn boot(vfs: &dyn Vfs, create_if_empty: bool) -> Result<Booted, RecoverError
         unreadable: plan.unreadable,
         created: false,
         lock,
+        retired_kept,
     })
 }
 
@@ -195,6 +216,7 @@ fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError>
         unreadable: BTreeMap::new(),
         created: true,
         lock,
+        retired_kept: Vec::new(),
     })
 }
 

@@ -23,7 +23,9 @@ mod report;
 pub mod retention_file;
 mod stray;
 
-pub use boot::{Booted, Viewed, boot, boot_new, boot_read_only, holds_no_store};
+pub use boot::{
+    Booted, Viewed, boot, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
+};
 pub use corruption::Corruption;
 pub use error::RecoverError;
 pub use loss::StreamLoss;

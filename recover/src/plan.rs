@@ -196,6 +196,34 @@ struct ManifestRead {
     trusted_len: u64,
 }
 
+impl Plan {
+    /// Takes the removals of retired files out of the steps, answering the files: they stay
+    /// for the caller to remove later. Only recorded retirements are steps of this kind, so
+    /// nothing a heal needs to be sound is dropped: a retired file left in `seg/` is only
+    /// space, and the next boot plans its removal again.
+    pub(crate) fn keep_retired(&mut self) -> Vec<FileName> {
+        let mut kept = Vec::new();
+        self.steps.retain(|step| match step {
+            Step::RemoveRetired { path } => {
+                let name = path
+                    .rsplit('/')
+                    .next()
+                    .and_then(NumberedName::parse)
+                    .filter(|name| name.kind == FileKind::Segment);
+                match name {
+                    Some(name) => {
+                        kept.push(name.number);
+                        false
+                    }
+                    None => true,
+                }
+            }
+            _ => true,
+        });
+        kept
+    }
+}
+
 impl Planner {
     fn finish(self) -> Plan {
         Plan {

@@ -15,6 +15,10 @@ pub const TMP_DIR: &str = "tmp";
 /// The folder of evidence a crash left behind. Nothing in it is ever adopted or deleted by boot.
 pub const QUARANTINE_DIR: &str = "quarantine";
 
+/// The folder of readers' pins: one file per reader in another process, held under flock,
+/// naming the manifest position it reads at (the engine's `readers.rs`). Nothing in it is data.
+pub const READERS_DIR: &str = "readers";
+
 /// Digits in a numbered file's name. 10^12 names at one per barrier outlast any store.
 pub const NAME_DIGITS: usize = 12;
 /// Digits in a manifest generation's name.

@@ -22,6 +22,7 @@ mod open_segments;
 mod packed_reads;
 mod read_only;
 mod read_only_mount;
+mod readers;
 mod retention;
 mod retention_crash;
 mod retention_reads;

@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock};
+use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsHold, VfsLock};
 
 /// How many syncs went through a [`Counting`] file system.
 #[derive(Debug, Default)]
@@ -159,6 +159,18 @@ impl Vfs for Counting {
 
     fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>> {
         self.inner.lock_shared()
+    }
+
+    fn read_from(&self, path: &str, offset: u64) -> io::Result<Vec<u8>> {
+        self.inner.read_from(path, offset)
+    }
+
+    fn hold(&self, path: &str) -> io::Result<Box<dyn VfsHold>> {
+        self.inner.hold(path)
+    }
+
+    fn held(&self, path: &str) -> io::Result<bool> {
+        self.inner.held(path)
     }
 }
 

@@ -86,6 +86,40 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// takes, so that no writer changes the store under it and it never reads a store a writer
     /// is changing; it works on a read-only mount (flock is not a write).
     fn lock_shared(&self) -> io::Result<Option<Box<dyn VfsLock>>>;
+    /// The bytes of the file from `offset` to its end, read with ordinary reads (as
+    /// [`Vfs::read`]): what a reader following an append-only file reads of what is new,
+    /// without reading again what it has. An offset past the end answers no bytes.
+    fn read_from(&self, path: &str, offset: u64) -> io::Result<Vec<u8>> {
+        let bytes = self.read(path)?;
+        let from = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        Ok(bytes[from..].to_vec())
+    }
+    /// Creates the new, empty file `path` (AlreadyExists if the name is taken) and holds it:
+    /// an exclusive lock on the file (flock) until the returned guard drops, or the holder's
+    /// process dies, whichever comes first. The hold follows the file through renames. Another
+    /// process asks whether it is still held with [`Vfs::held`]. Nothing is synced: a hold
+    /// means nothing after a power cut, which ends every holder. WouldBlock or NotFound if a
+    /// prober took the new file for a dead holder's first (try another name). A file system
+    /// that cannot hold answers Unsupported.
+    fn hold(&self, path: &str) -> io::Result<Box<dyn VfsHold>> {
+        Err(unsupported(path, "hold"))
+    }
+    /// Whether the file at `path` is held ([`Vfs::hold`]) by a holder still alive. One nobody
+    /// holds (its holder died, or let go without removing it) is removed, under its lock, and
+    /// answers false. NotFound if there is no such file (its holder may have renamed it).
+    fn held(&self, path: &str) -> io::Result<bool> {
+        Err(unsupported(path, "held"))
+    }
+}
+
+/// The error of an operation a file system does not have.
+fn unsupported(path: &str, operation: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("this file system cannot {operation} a file ({path})"),
+    )
 }
 
 /// How a file system renames without replacing: what [`Vfs::rename_noreplace`] does there.
@@ -150,6 +184,10 @@ pub trait VfsFile: Send + fmt::Debug {
 
 /// The store's exclusive lock, held until this guard drops.
 pub trait VfsLock: Send + fmt::Debug {}
+
+/// A hold on one file ([`Vfs::hold`]), kept until this guard drops. Dropping it does not remove
+/// the file: its owner removes it first (by its name now), or a prober does later.
+pub trait VfsHold: Send + Sync + fmt::Debug {}
 
 /// One name in a directory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

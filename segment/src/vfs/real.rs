@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use rustix::fs::{CWD, FlockOperation, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
-use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock, components, entry_components};
+use super::{
+    DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsHold, VfsLock, components, entry_components,
+};
 
 /// A store rooted at a directory of the real file system.
 #[derive(Debug, Clone)]
@@ -260,6 +262,51 @@ impl Vfs for RealFs {
         })?;
         Ok(Some(Box::new(RealLock { file })))
     }
+
+    fn read_from(&self, path: &str, offset: u64) -> io::Result<Vec<u8>> {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let at = self.entry_at(path)?;
+        let mut file = File::open(&at)?;
+        // A seek past i64::MAX is EINVAL; past the end there is nothing to read anyway.
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(offset.min(len)))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    fn hold(&self, path: &str) -> io::Result<Box<dyn VfsHold>> {
+        let at = self.entry_at(path)?;
+        let file = OpenOptions::new().write(true).create_new(true).open(&at)?;
+        // A prober that opened the new file before this lock took it for a dead holder's: it
+        // holds the lock now (WouldBlock), or has removed the file already (no link left).
+        rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive)?;
+        if rustix::fs::fstat(&file)?.st_nlink == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} was removed before it was held", at.display()),
+            ));
+        }
+        Ok(Box::new(RealHold { _file: file }))
+    }
+
+    fn held(&self, path: &str) -> io::Result<bool> {
+        let at = self.entry_at(path)?;
+        let file = File::open(&at)?;
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(Errno::WOULDBLOCK) => return Ok(true),
+            Err(errno) => return Err(errno.into()),
+        }
+        // Nobody holds it: remove it while this lock keeps a holder from taking it meanwhile
+        // (names are never reused, so the name is still this file). Another prober may have
+        // removed it first.
+        match fs::remove_file(&at) {
+            Ok(()) => Ok(false),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
 }
 
 impl RealFs {
@@ -368,6 +415,14 @@ struct RealLock {
 }
 
 impl VfsLock for RealLock {}
+
+/// A held file: its open description carries the flock, released when this drops.
+#[derive(Debug)]
+struct RealHold {
+    _file: File,
+}
+
+impl VfsHold for RealHold {}
 
 impl Drop for RealLock {
     /// Unlocks before the file closes. Closing alone releases the flock only once every

@@ -15,7 +15,9 @@ use std::fmt;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock, components, entry_components};
+use super::{
+    DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsHold, VfsLock, components, entry_components,
+};
 
 /// An I/O error to inject with [`SimFs::fail_at`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,6 +82,8 @@ struct State {
     map_fault: Option<Fault>,
     /// Shared locks held now ([`Vfs::lock_shared`]); the exclusive lock waits for none.
     shared_locks: usize,
+    /// Files held now ([`Vfs::hold`]), by inode, with how many holds each has.
+    holds: BTreeMap<Ino, usize>,
     /// Whether this models a read-only mount: every mutating or sync operation, opening a file
     /// for appending and the exclusive lock fail with EROFS and change nothing.
     read_only: bool,
@@ -277,6 +281,14 @@ impl SimFs {
         self.state().ops
     }
 
+    /// What a process kill leaves, as against a power cut ([`crash`](Self::crash)): the same
+    /// file system, live image and all (the kernel keeps what the dead process wrote), with the
+    /// crash point cleared so that the next process's operations go through. The dead process's
+    /// locks go when its store is dropped; holds ([`Vfs::hold`]) of other processes stay.
+    pub fn restart(&self) {
+        self.state().crash_at = None;
+    }
+
     /// Operation `op` and every later one fail with the simulated-crash error and change
     /// nothing: the process is dead from there. Use [`crash`](Self::crash) to see what survived.
     pub fn crash_at(&self, op: u64) {
@@ -381,6 +393,7 @@ impl State {
             link_unlink: false,
             map_fault: None,
             shared_locks: 0,
+            holds: BTreeMap::new(),
             read_only: false,
             refused_writes: 0,
         }
@@ -817,6 +830,47 @@ impl Vfs for SimFs {
             shared: true,
         })))
     }
+
+    // A hold is another process's: not numbered, and not refused by this one's crash point.
+    fn hold(&self, path: &str) -> io::Result<Box<dyn VfsHold>> {
+        let mut state = self.state();
+        state.refuse_if_read_only(path)?;
+        let (dirs, name) = entry_components(path)?;
+        let parent = state.parent_dir(path, &dirs)?;
+        if state.dir(parent, path)?.live.contains_key(name) {
+            return Err(already_exists(path));
+        }
+        let ino = state.alloc(Node::File(FileNode::default()));
+        state
+            .dir_mut(parent, path)?
+            .live
+            .insert(name.to_owned(), ino);
+        state.note_dir_op(vec![(parent, name.to_owned(), Some(ino))]);
+        *state.holds.entry(ino).or_default() += 1;
+        Ok(Box::new(SimHold {
+            state: Arc::clone(&self.state),
+            ino,
+        }))
+    }
+
+    fn held(&self, path: &str) -> io::Result<bool> {
+        let mut state = self.state();
+        let (dirs, name) = entry_components(path)?;
+        let parent = state.parent_dir(path, &dirs)?;
+        let ino = *state
+            .dir(parent, path)?
+            .live
+            .get(name)
+            .ok_or_else(|| not_found(path))?;
+        state.file(ino, path)?;
+        if state.holds.contains_key(&ino) {
+            return Ok(true);
+        }
+        state.refuse_if_read_only(path)?;
+        state.dir_mut(parent, path)?.live.remove(name);
+        state.note_dir_op(vec![(parent, name.to_owned(), None)]);
+        Ok(false)
+    }
 }
 
 /// An open simulated file. It names its inode, not its path: like a real descriptor it keeps
@@ -908,6 +962,34 @@ impl fmt::Debug for SimLock {
 }
 
 impl VfsLock for SimLock {}
+
+/// A hold on one inode ([`Vfs::hold`]); unnumbered, as another process's would be.
+struct SimHold {
+    state: Arc<Mutex<State>>,
+    ino: Ino,
+}
+
+impl fmt::Debug for SimHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimHold")
+            .field("ino", &self.ino)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VfsHold for SimHold {}
+
+impl Drop for SimHold {
+    fn drop(&mut self) {
+        let mut state = lock_state(&self.state);
+        if let Some(count) = state.holds.get_mut(&self.ino) {
+            *count -= 1;
+            if *count == 0 {
+                state.holds.remove(&self.ino);
+            }
+        }
+    }
+}
 
 impl Drop for SimLock {
     fn drop(&mut self) {

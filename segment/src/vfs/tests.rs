@@ -104,6 +104,8 @@ behaviour_suite!(
     syncs_succeed_on_what_exists,
     lock_is_exclusive_until_dropped,
     shared_locks_coexist_and_exclude_the_exclusive_one,
+    a_hold_lives_with_its_guard_and_follows_renames,
+    read_from_reads_what_lies_past_an_offset,
 );
 
 mod behaviour {
@@ -450,6 +452,47 @@ mod behaviour {
         assert_eq!(err_kind(other.lock_shared()), ErrorKind::WouldBlock);
         drop(writer);
         drop(other.lock_shared().unwrap());
+    }
+
+    pub(super) fn a_hold_lives_with_its_guard_and_follows_renames(store: &Store) {
+        let fs = &*store.fs;
+        let other = (store.reopen)();
+        fs.create_dir("readers").unwrap();
+        let hold = fs.hold("readers/a.0.0").unwrap();
+        assert_eq!(err_kind(fs.hold("readers/a.0.0")), ErrorKind::AlreadyExists);
+        assert!(
+            other.held("readers/a.0.0").unwrap(),
+            "alive while its guard is"
+        );
+        // The hold follows the file, not the name.
+        fs.rename_noreplace("readers/a.0.0", "readers/a.1.9")
+            .unwrap();
+        assert_eq!(err_kind(other.held("readers/a.0.0")), ErrorKind::NotFound);
+        assert!(other.held("readers/a.1.9").unwrap());
+        assert_eq!(
+            fs.list("readers").unwrap(),
+            vec![entry("a.1.9", false)],
+            "a probe of a live hold removes nothing"
+        );
+        drop(hold);
+        // A hold let go without removing its file is a dead holder's: the probe removes it.
+        assert!(!other.held("readers/a.1.9").unwrap());
+        assert!(fs.list("readers").unwrap().is_empty());
+        assert_eq!(err_kind(other.held("readers/a.1.9")), ErrorKind::NotFound);
+        // A plain file nobody ever held is no holder's either.
+        write_file(fs, "readers/b.0.0", b"");
+        assert!(!other.held("readers/b.0.0").unwrap());
+        assert!(fs.list("readers").unwrap().is_empty());
+    }
+
+    pub(super) fn read_from_reads_what_lies_past_an_offset(store: &Store) {
+        let fs = &*store.fs;
+        write_file(fs, "log", b"0123456789");
+        assert_eq!(fs.read_from("log", 0).unwrap(), b"0123456789");
+        assert_eq!(fs.read_from("log", 7).unwrap(), b"789");
+        assert_eq!(fs.read_from("log", 10).unwrap(), b"");
+        assert_eq!(fs.read_from("log", u64::MAX).unwrap(), b"");
+        assert_eq!(err_kind(fs.read_from("nothing", 0)), ErrorKind::NotFound);
     }
 }
 

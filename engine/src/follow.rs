@@ -1,0 +1,277 @@
+//! A reader in another process: [`Store::open_reader`] and [`Store::refresh`].
+//!
+//! The reader takes no lock of the store's and heals nothing. It holds a pin (`readers.rs`),
+//! reads the manifest's trusted prefix as boot would (the same `Catalog::apply`, stopping at
+//! the first frame that fails its check or that the catalog refuses: a torn last frame is simply
+//! not visible yet), and follows it: a refresh reads only the bytes appended since, or, after a
+//! rewrite, the new generation whole (a snapshot of the live state, not the history).
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata_index::{Catalog, FileName, LOG_HEADER_LEN, check_header, decode_frame_in};
+use strata_recover::{RecoverError, Report};
+use strata_segment::manifest_generations;
+use strata_segment::names::manifest_name;
+use strata_segment::vfs::Vfs;
+use strata_segment::{ManifestWriter, SegmentError};
+
+use crate::config::Config;
+use crate::error::EngineError;
+use crate::readers::{Follow, ManifestPosition, ReaderPin};
+use crate::store::{Store, stream_states};
+
+/// How many times a refresh looks again when the manifest it listed went before it was read
+/// (a rewrite replaced it meanwhile): each look finds the newer generation.
+const LOOKS_MAX: usize = 8;
+
+impl Store {
+    /// Opens the store in folder `dir` to read beside a writer that may be running in another
+    /// process: no lock is taken (a writer opens and goes on as if this reader were not there),
+    /// nothing is healed, and the reader answers from the manifest's trusted prefix as it was
+    /// when read, until [`Store::refresh`] follows what the writer has made durable since.
+    /// [`Store::manifest_position`] and the watermarks say what it answers at.
+    ///
+    /// The reader holds a pin, a file in the store's `readers/` held under `flock`, which keeps
+    /// the writer from removing a retired file the reader may still open; it is removed when
+    /// the store is dropped, and a writer or reader removes it if this process dies. Refused
+    /// (`TooManyReaders`) when `Config::readers_max` readers are open already, and on a
+    /// read-only mount (the pin cannot be created: use [`Store::open_read_only`] there, as no
+    /// writer can run on it). Every write is refused (`EngineError::ReadOnly`).
+    pub fn open_reader(dir: impl AsRef<Path>, config: Config) -> Result<Store, EngineError> {
+        let dir = dir.as_ref();
+        let vfs = crate::store::open_folder(dir)?;
+        Store::open_reader_in(Arc::new(vfs), config)
+    }
+
+    /// [`Store::open_reader`] on any file system (the simulated one, in tests).
+    pub fn open_reader_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Store, EngineError> {
+        config.validate()?;
+        // A folder that holds no manifest is no store: refused before anything is created in it.
+        let generations = manifest_generations(vfs.as_ref()).map_err(EngineError::read)?;
+        if generations.is_empty() {
+            return Err(EngineError::Open(RecoverError::NotAStore {
+                reason: format!("{} holds no manifest-NNNNNN", vfs.location()),
+            }));
+        }
+        // The pin first, at the start of history: from here on the writer removes nothing this
+        // reader may find in the manifest it is about to read.
+        let mut pin = ReaderPin::take(Arc::clone(&vfs), config.readers_max)?;
+        let Read::Whole(loaded) = read_since(vfs.as_ref(), None)? else {
+            unreachable!("a first read is of a whole generation")
+        };
+        pin.move_to(loaded.at)?;
+        let mut report = Report::default();
+        report.generation = loaded.at.generation;
+        report.manifest_len = loaded.bytes_read;
+        report.trusted_len = loaded.at.len;
+        report.n_frames = loaded.frames;
+        let mut store = Store::reading(vfs, config, loaded.catalog, report);
+        store.follow = Some(Follow {
+            pin,
+            log_version: loaded.log_version,
+            versions: VecDeque::from([(store.version, loaded.at)]),
+        });
+        Ok(store)
+    }
+
+    /// Follows what the writer has made durable since this reader last read the manifest (a
+    /// reader's store, [`Store::open_reader`]): the frames appended since, or a rewritten
+    /// generation. Answers whether anything changed. Reads answer at the new state from here
+    /// on; a [`Snapshot`](crate::Snapshot) taken before keeps its own (and holds the files it
+    /// may read on disk while it lives). Costs one listing of the store's root and one read of
+    /// what was appended. Refused (`ReadOnly`) on a store that is not a reader.
+    pub fn refresh(&mut self) -> Result<bool, EngineError> {
+        let Some(follow) = self.follow.as_ref() else {
+            return Err(EngineError::ReadOnly {
+                store: self.vfs.location(),
+                operation: "refresh",
+            });
+        };
+        let at = self.manifest_position();
+        let read = read_since(self.vfs.as_ref(), Some((at, follow.log_version)))?;
+        let live_before: Vec<FileName> = self.catalog.live_files().map(|file| file.name).collect();
+        let (log_version, now) = match read {
+            Read::Appended { bytes } => {
+                let log_version = follow.log_version;
+                // Applied in place: the catalog is copied only if a snapshot holds it.
+                let applied = if bytes.is_empty() {
+                    0
+                } else {
+                    apply_frames(&bytes, Arc::make_mut(&mut self.catalog), log_version).0
+                };
+                let now = ManifestPosition {
+                    generation: at.generation,
+                    len: at.len + applied,
+                };
+                (log_version, now)
+            }
+            Read::Whole(loaded) => {
+                self.catalog = Arc::new(loaded.catalog);
+                (loaded.log_version, loaded.at)
+            }
+        };
+        let changed = now != at;
+        if changed {
+            let gone: Vec<FileName> = live_before
+                .into_iter()
+                .filter(|&name| self.catalog.file(name).is_none() || self.catalog.is_retired(name))
+                .collect();
+            self.version += 1;
+            self.streams = stream_states(&self.catalog);
+            self.evict_readers(&gone);
+            self.writer.manifest = ManifestWriter::detached(now.generation, now.len);
+        }
+        // The pin says the oldest position anything here may still read at: the oldest
+        // snapshot's, or now.
+        let oldest_held = self.pins.oldest();
+        let version = self.version;
+        let Some(follow) = self.follow.as_mut() else {
+            return Ok(changed);
+        };
+        follow.log_version = log_version;
+        if changed {
+            follow.versions.push_back((version, now));
+        }
+        while follow.versions.len() > 1
+            && follow
+                .versions
+                .get(1)
+                .is_some_and(|&(v, _)| oldest_held.is_none_or(|oldest| oldest >= v))
+        {
+            follow.versions.pop_front();
+        }
+        let pinned = follow.versions.front().map_or(now, |&(_, at)| at);
+        follow.pin.move_to(pinned)?;
+        Ok(changed)
+    }
+
+    /// The manifest position this store answers at: the generation and the length of the
+    /// trusted prefix its catalog holds. A writer's moves with every record; a reader's with
+    /// each [`Store::refresh`].
+    pub fn manifest_position(&self) -> ManifestPosition {
+        self.writer.manifest_position()
+    }
+
+    /// Whether this store is a reader in another process ([`Store::open_reader`]).
+    pub fn is_reader(&self) -> bool {
+        self.follow.is_some()
+    }
+
+    /// Where this reader's pin holds the writer back: its own position, or an older one a
+    /// snapshot it handed out still reads at. `None` for a store that is not a reader.
+    pub fn pinned_at(&self) -> Option<ManifestPosition> {
+        self.follow.as_ref().map(|follow| follow.pin.at())
+    }
+}
+
+/// A catalog read from a whole manifest generation, and where the read ended.
+struct Loaded {
+    catalog: Catalog,
+    at: ManifestPosition,
+    log_version: u32,
+    frames: usize,
+    bytes_read: u64,
+}
+
+/// What a read of the manifest found.
+enum Read {
+    /// The bytes appended past the position read from, in the same generation.
+    Appended { bytes: Vec<u8> },
+    /// A generation read whole: the first read, a rewrite since, or a cut beneath the position.
+    Whole(Box<Loaded>),
+}
+
+/// Reads the manifest: what was appended past `from` (its position and the log's format) if
+/// the same generation is still the newest and no shorter, else the newest generation whole.
+fn read_since(vfs: &dyn Vfs, from: Option<(ManifestPosition, u32)>) -> Result<Read, EngineError> {
+    let mut last = None;
+    for _ in 0..LOOKS_MAX {
+        let generations = manifest_generations(vfs).map_err(EngineError::read)?;
+        let Some(&generation) = generations.last() else {
+            return Err(EngineError::Open(RecoverError::NotAStore {
+                reason: format!("{} holds no manifest-NNNNNN", vfs.location()),
+            }));
+        };
+        let file = manifest_name(generation);
+        let read = match from {
+            Some((at, _)) if at.generation == generation => match vfs.len(&file) {
+                // Cut beneath what was read (an operator's repair): read it again whole.
+                Ok(len) if len < at.len => read_whole(vfs, generation),
+                Ok(_) => vfs
+                    .read_from(&file, at.len)
+                    .map(|bytes| Ok(Read::Appended { bytes })),
+                Err(error) => Err(error),
+            },
+            _ => read_whole(vfs, generation),
+        };
+        match read {
+            Ok(read) => return read,
+            // Replaced by a newer generation between the listing and the read: look again.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => last = Some(error),
+            Err(error) => {
+                return Err(EngineError::read(SegmentError::Io {
+                    path: file,
+                    source: error,
+                }));
+            }
+        }
+    }
+    let error = last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound));
+    Err(EngineError::read(SegmentError::Io {
+        path: String::new(),
+        source: error,
+    }))
+}
+
+/// The trusted prefix of generation `generation`, read whole.
+fn read_whole(vfs: &dyn Vfs, generation: u32) -> io::Result<Result<Read, EngineError>> {
+    let file = manifest_name(generation);
+    let bytes = vfs.read(&file)?;
+    let log_version = match check_header(&bytes) {
+        Ok(version) => version,
+        Err(reason) => {
+            return Ok(Err(EngineError::Open(RecoverError::ManifestUnusable {
+                file,
+                fault: strata_index::Fault { offset: 0, reason },
+            })));
+        }
+    };
+    let mut catalog = Catalog::new();
+    let (applied, frames) = apply_frames(
+        bytes.get(LOG_HEADER_LEN..).unwrap_or_default(),
+        &mut catalog,
+        log_version,
+    );
+    Ok(Ok(Read::Whole(Box::new(Loaded {
+        catalog,
+        at: ManifestPosition {
+            generation,
+            len: LOG_HEADER_LEN as u64 + applied,
+        },
+        log_version,
+        frames,
+        bytes_read: bytes.len() as u64,
+    }))))
+}
+
+/// Applies the whole frames at the start of `bytes` to `catalog`, stopping at the first that
+/// fails its check or that the catalog refuses (`apply` changes nothing then), as boot stops:
+/// answers the bytes and the frames applied.
+fn apply_frames(bytes: &[u8], catalog: &mut Catalog, log_version: u32) -> (u64, usize) {
+    let mut pos = 0;
+    let mut frames = 0;
+    while let Some(rest) = bytes.get(pos..).filter(|rest| !rest.is_empty()) {
+        let Ok((record, consumed)) = decode_frame_in(rest, log_version) else {
+            break;
+        };
+        if catalog.apply(&record).is_err() {
+            break;
+        }
+        pos += consumed;
+        frames += 1;
+    }
+    (pos as u64, frames)
+}

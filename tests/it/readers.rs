@@ -1,0 +1,406 @@
+//! A reader beside a writer (#32), on the real file system: what `Store::open_reader` answers,
+//! how `refresh` follows, and that the writer removes no file a reader may still open — and
+//! every file once no reader can.
+//!
+//! The writer and the reader here are two stores of one process, each with its own handles,
+//! as two processes would have (the reader takes no lock; the pins are real `flock`s). The
+//! soak in `tests/crash/readers_soak.rs` runs them as separate processes, killed at random.
+//! Every expected answer is a `MemorySeries` replaying the rows through the watermark the
+//! reader reports; what is on disk is read from the folder, not from either store.
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::path::Path;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use strata::segment::names::{NumberedName, READERS_DIR, SEG_DIR};
+use strata::segment::vfs::{RealFs, Vfs};
+use strata::{
+    Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, Store, Stream,
+    StreamDecl, Value,
+};
+
+const S: &str = "m";
+
+fn decl() -> StreamDecl {
+    Stream::new(S)
+        .field("run", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .track(["run"])
+        .axis("t")
+        .ladder(4, 2)
+        .build()
+        .unwrap()
+}
+
+/// The rows at position `p`: run `a` twice, `b` at even positions; axis `4p + i`; values in
+/// quarters, so every sum is exact in any order.
+fn rows_at(p: u64) -> Vec<Row> {
+    let k = i32::try_from(p % 1000).unwrap();
+    let row = |run: &str, i: u64, v: i32| {
+        vec![
+            Value::Str(run.into()),
+            Value::U64(4 * p + i),
+            Value::F64(f64::from(v) / 4.0),
+        ]
+    };
+    let mut rows = vec![row("a", 0, (k * 37) % 23 - 11), row("a", 1, 5 - k % 7)];
+    if p.is_multiple_of(2) {
+        rows.push(row("b", 2, k % 5 - 2));
+    }
+    rows
+}
+
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("MemorySeries never waits"),
+    }
+}
+
+/// The model of what a store holds through watermark `w`: every batch `0..=w`, replayed.
+fn model_at(w: Option<u64>) -> MemorySeries {
+    let mut model = MemorySeries::new(&[decl()]);
+    if let Some(w) = w {
+        for p in 0..=w {
+            ready(model.publish(S, p, rows_at(p))).unwrap();
+        }
+        ready(model.seal(S, &[])).unwrap();
+    }
+    model
+}
+
+fn seal_batches(store: &mut Store, batches: std::ops::Range<u64>) {
+    for p in batches {
+        store.publish(S, p, &rows_at(p)).unwrap();
+        store.seal().unwrap();
+    }
+}
+
+fn text<T: Debug, E: Debug>(answer: Result<T, E>) -> String {
+    format!("{answer:?}")
+}
+
+/// Every read the reader answers, against the model at the reader's own watermark: queries,
+/// surveys and folds, over each selection. Opening every file it claims.
+fn assert_answers_at_watermark(reader: &Store) {
+    let w = reader.watermark(S, &[]).unwrap();
+    let model = model_at(w);
+    let top = w.unwrap_or(0);
+    for sel in [&[][..], &["a"][..], &["b"][..]] {
+        assert_eq!(
+            text(reader.query(S, sel, 0..=top)),
+            text(model.query(S, sel, 0..=top)),
+            "query {sel:?} at watermark {w:?}"
+        );
+        for budget in [8, 1000] {
+            assert_eq!(
+                text(reader.survey(S, sel, 0..=4 * top + 3, budget)),
+                text(model.survey(S, sel, 0..=4 * top + 3, budget)),
+                "survey {sel:?} budget {budget} at watermark {w:?}"
+            );
+        }
+        for kind in [
+            Aggregate::Sum,
+            Aggregate::Max,
+            Aggregate::Count,
+            Aggregate::p(50),
+        ] {
+            assert_eq!(
+                text(reader.fold(S, sel, 0..=4 * top + 3, kind)),
+                text(model.fold(S, sel, 0..=4 * top + 3, kind)),
+                "fold {kind:?} {sel:?} at watermark {w:?}"
+            );
+        }
+    }
+}
+
+/// The segment files in the folder now.
+fn segments_on_disk(dir: &Path) -> BTreeSet<u64> {
+    let fs = RealFs::open(dir).unwrap();
+    fs.list(SEG_DIR)
+        .unwrap()
+        .into_iter()
+        .filter_map(|entry| NumberedName::parse(&entry.name).map(|name| name.number))
+        .collect()
+}
+
+fn live_in(store: &Store) -> BTreeSet<u64> {
+    store.catalog().live_files().map(|file| file.name).collect()
+}
+
+fn pins_on_disk(dir: &Path) -> Vec<String> {
+    let fs = RealFs::open(dir).unwrap();
+    match fs.list(READERS_DIR) {
+        Ok(entries) => entries.into_iter().map(|entry| entry.name).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A writer that compacts two files into one as soon as it can.
+fn writer_config() -> Config {
+    Config::default().compact_files_max(1).compact_inputs_min(2)
+}
+
+#[test]
+fn a_reader_follows_barriers_and_answers_at_its_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..5);
+    let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    assert!(reader.is_reader() && reader.is_read_only());
+    assert_eq!(reader.watermark(S, &[]).unwrap(), Some(4));
+    assert_eq!(reader.manifest_position(), writer.manifest_position());
+    assert_answers_at_watermark(&reader);
+
+    seal_batches(&mut writer, 5..9);
+    // Nothing moves until the reader asks.
+    assert_eq!(reader.watermark(S, &[]).unwrap(), Some(4));
+    assert_answers_at_watermark(&reader);
+    assert!(reader.refresh().unwrap());
+    assert_eq!(reader.watermark(S, &[]).unwrap(), Some(8));
+    assert_eq!(reader.manifest_position(), writer.manifest_position());
+    assert_eq!(reader.pinned_at(), Some(reader.manifest_position()));
+    assert_answers_at_watermark(&reader);
+    assert!(!reader.refresh().unwrap(), "nothing new: nothing changes");
+
+    // Every write is refused, naming it; the pin goes with the reader.
+    assert!(matches!(
+        reader.publish(S, 9, &rows_at(9)),
+        Err(EngineError::ReadOnly {
+            operation: "publish",
+            ..
+        })
+    ));
+    assert_eq!(pins_on_disk(dir.path()).len(), 1);
+    drop(reader);
+    assert!(pins_on_disk(dir.path()).is_empty());
+    assert!(matches!(
+        writer.refresh(),
+        Err(EngineError::ReadOnly {
+            operation: "refresh",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_file_a_reader_may_open_outlives_its_retirement_until_the_reader_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..6);
+    // One open segment at a time: every read opens its files again, by name.
+    let mut reader =
+        Store::open_reader(dir.path(), Config::default().open_segments_max(1)).unwrap();
+    let claimed = live_in(&reader);
+    assert!(claimed.len() >= 2, "several files to merge: {claimed:?}");
+
+    let steps = writer.compact().unwrap();
+    assert!(!steps.is_empty(), "compaction retired the reader's files");
+    assert!(
+        claimed.iter().any(|name| !live_in(&writer).contains(name)),
+        "the writer retired some file the reader claims"
+    );
+    assert!(writer.removals_pending() > 0);
+    assert!(
+        claimed.is_subset(&segments_on_disk(dir.path())),
+        "every file the reader claims is still on disk"
+    );
+    assert_answers_at_watermark(&reader);
+
+    // The reader moves on; the writer's next write removes what it waited for.
+    reader.refresh().unwrap();
+    assert_answers_at_watermark(&reader);
+    writer.seal().unwrap();
+    assert_eq!(writer.removals_pending(), 0);
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+    assert_answers_at_watermark(&reader);
+}
+
+#[test]
+fn a_store_without_readers_removes_retired_files_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..6);
+    let steps = writer.compact().unwrap();
+    assert!(!steps.is_empty());
+    assert_eq!(writer.removals_pending(), 0);
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+}
+
+#[test]
+fn a_dead_readers_pin_holds_nothing_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..6);
+    // A reader at the start of history whose process died: its flock went with it, its file
+    // stayed.
+    let fs = RealFs::open(dir.path()).unwrap();
+    fs.create_dir(READERS_DIR).unwrap();
+    drop(fs.hold(&format!("{READERS_DIR}/4242-0-0.0.0")).unwrap());
+    assert_eq!(pins_on_disk(dir.path()), ["4242-0-0.0.0"]);
+    writer.compact().unwrap();
+    assert_eq!(
+        writer.removals_pending(),
+        0,
+        "the dead pin held nothing back"
+    );
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+    assert!(
+        pins_on_disk(dir.path()).is_empty(),
+        "the dead pin was removed"
+    );
+    // A live reader beside it is not mistaken for a dead one.
+    let reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    drop(fs.hold(&format!("{READERS_DIR}/4243-0-0.0.0")).unwrap());
+    seal_batches(&mut writer, 6..10);
+    writer.compact().unwrap();
+    assert!(
+        writer.removals_pending() > 0,
+        "the live reader holds its files"
+    );
+    assert_eq!(
+        pins_on_disk(dir.path()).len(),
+        1,
+        "only the dead pin was removed"
+    );
+    assert_answers_at_watermark(&reader);
+}
+
+#[test]
+fn readers_are_bounded_by_readers_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..2);
+    let config = Config::default().readers_max(3);
+    let mut readers: Vec<Store> = (0..3)
+        .map(|_| Store::open_reader(dir.path(), config.clone()).unwrap())
+        .collect();
+    let refused = Store::open_reader(dir.path(), config.clone()).unwrap_err();
+    assert!(
+        matches!(refused, EngineError::TooManyReaders { max: 3, .. }),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("readers_max"), "{refused}");
+    assert_eq!(
+        pins_on_disk(dir.path()).len(),
+        3,
+        "the refused reader left no pin"
+    );
+    readers.pop();
+    readers.push(Store::open_reader(dir.path(), config).unwrap());
+    for bad in [0, strata::READERS_LIMIT + 1] {
+        let error = Store::open_reader(dir.path(), Config::default().readers_max(bad)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                EngineError::Config {
+                    setting: "readers_max",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_reader_follows_manifest_rewrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = writer_config().manifest_rewrite_bytes(512);
+    let mut writer = Store::create(dir.path(), config, &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..3);
+    let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    let first = reader.manifest_position();
+    for p in 3..40 {
+        seal_batches(&mut writer, p..p + 1);
+        writer.compact().unwrap();
+        if p % 5 == 0 {
+            reader.refresh().unwrap();
+            assert_answers_at_watermark(&reader);
+        }
+    }
+    reader.refresh().unwrap();
+    assert!(
+        reader.manifest_position().generation > first.generation,
+        "the writer rewrote its manifest ({first} then {})",
+        reader.manifest_position()
+    );
+    assert_eq!(reader.manifest_position(), writer.manifest_position());
+    assert_eq!(reader.watermark(S, &[]).unwrap(), Some(39));
+    assert_answers_at_watermark(&reader);
+    writer.seal().unwrap();
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+}
+
+#[test]
+fn a_writer_reopened_beside_a_reader_keeps_the_files_the_reader_may_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..6);
+    let mut reader =
+        Store::open_reader(dir.path(), Config::default().open_segments_max(1)).unwrap();
+    let claimed = live_in(&reader);
+    writer.compact().unwrap();
+    assert!(writer.removals_pending() > 0);
+    // The writer goes away with removals queued (as a killed one would), and comes back: its
+    // boot finds files whose retirement is recorded, and a live reader.
+    drop(writer);
+    let mut writer = Store::open(dir.path(), writer_config(), &[]).unwrap();
+    assert!(
+        writer.removals_pending() > 0,
+        "boot left them for the reader"
+    );
+    assert!(claimed.is_subset(&segments_on_disk(dir.path())));
+    assert_answers_at_watermark(&reader);
+    reader.refresh().unwrap();
+    writer.seal().unwrap();
+    assert_eq!(writer.removals_pending(), 0);
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+    assert_answers_at_watermark(&reader);
+}
+
+#[test]
+fn a_readers_snapshot_holds_its_pin_back_until_it_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..6);
+    let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    let start = reader.manifest_position();
+    let snapshot = reader.snapshot();
+    seal_batches(&mut writer, 6..8);
+    writer.compact().unwrap();
+    reader.refresh().unwrap();
+    assert!(reader.manifest_position() > start);
+    assert_eq!(
+        reader.pinned_at(),
+        Some(start),
+        "the snapshot reads at the start"
+    );
+    assert!(writer.removals_pending() > 0);
+    assert_answers_at_watermark(&snapshot);
+    drop(snapshot);
+    reader.refresh().unwrap();
+    assert_eq!(reader.pinned_at(), Some(reader.manifest_position()));
+    writer.seal().unwrap();
+    assert_eq!(writer.removals_pending(), 0);
+    assert_eq!(segments_on_disk(dir.path()), live_in(&writer));
+}
+
+#[test]
+fn a_folder_without_a_store_gets_no_reader_and_nothing_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = Store::open_reader(dir.path(), Config::default()).unwrap_err();
+    assert!(error.to_string().contains("no manifest"), "{error}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    let missing = dir.path().join("nothing");
+    let error = Store::open_reader(&missing, Config::default()).unwrap_err();
+    assert!(error.to_string().contains("does not exist"), "{error}");
+}
