@@ -11,8 +11,10 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata_index::{Catalog, FileName, LOG_HEADER_LEN, check_header, decode_frame_in};
-use strata_recover::{RecoverError, Report};
+use strata_index::{
+    Catalog, FileName, LOG_HEADER_LEN, LOG_VERSION, check_header, decode_frame_in, scan_frames,
+};
+use strata_recover::RecoverError;
 use strata_segment::manifest_generations;
 use strata_segment::names::manifest_name;
 use strata_segment::vfs::Vfs;
@@ -59,20 +61,29 @@ impl Store {
         // The pin first, at the start of history: from here on the writer removes nothing this
         // reader may find in the manifest it is about to read.
         let mut pin = ReaderPin::take(Arc::clone(&vfs), config.readers_max)?;
-        let Read::Whole(loaded) = read_since(vfs.as_ref(), None)? else {
-            unreachable!("a first read is of a whole generation")
+        // Boot's own look, changing nothing: the trusted prefix as boot would trust it, and a
+        // store boot would refuse (damage inside the history, a stray generation) refused
+        // alike. Beside a running writer some of what it finds is only a write in flight (a
+        // frame half appended, a segment renamed and not yet claimed), which reads never see.
+        let plan = inspect_beside_a_writer(vfs.as_ref())?;
+        let mut report = plan.report;
+        report.heal_pending = !report.findings.is_empty();
+        let at = ManifestPosition {
+            generation: report.generation,
+            len: report.trusted_len,
         };
-        pin.move_to(loaded.at)?;
-        let mut report = Report::default();
-        report.generation = loaded.at.generation;
-        report.manifest_len = loaded.bytes_read;
-        report.trusted_len = loaded.at.len;
-        report.n_frames = loaded.frames;
-        let mut store = Store::reading(vfs, config, loaded.catalog, report);
+        let log_version = vfs
+            .read_from(&manifest_name(at.generation), 0)
+            .ok()
+            .and_then(|bytes| check_header(&bytes).ok())
+            .unwrap_or(LOG_VERSION);
+        pin.move_to(at)?;
+        let mut store = Store::reading(vfs, config, plan.catalog, report);
+        store.unreadable = plan.unreadable;
         store.follow = Some(Follow {
             pin,
-            log_version: loaded.log_version,
-            versions: VecDeque::from([(store.version, loaded.at)]),
+            log_version,
+            versions: VecDeque::from([(store.version, at)]),
         });
         Ok(store)
     }
@@ -91,7 +102,7 @@ impl Store {
             });
         };
         let at = self.manifest_position();
-        let read = read_since(self.vfs.as_ref(), Some((at, follow.log_version)))?;
+        let read = read_since(self.vfs.as_ref(), at)?;
         let live_before: Vec<FileName> = self.catalog.live_files().map(|file| file.name).collect();
         let (log_version, now) = match read {
             Read::Appended { bytes } => {
@@ -100,7 +111,10 @@ impl Store {
                 let applied = if bytes.is_empty() {
                     0
                 } else {
-                    apply_frames(&bytes, Arc::make_mut(&mut self.catalog), log_version).0
+                    let applied =
+                        apply_frames(&bytes, Arc::make_mut(&mut self.catalog), log_version);
+                    refuse_damage(&bytes, applied, at)?;
+                    applied
                 };
                 let now = ManifestPosition {
                     generation: at.generation,
@@ -167,13 +181,28 @@ impl Store {
     }
 }
 
+/// Boot's look ([`strata_recover::inspect`]) at a store a writer may be changing: a file it
+/// listed and then found gone (a temp renamed, a retired file removed, a generation replaced)
+/// is a write that moved on meanwhile, so it looks again.
+fn inspect_beside_a_writer(vfs: &dyn Vfs) -> Result<strata_recover::Plan, EngineError> {
+    let mut looks = 0;
+    loop {
+        match strata_recover::inspect(vfs) {
+            Err(RecoverError::Storage(SegmentError::Io { source, .. }))
+                if source.kind() == io::ErrorKind::NotFound && looks < LOOKS_MAX =>
+            {
+                looks += 1;
+            }
+            plan => return plan.map_err(EngineError::Open),
+        }
+    }
+}
+
 /// A catalog read from a whole manifest generation, and where the read ended.
 struct Loaded {
     catalog: Catalog,
     at: ManifestPosition,
     log_version: u32,
-    frames: usize,
-    bytes_read: u64,
 }
 
 /// What a read of the manifest found.
@@ -184,9 +213,9 @@ enum Read {
     Whole(Box<Loaded>),
 }
 
-/// Reads the manifest: what was appended past `from` (its position and the log's format) if
-/// the same generation is still the newest and no shorter, else the newest generation whole.
-fn read_since(vfs: &dyn Vfs, from: Option<(ManifestPosition, u32)>) -> Result<Read, EngineError> {
+/// Reads the manifest: what was appended past position `from` if the same generation is still
+/// the newest and no shorter, else the newest generation whole.
+fn read_since(vfs: &dyn Vfs, from: ManifestPosition) -> Result<Read, EngineError> {
     let mut last = None;
     for _ in 0..LOOKS_MAX {
         let generations = manifest_generations(vfs).map_err(EngineError::read)?;
@@ -197,7 +226,7 @@ fn read_since(vfs: &dyn Vfs, from: Option<(ManifestPosition, u32)>) -> Result<Re
         };
         let file = manifest_name(generation);
         let read = match from {
-            Some((at, _)) if at.generation == generation => match vfs.len(&file) {
+            at if at.generation == generation => match vfs.len(&file) {
                 // Cut beneath what was read (an operator's repair): read it again whole.
                 Ok(len) if len < at.len => read_whole(vfs, generation),
                 Ok(_) => vfs
@@ -240,11 +269,15 @@ fn read_whole(vfs: &dyn Vfs, generation: u32) -> io::Result<Result<Read, EngineE
         }
     };
     let mut catalog = Catalog::new();
-    let (applied, frames) = apply_frames(
-        bytes.get(LOG_HEADER_LEN..).unwrap_or_default(),
-        &mut catalog,
-        log_version,
-    );
+    let frames_bytes = bytes.get(LOG_HEADER_LEN..).unwrap_or_default();
+    let applied = apply_frames(frames_bytes, &mut catalog, log_version);
+    let start = ManifestPosition {
+        generation,
+        len: LOG_HEADER_LEN as u64,
+    };
+    if let Err(error) = refuse_damage(frames_bytes, applied, start) {
+        return Ok(Err(error));
+    }
     Ok(Ok(Read::Whole(Box::new(Loaded {
         catalog,
         at: ManifestPosition {
@@ -252,17 +285,14 @@ fn read_whole(vfs: &dyn Vfs, generation: u32) -> io::Result<Result<Read, EngineE
             len: LOG_HEADER_LEN as u64 + applied,
         },
         log_version,
-        frames,
-        bytes_read: bytes.len() as u64,
     }))))
 }
 
 /// Applies the whole frames at the start of `bytes` to `catalog`, stopping at the first that
 /// fails its check or that the catalog refuses (`apply` changes nothing then), as boot stops:
-/// answers the bytes and the frames applied.
-fn apply_frames(bytes: &[u8], catalog: &mut Catalog, log_version: u32) -> (u64, usize) {
+/// answers the bytes applied.
+fn apply_frames(bytes: &[u8], catalog: &mut Catalog, log_version: u32) -> u64 {
     let mut pos = 0;
-    let mut frames = 0;
     while let Some(rest) = bytes.get(pos..).filter(|rest| !rest.is_empty()) {
         let Ok((record, consumed)) = decode_frame_in(rest, log_version) else {
             break;
@@ -271,7 +301,25 @@ fn apply_frames(bytes: &[u8], catalog: &mut Catalog, log_version: u32) -> (u64, 
             break;
         }
         pos += consumed;
-        frames += 1;
     }
-    (pos as u64, frames)
+    pos as u64
+}
+
+/// Refuses what lies past the frames applied when it is damage, not a write in flight: an
+/// append leaves at most one frame half written at the end, so a whole frame after the one
+/// that stopped the apply is damage to acknowledged history. Boot refuses that store (and
+/// `engine-fsck repair` is the way on), and so does the reader, rather than answer short.
+fn refuse_damage(bytes: &[u8], applied: u64, at: ManifestPosition) -> Result<(), EngineError> {
+    if applied >= bytes.len() as u64 || scan_frames(bytes, applied + 1).is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Unreadable {
+        source: SegmentError::Malformed {
+            path: manifest_name(at.generation),
+            offset: at.len + applied,
+            what: "a frame fails its check and whole frames follow it: damage to the \
+                     history, not a write in flight (engine-fsck repair says what a cut would lose)"
+                .to_owned(),
+        },
+    })
 }

@@ -18,7 +18,7 @@ use strata::{Config, FieldStat, Num};
 use super::args::{FoldArgs, ReadFormat};
 use super::{
     Failure, axis_bounds, declared, exact, json, not_retired_whole, open_to_read, print,
-    read_refused, selected, selection_matches,
+    read_refused, selected, selection_matches, tell_watermark,
 };
 
 pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
@@ -40,6 +40,7 @@ pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure>
         }
     };
     print(&text)?;
+    tell_watermark(&store, &args.range.stream);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -206,9 +206,24 @@ fn count(n: u64, one: &str, many: &str) -> String {
 /// The declaration of `stream`, or a failure naming the streams the store declares: every
 /// command that takes a stream refuses an unknown one in these words.
 fn declared<'a>(store: &'a Store, stream: &str) -> Result<&'a StreamDecl, Failure> {
-    store
+    let decl = store
         .stream(stream)
-        .ok_or_else(|| unknown_stream(stream, store.streams().map(|d| d.id.as_str())))
+        .ok_or_else(|| unknown_stream(stream, store.streams().map(|d| d.id.as_str())))?;
+    Ok(decl)
+}
+
+/// Says on stderr what an answer of `stream` is at: its watermark and the manifest position
+/// read. Beside a writer in another process that is what the writer had made durable when the
+/// read began; a later read may answer more.
+fn tell_watermark(store: &Store, stream: &str) {
+    let watermark = match store.watermark(stream, &[]) {
+        Ok(Some(position)) => format!("watermark {position}"),
+        Ok(None) | Err(_) => "no watermark (nothing durable)".to_owned(),
+    };
+    eprintln!(
+        "strata: answered at stream {stream:?}'s {watermark} ({})",
+        store.manifest_position()
+    );
 }
 
 /// `no stream "x" in the store (declared: a, b)`, or `(declared: none)`.
@@ -396,14 +411,29 @@ fn open_existing(dir: &Path) -> Result<Store, Failure> {
     open_existing_with(dir, Config::default())
 }
 
-/// Opens the store `source` names for reading only, with `config`. A folder is opened with
-/// `Store::open_read_only`: it writes nothing (no LOCK, no heal), so the read commands work on
-/// a read-only mount and on a copied store, and a missing store is an error naming the folder,
-/// never created. A bucket is booted as a replica (`strata::remote::Replica`), which never
-/// writes to it.
+/// Opens the store `source` names for reading only, with `config`. A folder is opened as a
+/// reader (`Store::open_reader`): it takes no lock, so a writer in another process (`strata
+/// ingest`, an application) goes on beside it and is never kept out, and it heals nothing;
+/// its only write is its pin in `readers/`. A folder where that pin cannot be written (a
+/// read-only mount) or without a `LOCK` (a copy, a backup) is opened with
+/// `Store::open_read_only`, which writes nothing at all and leaves it byte-identical (no writer
+/// runs there). A missing store is an error naming the folder, never created. A bucket is booted
+/// as a replica (`strata::remote::Replica`), which never writes to it. Every answer then says
+/// the watermark it is at (`tell_watermark`).
 fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
     match source {
         Source::Dir(dir) => {
+            if dir.join(strata::recover::LOCK_FILE).is_file() {
+                match Store::open_reader(dir, config.clone()) {
+                    Ok(store) => {
+                        warn_damage(dir, store.boot_report());
+                        return Ok(Opened::Local(Box::new(store)));
+                    }
+                    // No pin can be written here: nor can a writer run, so nothing changes.
+                    Err(error) if cannot_write(&error) => {}
+                    Err(error) => return Err(open_failure(dir, &error)),
+                }
+            }
             let store = Store::open_read_only(dir, config, &[])
                 .map_err(|error| open_failure(dir, &error))?;
             warn_heal_pending(dir, store.boot_report());
@@ -411,6 +441,58 @@ fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
         }
         Source::Remote(url) => Ok(Opened::Remote(Box::new(remote::open_replica(url, config)?))),
     }
+}
+
+/// Says on stderr what damage a reader's look found (a recorded file missing or unreadable,
+/// history damaged, a stray manifest) and a manifest whose last frame is not whole: the answer
+/// leaves that frame out, which is never silent, though beside a running writer it can be an
+/// append in flight. A crash's other leftovers (an orphan temp, an unclaimed segment) look
+/// exactly like a writer's writes in flight, and are left to the next writable open and
+/// `engine-fsck`.
+fn warn_damage(dir: &Path, report: &strata::recover::Report) {
+    use strata::recover::FindingKind;
+    let mut damage = report.findings.iter().filter(|f| {
+        matches!(
+            f.kind,
+            FindingKind::TornManifestTail
+                | FindingKind::MissingFile
+                | FindingKind::WrongLength
+                | FindingKind::BadChecksum
+                | FindingKind::DamagedHistory
+                | FindingKind::StrayManifest
+        )
+    });
+    let Some(first) = damage.next() else {
+        return;
+    };
+    let found = match damage.count() {
+        0 => first.to_string(),
+        n => format!("{first} (and {n} more)"),
+    };
+    eprintln!(
+        "strata: warning: {} holds what a crash or damage left: {found}; this read-only open \
+         changed nothing, and `engine-fsck {}` lists it",
+        dir.display(),
+        dir.display()
+    );
+}
+
+/// Whether `error` comes from a folder this process may not write (a read-only mount, or no
+/// permission): where a reader cannot hold its pin.
+fn cannot_write(error: &EngineError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<io::Error>()
+            && matches!(
+                io.kind(),
+                io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+            )
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// A store opened to read: a local one, or a replica of a bucket (which owns its store).

@@ -12,7 +12,7 @@ use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell, declares_position};
 use super::{
     Failure, declared, not_retired_whole, open_to_read, quiet_pipe, read_refused, selected,
-    selection_matches, usage_error,
+    selection_matches, tell_watermark, usage_error,
 };
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
@@ -57,7 +57,10 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
         Format::Json => write_json(out, &names, with_position, rows),
     };
     match written {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+        Ok(()) => {
+            tell_watermark(&store, &args.stream);
+            Ok(ExitCode::SUCCESS)
+        }
         Err(Stop::Write(error)) => {
             quiet_pipe(Err(error))?;
             Ok(ExitCode::SUCCESS)

@@ -18,7 +18,7 @@ use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
     Failure, axis_bounds, compact, count, declared, grouped, json, not_retired_whole, open_to_read,
-    print, read_refused, selected, selection_matches, units,
+    print, read_refused, selected, selection_matches, tell_watermark, units,
 };
 
 pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failure> {
@@ -51,6 +51,7 @@ pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failur
             print(&(text + "\n"))
         }
     }?;
+    tell_watermark(&store, &args.range.stream);
     Ok(ExitCode::SUCCESS)
 }
 
