@@ -15,6 +15,7 @@ mod faults;
 mod harness;
 mod interleavings;
 mod logged;
+mod pinned;
 mod repair;
 mod scenarios;
 mod soak;
