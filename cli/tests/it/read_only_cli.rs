@@ -54,7 +54,7 @@ fn read(s: &Scratch, store: &str, args: &[&str]) -> (i32, String) {
 }
 
 /// Copies the folder `from` to `to`, files and folders alike.
-fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

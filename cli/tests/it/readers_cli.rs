@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::cli::{Scratch, strata_in};
+use super::read_only_cli::copy_tree;
 
 const READS: [&[&str]; 4] = [
     &[
@@ -124,17 +125,4 @@ fn reads_beside_a_running_ingest_answer_at_a_watermark_it_has_reached() {
     }
     let (_, count, _) = read(s.dir.path(), "store", &["fold", "s", "--agg", "count"]);
     assert_eq!(count.trim(), format!("v: {}", 2 * fed));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }

@@ -8,10 +8,9 @@
 //! read opens its files again by name), two through the `strata` command line (`query`,
 //! `survey`, `fold`, each a process of its own). Every answer is checked in the reader against
 //! `MemorySeries` replaying the rows through the watermark the answer reports (a library
-//! reader's `watermark`; the command line's note on stderr) — or, for a command-line read
-//! that reports none (no writer was running, so it opened read-only at the store's state
-//! then), through a range every durable state answers alike. The rows are a pure function of
-//! their position, so a model needs nothing from the writer but the watermark.
+//! reader's `watermark`; the command line's note on stderr), or through a range every durable
+//! state at or past a known watermark answers alike. The rows are a pure function of their
+//! position, so a model needs nothing from the writer but the watermark.
 //!
 //! Every process prints one line per event with the wall clock (microseconds), and the parent
 //! counts the overlaps the issue names: reads during a compaction step, during a removal of

@@ -426,6 +426,21 @@ impl State {
         }
     }
 
+    /// A new, empty file at `path` in the live image (AlreadyExists if the name is taken).
+    fn new_file(&mut self, path: &str) -> io::Result<Ino> {
+        let (dirs, name) = entry_components(path)?;
+        let parent = self.parent_dir(path, &dirs)?;
+        if self.dir(parent, path)?.live.contains_key(name) {
+            return Err(already_exists(path));
+        }
+        let ino = self.alloc(Node::File(FileNode::default()));
+        self.dir_mut(parent, path)?
+            .live
+            .insert(name.to_owned(), ino);
+        self.note_dir_op(vec![(parent, name.to_owned(), Some(ino))]);
+        Ok(ino)
+    }
+
     fn note_dir_op(&mut self, effects: Vec<(Ino, String, Option<Ino>)>) {
         self.recent_dir_ops.push(DirOp { effects });
     }
@@ -601,17 +616,7 @@ impl Vfs for SimFs {
     fn create(&self, path: &str) -> io::Result<Box<dyn VfsFile>> {
         let mut state = self.state();
         state.begin_op()?;
-        let (dirs, name) = entry_components(path)?;
-        let parent = state.parent_dir(path, &dirs)?;
-        if state.dir(parent, path)?.live.contains_key(name) {
-            return Err(already_exists(path));
-        }
-        let ino = state.alloc(Node::File(FileNode::default()));
-        state
-            .dir_mut(parent, path)?
-            .live
-            .insert(name.to_owned(), ino);
-        state.note_dir_op(vec![(parent, name.to_owned(), Some(ino))]);
+        let ino = state.new_file(path)?;
         Ok(Box::new(SimFile {
             state: Arc::clone(&self.state),
             ino,
@@ -835,17 +840,7 @@ impl Vfs for SimFs {
     fn hold(&self, path: &str) -> io::Result<Box<dyn VfsHold>> {
         let mut state = self.state();
         state.refuse_if_read_only(path)?;
-        let (dirs, name) = entry_components(path)?;
-        let parent = state.parent_dir(path, &dirs)?;
-        if state.dir(parent, path)?.live.contains_key(name) {
-            return Err(already_exists(path));
-        }
-        let ino = state.alloc(Node::File(FileNode::default()));
-        state
-            .dir_mut(parent, path)?
-            .live
-            .insert(name.to_owned(), ino);
-        state.note_dir_op(vec![(parent, name.to_owned(), Some(ino))]);
+        let ino = state.new_file(path)?;
         *state.holds.entry(ino).or_default() += 1;
         Ok(Box::new(SimHold {
             state: Arc::clone(&self.state),
