@@ -32,7 +32,7 @@ pub use strata_engine::{
     Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
     EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, LEVEL_BYTES_SHARE,
     LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT,
-    POSITION_COLUMN, Point, QueryRows, QueryRuns, READERS_LIMIT, Resource, Retention, Row,
+    POSITION_COLUMN, Point, QueryRows, QueryRuns, READER_PROCESSES_LIMIT, Resource, Retention, Row,
     SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey,
     SurveyFill, Swept, Trimmed, Value, Values, conformance, describe, parse_kind,
 };

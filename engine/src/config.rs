@@ -15,9 +15,9 @@ use crate::lifetime::Retention;
 /// cap above half of that would let the cache alone exhaust the maps it exists to protect.
 pub const OPEN_SEGMENTS_LIMIT: usize = 32_768;
 
-/// The most readers `Config::readers_max` may admit: every removal of a retired file lists and
+/// The most readers `Config::reader_processes_max` may admit: every removal of a retired file lists and
 /// probes each reader's pin, so the bound keeps that a few milliseconds.
-pub const READERS_LIMIT: usize = 4096;
+pub const READER_PROCESSES_LIMIT: usize = 4096;
 
 /// How a store behaves. `Config::default()` is a sane start; change what you need with the
 /// builder methods, one per field and named after it:
@@ -127,8 +127,9 @@ pub struct Config {
     /// more is refused (`EngineError::TooManyReaders`). Each holds one pin file in `readers/`,
     /// which the writer lists and probes before it removes a retired file, so this bounds that
     /// work and the files. The reader's own count decides (readers that died are not counted).
-    /// The default, 64; at least 1, at most `READERS_LIMIT`.
-    pub readers_max: usize,
+    /// The default, 64; at least 1, at most `READER_PROCESSES_LIMIT`. (Not `ServeConfig`'s
+    /// `readers_max`, which bounds the reads running at once inside one served process.)
+    pub reader_processes_max: usize,
 }
 
 impl Default for Config {
@@ -147,7 +148,7 @@ impl Default for Config {
             level_storage: LevelStorage::default(),
             pack_columns: true,
             decoded_chunks_bytes_max: 32 << 20,
-            readers_max: 64,
+            reader_processes_max: 64,
         }
     }
 }
@@ -247,10 +248,10 @@ impl Config {
         self
     }
 
-    /// Sets [`Config::readers_max`].
+    /// Sets [`Config::reader_processes_max`].
     #[must_use]
-    pub fn readers_max(mut self, readers_max: usize) -> Self {
-        self.readers_max = readers_max;
+    pub fn reader_processes_max(mut self, reader_processes_max: usize) -> Self {
+        self.reader_processes_max = reader_processes_max;
         self
     }
 
@@ -284,12 +285,12 @@ impl Config {
                 ),
             });
         }
-        if self.readers_max == 0 || self.readers_max > READERS_LIMIT {
+        if self.reader_processes_max == 0 || self.reader_processes_max > READER_PROCESSES_LIMIT {
             return Err(EngineError::Config {
-                setting: "readers_max",
+                setting: "reader_processes_max",
                 reason: format!(
-                    "is {}; it must be between 1 and {READERS_LIMIT}",
-                    self.readers_max
+                    "is {}; it must be between 1 and {READER_PROCESSES_LIMIT}",
+                    self.reader_processes_max
                 ),
             });
         }

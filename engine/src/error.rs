@@ -101,12 +101,12 @@ pub enum EngineError {
         operation: &'static str,
     },
     /// A reader in another process (`Store::open_reader`) was refused: the store has as many
-    /// live readers as `Config::readers_max` allows. Nothing was created; try again once one
+    /// live readers as `Config::reader_processes_max` allows. Nothing was created; try again once one
     /// has closed.
     TooManyReaders {
         /// Where the store lives.
         store: String,
-        /// The bound (`Config::readers_max`).
+        /// The bound (`Config::reader_processes_max`).
         max: usize,
     },
     /// The supervisor serving the store has stopped (or is gone): nothing answers requests.
@@ -213,7 +213,7 @@ impl fmt::Display for EngineError {
             ),
             EngineError::TooManyReaders { store, max } => write!(
                 f,
-                "store {store} has {max} readers open, as many as Config::readers_max allows: \
+                "store {store} has {max} readers open, as many as Config::reader_processes_max allows: \
                  this reader was refused (nothing was created); try again once one has closed"
             ),
             EngineError::Stopped => f.write_str("the store's supervisor has stopped"),

@@ -39,7 +39,7 @@ impl Store {
     /// The reader holds a pin, a file in the store's `readers/` held under `flock`, which keeps
     /// the writer from removing a retired file the reader may still open; it is removed when
     /// the store is dropped, and a writer or reader removes it if this process dies. Refused
-    /// (`TooManyReaders`) when `Config::readers_max` readers are open already, and on a
+    /// (`TooManyReaders`) when `Config::reader_processes_max` readers are open already, and on a
     /// read-only mount (the pin cannot be created: use [`Store::open_read_only`] there, as no
     /// writer can run on it). Every write is refused (`EngineError::ReadOnly`).
     pub fn open_reader(dir: impl AsRef<Path>, config: Config) -> Result<Store, EngineError> {
@@ -60,7 +60,7 @@ impl Store {
         }
         // The pin first, at the start of history: from here on the writer removes nothing this
         // reader may find in the manifest it is about to read.
-        let mut pin = ReaderPin::take(Arc::clone(&vfs), config.readers_max)?;
+        let mut pin = ReaderPin::take(Arc::clone(&vfs), config.reader_processes_max)?;
         // Boot's own look, changing nothing: the trusted prefix as boot would trust it, and a
         // store boot would refuse (damage inside the history, a stray generation) refused
         // alike. Beside a running writer some of what it finds is only a write in flight (a

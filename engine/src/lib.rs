@@ -35,7 +35,7 @@ mod value;
 
 pub use columns::{Column, Values};
 pub use compact::CompactStep;
-pub use config::{Config, OPEN_SEGMENTS_LIMIT, READERS_LIMIT};
+pub use config::{Config, OPEN_SEGMENTS_LIMIT, READER_PROCESSES_LIMIT};
 pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
 pub use ladder::{LEVEL_BYTES_SHARE, LevelStorage};

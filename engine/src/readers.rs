@@ -83,14 +83,17 @@ impl std::fmt::Debug for ReaderPin {
 
 impl ReaderPin {
     /// Takes a pin at position `0.0` (before anything: it holds back every removal until the
-    /// reader says where it reads), refusing if `readers_max` live readers hold pins already.
-    pub(crate) fn take(vfs: Arc<dyn Vfs>, readers_max: usize) -> Result<ReaderPin, EngineError> {
+    /// reader says where it reads), refusing if `reader_processes_max` live readers hold pins already.
+    pub(crate) fn take(
+        vfs: Arc<dyn Vfs>,
+        reader_processes_max: usize,
+    ) -> Result<ReaderPin, EngineError> {
         vfs.create_dir(READERS_DIR)
             .map_err(|source| io_error(READERS_DIR, source))?;
-        if live_readers(vfs.as_ref())?.len() >= readers_max {
+        if live_readers(vfs.as_ref())?.len() >= reader_processes_max {
             return Err(EngineError::TooManyReaders {
                 store: vfs.location(),
-                max: readers_max,
+                max: reader_processes_max,
             });
         }
         let at = ManifestPosition::default();

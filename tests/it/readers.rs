@@ -18,8 +18,8 @@ use std::task::{Context, Poll, Waker};
 use strata::segment::names::{NumberedName, READERS_DIR, SEG_DIR};
 use strata::segment::vfs::{RealFs, Vfs};
 use strata::{
-    Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, Store, Stream,
-    StreamDecl, Value,
+    Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
+    Store, Stream, StreamDecl, Value,
 };
 
 const S: &str = "m";
@@ -275,11 +275,11 @@ fn a_dead_readers_pin_holds_nothing_back() {
 }
 
 #[test]
-fn readers_are_bounded_by_readers_max() {
+fn readers_are_bounded_by_reader_processes_max() {
     let dir = tempfile::tempdir().unwrap();
     let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
     seal_batches(&mut writer, 0..2);
-    let config = Config::default().readers_max(3);
+    let config = Config::default().reader_processes_max(3);
     let mut readers: Vec<Store> = (0..3)
         .map(|_| Store::open_reader(dir.path(), config.clone()).unwrap())
         .collect();
@@ -288,7 +288,10 @@ fn readers_are_bounded_by_readers_max() {
         matches!(refused, EngineError::TooManyReaders { max: 3, .. }),
         "{refused}"
     );
-    assert!(refused.to_string().contains("readers_max"), "{refused}");
+    assert!(
+        refused.to_string().contains("reader_processes_max"),
+        "{refused}"
+    );
     assert_eq!(
         pins_on_disk(dir.path()).len(),
         3,
@@ -296,13 +299,14 @@ fn readers_are_bounded_by_readers_max() {
     );
     readers.pop();
     readers.push(Store::open_reader(dir.path(), config).unwrap());
-    for bad in [0, strata::READERS_LIMIT + 1] {
-        let error = Store::open_reader(dir.path(), Config::default().readers_max(bad)).unwrap_err();
+    for bad in [0, strata::READER_PROCESSES_LIMIT + 1] {
+        let error = Store::open_reader(dir.path(), Config::default().reader_processes_max(bad))
+            .unwrap_err();
         assert!(
             matches!(
                 error,
                 EngineError::Config {
-                    setting: "readers_max",
+                    setting: "reader_processes_max",
                     ..
                 }
             ),
@@ -403,4 +407,56 @@ fn a_folder_without_a_store_gets_no_reader_and_nothing_created() {
     let missing = dir.path().join("nothing");
     let error = Store::open_reader(&missing, Config::default()).unwrap_err();
     assert!(error.to_string().contains("does not exist"), "{error}");
+}
+
+/// Under `Served`, retired files go to its worker (`take_due_removals`): that path waits for a
+/// reader's pin too, and removes them once the reader has moved on.
+#[test]
+fn a_served_writer_removes_nothing_a_reader_pins_and_everything_once_it_moves_on() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::create(dir.path(), writer_config(), &[decl()]).unwrap();
+        seal_batches(&mut store, 0..6);
+        let mut reader =
+            Store::open_reader(dir.path(), Config::default().open_segments_max(1)).unwrap();
+        let claimed = live_in(&reader);
+        store.compact().unwrap();
+        assert!(store.removals_pending() > 0, "the reader pins the inputs");
+        // No compaction under `Served`: only the queued removals are left to do.
+        let served = Served::spawn(
+            store,
+            ServeConfig::default()
+                .seal_interval(None)
+                .compact_steps_per_tick(0),
+        );
+        let mut publisher = served.clone();
+        for p in 6..10 {
+            publisher.publish(S, p, rows_at(p)).await.unwrap();
+            publisher.seal(S, &[]).await.unwrap();
+        }
+        assert!(served.metrics().await.unwrap().removals_pending > 0);
+        assert!(claimed.is_subset(&segments_on_disk(dir.path())));
+        assert_answers_at_watermark(&reader);
+
+        reader.refresh().unwrap();
+        let mut p = 10;
+        while served.metrics().await.unwrap().removals_pending > 0 {
+            assert!(p < 200, "the worker never removed what the reader let go");
+            publisher.publish(S, p, rows_at(p)).await.unwrap();
+            publisher.seal(S, &[]).await.unwrap();
+            p += 1;
+        }
+        served.stop().await.unwrap();
+        drop(served);
+        drop(publisher);
+        let store = Store::open(dir.path(), writer_config(), &[]).unwrap();
+        assert_eq!(segments_on_disk(dir.path()), live_in(&store));
+        reader.refresh().unwrap();
+        assert_answers_at_watermark(&reader);
+    });
 }
