@@ -576,7 +576,7 @@ impl Store {
             ));
         }
         room_to_stage(
-            self.writer.staged_bytes,
+            writer!(self).staged_bytes,
             checked.bytes,
             self.config.staged_bytes_max,
         )?;
@@ -616,6 +616,6 @@ impl Accepted<'_, '_, '_> {
         let (batch_bytes, n_rows) = (checked.bytes, checked.n_rows);
         state.stage_columns(self.positions, self.columns, checked);
         state.note_position(last, n_rows);
-        self.store.writer.staged_bytes += batch_bytes;
+        writer!(self.store).staged_bytes += batch_bytes;
     }
 }

@@ -208,7 +208,7 @@ impl Store {
         self.check_writable("compact_step")?;
         self.remove_unpinned()?;
         // Retention first: what it retires is neither merged nor rewritten.
-        if self.writer.sweep_due && !self.config.retention.is_empty() {
+        if writer!(self).sweep_due && !self.config.retention.is_empty() {
             self.sweep()?;
         }
         let Some(pick) = self.pick() else {
@@ -217,20 +217,20 @@ impl Store {
         };
         // Moved before the merge is tried, so a partition whose inputs fail to read does not
         // take every later step too.
-        self.writer.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
-        let name = self.writer.next_name;
-        self.writer.next_name = name + 1;
+        writer!(self).compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
+        let name = writer!(self).next_name;
+        writer!(self).next_name = name + 1;
         let snapshot = self.snapshot();
         let placeholder = ManifestWriter::detached(
-            self.writer.manifest.generation(),
-            self.writer.manifest.len(),
+            writer!(self).manifest.generation(),
+            writer!(self).manifest.len(),
         );
-        self.writer.sealing = true;
+        writer!(self).sealing = true;
         Ok(Some(Merging {
             snapshot,
             pick,
             name,
-            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
+            manifest: std::mem::replace(&mut writer!(self).manifest, placeholder),
             version: self.version,
         }))
     }
@@ -244,8 +244,8 @@ impl Store {
         &mut self,
         done: MergeDone,
     ) -> Result<Option<CompactStep>, EngineError> {
-        self.writer.sealing = false;
-        self.writer.manifest = done.manifest;
+        writer!(self).sealing = false;
+        writer!(self).manifest = done.manifest;
         if done.version != self.version {
             return Err(self.poison(EngineError::Internal {
                 reason: format!(
@@ -259,7 +259,7 @@ impl Store {
             Ok(outcome) => outcome,
             Err(MergeError::Read(error)) => {
                 if let [(input, _)] = pick.inputs[..] {
-                    self.writer.rewrite_failed = Some(input);
+                    writer!(self).rewrite_failed = Some(input);
                 }
                 return Err(error);
             }
@@ -267,14 +267,14 @@ impl Store {
         };
         self.catalog = Arc::new(catalog);
         self.version += 1;
-        self.writer.metrics.compaction_steps += 1;
-        self.writer.metrics.compaction_bytes_read +=
+        writer!(self).metrics.compaction_steps += 1;
+        writer!(self).metrics.compaction_bytes_read +=
             pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        self.writer.metrics.compaction_bytes_written += bytes_written;
+        writer!(self).metrics.compaction_bytes_written += bytes_written;
         let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
         inputs.sort_unstable();
         let removed = self.remove_retired(&inputs)?;
-        self.writer.retired_since_measure |= !removed.is_empty();
+        writer!(self).retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
             stream: pick.stream,
@@ -294,11 +294,9 @@ impl Store {
         // merged: taking the first in order would give every step to the first dozen
         // partitions of a barrier that touches more than a grant's worth, and none ever to
         // the rest (seen: one partition of 32 at 1,000 files after a compacting ingest).
+        let cursor = self.writer.as_ref().and_then(|w| w.compact_cursor.as_ref());
         let after = |id: &str, track: &TrackKey| {
-            self.writer
-                .compact_cursor
-                .as_ref()
-                .is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
+            cursor.is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
         };
         if let Some(pick) = self.pick_rewrite() {
             return Some(pick);
@@ -408,10 +406,11 @@ impl Store {
     /// whole one lets the file go once the last is out. One input, so the output holds the same
     /// rows and cells bit for bit, wherever it lies among the partition's segments.
     fn pick_rewrite(&self) -> Option<Pick> {
+        let failed = self.writer.as_ref().and_then(|w| w.rewrite_failed);
         for name in self.catalog.partly_retired_files() {
             // One file that cannot be read (boot's verdict, or the last rewrite's failure)
             // must not take every step.
-            if self.unreadable.contains_key(&name) || self.writer.rewrite_failed == Some(name) {
+            if self.unreadable.contains_key(&name) || failed == Some(name) {
                 continue;
             }
             let file = self.catalog.file(name)?;

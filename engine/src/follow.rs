@@ -15,10 +15,10 @@ use strata_index::{
     Catalog, FileName, LOG_HEADER_LEN, LOG_VERSION, check_header, decode_frame_in, scan_frames,
 };
 use strata_recover::RecoverError;
+use strata_segment::SegmentError;
 use strata_segment::manifest_generations;
 use strata_segment::names::manifest_name;
 use strata_segment::vfs::Vfs;
-use strata_segment::{ManifestWriter, SegmentError};
 
 use crate::config::Config;
 use crate::error::EngineError;
@@ -136,7 +136,7 @@ impl Store {
             self.version += 1;
             self.streams = stream_states(&self.catalog);
             self.evict_readers(&gone);
-            self.writer.manifest = ManifestWriter::detached(now.generation, now.len);
+            self.seen = now;
         }
         // The pin says the oldest position anything here may still read at: the oldest
         // snapshot's, or now.
@@ -166,7 +166,9 @@ impl Store {
     /// trusted prefix its catalog holds. A writer's moves with every record; a reader's with
     /// each [`Store::refresh`].
     pub fn manifest_position(&self) -> ManifestPosition {
-        self.writer.manifest_position()
+        self.writer
+            .as_ref()
+            .map_or(self.seen, crate::store::Writer::manifest_position)
     }
 
     /// Whether this store is a reader in another process ([`Store::open_reader`]).

@@ -4,6 +4,19 @@
 //! `seal` closes one barrier for everything staged — one segment file written two-phase, then one
 //! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
 
+/// The writer's state of a store that is writing: `store.writer`, which every store that
+/// writes has (a read-only store, a snapshot and a reader have none, and `check_writable`
+/// refuses their writes before any reaches here). A macro rather than a method so that it
+/// borrows the one field, beside the store's others.
+macro_rules! writer {
+    ($store:expr) => {
+        $store
+            .writer
+            .as_mut()
+            .expect("a store that writes has a writer: check_writable admitted this write")
+    };
+}
+
 mod columns;
 mod compact;
 mod config;

@@ -60,7 +60,7 @@ impl Store {
             }
             swept.push(self.commit_retirement(&stream, floors, retired)?);
         }
-        self.writer.sweep_due = false;
+        writer!(self).sweep_due = false;
         Ok(swept)
     }
 
@@ -289,12 +289,12 @@ impl Store {
                 .map_err(|e| EngineError::Internal {
                     reason: format!("a retirement's own record was refused: {e}"),
                 })?;
-            let manifest_len = self.writer.manifest.len();
-            if let Err(error) = self.writer.manifest.append(&record) {
+            let manifest_len = writer!(self).manifest.len();
+            if let Err(error) = writer!(self).manifest.append(&record) {
                 let frame_bytes = strata_index::encode_frame(&record).len() as u64;
                 cut_partial_frame(
                     self.vfs.as_ref(),
-                    &self.writer.manifest,
+                    &writer!(self).manifest,
                     manifest_len,
                     frame_bytes,
                 );
@@ -307,9 +307,9 @@ impl Store {
         if let Some(state) = self.streams.get_mut(stream) {
             state.floor = floor;
         }
-        self.writer.metrics.tiers_retired += retired.len() as u64;
+        writer!(self).metrics.tiers_retired += retired.len() as u64;
         let removed = self.remove_retired(&files)?;
-        self.writer.retired_since_measure |= !removed.is_empty();
+        writer!(self).retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Swept {
             stream: stream.to_owned(),

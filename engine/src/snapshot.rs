@@ -75,12 +75,13 @@ impl Store {
             catalog: Arc::clone(&self.catalog),
             version: self.version,
             pins: Arc::clone(&self.pins),
-            writer: self.writer.detached(),
+            // A snapshot only reads: no writer, and the position its catalog is at.
+            writer: None,
+            seen: self.manifest_position(),
             unreadable: self.unreadable.clone(),
             // The store's lock, shared: a store reopened while a snapshot lives is `Locked`,
             // so no other writer removes files the snapshot may map.
             lock: self.lock.clone(),
-            read_only: true,
             // A reader's pin stays with the reader; the snapshot's version is in its
             // `versions`, which hold the pin back while the snapshot lives (`follow.rs`).
             follow: None,
@@ -106,7 +107,7 @@ impl Store {
 
     /// Files retired while a snapshot could still read them, not removed yet.
     pub fn removals_pending(&self) -> usize {
-        self.writer.removals.len()
+        self.writer.as_ref().map_or(0, |w| w.removals.len())
     }
 
     /// Removes the retired files no snapshot can read any more (all of them once none is
@@ -114,8 +115,13 @@ impl Store {
     /// always did. Every write of a store used directly calls it; under `Served` it does
     /// nothing (`defer_removals`) but at the stop, and the worker removes them instead.
     pub(crate) fn remove_unpinned(&mut self) -> Result<(), EngineError> {
-        // Under `Served` the worker removes them (`take_due_removals`).
-        if self.writer.removals.is_empty() || self.read_only || self.writer.defer_removals {
+        // A store without a writer removes nothing; under `Served` the worker removes them
+        // (`take_due_removals`).
+        if self
+            .writer
+            .as_ref()
+            .is_none_or(|w| w.removals.is_empty() || w.defer_removals)
+        {
             return Ok(());
         }
         let names = self.split_due_removals();
@@ -128,10 +134,10 @@ impl Store {
     /// hold everything back, as a reader at the start would: nothing is removed on a guess.
     fn split_due_removals(&mut self) -> Vec<FileName> {
         let due = self.due_predicate();
-        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writer.removals)
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut writer!(self).removals)
             .into_iter()
             .partition(|removal| due(removal));
-        self.writer.removals = kept;
+        writer!(self).removals = kept;
         due.into_iter().map(|removal| removal.name).collect()
     }
 
@@ -142,7 +148,8 @@ impl Store {
         let oldest = self.pins.oldest();
         let snapshots_let_go =
             move |removal: &Removal| oldest.is_none_or(|oldest| oldest >= removal.version);
-        let reader = if self.writer.removals.iter().any(snapshots_let_go) {
+        let queued = self.writer.as_ref().map_or(&[][..], |w| &w.removals[..]);
+        let reader = if queued.iter().any(snapshots_let_go) {
             oldest_reader(self.vfs.as_ref()).unwrap_or(Some(ManifestPosition::default()))
         } else {
             None
@@ -155,7 +162,9 @@ impl Store {
     /// Whether a queued file may be removed now: nothing can read it any more.
     pub(crate) fn removals_due(&self) -> bool {
         let due = self.due_predicate();
-        self.writer.removals.iter().any(due)
+        self.writer
+            .as_ref()
+            .is_some_and(|w| w.removals.iter().any(due))
     }
 
     /// Takes the queued files no snapshot can read any more out of the queue, and lets go of
@@ -165,7 +174,7 @@ impl Store {
     pub(crate) fn take_due_removals(&mut self) -> Vec<FileName> {
         let names = self.split_due_removals();
         self.evict_readers(&names);
-        self.writer.sealing = !names.is_empty();
+        writer!(self).sealing = !names.is_empty();
         names
     }
 
@@ -174,7 +183,7 @@ impl Store {
         &mut self,
         removed: Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        self.writer.sealing = false;
+        writer!(self).sealing = false;
         removed.map_err(|error| self.poison(error))
     }
 
@@ -190,8 +199,8 @@ impl Store {
     /// Queues `name`, retired by the version now current and the manifest frame that ends
     /// where the manifest does now, for removal once nothing can read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
-        let at = self.writer.manifest_position();
-        self.writer.removals.push(Removal {
+        let at = writer!(self).manifest_position();
+        writer!(self).removals.push(Removal {
             version: self.version,
             at,
             name,

@@ -14,7 +14,7 @@ use strata_recover::{
     Booted, Report, Viewed, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
 };
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
-use strata_segment::vfs::{Counting, RealFs, RenameMode, Vfs, VfsLock};
+use strata_segment::vfs::{Counting, RealFs, RenameMode, SyncCounts, Vfs, VfsLock};
 use strata_segment::{
     CountingSink, FileSink, ManifestWriter, SegmentError, SegmentSink, SegmentSummary,
     SegmentWriter, SyncedFile, TempFile, read_manifest, rewrite_manifest, truncate_manifest,
@@ -143,15 +143,17 @@ pub struct Store {
     /// The versions snapshots hold, so that a file they may read is not removed under them.
     pub(crate) pins: Arc<Pins>,
     /// What only the writer has: the manifest it appends to, staging's size, the files it is
-    /// yet to remove, compaction's place, its counters. A snapshot has a detached one.
-    pub(crate) writer: Writer,
+    /// yet to remove, compaction's place, its counters. `None` for a store that only reads
+    /// (opened read-only, a snapshot, a reader in another process): every write is refused.
+    pub(crate) writer: Option<Writer>,
+    /// The manifest position a store without a writer answers at: what it read (a read-only
+    /// open, a reader) or what its writer had appended (a snapshot). A writer's own moves
+    /// with every record (`Writer::manifest_position`).
+    pub(crate) seen: ManifestPosition,
     pub(crate) unreadable: BTreeMap<FileName, String>,
     /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
     /// a `LOCK` file, for a read-only one.
     pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
-    /// Opened with [`Store::open_read_only`] or [`Store::open_reader`], or a snapshot: every
-    /// write is refused (`EngineError::ReadOnly`).
-    pub(crate) read_only: bool,
     /// A reader in another process's pin and where it follows the manifest
     /// ([`Store::open_reader`]); `None` for every other store.
     pub(crate) follow: Option<Follow>,
@@ -230,21 +232,40 @@ impl Writer {
         }
     }
 
+    /// The writer a writable boot leaves: its syncs so far counted, and the retired files boot
+    /// left for readers in other processes queued, to be removed once every reader has read
+    /// past `at`, the manifest boot trusted (`readers.rs`).
+    fn booted(
+        manifest: ManifestWriter,
+        next_name: FileName,
+        manifest_base_len: u64,
+        syncs: &SyncCounts,
+        retired_kept: Vec<FileName>,
+        at: ManifestPosition,
+    ) -> Writer {
+        let mut writer = Writer {
+            metrics: Metrics {
+                file_syncs: syncs.file_syncs(),
+                dir_syncs: syncs.dir_syncs(),
+                ..Metrics::default()
+            },
+            ..Writer::new(manifest, next_name, manifest_base_len)
+        };
+        writer
+            .removals
+            .extend(retired_kept.into_iter().map(|name| Removal {
+                version: 0,
+                at,
+                name,
+            }));
+        writer
+    }
+
     /// Where the manifest ends now: past the last frame appended.
     pub(crate) fn manifest_position(&self) -> ManifestPosition {
         ManifestPosition {
             generation: self.manifest.generation(),
             len: self.manifest.len(),
-        }
-    }
-
-    /// What a snapshot carries: nothing of it is written through (a snapshot refuses every
-    /// write), and its counters are the snapshot's own.
-    pub(crate) fn detached(&self) -> Writer {
-        let manifest = ManifestWriter::detached(self.manifest.generation(), self.manifest.len());
-        Writer {
-            sweep_due: false,
-            ..Writer::new(manifest, self.next_name, 0)
         }
     }
 }
@@ -253,8 +274,8 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("streams", &self.streams.keys().collect::<Vec<_>>())
-            .field("next_name", &self.writer.next_name)
-            .field("staged_bytes", &self.writer.staged_bytes)
+            .field("writing", &self.writer.is_some())
+            .field("staged_bytes", &self.staged_bytes())
             .field("poisoned", &self.poisoned)
             .finish_non_exhaustive()
     }
@@ -460,34 +481,27 @@ impl Store {
             &config,
             read_only,
         )?;
-        let metrics = Metrics {
-            file_syncs: vfs.counts().file_syncs(),
-            dir_syncs: vfs.counts().dir_syncs(),
-            ..Metrics::default()
-        };
-        let manifest_base_len = if !read_only && manifest.len() > config.manifest_rewrite_bytes {
-            snapshot_len(&catalog)
-        } else {
-            0
-        };
-        let at = ManifestPosition {
-            generation: report.generation,
-            len: report.trusted_len,
-        };
-        let mut writer = Writer {
-            metrics,
-            ..Writer::new(manifest, next_name, manifest_base_len)
-        };
-        // Retired files boot left for readers in other processes: removed once every reader
-        // has read past the manifest boot trusted (`readers.rs`).
-        writer
-            .removals
-            .extend(retired_kept.into_iter().map(|name| Removal {
-                version: 0,
+        // A read-only store has no writer: its manifest was never opened for appending.
+        let writer = (!read_only).then(|| {
+            let manifest_base_len = if manifest.len() > config.manifest_rewrite_bytes {
+                snapshot_len(&catalog)
+            } else {
+                0
+            };
+            let at = ManifestPosition {
+                generation: report.generation,
+                len: report.trusted_len,
+            };
+            Writer::booted(
+                manifest,
+                next_name,
+                manifest_base_len,
+                vfs.counts(),
+                retired_kept,
                 at,
-                name,
-            }));
-        let mut store = Store::assemble(vfs, config, catalog, writer, report, read_only);
+            )
+        });
+        let mut store = Store::assemble(vfs, config, catalog, writer, report);
         store.unreadable = unreadable;
         store.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
         Ok(store)
@@ -500,21 +514,23 @@ impl Store {
         catalog: Catalog,
         report: Report,
     ) -> Store {
-        let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
-        let writer = Writer::new(manifest, 0, 0);
         let vfs = Arc::new(Counting::new(vfs));
-        Store::assemble(vfs, config, catalog, writer, report, true)
+        Store::assemble(vfs, config, catalog, None, report)
     }
 
-    /// A store of `catalog` with `writer`'s state, nothing staged, its caches empty, no lock.
+    /// A store of `catalog` with `writer`'s state (`None`: it only reads), nothing staged, its
+    /// caches empty, no lock.
     fn assemble(
         vfs: Arc<Counting>,
         config: Config,
         catalog: Catalog,
-        writer: Writer,
+        writer: Option<Writer>,
         report: Report,
-        read_only: bool,
     ) -> Store {
+        let seen = ManifestPosition {
+            generation: report.generation,
+            len: report.trusted_len,
+        };
         Store {
             vfs,
             streams: stream_states(&catalog),
@@ -522,9 +538,9 @@ impl Store {
             version: 0,
             pins: Arc::default(),
             writer,
+            seen,
             unreadable: BTreeMap::new(),
             lock: None,
-            read_only,
             follow: None,
             poisoned: None,
             readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
@@ -592,18 +608,21 @@ impl Store {
             segments_mapped: self.live_maps.now(),
             segments_mapped_peak: self.live_maps.peak(),
             snapshots: self.pins.count() as u64,
-            removals_pending: self.writer.removals.len() as u64,
+            removals_pending: self.writer.as_ref().map_or(0, |w| w.removals.len() as u64),
             decoded_chunks_bytes: chunks.bytes,
             decoded_chunk_hits: chunks.hits,
             decoded_chunk_misses: chunks.misses,
             decoded_chunk_evictions: chunks.evictions,
-            ..self.writer.metrics
+            ..self
+                .writer
+                .as_ref()
+                .map_or_else(Metrics::default, |w| w.metrics)
         }
     }
 
     /// Bytes staged and not yet sealed.
     pub fn staged_bytes(&self) -> usize {
-        self.writer.staged_bytes
+        self.writer.as_ref().map_or(0, |w| w.staged_bytes)
     }
 
     /// Stages `rows` of `stream` at `position`. Touches no file. The whole batch is validated
@@ -624,12 +643,12 @@ impl Store {
             |key| floor_axis(catalog, stream, key),
         )?;
         room_to_stage(
-            self.writer.staged_bytes,
+            writer!(self).staged_bytes,
             batch_bytes,
             self.config.staged_bytes_max,
         )?;
         state.stage(position, rows, keys);
-        self.writer.staged_bytes += batch_bytes;
+        writer!(self).staged_bytes += batch_bytes;
         Ok(())
     }
 
@@ -646,9 +665,7 @@ impl Store {
             self.finish_barrier(sealing.run())?;
             self.maybe_rewrite_manifest()?;
         }
-        if !self.read_only {
-            self.remove_unpinned()?;
-        }
+        self.remove_unpinned()?;
         Ok(self
             .streams
             .keys()
@@ -713,8 +730,8 @@ impl Store {
     /// [`Store::finish_barrier`] (`sealing`). The caller has checked that something is staged
     /// and that the store is writable.
     pub(crate) fn seal_off(&mut self) -> Sealing {
-        let name = self.writer.next_name;
-        self.writer.next_name = name + 1;
+        let name = writer!(self).next_name;
+        writer!(self).next_name = name + 1;
         let mut rows = 0;
         let mut watermarks = Vec::new();
         for (id, state) in &self.streams {
@@ -738,22 +755,22 @@ impl Store {
             .map(|(id, state)| (id.clone(), state.seal_off()))
             .collect();
         let placeholder = ManifestWriter::detached(
-            self.writer.manifest.generation(),
-            self.writer.manifest.len(),
+            writer!(self).manifest.generation(),
+            writer!(self).manifest.len(),
         );
-        self.writer.sealing = true;
+        writer!(self).sealing = true;
         Sealing {
             name,
             streams,
             storage: self.config.level_storage,
             pack_columns: self.config.pack_columns,
-            staged_bytes: std::mem::take(&mut self.writer.staged_bytes),
+            staged_bytes: std::mem::take(&mut writer!(self).staged_bytes),
             rows,
             watermarks,
             intact,
             catalog: Arc::clone(&self.catalog),
             version: self.version,
-            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
+            manifest: std::mem::replace(&mut writer!(self).manifest, placeholder),
             vfs: Arc::clone(&self.vfs),
         }
     }
@@ -764,9 +781,9 @@ impl Store {
     /// before anything was claimed) puts the rows back in staging if nothing was staged
     /// behind them, and poisons the store if something was.
     pub(crate) fn finish_barrier(&mut self, sealed: Sealed) -> Result<(), EngineError> {
-        self.writer.sealing = false;
-        self.writer.manifest = sealed.manifest;
-        self.writer.metrics.barrier_syncs += sealed.syncs;
+        writer!(self).sealing = false;
+        writer!(self).manifest = sealed.manifest;
+        writer!(self).metrics.barrier_syncs += sealed.syncs;
         if sealed.version != self.version {
             let error = EngineError::Internal {
                 reason: format!(
@@ -781,20 +798,20 @@ impl Store {
             Ok((catalog, segment_len)) => {
                 self.catalog = Arc::new(catalog);
                 self.version += 1;
-                self.writer.sweep_due = true;
-                self.writer.metrics.barriers += 1;
-                self.writer.metrics.rows_sealed += sealed.rows;
-                self.writer.metrics.bytes_sealed += segment_len;
+                writer!(self).sweep_due = true;
+                writer!(self).metrics.barriers += 1;
+                writer!(self).metrics.rows_sealed += sealed.rows;
+                writer!(self).metrics.bytes_sealed += segment_len;
                 Ok(())
             }
-            Err(error @ EngineError::Internal { .. }) if self.writer.staged_bytes == 0 => {
+            Err(error @ EngineError::Internal { .. }) if writer!(self).staged_bytes == 0 => {
                 for (id, sealed_off) in sealed.streams {
                     if let Some(state) = self.streams.get_mut(&id) {
                         state.staged = sealed_off.staged;
                         state.staged_position = sealed_off.staged_position;
                     }
                 }
-                self.writer.staged_bytes = sealed.staged_bytes;
+                writer!(self).staged_bytes = sealed.staged_bytes;
                 Err(error)
             }
             Err(error) => {
@@ -821,8 +838,8 @@ impl Store {
         // live state) would otherwise be rewritten after every record, each rewrite costing the
         // whole snapshot. Waiting until the manifest has doubled since the last rewrite makes
         // each rewrite pay for itself with as many bytes of new frames.
-        let len = self.writer.manifest.len();
-        if len <= self.config.manifest_rewrite_bytes || len <= self.writer.manifest_base_len * 2 {
+        let len = writer!(self).manifest.len();
+        if len <= self.config.manifest_rewrite_bytes || len <= writer!(self).manifest_base_len * 2 {
             return Ok(());
         }
         self.rewrite_manifest().map(|_| ())
@@ -834,8 +851,8 @@ impl Store {
     /// history compaction just retired boot from its live state without waiting for the
     /// manifest to double past a snapshot measured before the retirements.
     pub(crate) fn tidy_manifest(&mut self) -> Result<(), EngineError> {
-        if self.writer.retired_since_measure
-            && self.writer.manifest.len() > self.config.manifest_rewrite_bytes
+        if writer!(self).retired_since_measure
+            && writer!(self).manifest.len() > self.config.manifest_rewrite_bytes
         {
             self.checkpoint()?;
         }
@@ -854,7 +871,7 @@ impl Store {
                 reason: "u64::MAX is no file's name: it cannot be reserved".to_owned(),
             });
         }
-        if self.writer.next_name > through {
+        if writer!(self).next_name > through {
             return Ok(false);
         }
         let record = Record {
@@ -865,12 +882,12 @@ impl Store {
             .map_err(|e| EngineError::Internal {
                 reason: format!("a name reservation's own record was refused: {e}"),
             })?;
-        let manifest_len = self.writer.manifest.len();
-        if let Err(error) = self.writer.manifest.append(&record) {
+        let manifest_len = writer!(self).manifest.len();
+        if let Err(error) = writer!(self).manifest.append(&record) {
             let frame_bytes = encode_frame(&record).len() as u64;
             cut_partial_frame(
                 self.vfs.as_ref(),
-                &self.writer.manifest,
+                &writer!(self).manifest,
                 manifest_len,
                 frame_bytes,
             );
@@ -878,7 +895,7 @@ impl Store {
             self.poisoned = Some(Arc::new(error.duplicate()));
             return Err(error);
         }
-        self.writer.next_name = through + 1;
+        writer!(self).next_name = through + 1;
         Ok(true)
     }
 
@@ -894,12 +911,12 @@ impl Store {
         // Files retired under a snapshot hold the rewrite back (`rewrite_manifest`): then
         // nothing is measured, so the next quiet spell tries again.
         self.remove_unpinned()?;
-        if !self.writer.removals.is_empty() {
+        if !writer!(self).removals.is_empty() {
             return Ok(false);
         }
-        self.writer.manifest_base_len = snapshot_len(&self.catalog);
-        self.writer.retired_since_measure = false;
-        if self.writer.manifest.len() <= self.writer.manifest_base_len * 2 {
+        writer!(self).manifest_base_len = snapshot_len(&self.catalog);
+        writer!(self).retired_since_measure = false;
+        if writer!(self).manifest.len() <= writer!(self).manifest_base_len * 2 {
             return Ok(false);
         }
         self.rewrite_manifest()
@@ -915,14 +932,14 @@ impl Store {
     /// remove. Answers whether it rewrote; a later write rewrites once they are gone.
     fn rewrite_manifest(&mut self) -> Result<bool, EngineError> {
         self.remove_unpinned()?;
-        if !self.writer.removals.is_empty() {
+        if !writer!(self).removals.is_empty() {
             return Ok(false);
         }
         // The generation replaced, read back whole: its frame boundaries join the lineage
         // the new one records, which is what proves a copy of any of them (a bucket's) an
         // earlier state of this store. The appends that wrote it succeeded (a failed one
         // poisons the store), so it is all trusted prefix.
-        let generation = self.writer.manifest.generation();
+        let generation = writer!(self).manifest.generation();
         // A failed read writes nothing: the store stays as it was, unpoisoned.
         let replaced = read_manifest(self.vfs.as_ref(), generation).map_err(EngineError::read)?;
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
@@ -943,9 +960,9 @@ impl Store {
         }
         match rewrite_manifest(self.vfs.as_ref(), generation, &snapshot) {
             Ok(manifest) => {
-                self.writer.manifest_base_len = manifest.len();
-                self.writer.retired_since_measure = false;
-                self.writer.manifest = manifest;
+                writer!(self).manifest_base_len = manifest.len();
+                writer!(self).retired_since_measure = false;
+                writer!(self).manifest = manifest;
                 self.catalog = Arc::new(rebuilt);
                 self.version += 1;
                 Ok(true)
@@ -962,7 +979,7 @@ impl Store {
     /// then any write but a publish while a barrier is in flight (`Served` waits for the
     /// barrier before it asks; one that comes anyway is a bug, refused before it writes).
     pub(crate) fn check_writable(&self, operation: &'static str) -> Result<(), EngineError> {
-        if self.read_only {
+        if self.writer.is_none() {
             return Err(EngineError::ReadOnly {
                 store: self.vfs.location(),
                 operation,
@@ -975,7 +992,7 @@ impl Store {
             operation,
             "publish" | "publish_columns" | "publish_columns_at"
         );
-        if self.writer.sealing && !stages {
+        if self.writer.as_ref().is_some_and(|w| w.sealing) && !stages {
             return Err(EngineError::Internal {
                 reason: format!("{operation} was asked while a barrier is in flight"),
             });
@@ -990,10 +1007,11 @@ impl Store {
         Arc::make_mut(&mut self.catalog)
     }
 
-    /// Whether the store was opened with [`Store::open_read_only`], so that every write is
-    /// refused.
+    /// Whether the store only reads: opened with [`Store::open_read_only`] or
+    /// [`Store::open_reader`], or a [`Snapshot`](crate::Snapshot). It has no writer, and every
+    /// write is refused.
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        self.writer.is_none()
     }
 
     /// `EngineError::Poisoned` if an earlier failed write poisoned the store: every write is

@@ -4,7 +4,7 @@
 //!
 //! The writer and the reader here are two stores of one process, each with its own handles,
 //! as two processes would have (the reader takes no lock; the pins are real `flock`s). The
-//! soak in `tests/crash/readers_soak.rs` runs them as separate processes, killed at random.
+//! soak in `cli/tests/readers_soak.rs` runs them as separate processes, killed at random.
 //! Every expected answer is a `MemorySeries` replaying the rows through the watermark the
 //! reader reports; what is on disk is read from the folder, not from either store.
 

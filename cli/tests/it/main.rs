@@ -21,7 +21,6 @@ mod messages_cli;
 mod position_cli;
 mod read_only_cli;
 mod readers_cli;
-mod readers_soak;
 mod remote_chain;
 mod remote_cli;
 mod retention_cli;

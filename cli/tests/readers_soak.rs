@@ -20,6 +20,16 @@
 //! stops when its standard input (a pipe from the parent) ends, so none outlives the parent.
 //!
 //! `STRATA_READERS_SOAK_KILLS=N` kills the writer N times instead of `KILLS_DEFAULT`.
+//!
+//! A test binary of its own, so that its five processes never share the machine with the
+//! timing-sensitive tests of `tests/it` (cargo runs test binaries one after another).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -44,8 +54,7 @@ const DIR_ENV: &str = "STRATA_READERS_SOAK_DIR";
 const KILLS_ENV: &str = "STRATA_READERS_SOAK_KILLS";
 /// Kills of the writer in CI's run: with the pauses between them, about 20 s.
 const KILLS_DEFAULT: u64 = 14;
-const TEST_NAME: &str =
-    "readers_soak::readers_in_other_processes_answer_as_the_model_while_the_writer_is_killed";
+const TEST_NAME: &str = "readers_in_other_processes_answer_as_the_model_while_the_writer_is_killed";
 /// A child stops by itself after this, whatever its parent does.
 const CHILD_LIFETIME_MAX: Duration = Duration::from_secs(300);
 
