@@ -11,9 +11,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata_index::{
-    Catalog, FileName, LOG_HEADER_LEN, LOG_VERSION, check_header, decode_frame_in, scan_frames,
-};
+use strata_index::{Catalog, FileName, LOG_HEADER_LEN, check_header, decode_frame_in, scan_frames};
 use strata_recover::RecoverError;
 use strata_segment::SegmentError;
 use strata_segment::manifest_generations;
@@ -72,11 +70,7 @@ impl Store {
             generation: report.generation,
             len: report.trusted_len,
         };
-        let log_version = vfs
-            .read_from(&manifest_name(at.generation), 0)
-            .ok()
-            .and_then(|bytes| check_header(&bytes).ok())
-            .unwrap_or(LOG_VERSION);
+        let log_version = plan.log_version;
         pin.move_to(at)?;
         let mut store = Store::reading(vfs, config, plan.catalog, report);
         store.unreadable = plan.unreadable;
@@ -102,35 +96,28 @@ impl Store {
             });
         };
         let at = self.manifest_position();
-        let read = read_since(self.vfs.as_ref(), at)?;
-        let live_before: Vec<FileName> = self.catalog.live_files().map(|file| file.name).collect();
-        let (log_version, now) = match read {
+        let (catalog, log_version, now) = match read_since(self.vfs.as_ref(), at)? {
+            // Nothing new: nothing copied, nothing applied.
+            Read::Appended { bytes } if bytes.is_empty() => (None, follow.log_version, at),
             Read::Appended { bytes } => {
-                let log_version = follow.log_version;
-                // Applied in place: the catalog is copied only if a snapshot holds it.
-                let applied = if bytes.is_empty() {
-                    0
-                } else {
-                    let applied =
-                        apply_frames(&bytes, Arc::make_mut(&mut self.catalog), log_version);
-                    refuse_damage(&bytes, applied, at)?;
-                    applied
-                };
+                // Applied to a copy, so that a refusal leaves this store as it was.
+                let mut catalog = Catalog::clone(&self.catalog);
+                let applied = apply_frames(&bytes, &mut catalog, follow.log_version);
+                refuse_damage(&bytes, applied, at)?;
                 let now = ManifestPosition {
                     generation: at.generation,
                     len: at.len + applied,
                 };
-                (log_version, now)
+                (Some(catalog), follow.log_version, now)
             }
-            Read::Whole(loaded) => {
-                self.catalog = Arc::new(loaded.catalog);
-                (loaded.log_version, loaded.at)
-            }
+            Read::Whole(loaded) => (Some(loaded.catalog), loaded.log_version, loaded.at),
         };
         let changed = now != at;
-        if changed {
-            let gone: Vec<FileName> = live_before
-                .into_iter()
+        if let Some(catalog) = catalog.filter(|_| changed) {
+            let before = std::mem::replace(&mut self.catalog, Arc::new(catalog));
+            let gone: Vec<FileName> = before
+                .live_files()
+                .map(|file| file.name)
                 .filter(|&name| self.catalog.file(name).is_none() || self.catalog.is_retired(name))
                 .collect();
             self.version += 1;

@@ -10,7 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use strata_index::{
-    Catalog, FaultReason, FileName, LOG_HEADER_LEN, decode_frame, parse_log, scan_frames,
+    Catalog, FaultReason, FileName, LOG_HEADER_LEN, LOG_VERSION, check_header, decode_frame,
+    parse_log, scan_frames,
 };
 use strata_segment::names::{
     FileKind, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
@@ -59,6 +60,9 @@ pub struct Plan {
     pub next_name: FileName,
     /// Recorded files that reads must refuse as `Unreadable`, with why.
     pub unreadable: BTreeMap<FileName, String>,
+    /// The format version the manifest's header names (`strata_index::check_header`): what
+    /// its frames are decoded in, by boot and by a reader that goes on reading them.
+    pub log_version: u32,
     pub(crate) steps: Vec<Step>,
     /// The manifest's bytes past the trusted prefix (kept as a copy: the manifest is cut later).
     pub(crate) tail: Vec<u8>,
@@ -185,6 +189,7 @@ struct Planner {
     steps: Vec<Step>,
     next_name: FileName,
     unreadable: BTreeMap<FileName, String>,
+    log_version: u32,
     tail: Vec<u8>,
     fault_reason: Option<String>,
     /// Names in quarantine now, plus those this plan will add.
@@ -231,6 +236,7 @@ impl Planner {
             report: self.report,
             next_name: self.next_name,
             unreadable: self.unreadable,
+            log_version: self.log_version,
             steps: self.steps,
             tail: self.tail,
         }
@@ -284,6 +290,8 @@ impl Planner {
             });
         }
         self.report.manifest_len = bytes.len() as u64;
+        // A header `parse_log` refused ended the read above, so this is its version.
+        self.log_version = check_header(&bytes).unwrap_or(LOG_VERSION);
         let mut trusted_len = LOG_HEADER_LEN as u64;
         let mut fault_reason = parsed.fault.as_ref().map(|f| f.reason.to_string());
         for record in &parsed.records {

@@ -460,3 +460,40 @@ fn a_served_writer_removes_nothing_a_reader_pins_and_everything_once_it_moves_on
         assert_answers_at_watermark(&reader);
     });
 }
+
+/// A refresh that finds damage inside what was appended (a bad frame with whole frames after
+/// it: not a write in flight) is refused, naming the manifest, and leaves the reader exactly as
+/// it was: nothing of the frames before the damage is half taken in.
+#[test]
+fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
+    seal_batches(&mut writer, 0..5);
+    let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    let before = reader.manifest_position();
+    let mut ends = Vec::new();
+    for p in 5..8 {
+        seal_batches(&mut writer, p..p + 1);
+        ends.push(writer.manifest_position());
+    }
+    drop(writer);
+    // A byte inside the second appended frame.
+    let manifest = dir
+        .path()
+        .join(format!("manifest-{:06}", before.generation));
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let at = usize::try_from(ends[0].len).unwrap() + 12;
+    bytes[at] ^= 0x40;
+    std::fs::write(&manifest, &bytes).unwrap();
+    for _ in 0..2 {
+        let refused = reader.refresh().unwrap_err();
+        assert!(
+            matches!(refused, EngineError::Unreadable { .. })
+                && refused.to_string().contains("manifest-"),
+            "{refused}"
+        );
+        assert_eq!(reader.manifest_position(), before);
+        assert_eq!(reader.watermark(S, &[]).unwrap(), Some(4));
+        assert_answers_at_watermark(&reader);
+    }
+}
