@@ -29,12 +29,21 @@
 //! ```
 
 pub use strata_engine::{
-    Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep, Config, DEFAULT_LADDER,
-    EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat, LEVEL_BYTES_SHARE,
-    LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics, Num, OPEN_SEGMENTS_LIMIT,
-    POSITION_COLUMN, Point, QueryRows, QueryRuns, READER_PROCESSES_LIMIT, Resource, Retention, Row,
-    SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey,
-    SurveyFill, Swept, Trimmed, Value, Values, conformance, describe, parse_kind,
+    ARROW_BATCH_ROWS_LIMIT, Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep,
+    Config, DEFAULT_LADDER, EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat,
+    LEVEL_BYTES_SHARE, LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics, Num,
+    OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns, READER_PROCESSES_LIMIT,
+    Resource, Retention, Row, SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl,
+    StreamIntact, Survey, SurveyFill, Swept, Trimmed, Value, Values, conformance, describe,
+    parse_kind,
+};
+/// Arrow out of the store (docs/formats.md): the `arrow` feature, off by default, which brings
+/// arrow-rs's array and schema crates (re-exported as `strata::arrow_array` and
+/// `strata::arrow_schema`, so an embedder names the same versions).
+#[cfg(feature = "arrow")]
+pub use strata_engine::{
+    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_array, arrow_schema,
+    arrow_schema_of, fold_to_arrow,
 };
 /// The store owned by a supervisor behind bounded lanes (docs/embedding.md): the `served`
 /// feature, on by default, which brings tokio.

@@ -19,6 +19,9 @@ pub const OPEN_SEGMENTS_LIMIT: usize = 32_768;
 /// probes each reader's pin, so the bound keeps that a few milliseconds.
 pub const READER_PROCESSES_LIMIT: usize = 4096;
 
+/// The most rows `Config::arrow_batch_rows` may set for one Arrow batch (16 Mi rows).
+pub const ARROW_BATCH_ROWS_LIMIT: usize = 1 << 24;
+
 /// How a store behaves. `Config::default()` is a sane start; change what you need with the
 /// builder methods, one per field and named after it:
 ///
@@ -130,6 +133,10 @@ pub struct Config {
     /// The default, 64; at least 1, at most `READER_PROCESSES_LIMIT`. (Not `ServeConfig`'s
     /// `readers_max`, which bounds the reads running at once inside one served process.)
     pub reader_processes_max: usize,
+    /// The most rows in one Arrow batch a query answers (`Store::query_arrow`, the `arrow`
+    /// feature): a batch ends at this many rows, so an export holds one batch, not the answer.
+    /// The default, 65,536; at least 1, at most `ARROW_BATCH_ROWS_LIMIT`.
+    pub arrow_batch_rows: usize,
 }
 
 impl Default for Config {
@@ -149,6 +156,7 @@ impl Default for Config {
             pack_columns: true,
             decoded_chunks_bytes_max: 32 << 20,
             reader_processes_max: 64,
+            arrow_batch_rows: 1 << 16,
         }
     }
 }
@@ -255,6 +263,13 @@ impl Config {
         self
     }
 
+    /// Sets [`Config::arrow_batch_rows`].
+    #[must_use]
+    pub fn arrow_batch_rows(mut self, arrow_batch_rows: usize) -> Self {
+        self.arrow_batch_rows = arrow_batch_rows;
+        self
+    }
+
     /// Sets [`Config::lineage_states_max`].
     #[must_use]
     pub fn lineage_states_max(mut self, lineage_states_max: usize) -> Self {
@@ -291,6 +306,15 @@ impl Config {
                 reason: format!(
                     "is {}; it must be between 1 and {READER_PROCESSES_LIMIT}",
                     self.reader_processes_max
+                ),
+            });
+        }
+        if self.arrow_batch_rows == 0 || self.arrow_batch_rows > ARROW_BATCH_ROWS_LIMIT {
+            return Err(EngineError::Config {
+                setting: "arrow_batch_rows",
+                reason: format!(
+                    "is {}; it must be between 1 and {ARROW_BATCH_ROWS_LIMIT}",
+                    self.arrow_batch_rows
                 ),
             });
         }

@@ -17,6 +17,8 @@ macro_rules! writer {
     };
 }
 
+#[cfg(feature = "arrow")]
+mod arrow;
 mod columns;
 mod compact;
 mod config;
@@ -46,9 +48,14 @@ mod trim;
 mod typed;
 mod value;
 
+#[cfg(feature = "arrow")]
+pub use arrow::{
+    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_schema as arrow_schema_of,
+    fold_to_arrow,
+};
 pub use columns::{Column, Values};
 pub use compact::CompactStep;
-pub use config::{Config, OPEN_SEGMENTS_LIMIT, READER_PROCESSES_LIMIT};
+pub use config::{ARROW_BATCH_ROWS_LIMIT, Config, OPEN_SEGMENTS_LIMIT, READER_PROCESSES_LIMIT};
 pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, StreamIntact};
 pub use ladder::{LEVEL_BYTES_SHARE, LevelStorage};
@@ -69,3 +76,5 @@ pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};
 pub use trim::Trimmed;
 pub use value::{Row, Value};
+#[cfg(feature = "arrow")]
+pub use {arrow_array, arrow_schema};

@@ -390,15 +390,42 @@ impl Store {
         let Some((decl, prefix, lo, hi)) = self.query_bounds(stream, selection, positions)? else {
             return Ok(QueryRuns::empty());
         };
+        self.runs_over(decl, &prefix, lo, hi, None)
+    }
+
+    /// The runs of `decl`'s partitions under `prefix` holding positions `lo..=hi`, merged in
+    /// publish order; with `only`, of that one segment file alone, each partition from above
+    /// its own raw floor (what a trim retired is never handed out).
+    pub(crate) fn runs_over<'s>(
+        &'s self,
+        decl: &'s StreamDecl,
+        prefix: &TrackKey,
+        lo: u64,
+        hi: u64,
+        only: Option<FileName>,
+    ) -> Result<QueryRuns<'s>, EngineError> {
         let mut cursors = Vec::new();
-        let views: Vec<_> = self.catalog.partitions(&decl.id, &prefix).collect();
+        let views: Vec<_> = self
+            .catalog
+            .partitions(&decl.id, prefix)
+            .filter(|view| only.is_none_or(|name| view.part_idx(name).is_some()))
+            .collect();
         // One partition's runs need no merge, and so no ordinals.
         let merging = views.len() > 1;
         for view in views {
+            let lo = match only {
+                Some(_) => match self.raw_floor(&decl.id, view.track(), false) {
+                    Some(u64::MAX) => continue,
+                    Some(floor) => lo.max(floor + 1),
+                    None => lo,
+                },
+                None => lo,
+            };
             let files: Vec<FileName> = view
                 .segments(strata_index::Tier::Raw)
                 .filter(|(_, entry)| entry.positions[1] >= lo && entry.positions[0] <= hi)
                 .map(|(name, _)| name)
+                .filter(|&name| only.is_none_or(|only| only == name))
                 .collect();
             let mut cursor = Cursor {
                 store: self,

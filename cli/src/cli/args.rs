@@ -53,6 +53,10 @@ pub enum Command {
     Survey(SurveyArgs),
     /// One statistic per measured field over an axis range.
     Fold(FoldArgs),
+    /// Write a stream's rows (or a survey's buckets) as a Parquet file or an Arrow IPC stream,
+    /// for DuckDB, Polars, pandas/pyarrow or Spark: streamed, in bounded memory whatever the row
+    /// count (docs/formats.md).
+    Export(ExportArgs),
     /// Close a barrier for anything staged (nothing, in a fresh process) and print watermarks.
     Seal,
     /// Merge segments until no partition has more live files than the policy allows, a bounded
@@ -179,9 +183,13 @@ pub struct DeclareArgs {
 pub struct IngestArgs {
     /// The stream to publish into.
     pub stream: String,
-    /// The CSV file; `-` or nothing reads standard input.
+    /// The CSV, Parquet or Arrow file; `-` or nothing reads standard input.
     #[arg(value_name = "FILE|-")]
     pub input: Option<PathBuf>,
+    /// The input's format; by default what its first bytes say (Parquet's `PAR1`, Arrow's
+    /// `ARROW1` or an IPC stream), else CSV (standard input: CSV).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<InputFormat>,
     /// Rows per batch: a bad row refuses its whole batch and nothing of it is stored.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch: u64,
@@ -197,6 +205,17 @@ pub struct IngestArgs {
     /// as it seals).
     #[arg(long)]
     pub no_compact: bool,
+}
+
+/// What `ingest` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// CSV with a header naming the fields.
+    Csv,
+    /// Apache Parquet (a file, not standard input).
+    Parquet,
+    /// An Arrow IPC file or stream.
+    Arrow,
 }
 
 /// `query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`.
@@ -226,6 +245,59 @@ pub enum Format {
     Csv,
     /// One JSON array of objects with `position` and the fields; bytes as arrays.
     Json,
+}
+
+/// `export STREAM [--track A,B] [--from P] [--to P] [--survey BUDGET] --format parquet|arrow
+/// OUT|-`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The stream to export.
+    pub stream: String,
+    /// A track prefix: labels of the track fields, outermost first, comma-separated (a comma
+    /// within a label is written `\,`, a backslash `\\`).
+    #[arg(long, value_name = "A,B", value_parser = parse_track)]
+    pub track: Option<TrackArg>,
+    /// The lowest position to export (inclusive); with --survey, the lowest axis value.
+    #[arg(long, value_name = "P")]
+    pub from: Option<u64>,
+    /// The highest position to export (inclusive); with --survey, the highest axis value.
+    #[arg(long, value_name = "P")]
+    pub to: Option<u64>,
+    /// Export a survey's buckets at this point budget (a row per bucket: the field, the four
+    /// placed points, count, sum and sum_sq) instead of the rows.
+    #[arg(long, value_name = "BUDGET")]
+    pub survey: Option<u64>,
+    /// The file format: `parquet`, or `arrow` (an Arrow IPC stream).
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Rows per Parquet row group (the unit a reader skips or reads in parallel).
+    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub row_group_rows: u64,
+    /// Parquet's page compression.
+    #[arg(long, value_enum, default_value_t = ExportCompression::Zstd)]
+    pub compression: ExportCompression,
+    /// The file to write (written as OUT.partial, renamed once whole); `-` writes to standard
+    /// output.
+    #[arg(value_name = "OUT|-")]
+    pub output: PathBuf,
+}
+
+/// The format `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Apache Parquet.
+    Parquet,
+    /// An Arrow IPC stream (`pyarrow.ipc.open_stream`).
+    Arrow,
+}
+
+/// Parquet's page compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportCompression {
+    /// zstd at its default level.
+    Zstd,
+    /// None.
+    None,
 }
 
 /// Which rows a levelled read covers: a stream, a track prefix and an axis range.

@@ -16,7 +16,7 @@ use super::parse::{self, Layout};
 
 /// One non-track field's values for the rows of a batch.
 #[derive(Debug)]
-enum Column {
+pub(super) enum Column {
     U64(Vec<u64>),
     I64(Vec<i64>),
     F64(Vec<f64>),
@@ -65,10 +65,10 @@ fn pieces<'a, T: ?Sized>(
 
 /// Consecutive rows of a batch with the same track cells, and the track's values.
 #[derive(Debug)]
-struct Run {
-    start: usize,
+pub(super) struct Run {
+    pub(super) start: usize,
     /// In the order the declaration names the track's fields.
-    track: Vec<Value>,
+    pub(super) track: Vec<Value>,
 }
 
 /// A row that refused its batch: where, and why.
@@ -84,8 +84,8 @@ pub struct Batch {
     pub positions: Vec<u64>,
     pub lines: Vec<u64>,
     /// One per field that is not part of the track, in declaration order (the axis included).
-    columns: Vec<Column>,
-    runs: Vec<Run>,
+    pub(super) columns: Vec<Column>,
+    pub(super) runs: Vec<Run>,
     /// The last row's track cells as they were written, one after another, and where each
     /// ends: a row whose cells are the same bytes continues its run, with nothing parsed.
     last_track: Vec<u8>,
@@ -118,6 +118,33 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
+    }
+
+    /// Whether row `row` of columnar track cells (`cells[field][row]`) continues the last
+    /// row's run, byte for byte.
+    pub(super) fn continues_cells(&self, cells: &[Vec<Vec<u8>>], row: usize) -> bool {
+        if self.runs.is_empty() {
+            return false;
+        }
+        let mut start = 0;
+        cells
+            .iter()
+            .zip(&self.last_track_ends)
+            .all(|(cells, &end)| {
+                let same = cells[row] == self.last_track[start..end];
+                start = end;
+                same
+            })
+    }
+
+    /// Records row `row` of columnar track cells as the last row's, for the next slice.
+    pub(super) fn set_last_cells(&mut self, cells: &[Vec<Vec<u8>>], row: usize) {
+        self.last_track.clear();
+        self.last_track_ends.clear();
+        for cells in cells {
+            self.last_track.extend_from_slice(&cells[row]);
+            self.last_track_ends.push(self.last_track.len());
+        }
     }
 
     /// Whether `record`'s track cells are the last row's, byte for byte.

@@ -32,10 +32,11 @@ use std::time::{Duration, Instant};
 
 use csv::{ByteRecord, Position};
 use indicatif::ProgressBar;
-use strata::{Config, ServeConfig, Store};
+use strata::{Config, ServeConfig, Store, StreamDecl};
 
-use super::args::IngestArgs;
+use super::args::{IngestArgs, InputFormat};
 use super::batch::{BadRow, Batch};
+use super::columnar;
 use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
 use super::parse::{Layout, POSITION_COLUMN, declares_position};
@@ -54,6 +55,36 @@ struct Input {
     len_bytes: Option<u64>,
     /// The file's path, or `standard input`, as messages name it.
     name: String,
+}
+
+/// What the input's records are called: CSV lines (the header is line 1), or the rows of a
+/// Parquet or Arrow input (the first is row 1).
+#[derive(Clone, Copy, Debug)]
+struct Unit {
+    /// `line`, `row`.
+    word: &'static str,
+    /// `lines`, `rows`.
+    words: &'static str,
+    /// `CSV line`, `row`: where the input resumes.
+    long: &'static str,
+}
+
+const CSV_LINES: Unit = Unit {
+    word: "line",
+    words: "lines",
+    long: "CSV line",
+};
+
+const ROWS: Unit = Unit {
+    word: "row",
+    words: "rows",
+    long: "row",
+};
+
+/// Where the records come from.
+enum Records {
+    Csv(csv::Reader<Box<dyn Read>>),
+    Columnar(Box<columnar::Input>),
 }
 
 /// One ingest in progress.
@@ -94,6 +125,8 @@ struct Ingest {
     /// Whether `retention.json` sets any retention (the steps' sweeps then apply it).
     retention_set: bool,
     interrupt: Interrupt,
+    /// What a record is called in messages: a CSV `line`, or a Parquet or Arrow `row`.
+    unit: Unit,
     /// With `--remote`: publishes each barrier and its compaction steps as they become durable
     /// (the command's end publishes the last, with everything else).
     publisher: Option<super::remote::Publishing>,
@@ -108,7 +141,11 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
             args.skip_lines
         ),
     )?;
-    let input = open_input(args.input.as_deref())?;
+    let input = open_input(args.input.as_deref(), args.format)?;
+    let len_bytes = match &input {
+        Opened::Csv(input) => input.len_bytes,
+        Opened::Columnar(_) => None,
+    };
     let retention = retention::load(dir)?;
     let retention_set = !retention.is_empty();
     let store = open_to_compact(dir, retention)?;
@@ -117,19 +154,7 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
         Some(url) => Some(super::remote::Publishing::attach(dir, url, &store)?),
         None => None,
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(input.read);
-    let header = reader
-        .headers()
-        .map_err(|e| Failure::new(format!("line 1: {e}")))?;
-    if header.is_empty() {
-        return Err(Failure::new(format!(
-            "{} is empty (no header line): nothing to ingest",
-            input.name
-        )));
-    }
-    let layout = Layout::new(&decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
+    let (mut records, layout, data_line, unit) = records(input, &decl)?;
     if declares_position(&decl) {
         eprintln!(
             "strata: note: stream {:?} declares a field named {POSITION_COLUMN:?} (declared \
@@ -138,7 +163,6 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
             args.stream
         );
     }
-    let data_line = reader.position().line();
     let skip_before_line = data_line.checked_add(args.skip_lines).ok_or_else(|| {
         Failure::new(format!(
             "--skip-lines {} is beyond any input",
@@ -191,9 +215,40 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
         compact_elapsed: Duration::ZERO,
         retention_set,
         interrupt,
+        unit,
         publisher,
     };
-    ingest.run(&mut reader, input.len_bytes)
+    ingest.run(&mut records, len_bytes)
+}
+
+/// The input's records, the layout of its columns, the record its data begins at (as
+/// `--skip-lines` counts) and what its records are called.
+fn records(input: Opened, decl: &StreamDecl) -> Result<(Records, Layout, u64, Unit), Failure> {
+    Ok(match input {
+        Opened::Csv(input) => {
+            let mut reader = csv::ReaderBuilder::new()
+                .flexible(true)
+                .from_reader(input.read);
+            let header = reader
+                .headers()
+                .map_err(|e| Failure::new(format!("line 1: {e}")))?;
+            if header.is_empty() {
+                return Err(Failure::new(format!(
+                    "{} is empty (no header line): nothing to ingest",
+                    input.name
+                )));
+            }
+            let layout =
+                Layout::new(decl, header).map_err(|e| Failure::new(format!("line 1: {e}")))?;
+            let data_line = reader.position().line();
+            (Records::Csv(reader), layout, data_line, CSV_LINES)
+        }
+        Opened::Columnar(input) => {
+            let layout = Layout::new(decl, &input.header())
+                .map_err(|e| Failure::new(format!("{}: its columns: {e}", input.name)))?;
+            (Records::Columnar(input), layout, 1, ROWS)
+        }
+    })
 }
 
 /// Opens the store to publish and compact into, with the retention `retention.json` sets (the
@@ -205,9 +260,44 @@ fn open_to_compact(
     retention::open_to_compact(dir, Config::default().retention(retention))
 }
 
-fn open_input(path: Option<&Path>) -> Result<Input, Failure> {
+/// The input, opened as the format `--format` names, or as its first bytes say (CSV when they
+/// say neither Parquet nor Arrow; standard input is CSV unless `--format` says otherwise).
+enum Opened {
+    Csv(Input),
+    Columnar(Box<columnar::Input>),
+}
+
+fn open_input(path: Option<&Path>, format: Option<InputFormat>) -> Result<Opened, Failure> {
+    let path = path.filter(|p| *p != Path::new("-"));
+    if let Some(path) = path
+        && path.is_dir()
+    {
+        return Err(Failure::new(format!(
+            "{} is a folder, not a file: ingest reads one CSV, Parquet or Arrow file (or \
+             standard input)",
+            path.display()
+        )));
+    }
+    let format = match (format, path) {
+        (Some(format), _) => format,
+        (None, Some(path)) => match columnar::sniff(path)? {
+            Some(columnar::Format::Parquet) => InputFormat::Parquet,
+            Some(columnar::Format::Arrow) => InputFormat::Arrow,
+            None => InputFormat::Csv,
+        },
+        (None, None) => InputFormat::Csv,
+    };
+    let columnar = match format {
+        InputFormat::Csv => return open_csv(path).map(Opened::Csv),
+        InputFormat::Parquet => columnar::Format::Parquet,
+        InputFormat::Arrow => columnar::Format::Arrow,
+    };
+    columnar::Input::open(path, columnar).map(|input| Opened::Columnar(Box::new(input)))
+}
+
+fn open_csv(path: Option<&Path>) -> Result<Input, Failure> {
     match path {
-        Some(path) if path != Path::new("-") => {
+        Some(path) => {
             let cannot =
                 |e: io::Error| Failure::new(format!("cannot read {}: {e}", path.display()));
             let file = File::open(path).map_err(cannot)?;
@@ -235,11 +325,7 @@ fn open_input(path: Option<&Path>) -> Result<Input, Failure> {
 }
 
 impl Ingest {
-    fn run(
-        mut self,
-        reader: &mut csv::Reader<Box<dyn Read>>,
-        len_bytes: Option<u64>,
-    ) -> Result<ExitCode, Failure> {
+    fn run(mut self, records: &mut Records, len_bytes: Option<u64>) -> Result<ExitCode, Failure> {
         let bar = len_bytes.map_or_else(progress::spinner, progress::bytes);
         let start = Instant::now();
         loop {
@@ -251,7 +337,7 @@ impl Ingest {
                 .batch_rows_max
                 .min(self.seal_every_rows - self.n_rows_pending);
             let staging = Instant::now();
-            let batch = match self.read_batch(reader, room) {
+            let batch = match self.read_batch(records, room) {
                 Ok(batch) if batch.is_empty() => break,
                 Ok(batch) => batch,
                 Err(bad) => {
@@ -278,11 +364,7 @@ impl Ingest {
                     })?;
                 }
             }
-            show(
-                &bar,
-                reader.position(),
-                self.n_rows_sealed + self.n_rows_pending,
-            );
+            show(&bar, records, self.n_rows_sealed + self.n_rows_pending);
         }
         if self.seal()? && self.compact()? {
             bar.finish_and_clear();
@@ -324,7 +406,11 @@ impl Ingest {
                 summary,
                 "; skipped {} in the first {}",
                 count(self.n_rows_skipped, "row", "rows"),
-                count(self.skip_before_line - self.data_line, "line", "lines")
+                count(
+                    self.skip_before_line - self.data_line,
+                    self.unit.word,
+                    self.unit.words
+                )
             );
         }
         print_summary(&(summary + "\n"))?;
@@ -397,23 +483,32 @@ impl Ingest {
     /// What is sealed and where the input resumes, in words.
     fn durable(&self) -> String {
         format!(
-            "sealed {} into {} in this run (watermark {}); CSV line {} is the first not \
+            "sealed {} into {} in this run (watermark {}); {} {} is the first not \
              stored: resume with the same command and --skip-lines {}",
             count(self.n_rows_sealed, "row", "rows"),
             self.stream,
             self.watermark
                 .map_or_else(|| "none".to_owned(), |w| w.to_string()),
+            self.unit.long,
             self.sealed_line,
             self.sealed_line - self.data_line,
         )
     }
 
     /// Reads and parses up to `room` records; an empty batch is the end of the input.
-    fn read_batch(
-        &mut self,
-        reader: &mut csv::Reader<Box<dyn Read>>,
-        room: u64,
-    ) -> Result<Batch, BadRow> {
+    fn read_batch(&mut self, records: &mut Records, room: u64) -> Result<Batch, BadRow> {
+        let reader = match records {
+            Records::Csv(reader) => reader,
+            Records::Columnar(input) => {
+                return input.read_batch(
+                    &self.layout,
+                    room,
+                    self.skip_before_line,
+                    &mut self.n_rows_skipped,
+                    || assign_position(&mut self.next_position),
+                );
+            }
+        };
         let mut batch = Batch::new(&self.layout);
         let mut record = ByteRecord::new();
         while (batch.n_rows() as u64) < room {
@@ -499,8 +594,13 @@ impl Ingest {
         for earlier in &ingest.pending {
             if let Err(again) = earlier.publish(&mut ingest.store, &ingest.stream) {
                 return Failure::new(format!(
-                    "line {}: {}; then publishing the batches before it again failed at line {}: {}",
-                    bad.line, bad.reason, again.line, again.reason
+                    "{} {}: {}; then publishing the batches before it again failed at {} {}: {}",
+                    ingest.unit.word,
+                    bad.line,
+                    bad.reason,
+                    ingest.unit.word,
+                    again.line,
+                    again.reason
                 ));
             }
         }
@@ -518,8 +618,9 @@ impl Ingest {
             .flatten()
             .filter(|&f| watermark.is_none_or(|w| w < f));
         Failure::new(format!(
-            "line {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark \
+            "{} {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark \
              {}{})",
+            self.unit.word,
             bad.line,
             bad.reason,
             grouped(self.n_rows_sealed),
@@ -571,10 +672,12 @@ fn csv_reason(error: &csv::Error) -> String {
     }
 }
 
-fn show(bar: &ProgressBar, at: &Position, n_rows: u64) {
+fn show(bar: &ProgressBar, records: &Records, n_rows: u64) {
     if bar.is_hidden() {
         return;
     }
-    bar.set_position(at.byte());
+    if let Records::Csv(reader) = records {
+        bar.set_position(reader.position().byte());
+    }
     bar.set_message(format!("{} rows", grouped(n_rows)));
 }

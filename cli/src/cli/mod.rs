@@ -13,9 +13,11 @@
 
 pub mod args;
 mod batch;
+mod columnar;
 mod compact;
 mod declare;
 mod demo;
+mod export;
 mod fold;
 mod fsck;
 mod ingest;
@@ -113,6 +115,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Query(args) => query::run(&source(store, url, "query"), &args),
         Command::Survey(args) => survey::run(&source(store, url, "survey"), &args),
         Command::Fold(args) => fold::run(&source(store, url, "fold"), &args),
+        Command::Export(args) => export::run(&source(store, url, "export"), &args),
         Command::Seal => {
             let dir = store_dir(store, "seal");
             written(dir.clone(), seal::run(&dir))
