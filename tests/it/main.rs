@@ -8,6 +8,8 @@
 )]
 
 mod adaptive;
+#[cfg(feature = "arrow")]
+mod arrow;
 mod bytes_per_row;
 mod columns;
 mod compact;

@@ -9,6 +9,7 @@
 
 mod cli;
 mod compact_cli;
+mod formats_cli;
 mod fsck_cli;
 mod full_disk;
 mod interrupt;
