@@ -413,13 +413,11 @@ impl Store {
         // One partition's runs need no merge, and so no ordinals.
         let merging = views.len() > 1;
         for view in views {
-            let lo = match only {
-                Some(_) => match self.raw_floor(&decl.id, view.track(), false) {
-                    Some(u64::MAX) => continue,
-                    Some(floor) => lo.max(floor + 1),
-                    None => lo,
-                },
-                None => lo,
+            // A floor is the lowest position a partition still holds (`u64::MAX`: none).
+            let lo = match (only, self.raw_floor(&decl.id, view.track(), false)) {
+                (Some(_), Some(u64::MAX)) => continue,
+                (Some(_), Some(floor)) => lo.max(floor),
+                _ => lo,
             };
             let files: Vec<FileName> = view
                 .segments(strata_index::Tier::Raw)

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use futures_util::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
 use object_store::local::LocalFileSystem;
-use object_store::path::Path;
+use object_store::path::{Path, PathPart};
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::error::RemoteError;
@@ -124,9 +124,15 @@ impl Bucket {
         &self.store
     }
 
+    /// The object store's path of `key`: its `/`-separated parts under the prefix. A part
+    /// object_store takes as it is (no control character, not `.` or `..`) is kept byte for
+    /// byte, so the names strata writes (the escaped stream ids under `parquet/` included,
+    /// whose `%` object_store would escape once more) are the keys in the bucket; any other
+    /// part is escaped as object_store escapes it.
     fn path(&self, key: &str) -> Path {
-        key.split('/')
-            .fold(self.prefix.clone(), |path, part| path.clone().join(part))
+        key.split('/').fold(self.prefix.clone(), |path, part| {
+            path.join(PathPart::parse(part).unwrap_or_else(|_| PathPart::from(part)))
+        })
     }
 
     fn block<F: Future>(&self, future: F) -> F::Output {
@@ -225,6 +231,28 @@ impl Bucket {
                     .then(|| (name, SystemTime::from(meta.last_modified)))
             })
             .collect())
+    }
+
+    /// Every key under folder `dir` however deep, relative to `dir` (`a/b` for `dir/a/b`),
+    /// sorted.
+    pub(crate) fn list_deep(&self, dir: &str) -> Result<Vec<String>, RemoteError> {
+        let folder = self.path(dir);
+        let metas: Vec<object_store::ObjectMeta> = self
+            .block(self.store.list(Some(&folder)).try_collect())
+            .map_err(|e| RemoteError::object(dir, e))?;
+        let mut keys: Vec<String> = metas
+            .into_iter()
+            .filter_map(|meta| {
+                let parts: Vec<String> = meta
+                    .location
+                    .prefix_match(&folder)?
+                    .map(|part| part.as_ref().to_owned())
+                    .collect();
+                (!parts.is_empty()).then(|| parts.join("/"))
+            })
+            .collect();
+        keys.sort();
+        Ok(keys)
     }
 
     /// The keys under folder `dir` (relative to the prefix, without `dir/`), sorted, with their

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 /// How the tier behaves: the grace period before deletes, the replica's cache budget, the size
-/// of one ranged GET, and how long one request may take.
+/// of one ranged GET, the bounds on what a boot reads, and whether a publisher writes Parquet
+/// beside the segments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteConfig {
     /// How long an object stays in the bucket after the record that retires it was published
@@ -30,6 +31,15 @@ pub struct RemoteConfig {
     /// before it is read, rather than allocated. A store's manifest is rewritten long before
     /// (`Config::manifest_rewrite_bytes`), so only damage or another program reaches it.
     pub log_bytes_max: u64,
+    /// Whether [`Publisher::publish`](crate::Publisher::publish) also writes, beside the
+    /// segments, every live segment's raw rows of each stream as a Parquet object,
+    /// `parquet/STREAM/NAME.parquet`, and deletes those of the segments a publish retires
+    /// (default `false`; docs/remote.md, "Parquet beside the segments"). Needs the crate's
+    /// `parquet` feature: built without it, a publisher asked for Parquet is refused when it
+    /// attaches ([`RemoteError::Refused`](crate::RemoteError::Refused)), having changed
+    /// nothing. With it off, a publisher neither writes nor deletes anything under
+    /// `parquet/`. Replicas never read it.
+    pub parquet: bool,
 }
 
 impl Default for RemoteConfig {
@@ -40,6 +50,7 @@ impl Default for RemoteConfig {
             range_bytes: 8 << 20,
             log_objects_max: 100_000,
             log_bytes_max: 1 << 30,
+            parquet: false,
         }
     }
 }
@@ -77,6 +88,13 @@ impl RemoteConfig {
     #[must_use]
     pub fn log_objects_max(mut self, max: u64) -> Self {
         self.log_objects_max = max;
+        self
+    }
+
+    /// Sets [`RemoteConfig::parquet`].
+    #[must_use]
+    pub fn parquet(mut self, on: bool) -> Self {
+        self.parquet = on;
         self
     }
 }

@@ -65,9 +65,20 @@ pub enum RemoteError {
         reason: String,
     },
     /// An operator's act the bucket cannot take as asked (an adoption over segments another
-    /// history still holds under the same names); nothing was changed.
+    /// history still holds under the same names), or a setting this build cannot honour
+    /// ([`RemoteConfig::parquet`](crate::RemoteConfig) without the `parquet` feature); nothing
+    /// was changed.
     Refused {
         /// Why, naming the objects.
+        reason: String,
+    },
+    /// A Parquet object beside the segments ([`RemoteConfig::parquet`](crate::RemoteConfig))
+    /// could not be written, put or deleted. The strata log is not affected: the publish that
+    /// reports it put its `log/` object, and the next publish writes (or deletes) what is left.
+    Parquet {
+        /// The object's key (`parquet/STREAM/NAME.parquet`).
+        key: String,
+        /// What failed.
         reason: String,
     },
     /// A bound of [`RemoteConfig`](crate::RemoteConfig) was reached.
@@ -130,6 +141,7 @@ impl fmt::Display for RemoteError {
             RemoteError::Engine(e) => write!(f, "{e}"),
             RemoteError::Url { url, reason } => write!(f, "remote {url:?}: {reason}"),
             RemoteError::Refused { reason } => write!(f, "refused: {reason}"),
+            RemoteError::Parquet { key, reason } => write!(f, "Parquet object {key}: {reason}"),
             RemoteError::Bound { reason } => write!(f, "{reason}"),
         }
     }

@@ -11,6 +11,10 @@
 //!   [`RemoteConfig::cache_bytes`], each checked against the digest its record gives;
 //!   [`Replica::poll`] follows new records. A replica never writes to the bucket.
 //!
+//! - Parquet beside the segments ([`RemoteConfig::parquet`], feature `parquet`): the publisher
+//!   also writes each live segment's raw rows of each stream as `parquet/STREAM/NAME.parquet`
+//!   ([`parquet_key`]), so query engines read the history in place.
+//!
 //! - [`TieredVfs`] (the writer's disk as a cache): a store opened through it may evict
 //!   uploaded segments under a byte budget ([`TieredVfs::evict`]) and reads them back from the
 //!   bucket, checked against their digests, into a bounded cache.
@@ -28,6 +32,7 @@ mod chain;
 mod config;
 mod error;
 mod logobj;
+mod parquet;
 mod publish;
 mod replica;
 mod tiered;
@@ -39,6 +44,7 @@ pub use cache::SegmentCache;
 pub use config::RemoteConfig;
 pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
+pub use parquet::{PARQUET_DIR, escape_stream, parquet_glob, parquet_key, unescape_stream};
 pub use publish::{Adoption, Collected, EPOCH_MAX, IDENTITY_FILE, Published, Publisher};
 pub use replica::{BucketVfs, Replica};
 pub use tiered::{EVICTED_DIR, Evicted, TieredVfs};

@@ -14,6 +14,7 @@ use crate::chain::{Apart, passes_through};
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
+use crate::parquet::{Expected, ParquetObjects, Part, raw_parts};
 use crate::replica::{
     Assembled, IDENTITY_BYTES_MAX, IDENTITY_KEY, assemble, epoch_key, log_key, log_seqs, parse_seq,
     seg_key,
@@ -42,6 +43,14 @@ pub struct Published {
     pub bytes: u64,
     /// Segments found already uploaded (by a publish whose record never followed).
     pub already_there: usize,
+    /// Parquet objects put beside the segments ([`RemoteConfig::parquet`]): those of the
+    /// segments this publish claimed, and any an earlier publish left missing.
+    pub parquet: usize,
+    /// Their bytes.
+    pub parquet_bytes: u64,
+    /// Parquet objects deleted: those of segments that no longer hold rows of their stream,
+    /// and those replaced by an object of the rows their segment still holds.
+    pub parquet_deleted: usize,
 }
 
 /// What one [`Publisher::collect`] deleted.
@@ -109,6 +118,12 @@ pub struct Publisher {
     /// error after the request left), or another object found where ours was to go. The next
     /// publish or collect reads the bucket's newest state before anything else.
     stale: bool,
+    /// With [`RemoteConfig::parquet`]: the Parquet objects the bucket holds.
+    parquet: Option<ParquetObjects>,
+    /// With [`RemoteConfig::parquet`]: every (stream, segment) of the bucket's newest state
+    /// whose segment holds a live raw tier of the stream, each of which gets a Parquet object,
+    /// with the rows it must hold.
+    raw: BTreeMap<Part, Expected>,
 }
 
 impl Publisher {
@@ -139,6 +154,7 @@ impl Publisher {
         // The object store's clock now: when our epoch marker was written.
         let clock = publisher.bucket.modified(&epoch_key(publisher.epoch))?;
         publisher.sweep_unclaimed(clock)?;
+        publisher.list_parquet()?;
         Ok(publisher)
     }
 
@@ -152,6 +168,12 @@ impl Publisher {
         if store.is_read_only() {
             return Err(RemoteError::Identity {
                 reason: "a read-only store cannot publish (open it writable)".into(),
+            });
+        }
+        #[cfg(not(feature = "parquet"))]
+        if config.parquet {
+            return Err(RemoteError::Refused {
+                reason: crate::parquet::NO_FEATURE.to_owned(),
             });
         }
         store.check_poison()?;
@@ -169,6 +191,8 @@ impl Publisher {
             resets: Vec::new(),
             fenced: None,
             stale: true,
+            parquet: None,
+            raw: BTreeMap::new(),
         };
         Ok((publisher, vfs))
     }
@@ -180,8 +204,8 @@ impl Publisher {
         self.remove_torn_head()?;
         let state = assemble(&self.bucket, &self.config, Some(self.identity))?;
         let now = Instant::now();
-        let (head, live) = match state {
-            None => (None, BTreeSet::new()),
+        let (head, live, raw) = match state {
+            None => (None, BTreeSet::new(), BTreeMap::new()),
             Some(Assembled { head, catalog, .. }) => {
                 if fence && head.epoch > self.epoch {
                     self.fenced = Some((head.seq, Some(head.epoch)));
@@ -190,12 +214,18 @@ impl Publisher {
                 let local = LocalState::read(vfs)?;
                 local.extends(&head)?;
                 let live = catalog.live_files().map(|f| f.name).collect();
+                let raw = if self.config.parquet {
+                    raw_parts(&catalog)
+                } else {
+                    BTreeMap::new()
+                };
                 (
                     Some(LogObject {
                         body: Vec::new(),
                         ..head
                     }),
                     live,
+                    raw,
                 )
             }
         };
@@ -205,9 +235,45 @@ impl Publisher {
         self.uploaded.extend(live.iter().copied());
         self.retired.retain(|(_, name)| !live.contains(name));
         self.live = live;
+        self.raw = raw;
         self.head = head;
         self.stale = false;
         Ok(())
+    }
+
+    /// With [`RemoteConfig::parquet`], lists the Parquet objects the bucket holds: the next
+    /// publish writes those missing and deletes those no longer wanted.
+    fn list_parquet(&mut self) -> Result<(), RemoteError> {
+        if self.config.parquet {
+            self.parquet = Some(ParquetObjects::list(&self.bucket)?);
+        }
+        Ok(())
+    }
+
+    /// With [`RemoteConfig::parquet`], brings the Parquet objects to the state the bucket's
+    /// newest `log/` object claims, which `store` is at: puts the missing ones, then deletes
+    /// those no longer wanted.
+    fn sync_parquet(
+        &mut self,
+        store: &Store,
+        published: &mut Published,
+    ) -> Result<(), RemoteError> {
+        let Some(objects) = self.parquet.as_mut() else {
+            return Ok(());
+        };
+        objects
+            .sync(&self.bucket, store, &self.raw, published)
+            .map_err(|e| match (e, &self.head) {
+                (RemoteError::Parquet { key, reason }, Some(head)) => RemoteError::Parquet {
+                    key,
+                    reason: format!(
+                        "{reason} (log/{} is published; the next publish writes or deletes the \
+                         Parquet objects left)",
+                        head.seq
+                    ),
+                },
+                (e, _) => e,
+            })
     }
 
     /// What [`Publisher::adopt`] would do to `bucket`, changing nothing: the objects of the
@@ -281,6 +347,10 @@ impl Publisher {
     /// history's replicas (`RemoteError::Refused` naming the objects; publish to another prefix).
     /// Before it puts anything, the store records that it issues no name at or below the
     /// bucket's highest (`Store::reserve_names`).
+    ///
+    /// With [`RemoteConfig::parquet`] it writes no Parquet object: the next
+    /// [`Publisher::publish`] (even with nothing new to publish) puts the adopted history's and
+    /// deletes the old one's.
     pub fn adopt(
         store: &mut Store,
         bucket: Bucket,
@@ -301,6 +371,8 @@ impl Publisher {
         }
         let store: &Store = store;
         let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
+        // Before anything is put: the next publish brings parquet/ to the adopted history.
+        publisher.list_parquet()?;
         publisher.epoch = take_epoch(&publisher.bucket)?;
         let parent = match adoption.replaces {
             Some(seq) => publisher
@@ -371,6 +443,9 @@ impl Publisher {
         publisher.resets.push((now, seq));
         publisher.uploaded.clone_from(&live);
         publisher.live = live;
+        if publisher.config.parquet {
+            publisher.raw = raw_parts(&local.catalog);
+        }
         publisher.head = Some(LogObject {
             body: Vec::new(),
             ..object
@@ -520,6 +595,12 @@ impl Publisher {
     /// put (the next publish reads the bucket first). A publisher that lost the race for a
     /// `log/` object to a newer writer, or sees a newer epoch, answers [`RemoteError::Fenced`]
     /// now and ever after.
+    ///
+    /// With [`RemoteConfig::parquet`], once the `log/` object is put (or the bucket was found
+    /// up to date), it puts a Parquet object for every (stream, live segment holding raw rows
+    /// of it) the bucket lacks, then deletes those no longer wanted (docs/remote.md, "Parquet
+    /// beside the segments"). A failure there is [`RemoteError::Parquet`], after the
+    /// log was published: the next publish writes, or deletes, what is left.
     pub fn publish(&mut self, store: &Store) -> Result<Published, RemoteError> {
         self.check_fence()?;
         store.check_poison()?;
@@ -531,7 +612,11 @@ impl Publisher {
                 self.read_head(vfs.as_ref(), true)?;
             }
             match self.publish_once(vfs.as_ref())? {
-                Some(published) => {
+                Some(mut published) => {
+                    // After the `log/` object: a Parquet object never shows a segment before
+                    // the strata history claims it. A failure here is the publish's (the log
+                    // is published; the next publish writes what is missing).
+                    self.sync_parquet(store, &mut published)?;
                     self.collect_due();
                     return Ok(published);
                 }
@@ -626,6 +711,9 @@ impl Publisher {
         // publish) is no longer waiting to be deleted: its grace starts when it is retired.
         self.retired.retain(|(_, name)| !live_now.contains(name));
         self.live = live_now;
+        if self.config.parquet {
+            self.raw = raw_parts(&local.catalog);
+        }
         if kind == LogKind::Reset {
             self.resets.push((now, seq));
         }

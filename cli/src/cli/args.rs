@@ -23,6 +23,14 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "URL")]
     pub remote: Option<String>,
 
+    /// With --remote and --store: a command that publishes also writes every live segment's
+    /// rows as Parquet beside the store's objects, `parquet/STREAM/NAME.parquet`, and deletes
+    /// those of the segments it retires, so DuckDB or Spark read the history in place
+    /// (docs/remote.md, "Parquet beside the segments"). Give it to every writing command: one
+    /// without it leaves `parquet/` as it is.
+    #[arg(long, global = true)]
+    pub remote_parquet: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

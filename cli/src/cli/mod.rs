@@ -91,6 +91,15 @@ impl From<EngineError> for Failure {
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let (store, url) = (cli.store, cli.remote);
+    if cli.remote_parquet {
+        if url.is_none() || store.is_none() {
+            usage_error(
+                "--remote-parquet writes Parquet beside a store's objects in a bucket: it needs \
+                 --store DIR and --remote URL",
+            );
+        }
+        remote::write_parquet();
+    }
     // A command that writes, with --remote: publish what it made durable once it is done,
     // also when only its summary could not be written (the work is durable all the same).
     let written = |dir: PathBuf, code: Result<ExitCode, Failure>| match (&url, code) {

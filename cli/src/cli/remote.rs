@@ -9,6 +9,20 @@ use strata::{Config, Store};
 
 use super::{Failure, count, grouped, open_existing};
 
+/// Whether publishers write Parquet beside the segments (`--remote-parquet`): set once, before
+/// any command runs, and read by every publisher the command attaches.
+static PARQUET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Makes every publisher of this process write Parquet beside the segments (`--remote-parquet`).
+pub fn write_parquet() {
+    let _ = PARQUET.set(true);
+}
+
+/// The tier's settings a publisher of this process attaches with.
+fn publisher_config() -> RemoteConfig {
+    RemoteConfig::default().parquet(PARQUET.get().copied().unwrap_or(false))
+}
+
 /// After a writing command ended with `code` (success, or 3 for an ingest or compact a signal
 /// stopped after sealing): uploads what the store in `dir` made durable and the records that
 /// claim it, then deletes what the grace period no longer protects. The command's exit code
@@ -52,7 +66,7 @@ impl Publishing {
         let failed = |error: &RemoteError| publish_failure(dir, url, error);
         let bucket = Bucket::open_url(url, true).map_err(|e| failed(&e))?;
         let publisher =
-            Publisher::attach(store, bucket, RemoteConfig::default()).map_err(|e| failed(&e))?;
+            Publisher::attach(store, bucket, publisher_config()).map_err(|e| failed(&e))?;
         Ok(Publishing {
             publisher,
             dir: dir.to_owned(),
@@ -119,7 +133,7 @@ pub fn adopt(dir: &Path, url: &str, args: &super::args::AdoptArgs) -> Result<Exi
         Failure::new(format!("cannot adopt {url} for {}: {error}", dir.display()))
     };
     let bucket = Bucket::open_url(url, true).map_err(|e| failed(&e))?;
-    let config = RemoteConfig::default();
+    let config = publisher_config();
     if !args.discard_bucket_history {
         let plan = Publisher::plan_adoption(&store, &bucket, &config).map_err(|e| failed(&e))?;
         super::print(&describe_adoption(url, &plan, false))?;

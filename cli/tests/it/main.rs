@@ -24,6 +24,7 @@ mod read_only_cli;
 mod readers_cli;
 mod remote_chain;
 mod remote_cli;
+mod remote_parquet_cli;
 mod retention_cli;
 mod survey_cli;
 mod trim_cli;
