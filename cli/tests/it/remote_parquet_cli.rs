@@ -7,24 +7,7 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use super::cli::Scratch;
-
-const DECLARE: [&str; 14] = [
-    "declare",
-    "c",
-    "--field",
-    "run:str",
-    "--field",
-    "probe:str",
-    "--field",
-    "t:u64",
-    "--field",
-    "value:f64",
-    "--track",
-    "run,probe",
-    "--axis",
-    "t",
-];
+use super::cli::{DECLARE_CAPTURE, Scratch};
 
 const TRACKS: [(&str, &str); 4] = [("r0", "p0"), ("r0", "p1"), ("r1", "p0"), ("r1", "p1")];
 
@@ -44,7 +27,7 @@ fn duckdb_per_track(bucket: &std::path::Path) -> Vec<(String, String, u64, f64, 
     let script = r"
 import sys, duckdb
 rows = duckdb.sql(f'''select run, probe, count(*), min(value), max(value), sum(value)
-                      from read_parquet('{sys.argv[1]}/parquet/c/*.parquet')
+                      from read_parquet('{sys.argv[1]}/parquet/capture/*.parquet')
                       group by all order by all''').fetchall()
 for row in rows:
     print(','.join(repr(v) if isinstance(v, float) else str(v) for v in row))
@@ -78,7 +61,7 @@ for row in rows:
 
 /// strata's fold of `value` over one track, as the command line prints it (`value: X`).
 fn fold(s: &Scratch, track: &str, agg: &str) -> f64 {
-    let run = s.ok(&["fold", "c", "--track", track, "--agg", agg], "");
+    let run = s.ok(&["fold", "capture", "--track", track, "--agg", agg], "");
     run.stdout
         .trim()
         .strip_prefix("value: ")
@@ -135,34 +118,39 @@ fn duckdb_reads_the_parquet_a_remote_publish_wrote_as_strata_folds_it() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         s.ok(&args, stdin)
     };
-    run(with(&DECLARE), "");
+    run(with(&DECLARE_CAPTURE), "");
     // Barriers every 500 rows, each followed by compaction steps that merge them.
     run(
-        with(&["ingest", "c", "-", "--seal-every", "500"]),
+        with(&["ingest", "capture", "-", "--seal-every", "500"]),
         &csv(0, 6_000),
     );
     assert_eq!(agree(&s, &bucket), 6_000);
-    let objects = std::fs::read_dir(bucket.join("parquet/c")).unwrap().count();
+    let objects = std::fs::read_dir(bucket.join("parquet/capture"))
+        .unwrap()
+        .count();
     let live = s.ok(&["fsck"], "");
     assert!(objects >= 1, "{objects} objects; {live:?}");
     // A second load, then everything compacted: the retired segments' objects are gone, so
     // the glob counts every row once.
     run(
-        with(&["ingest", "c", "-", "--seal-every", "700"]),
+        with(&["ingest", "capture", "-", "--seal-every", "700"]),
         &csv(6_000, 10_000),
     );
     run(with(&["compact"]), "");
     assert_eq!(agree(&s, &bucket), 10_000);
     // A trim retires the raw rows at or below a position (the levels keep them, so the folds
     // still count them): the glob then holds exactly the rows `strata query` prints.
-    run(with(&["trim", "c", "--to", "2500"]), "");
+    run(with(&["trim", "capture", "--to", "2500"]), "");
     run(with(&["compact"]), "");
     let duck = duckdb_per_track(&bucket);
     let mut rows = 0;
     for (run_label, probe, count, ..) in &duck {
         let track = format!("{run_label},{probe}");
         let printed = s
-            .ok(&["query", "c", "--track", &track, "--from", "2501"], "")
+            .ok(
+                &["query", "capture", "--track", &track, "--from", "2501"],
+                "",
+            )
             .stdout
             .lines()
             .count()
