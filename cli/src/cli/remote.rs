@@ -1,6 +1,7 @@
 //! `--remote URL`: a writer publishes its store to a bucket when its command is done; a reader
 //! boots the bucket as a replica (docs/remote.md, "The command line").
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -80,7 +81,7 @@ impl Publishing {
             .publisher
             .publish(store)
             .map_err(|error| self.failed(&error))?;
-        Ok(match published.seq {
+        let mut said = match published.seq {
             None => "already up to date".to_owned(),
             Some(seq) => format!(
                 "{} ({} bytes) and log/{seq}{}",
@@ -88,7 +89,17 @@ impl Publishing {
                 grouped(published.bytes),
                 if published.reset { " (a reset)" } else { "" }
             ),
-        })
+        };
+        if published.parquet + published.parquet_deleted > 0 {
+            let _ = write!(
+                said,
+                "; Parquet beside the segments: {} put ({} bytes), {} deleted",
+                count(published.parquet as u64, "object", "objects"),
+                grouped(published.parquet_bytes),
+                grouped(published.parquet_deleted as u64)
+            );
+        }
+        Ok(said)
     }
 
     fn failed(&self, error: &RemoteError) -> Failure {
