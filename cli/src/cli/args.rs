@@ -96,6 +96,9 @@ pub enum Command {
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
     Demo(DemoArgs),
+    /// Serve, read-only, a page that pans and zooms over any track (each view a budgeted
+    /// survey) and its JSON API, on loopback by default; beside a writer in another process.
+    View(ViewArgs),
     /// Put this store's history in place of the bucket's (--store DIR --remote URL): for a
     /// store the bucket refuses as diverged (repaired, restored from a backup, or a bucket whose
     /// log is damaged). Without --discard-bucket-history it only says what it would do.
@@ -104,6 +107,15 @@ pub enum Command {
     /// later writing command once the grace period (10 minutes) has passed, so replicas reading
     /// the old history read on, then follow the new one.
     Adopt(AdoptArgs),
+}
+
+/// `view [--addr IP:PORT]`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// Where to listen: loopback by default (port 0 picks a free port, which the URL printed
+    /// names).
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8080")]
+    pub addr: std::net::SocketAddr,
 }
 
 /// `adopt [--discard-bucket-history]`.
@@ -423,7 +435,7 @@ impl TrackArg {
 
 /// `--track` text split into labels at each comma no backslash escapes (`strata::index::
 /// selection`); a backslash before anything but a comma or a backslash is refused, naming it.
-fn parse_track(word: &str) -> Result<TrackArg, String> {
+pub fn parse_track(word: &str) -> Result<TrackArg, String> {
     strata::index::parse_selection(word)
         .map(TrackArg)
         .map_err(|e| e.to_string())
@@ -443,7 +455,7 @@ fn parse_field(word: &str) -> Result<(String, FieldKind), String> {
 
 /// The one spelling of each aggregate; anything else (`median`, `P50`, `p101`) is refused naming
 /// the word and listing the vocabulary.
-fn parse_aggregate(word: &str) -> Result<Aggregate, String> {
+pub fn parse_aggregate(word: &str) -> Result<Aggregate, String> {
     Aggregate::parse(word).ok_or_else(|| {
         format!(
             "unknown aggregate {word:?}: one of min max mean sum count p0..p100 \

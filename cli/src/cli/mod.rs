@@ -34,6 +34,7 @@ mod survey;
 mod svg;
 mod trim;
 mod units;
+mod view;
 
 use std::fmt;
 use std::io::{self, Write as _};
@@ -157,6 +158,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 usage_error("`strata adopt` needs --remote URL (the bucket to adopt)")
             });
             remote::adopt(&dir, &url, &args)
+        }
+        Command::View(args) => {
+            if url.is_some() {
+                usage_error("`strata view` serves a local store: --remote does not apply");
+            }
+            view::run(&store_dir(store, "view"), &args)
         }
         Command::Demo(args) => {
             if store.is_some() || url.is_some() {

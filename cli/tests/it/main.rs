@@ -28,6 +28,7 @@ mod remote_parquet_cli;
 mod retention_cli;
 mod survey_cli;
 mod trim_cli;
+mod view_cli;
 
 /// Barriers written through the real write path over the simulated file system, and ways to
 /// look at a store's files: shared with strata-recover's own tests, which own it.

@@ -1,0 +1,403 @@
+//! `strata --store DIR view [--addr 127.0.0.1:PORT]`: serves, read-only, one page and a small
+//! JSON API over a store, so a browser pans and zooms over any track, each view a budgeted
+//! survey (#34, docs/view.md).
+//!
+//! The store is opened as a reader (`Store::open_reader`: no lock, beside a writer in another
+//! process) and refreshed before a request when the last refresh is older than
+//! `REFRESH_EVERY`; a store without a `LOCK` (a copy) or on a read-only mount is opened
+//! read-only. The API:
+//!
+//! - `GET /api/streams`: every stream's declaration (fields and kinds, track, axis, measured).
+//! - `GET /api/tracks?stream=S[&track=A,B]`: the tracks under a prefix (at most `TRACKS_MAX`).
+//! - `GET /api/survey?stream=S[&track=A,B][&from=A][&to=B]&budget=N`: `strata survey`'s JSON.
+//! - `GET /api/fold?stream=S[&track=A,B][&from=A][&to=B]&agg=NAME`: `strata fold`'s JSON.
+//! - `GET /api/watermark?stream=S`: the stream's watermark and the manifest position.
+//!
+//! What a request can grow is bounded: the query string (`QUERY_BYTES_MAX`), a survey's budget
+//! (`BUDGET_MAX` points), the requests answered at once (`REQUESTS_MAX`; more are refused with
+//! 503, never queued without bound), and the tracks listed. Every refusal is a 4xx (or 503) with
+//! one line saying why; only GET (and HEAD) is answered; the static files are the binary's own,
+//! so no path reaches the file system.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+use strata::{Aggregate, Config, EngineError, Store, describe};
+
+use super::args::ViewArgs;
+use super::survey::Scope;
+use super::{Failure, json};
+
+/// The most bytes of a query string.
+pub const QUERY_BYTES_MAX: usize = 4096;
+/// The most points one survey may ask for: 4 a pixel over 16,384 device pixels.
+pub const BUDGET_MAX: u64 = 1 << 16;
+/// The most requests answered at once; one more is refused with 503.
+pub const REQUESTS_MAX: usize = 64;
+/// The most tracks `/api/tracks` lists.
+pub const TRACKS_MAX: usize = 10_000;
+/// How old the reader's view of the manifest may be before a request refreshes it.
+const REFRESH_EVERY: Duration = Duration::from_millis(250);
+
+const INDEX_HTML: &str = include_str!("view/index.html");
+const VIEW_JS: &str = include_str!("view/view.js");
+
+/// The served store.
+struct View {
+    store: Mutex<Served>,
+    permits: tokio::sync::Semaphore,
+    dir: PathBuf,
+}
+
+struct Served {
+    store: Store,
+    refreshed: Instant,
+}
+
+/// A refusal: its status and one line.
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.1 + "\n",
+        )
+            .into_response()
+    }
+}
+
+fn bad(reason: impl Into<String>) -> Refusal {
+    Refusal(StatusCode::BAD_REQUEST, reason.into())
+}
+
+impl From<EngineError> for Refusal {
+    fn from(error: EngineError) -> Refusal {
+        let status = match error {
+            EngineError::UnknownStream { .. }
+            | EngineError::BadRead { .. }
+            | EngineError::Floor { .. }
+            | EngineError::Refused { .. } => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Refusal(status, error.to_string())
+    }
+}
+
+pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
+    let store = open(dir)?;
+    let view = Arc::new(View {
+        store: Mutex::new(Served {
+            store,
+            refreshed: Instant::now(),
+        }),
+        permits: tokio::sync::Semaphore::new(REQUESTS_MAX),
+        dir: dir.to_owned(),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Failure::new(format!("cannot start the server's runtime: {e}")))?;
+    runtime.block_on(serve(view, args.addr))
+}
+
+/// Opens the store as `strata query` does: a reader beside a writer, or read-only.
+fn open(dir: &Path) -> Result<Store, Failure> {
+    if dir.join(strata::recover::LOCK_FILE).is_file()
+        && let Ok(store) = Store::open_reader(dir, Config::default())
+    {
+        return Ok(store);
+    }
+    Store::open_read_only(dir, Config::default(), &[])
+        .map_err(|e| Failure::new(format!("cannot open {} to view: {e}", dir.display())))
+}
+
+async fn serve(view: Arc<View>, addr: SocketAddr) -> Result<ExitCode, Failure> {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
+        )
+        .route(
+            "/view.js",
+            get(|| async { page(VIEW_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route("/api/streams", get(streams))
+        .route("/api/tracks", get(tracks))
+        .route("/api/survey", get(survey))
+        .route("/api/fold", get(fold))
+        .route("/api/watermark", get(watermark))
+        .fallback(|| async { Refusal(StatusCode::NOT_FOUND, "no such page".to_owned()) })
+        .layer(middleware::from_fn_with_state(Arc::clone(&view), guard))
+        .with_state(Arc::clone(&view));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}")))?;
+    println!("strata: viewing {} at http://{bound}/", view.dir.display());
+    axum::serve(listener, app)
+        .await
+        .map_err(|e| Failure::new(format!("the server stopped: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn page(body: &'static str, kind: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+/// What every request passes first: the method, the query string's length, and a permit.
+async fn guard(State(view): State<Arc<View>>, request: Request, next: Next) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return Refusal(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "{} is not served: the view answers GET only",
+                request.method()
+            ),
+        )
+        .into_response();
+    }
+    let query = request.uri().query().map_or(0, str::len);
+    if query > QUERY_BYTES_MAX {
+        return Refusal(
+            StatusCode::URI_TOO_LONG,
+            format!("the query string is {query} bytes; at most {QUERY_BYTES_MAX}"),
+        )
+        .into_response();
+    }
+    let Ok(_permit) = view.permits.try_acquire() else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{REQUESTS_MAX} requests are being answered; try again"),
+        )
+        .into_response();
+    };
+    next.run(request).await
+}
+
+/// The query string's parameters; a name given twice is refused.
+fn params(request: &axum::http::Uri) -> Result<HashMap<String, String>, Refusal> {
+    let mut params = HashMap::new();
+    let query = request.query().unwrap_or_default();
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        if params.insert(name.to_string(), value.to_string()).is_some() {
+            return Err(bad(format!("parameter {name:?} is given twice")));
+        }
+    }
+    Ok(params)
+}
+
+/// A u64 parameter, if given.
+fn number(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, Refusal> {
+    params
+        .get(name)
+        .map(|text| {
+            text.parse().map_err(|_| {
+                bad(format!(
+                    "{name}={text:?} is not a whole number from 0 to 2^64-1"
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn required<'a>(params: &'a HashMap<String, String>, name: &str) -> Result<&'a str, Refusal> {
+    params
+        .get(name)
+        .map(String::as_str)
+        .ok_or_else(|| bad(format!("parameter {name:?} is missing")))
+}
+
+/// The track prefix `track=A,B` names (labels as `--track` spells them).
+fn selection(params: &HashMap<String, String>) -> Result<Vec<String>, Refusal> {
+    match params.get("track").filter(|t| !t.is_empty()) {
+        None => Ok(Vec::new()),
+        Some(word) => super::args::parse_track(word)
+            .map(|t| t.0)
+            .map_err(|e| bad(format!("track={word:?}: {e}"))),
+    }
+}
+
+/// The axis range `from` and `to` name; an absent end is unbounded.
+fn axis(
+    params: &HashMap<String, String>,
+) -> Result<(std::ops::Bound<u64>, std::ops::Bound<u64>), Refusal> {
+    let (from, to) = (number(params, "from")?, number(params, "to")?);
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        return Err(bad(format!(
+            "from={from} is above to={to}: the range is empty"
+        )));
+    }
+    let bound =
+        |end: Option<u64>| end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
+    Ok((bound(from), bound(to)))
+}
+
+/// Runs `read` on the store (refreshed if its view is older than `REFRESH_EVERY`) off the
+/// async workers, and answers its JSON.
+async fn read(
+    view: Arc<View>,
+    read: impl FnOnce(&Store) -> Result<String, Refusal> + Send + 'static,
+) -> Result<Response, Refusal> {
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut served = view.store.lock().map_err(|_| {
+            Refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "a read panicked".to_owned(),
+            )
+        })?;
+        if served.store.is_reader() && served.refreshed.elapsed() >= REFRESH_EVERY {
+            served.store.refresh()?;
+            served.refreshed = Instant::now();
+        }
+        read(&served.store)
+    })
+    .await
+    .map_err(|e| {
+        Refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("a read failed: {e}"),
+        )
+    })??;
+    Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response())
+}
+
+/// Refuses a track prefix no partition of the stream lies beneath, as the command line does
+/// (an empty answer would read as "no rows here").
+fn matches(store: &Store, stream: &str, labels: &[&str]) -> Result<(), Refusal> {
+    super::selection_matches(store, stream, labels).map_err(|failure| bad(failure.to_string()))
+}
+
+fn to_json(value: &serde_json::Value) -> Result<String, Refusal> {
+    serde_json::to_string(value)
+        .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+async fn streams(State(view): State<Arc<View>>) -> Result<Response, Refusal> {
+    read(view, |store| {
+        let streams: Vec<_> = store
+            .streams()
+            .map(|decl| {
+                let name = |idx: u16| decl.fields[usize::from(idx)].name.clone();
+                json!({
+                    "id": decl.id,
+                    "fields": decl.fields.iter().map(|f| json!({"name": f.name, "kind": f.kind.to_string()})).collect::<Vec<_>>(),
+                    "track": decl.track.iter().map(|&t| name(t)).collect::<Vec<_>>(),
+                    "axis": decl.axis.map(name),
+                    "measured": decl.measured().into_iter().map(name).collect::<Vec<_>>(),
+                    "declaration": describe(decl),
+                })
+            })
+            .collect();
+        to_json(&json!(streams))
+    })
+    .await
+}
+
+async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+    let params = params(&uri)?;
+    let stream = required(&params, "stream")?.to_owned();
+    let selection = selection(&params)?;
+    read(view, move |store| {
+        let prefix: Vec<&str> = selection.iter().map(String::as_str).collect();
+        let key =
+            strata::index::TrackKey::encode(&prefix).map_err(|e| bad(format!("track: {e}")))?;
+        if store.stream(&stream).is_none() {
+            return Err(bad(format!("no stream {stream:?} in the store")));
+        }
+        let mut tracks = Vec::new();
+        let mut more = false;
+        for view in store.catalog().partitions(&stream, &key) {
+            if tracks.len() == TRACKS_MAX {
+                more = true;
+                break;
+            }
+            tracks.push(view.track().labels().map(str::to_owned).collect::<Vec<_>>());
+        }
+        to_json(&json!({"stream": stream, "tracks": tracks, "more": more}))
+    })
+    .await
+}
+
+async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+    let params = params(&uri)?;
+    let stream = required(&params, "stream")?.to_owned();
+    let selection = selection(&params)?;
+    let range = axis(&params)?;
+    let budget =
+        number(&params, "budget")?.ok_or_else(|| bad("parameter \"budget\" is missing"))?;
+    if budget == 0 || budget > BUDGET_MAX {
+        return Err(bad(format!(
+            "budget={budget}: a survey spends 1 to {BUDGET_MAX} points"
+        )));
+    }
+    read(view, move |store| {
+        let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
+        let decl = store
+            .stream(&stream)
+            .ok_or_else(|| bad(format!("no stream {stream:?} in the store")))?;
+        let survey = store.survey(&stream, &labels, range, budget)?;
+        matches(store, &stream, &labels)?;
+        let scope = Scope {
+            decl,
+            selection: &labels,
+            budget,
+            units: &[],
+        };
+        json::survey(&survey, &scope)
+            .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    })
+    .await
+}
+
+async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+    let params = params(&uri)?;
+    let stream = required(&params, "stream")?.to_owned();
+    let selection = selection(&params)?;
+    let range = axis(&params)?;
+    let word = required(&params, "agg")?;
+    let aggregate: Aggregate =
+        super::args::parse_aggregate(word).map_err(|e| bad(format!("agg={word:?}: {e}")))?;
+    read(view, move |store| {
+        let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
+        let stats = store.fold(&stream, &labels, range, aggregate)?;
+        matches(store, &stream, &labels)?;
+        json::fold(&stats).map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    })
+    .await
+}
+
+async fn watermark(
+    State(view): State<Arc<View>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
+    let params = params(&uri)?;
+    let stream = required(&params, "stream")?.to_owned();
+    read(view, move |store| {
+        let watermark = store.watermark(&stream, &[])?;
+        to_json(&json!({
+            "stream": stream,
+            "watermark": watermark,
+            "manifest": store.manifest_position().to_string(),
+        }))
+    })
+    .await
+}
