@@ -29,7 +29,6 @@ use strata_segment::names::NAME_DIGITS;
 
 use crate::bucket::{Bucket, Created};
 use crate::error::RemoteError;
-use crate::publish::Published;
 
 /// The folder of the Parquet objects, under the store's prefix.
 pub const PARQUET_DIR: &str = "parquet";
@@ -251,13 +250,13 @@ impl ParquetObjects {
     /// Brings the bucket's Parquet objects to `wanted` (the parts of the state the bucket's
     /// newest `log/` object claims, which `store` is at): puts every missing one, then deletes
     /// those no longer wanted. Stops at the first failure, before any delete if a put failed,
-    /// so that the objects always hold every row (`published` counts what was done).
+    /// so that the objects always hold every row (`done` counts what was done, failure or not).
     pub(crate) fn sync(
         &mut self,
         bucket: &Bucket,
         store: &Store,
         wanted: &BTreeMap<Part, Expected>,
-        published: &mut Published,
+        done: &mut Synced,
     ) -> Result<(), RemoteError> {
         for (part, &expected) in wanted {
             if self.have.contains(part) {
@@ -282,8 +281,8 @@ impl ParquetObjects {
             let len = bytes.len() as u64;
             put(bucket, &key, bytes).map_err(|e| failed(e.to_string()))?;
             self.have.insert(part.clone());
-            published.parquet += 1;
-            published.parquet_bytes += len;
+            done.put += 1;
+            done.bytes += len;
         }
         let gone: Vec<Part> = self
             .have
@@ -298,10 +297,18 @@ impl ParquetObjects {
                 reason: e.to_string(),
             })?;
             self.have.remove(&part);
-            published.parquet_deleted += 1;
+            done.deleted += 1;
         }
         Ok(())
     }
+}
+
+/// What one [`ParquetObjects::sync`] did: objects put, their bytes, objects deleted.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Synced {
+    pub(crate) put: usize,
+    pub(crate) bytes: u64,
+    pub(crate) deleted: usize,
 }
 
 /// Puts a Parquet object, create-only. An object already there is kept when it is a whole

@@ -14,7 +14,7 @@ use crate::chain::{Apart, passes_through};
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
 use crate::logobj::{LogKind, LogObject};
-use crate::parquet::{Expected, ParquetObjects, Part, raw_parts};
+use crate::parquet::{Expected, ParquetObjects, Part, Synced, raw_parts};
 use crate::replica::{
     Assembled, IDENTITY_BYTES_MAX, IDENTITY_KEY, assemble, epoch_key, log_key, log_seqs, parse_seq,
     seg_key,
@@ -261,19 +261,22 @@ impl Publisher {
         let Some(objects) = self.parquet.as_mut() else {
             return Ok(());
         };
-        objects
-            .sync(&self.bucket, store, &self.raw, published)
-            .map_err(|e| match (e, &self.head) {
-                (RemoteError::Parquet { key, reason }, Some(head)) => RemoteError::Parquet {
-                    key,
-                    reason: format!(
-                        "{reason} (log/{} is published; the next publish writes or deletes the \
+        let mut done = Synced::default();
+        let synced = objects.sync(&self.bucket, store, &self.raw, &mut done);
+        published.parquet += done.put;
+        published.parquet_bytes += done.bytes;
+        published.parquet_deleted += done.deleted;
+        synced.map_err(|e| match (e, &self.head) {
+            (RemoteError::Parquet { key, reason }, Some(head)) => RemoteError::Parquet {
+                key,
+                reason: format!(
+                    "{reason} (log/{} is published; the next publish writes or deletes the \
                          Parquet objects left)",
-                        head.seq
-                    ),
-                },
-                (e, _) => e,
-            })
+                    head.seq
+                ),
+            },
+            (e, _) => e,
+        })
     }
 
     /// What [`Publisher::adopt`] would do to `bucket`, changing nothing: the objects of the
