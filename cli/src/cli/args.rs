@@ -116,6 +116,10 @@ pub struct ViewArgs {
     /// names).
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8080")]
     pub addr: std::net::SocketAddr,
+    /// Open the page in the desktop's browser once the server listens (`xdg-open`, or `open`
+    /// on macOS); if that fails, say so and serve on.
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// `adopt [--discard-bucket-history]`.

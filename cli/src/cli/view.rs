@@ -15,9 +15,12 @@
 //!
 //! What a request can grow is bounded: the query string (`QUERY_BYTES_MAX`), a survey's budget
 //! (`BUDGET_MAX` points), the requests answered at once (`REQUESTS_MAX`; more are refused with
-//! 503, never queued without bound), and the tracks listed. Every refusal is a 4xx (or 503) with
-//! one line saying why; only GET (and HEAD) is answered; the static files are the binary's own,
-//! so no path reaches the file system.
+//! 503, never queued without bound), the reads running at once (one a core, at most
+//! `READ_SLOTS_MAX`: the rest of the admitted requests wait for a slot), and the tracks listed.
+//! Every refusal is a 4xx (or 503) with one line saying why; only GET (and HEAD) is answered;
+//! the static files are the binary's own, so no path reaches the file system. Every answer
+//! carries a `Server-Timing: read;dur=MS` header: the server's own time for it, queueing
+//! included.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,6 +48,8 @@ pub const QUERY_BYTES_MAX: usize = 4096;
 pub const BUDGET_MAX: u64 = 1 << 16;
 /// The most requests answered at once; one more is refused with 503.
 pub const REQUESTS_MAX: usize = 64;
+/// The most reads running at once, each on a store of its own, whatever the cores.
+pub const READ_SLOTS_MAX: usize = 8;
 /// The most tracks `/api/tracks` lists.
 pub const TRACKS_MAX: usize = 10_000;
 /// How old the reader's view of the manifest may be before a request refreshes it.
@@ -55,8 +60,14 @@ const VIEW_JS: &str = include_str!("view/view.js");
 
 /// The served store.
 struct View {
-    store: Mutex<Served>,
+    /// One opening of the store a read slot: a `Store` answers one read at a time, so each
+    /// slot reads its own (each a reader with its own pin, refreshed on its own).
+    stores: Vec<Mutex<Served>>,
+    /// `REQUESTS_MAX` requests admitted at once.
     permits: tokio::sync::Semaphore,
+    /// Reads running at once, one a store: as many as cores, so admitted requests queue for
+    /// a core rather than each holding a thread and its read's memory.
+    slots: Arc<tokio::sync::Semaphore>,
     dir: PathBuf,
 }
 
@@ -97,13 +108,21 @@ impl From<EngineError> for Refusal {
 }
 
 pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
-    let store = open(dir)?;
+    let slots = read_slots();
+    let stores = (0..slots)
+        .map(|_| {
+            open(dir).map(|store| {
+                Mutex::new(Served {
+                    store,
+                    refreshed: Instant::now(),
+                })
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let view = Arc::new(View {
-        store: Mutex::new(Served {
-            store,
-            refreshed: Instant::now(),
-        }),
+        stores,
         permits: tokio::sync::Semaphore::new(REQUESTS_MAX),
+        slots: Arc::new(tokio::sync::Semaphore::new(slots)),
         dir: dir.to_owned(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -112,7 +131,35 @@ pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
         .enable_time()
         .build()
         .map_err(|e| Failure::new(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(serve(view, args.addr))
+    runtime.block_on(serve(view, args.addr, args.open))
+}
+
+/// Opens `url` in the desktop's browser, without waiting for it; a failure is only said.
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped on a thread of its own, so no zombie is left behind.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => eprintln!("strata: cannot open a browser ({opener}: {e}); open {url} by hand"),
+    }
+}
+
+/// How many reads run at once (and stores are open): the cores this process may use, at most
+/// `READ_SLOTS_MAX`.
+fn read_slots() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(READ_SLOTS_MAX))
 }
 
 /// Opens the store as `strata query` does: a reader beside a writer, or read-only.
@@ -126,7 +173,7 @@ fn open(dir: &Path) -> Result<Store, Failure> {
         .map_err(|e| Failure::new(format!("cannot open {} to view: {e}", dir.display())))
 }
 
-async fn serve(view: Arc<View>, addr: SocketAddr) -> Result<ExitCode, Failure> {
+async fn serve(view: Arc<View>, addr: SocketAddr, open: bool) -> Result<ExitCode, Failure> {
     let app = Router::new()
         .route(
             "/",
@@ -150,7 +197,11 @@ async fn serve(view: Arc<View>, addr: SocketAddr) -> Result<ExitCode, Failure> {
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}")))?;
-    println!("strata: viewing {} at http://{bound}/", view.dir.display());
+    let url = format!("http://{bound}/");
+    println!("strata: viewing {} at {url}", view.dir.display());
+    if open {
+        open_in_browser(&url);
+    }
     axum::serve(listener, app)
         .await
         .map_err(|e| Failure::new(format!("the server stopped: {e}")))?;
@@ -188,7 +239,15 @@ async fn guard(State(view): State<Arc<View>>, request: Request, next: Next) -> R
         )
         .into_response();
     };
-    next.run(request).await
+    let started = Instant::now();
+    let mut response = next.run(request).await;
+    // The server's own time for the answer, as browsers' developer tools and the latency
+    // bench read it (https://www.w3.org/TR/server-timing/).
+    let spent = format!("read;dur={:.3}", started.elapsed().as_secs_f64() * 1e3);
+    if let Ok(value) = header::HeaderValue::from_str(&spent) {
+        response.headers_mut().insert("server-timing", value);
+    }
+    response
 }
 
 /// The query string's parameters; a name given twice is refused.
@@ -251,19 +310,27 @@ fn axis(
     Ok((bound(from), bound(to)))
 }
 
-/// Runs `read` on the store (refreshed if its view is older than `REFRESH_EVERY`) off the
-/// async workers, and answers its JSON.
+/// Runs `read` on the store (refreshed first if its view is older than `REFRESH_EVERY`) off
+/// the async workers, once a read slot is free, and answers its JSON.
 async fn read(
     view: Arc<View>,
     read: impl FnOnce(&Store) -> Result<String, Refusal> + Send + 'static,
 ) -> Result<Response, Refusal> {
+    let failed = |what: &str| Refusal(StatusCode::INTERNAL_SERVER_ERROR, format!("a read {what}"));
+    // The slot goes with the read: a request dropped while its read runs (its client gone)
+    // frees the slot only when the read is done with its store.
+    let slot = Arc::clone(&view.slots)
+        .acquire_owned()
+        .await
+        .map_err(|_| failed("found the server closing"))?;
     let answer = tokio::task::spawn_blocking(move || {
-        let mut served = view.store.lock().map_err(|_| {
-            Refusal(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "a read panicked".to_owned(),
-            )
-        })?;
+        let _slot = slot;
+        // A slot is held: at most `slots - 1` other reads hold a store, so one is free.
+        let mut served = view
+            .stores
+            .iter()
+            .find_map(|store| store.try_lock().ok())
+            .ok_or_else(|| failed("found no store free"))?;
         if served.store.is_reader() && served.refreshed.elapsed() >= REFRESH_EVERY {
             served.store.refresh()?;
             served.refreshed = Instant::now();
@@ -271,12 +338,7 @@ async fn read(
         read(&served.store)
     })
     .await
-    .map_err(|e| {
-        Refusal(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("a read failed: {e}"),
-        )
-    })??;
+    .map_err(|e| failed(&format!("failed: {e}")))??;
     Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response())
 }
 

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use strata::{Config, FieldKind, Store, Stream, Values};
 
 use super::cli::{Scratch, strata_in};
+use super::viewing::peak_kib;
 
 /// The generated stream: two track fields (str, i64), an axis near `u64::MAX`, and one field of
 /// every kind.
@@ -592,13 +593,6 @@ write('good.parquet')
     // pyarrow's own types (int64 for the u64 fields, plain strings for the track) are taken.
     let run = ok(cwd, &["--store", "into", "ingest", "m", "good.parquet"]);
     assert!(run.stdout.contains("ingested 3 rows"), "{run:?}");
-}
-
-/// The peak resident memory (`VmHWM`) of a running process, in KiB; `None` once it has exited.
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]

@@ -30,6 +30,10 @@ mod survey_cli;
 mod trim_cli;
 mod view_cli;
 
+/// A running `strata view` and plain HTTP requests to it: shared with `tests/view_live.rs`.
+#[path = "../viewing/mod.rs"]
+mod viewing;
+
 /// Barriers written through the real write path over the simulated file system, and ways to
 /// look at a store's files: shared with strata-recover's own tests, which own it.
 #[path = "../../../recover/tests/it/support.rs"]

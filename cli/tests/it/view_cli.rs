@@ -1,77 +1,16 @@
-//! `strata view` (#34, first part): its JSON API over a real socket. Hostile requests get a 4xx
+//! `strata view` (#34): its JSON API over a real socket. Hostile requests get a 4xx
 //! with one line saying why, never a panic or a hang; the view follows barriers a writer in
-//! another process seals.
+//! another process seals; more requests at once than the bound are refused with 503.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::io::Write as _;
 use std::time::Duration;
 
 use super::cli::{DECLARE_CAPTURE, Scratch};
-
-/// A running `strata view`, killed when dropped.
-struct Viewing {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Viewing {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use super::viewing::{Viewing, answer, get, get_head, send};
 
 fn view(s: &Scratch) -> Viewing {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["--store", "store", "view", "--addr", "127.0.0.1:0"])
-        .current_dir(s.dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("the URL in {line:?}"))
-        .to_owned();
-    Viewing { child, addr }
-}
-
-/// Sends `request` (a whole HTTP/1.1 request head) and answers the status and the body.
-fn send(addr: &str, request: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("a status line in {answer:?}"));
-    let body = answer
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
-}
-
-fn get(addr: &str, target: &str) -> (u16, String) {
-    send(
-        addr,
-        &format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
-    )
+    super::viewing::view(s.dir.path(), "store")
 }
 
 fn rows(from: u64, to: u64) -> String {
@@ -242,4 +181,135 @@ fn the_view_follows_barriers_a_writer_seals_beside_it() {
         "",
     );
     assert_eq!(body.trim(), fold.stdout.trim());
+}
+
+#[test]
+fn more_requests_at_once_than_the_bound_are_refused_with_503_and_the_view_goes_on() {
+    let s = Scratch::new();
+    // Enough rows that a percentile (folded from raw rows) keeps a read slot busy a while.
+    {
+        let decl = strata::Stream::new("m")
+            .field("t", strata::FieldKind::U64)
+            .field("value", strata::FieldKind::F64)
+            .axis("t")
+            .build()
+            .unwrap();
+        let mut store = strata::Store::create(
+            s.dir.path().join("store"),
+            strata::Config::default(),
+            &[decl],
+        )
+        .unwrap();
+        let t: Vec<u64> = (0..2_000_000).collect();
+        let value: Vec<f64> = t.iter().map(|&t| (t % 1_000) as f64).collect();
+        store
+            .publish_columns(
+                "m",
+                1,
+                &[],
+                &[strata::Values::U64(&t), strata::Values::F64(&value)],
+            )
+            .unwrap();
+        store.seal().unwrap();
+    }
+    let v = view(&s);
+    let target = "/api/fold?stream=m&agg=p99";
+    // Four times the bound, all sent before any is read: at most REQUESTS_MAX are admitted at
+    // once, and the rest are refused at once rather than queued.
+    let mut connections: Vec<std::net::TcpStream> = (0..4 * 64)
+        .map(|_| std::net::TcpStream::connect(&v.addr).unwrap())
+        .collect();
+    for connection in &mut connections {
+        connection
+            .write_all(get_head(&v.addr, target).as_bytes())
+            .unwrap();
+    }
+    let want = s.ok(&["fold", "m", "--agg", "p99", "--format", "json"], "");
+    let (mut answered, mut refused) = (0, 0);
+    for connection in &mut connections {
+        connection
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .unwrap();
+        match answer(connection) {
+            (200, body) => {
+                assert_eq!(body.trim(), want.stdout.trim());
+                answered += 1;
+            }
+            (503, body) => {
+                assert_eq!(
+                    body, "64 requests are being answered; try again\n",
+                    "one line"
+                );
+                refused += 1;
+            }
+            (status, body) => panic!("{status}: {body}"),
+        }
+    }
+    eprintln!("census: 256 requests at once: {answered} answered, {refused} refused with 503");
+    assert!(refused > 0, "the bound was reached");
+    assert!(
+        answered >= 64,
+        "{answered}: the bound's worth were admitted"
+    );
+    // Once they are done, the view answers again.
+    let (status, body) = get(&v.addr, target);
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn open_hands_the_url_it_serves_to_the_desktops_browser() {
+    use std::io::BufRead as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    // A stand-in for the desktop's opener, first on PATH: it writes down what it was given.
+    let bin = s.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        "#!/bin/sh\nprintf '%s' \"$1\" > \"$(dirname \"$0\")/opened.tmp\"\nmv \"$(dirname \"$0\")/opened.tmp\" \"$(dirname \"$0\")/opened\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "--store",
+            "store",
+            "view",
+            "--addr",
+            "127.0.0.1:0",
+            "--open",
+        ])
+        .current_dir(s.dir.path())
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let viewing = Viewing {
+        child,
+        addr: String::new(),
+    };
+    let url = line.split(" at ").nth(1).unwrap().trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let opened = bin.join("opened");
+    for _ in 0..200 {
+        if opened.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), url);
+    drop(viewing);
 }

@@ -1,19 +1,27 @@
 // strata view: each change of stream, track or axis range asks one survey whose budget is
 // 4 points a device pixel of a panel's width, per measured field, and draws its buckets: the
-// min-max band and the M4 line through each bucket's four points in axis order. A bucket that
-// is not next to the one before (no rows between them) is drawn as a gap.
+// min-max band and the M4 line through each bucket's four points in axis order, broken where
+// rows lie further apart than the buckets show (gapsOf): a dropout is drawn as a gap.
 'use strict';
 
 const state = {
   streams: [], stream: null, track: '', from: null, to: null, full: null,
-  survey: null, requests: [], errors: [], draws: 0, lastRepaintMs: null,
+  survey: null, requests: [], errors: [], draws: 0, lastRepaintMs: null, repaints: [],
+  busy: 0, // API requests under way
 };
 window.strataView = state;
 
 const $ = (id) => document.getElementById(id);
 
+// The page's records are kept to their last 1,000 entries, so a page left open stays small.
+const KEPT = 1000;
+function remember(list, entry) {
+  list.push(entry);
+  if (list.length > KEPT) list.splice(0, list.length - KEPT);
+}
+
 function fail(message) {
-  state.errors.push(message);
+  remember(state.errors, message);
   $('error').textContent = message;
 }
 
@@ -23,9 +31,18 @@ async function api(path, params) {
     if (v !== null && v !== undefined && v !== '') query.set(k, String(v));
   }
   const url = `/api/${path}?${query}`;
-  const response = await fetch(url);
-  const text = await response.text();
+  state.busy += 1;
+  let response, text;
+  try {
+    response = await fetch(url);
+    text = await response.text();
+  } finally {
+    state.busy -= 1;
+  }
   if (!response.ok) throw new Error(`${response.status}: ${text.trim()}`);
+  // The server's own time for the answer (its Server-Timing header), beside the round trip.
+  const timing = /dur=([0-9.]+)/.exec(response.headers.get('server-timing') || '');
+  state.lastServerMs = timing ? Number(timing[1]) : null;
   return JSON.parse(text);
 }
 
@@ -79,7 +96,7 @@ async function refresh() {
   const width = panelPixels();
   const budget = 4 * width * d.measured.length;
   const request = { stream: state.stream, track: state.track, from: state.from, to: state.to, budget };
-  state.requests.push({ ...request, from: request.from === null ? null : String(request.from), to: request.to === null ? null : String(request.to), width });
+  remember(state.requests, { ...request, from: request.from === null ? null : String(request.from), to: request.to === null ? null : String(request.to), width });
   try {
     const survey = await api('survey', request);
     if (ticket !== pending) return;
@@ -88,7 +105,9 @@ async function refresh() {
       state.full = survey.span.map(BigInt);
     }
     draw();
+    // From the gesture (or the change) to the drawn canvas, the survey's round trip included.
     state.lastRepaintMs = performance.now() - started;
+    remember(state.repaints, { ms: state.lastRepaintMs, serverMs: state.lastServerMs, from: request.from === null ? null : String(request.from), to: request.to === null ? null : String(request.to) });
     $('status').textContent = survey.span
       ? `t ${survey.span[0]}..${survey.span[1]} · ${budget} points asked · level ${survey.level}`
       : 'no rows in this range';
@@ -99,6 +118,12 @@ async function refresh() {
   }
 }
 
+// A statistic as printed under a panel: six significant digits, counts whole.
+function shown(value) {
+  if (value === null) return '-';
+  return Number.isInteger(value) ? String(value) : String(Number(Number(value).toPrecision(6)));
+}
+
 async function folds() {
   const aggs = ['min', 'max', 'mean', 'count'];
   if ($('percentiles').checked) aggs.push('p50', 'p99');
@@ -107,7 +132,7 @@ async function folds() {
   for (const agg of aggs) {
     try {
       const stats = await api('fold', { stream: state.stream, track: state.track, from: range ? range[0] : null, to: range ? range[1] : null, agg });
-      for (const s of stats) (out[s.field] ||= []).push(`${agg} ${s.value === null ? '-' : s.value}`);
+      for (const s of stats) (out[s.field] ||= []).push(`${agg} ${shown(s.value)}`);
     } catch (e) {
       fail(String(e.message || e));
     }
@@ -125,6 +150,24 @@ function span() {
   return s ? [BigInt(s[0]), BigInt(s[1])] : null;
 }
 
+// Where the line breaks: between two buckets whose rows lie further apart than a bucket's
+// width and three times the median distance between neighbouring buckets' rows (the rows'
+// own spacing when buckets are finer than it), so a dropout is drawn as a gap at every zoom.
+function gapsOf(buckets, bucketWidth) {
+  const apart = [];
+  for (let i = 1; i < buckets.length; i++) {
+    apart.push(Number(BigInt(buckets[i].first.axis) - BigInt(buckets[i - 1].last.axis)));
+  }
+  const sorted = [...apart].sort((a, b) => a - b);
+  const median = sorted.length ? sorted[Math.floor(sorted.length / 2)] : 0;
+  const threshold = Math.max(bucketWidth, 3 * median);
+  const gaps = [];
+  apart.forEach((d, i) => {
+    if (d > threshold) gaps.push([buckets[i].last.axis, buckets[i + 1].first.axis]);
+  });
+  return gaps;
+}
+
 function draw() {
   const survey = state.survey;
   const range = span();
@@ -140,33 +183,48 @@ function draw() {
     const [lo, hi] = range;
     const width = Number(hi - lo) || 1;
     const x = (axis) => (Number(BigInt(axis) - lo) / width) * (canvas.width - 1);
+    const inView = (axis) => BigInt(axis) >= lo && BigInt(axis) <= hi;
+    // The vertical scale and the drawn extremes: the M4 points inside the view (a boundary
+    // bucket is a whole cell and may reach past it; what lies outside is clipped).
     let min = Infinity, max = -Infinity;
-    for (const b of field.buckets) { min = Math.min(min, b.min.value); max = Math.max(max, b.max.value); }
+    for (const b of field.buckets) {
+      for (const p of [b.first, b.min, b.max, b.last]) {
+        if (inView(p.axis)) { min = Math.min(min, p.value); max = Math.max(max, p.value); }
+      }
+    }
+    const drawnMin = min, drawnMax = max;
+    if (min === Infinity) { min = 0; max = 1; }
     if (min === max) { min -= 1; max += 1; }
     const pad = (max - min) * 0.05;
     const y = (v) => canvas.height - 1 - ((v - min + pad) / (max - min + 2 * pad)) * (canvas.height - 1);
     const bucketWidth = survey.bucket_width ? Number(survey.bucket_width) : 0;
+    const gaps = gapsOf(field.buckets, bucketWidth);
+    const breaks = new Set(gaps.map(([, after]) => after));
     // The band: min to max over each bucket's cell.
     g.fillStyle = 'rgba(70, 110, 200, 0.25)';
     for (const b of field.buckets) {
       const x0 = x(b.first.axis), x1 = Math.max(x(b.last.axis), x0 + 1);
       g.fillRect(x0, y(b.max.value), x1 - x0, Math.max(1, y(b.min.value) - y(b.max.value)));
     }
-    // The M4 line, broken where buckets are not adjacent.
+    // The M4 line through each bucket's four points in axis order, broken at the gaps.
     g.strokeStyle = '#2a4fa8';
     g.lineWidth = Math.max(1, ratio);
     g.beginPath();
-    let previous = null;
-    let gaps = 0;
-    for (const b of field.buckets) {
+    field.buckets.forEach((b, i) => {
       const points = [b.first, b.min, b.max, b.last].sort((p, q) => (BigInt(p.axis) < BigInt(q.axis) ? -1 : BigInt(p.axis) > BigInt(q.axis) ? 1 : 0));
-      const adjacent = previous !== null && bucketWidth > 0 && Number(BigInt(b.first.axis) - BigInt(previous.last.axis)) <= 2 * bucketWidth;
-      if (previous !== null && !adjacent) gaps += 1;
-      points.forEach((p, i) => (i === 0 && !adjacent ? g.moveTo(x(p.axis), y(p.value)) : g.lineTo(x(p.axis), y(p.value))));
-      previous = b;
-    }
+      const joined = i > 0 && !breaks.has(b.first.axis);
+      points.forEach((p, k) => (k === 0 && !joined ? g.moveTo(x(p.axis), y(p.value)) : g.lineTo(x(p.axis), y(p.value))));
+    });
     g.stroke();
-    state.drawn[field.field] = { buckets: field.buckets.length, max: Math.max(...field.buckets.map((b) => b.max.value)), min: Math.min(...field.buckets.map((b) => b.min.value)), gaps };
+    state.drawn[field.field] = {
+      buckets: field.buckets.length,
+      max: drawnMax === -Infinity ? null : drawnMax,
+      min: drawnMin === Infinity ? null : drawnMin,
+      gaps: gaps.length,
+      gapsAt: gaps,
+      range: [String(lo), String(hi)],
+      canvasWidth: canvas.width,
+    };
   }
   state.draws += 1;
 }
@@ -213,6 +271,7 @@ function setRange(from, to) {
 
 async function start() {
   window.addEventListener('error', (e) => fail(String(e.message)));
+  window.addEventListener('unhandledrejection', (e) => fail(String(e.reason)));
   try {
     state.streams = await api('streams');
   } catch (e) {

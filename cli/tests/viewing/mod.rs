@@ -1,0 +1,92 @@
+//! A running `strata view` and plain HTTP/1.1 requests to it, for the tests of `tests/it`
+//! (`view_cli`) and of `tests/view_live.rs` (the browser, the load). Each test binary uses a
+//! part of it.
+#![allow(dead_code, reason = "shared by two test binaries, each using a part")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `strata view`, killed when dropped.
+pub struct Viewing {
+    pub child: Child,
+    /// `127.0.0.1:PORT`, as the URL it printed names it.
+    pub addr: String,
+}
+
+impl Drop for Viewing {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `strata --store STORE view` in `cwd` on a free loopback port and waits for its URL.
+pub fn view(cwd: &Path, store: &str) -> Viewing {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["--store", store, "view", "--addr", "127.0.0.1:0"])
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("the URL in {line:?}"))
+        .to_owned();
+    Viewing { child, addr }
+}
+
+/// Sends `request` (a whole HTTP/1.1 request head) on a new connection and answers the status
+/// and the body.
+pub fn send(addr: &str, request: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    answer(&mut stream)
+}
+
+/// Reads a whole answer (to the end of the connection) and splits off its status and body.
+pub fn answer(stream: &mut TcpStream) -> (u16, String) {
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line in {answer:?}"));
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+/// `GET target` on a new connection, closed after the answer.
+pub fn get(addr: &str, target: &str) -> (u16, String) {
+    send(addr, &get_head(addr, target))
+}
+
+/// The request head of `GET target` on a connection closed after its answer.
+pub fn get_head(addr: &str, target: &str) -> String {
+    format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+}
+
+/// The peak resident memory (`VmHWM`) of a running process, in KiB; `None` once it has exited.
+pub fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
