@@ -14,11 +14,20 @@ use std::hint::black_box;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use strata::{Config, FieldKind, Store, Stream, Values};
+use strata::{Config, Store, Values};
+
+#[allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "shared with the tests: a failed unwrap there is a failed test"
+)]
+#[path = "../tests/viewing/mod.rs"]
+mod viewing;
+use viewing::{probe_stream, view};
 
 const ROWS_PER_TRACK: u64 = 50_000_000;
 const STEP: u64 = 10;
@@ -36,16 +45,8 @@ fn store_dir() -> PathBuf {
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("the bench's folder");
-    let decl = Stream::new("probe")
-        .field("run", FieldKind::Str)
-        .field("probe", FieldKind::Str)
-        .field("t", FieldKind::U64)
-        .field("value", FieldKind::F64)
-        .track(["run", "probe"])
-        .axis("t")
-        .build()
-        .expect("a declaration");
-    let mut store = Store::create(dir.join("store"), Config::default(), &[decl]).expect("created");
+    let mut store =
+        Store::create(dir.join("store"), Config::default(), &[probe_stream()]).expect("created");
     let chunk = 1_000_000;
     let mut position = 0;
     let started = Instant::now();
@@ -109,38 +110,6 @@ fn windows(n: usize) -> Vec<(&'static str, u64, u64)> {
         .collect()
 }
 
-/// A running `strata view`, killed when dropped.
-struct Viewing(Child, String);
-
-impl Drop for Viewing {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn view(store: &Path) -> Viewing {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("--store")
-        .arg(store)
-        .args(["view", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("strata view");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("its stdout"))
-        .read_line(&mut line)
-        .expect("its URL");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .expect("the URL")
-        .to_owned();
-    Viewing(child, addr)
-}
-
 /// One keep-alive connection: a GET, its status, its `Server-Timing` (ms) and its body's length.
 struct Connection(BufReader<TcpStream>, String);
 
@@ -194,9 +163,9 @@ fn percentile(sorted: &[f64], percent: usize) -> f64 {
 fn bench(c: &mut Criterion) {
     let windows = windows(SAMPLES);
     let store_dir = store_dir();
-    let viewing = view(&store_dir);
+    let viewing = view(store_dir.parent().expect("the bench's folder"), "store");
     let reader = Store::open_reader(&store_dir, Config::default()).expect("a reader");
-    let mut connection = Connection::new(&viewing.1);
+    let mut connection = Connection::new(&viewing.addr);
     percentiles(&windows, &mut connection, &reader);
 
     let mut group = c.benchmark_group("view_survey_1e8");

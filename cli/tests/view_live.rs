@@ -40,8 +40,8 @@ use fantoccini::actions::{
 };
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
-use strata::{Config, FieldKind, Store, Stream, Values};
-use viewing::{Viewing, peak_kib, view};
+use strata::{Config, Store, Values};
+use viewing::{Viewing, peak_kib, probe_stream, view};
 
 /// The two tests run one after the other: neither shares the machine with the other.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -76,16 +76,7 @@ fn value(probe: &str, t: u64) -> f64 {
 /// A store of `rows_per_track` rows axis `0, STEP, ..` for each of the tracks `r1,p0` and
 /// `r1,p1` (less the dropout), sealed a million rows a barrier.
 fn spiky_store(path: &Path, rows_per_track: u64) -> u64 {
-    let decl = Stream::new("probe")
-        .field("run", FieldKind::Str)
-        .field("probe", FieldKind::Str)
-        .field("t", FieldKind::U64)
-        .field("value", FieldKind::F64)
-        .track(["run", "probe"])
-        .axis("t")
-        .build()
-        .unwrap();
-    let mut store = Store::create(path, Config::default(), &[decl]).unwrap();
+    let mut store = Store::create(path, Config::default(), &[probe_stream()]).unwrap();
     let chunk = 500_000;
     let (mut position, mut rows) = (0, 0);
     for start in (0..rows_per_track).step_by(chunk as usize) {

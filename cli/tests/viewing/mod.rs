@@ -1,13 +1,32 @@
 //! A running `strata view` and plain HTTP/1.1 requests to it, for the tests of `tests/it`
-//! (`view_cli`) and of `tests/view_live.rs` (the browser, the load). Each test binary uses a
-//! part of it.
-#![allow(dead_code, reason = "shared by two test binaries, each using a part")]
+//! (`view_cli`), of `tests/view_live.rs` (the browser, the load) and of `benches/view.rs`. Each
+//! uses a part of it.
+#![allow(
+    dead_code,
+    reason = "shared by two test binaries and a bench, each using a part"
+)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+use strata::{FieldKind, Stream, StreamDecl};
+
+/// The stream the browser test, the load test and the latency bench view: `t` on the axis, a
+/// `value`, under tracks of a `run` and a `probe`.
+pub fn probe_stream() -> StreamDecl {
+    Stream::new("probe")
+        .field("run", FieldKind::Str)
+        .field("probe", FieldKind::Str)
+        .field("t", FieldKind::U64)
+        .field("value", FieldKind::F64)
+        .track(["run", "probe"])
+        .axis("t")
+        .build()
+        .unwrap()
+}
 
 /// A running `strata view`, killed when dropped.
 pub struct Viewing {
