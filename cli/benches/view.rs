@@ -35,8 +35,8 @@ const BUDGET: u64 = 6_400;
 const SAMPLES: usize = 2_000;
 
 /// The store, built once: two tracks of `ROWS_PER_TRACK` rows, levels stored as the default
-/// (adaptive) stores them. Levels stored whole (`LevelStorage::Whole`) would take some 60 GB
-/// for these rows (every level from cells of one axis unit), so they are not measured.
+/// (adaptive) stores them. Levels stored whole (`LevelStorage::Whole`, every level from cells
+/// of one axis unit) are not measured: a build of these rows had written 60 GB when stopped.
 fn store_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-view-1e8");
     let done = dir.join("BUILT");
