@@ -477,11 +477,11 @@ async fn drive(cwd: &Path, viewing: &Viewing) {
     std::fs::write(&shot, png).unwrap();
     client.close().await.unwrap();
     let slowest = repaints.iter().map(|r| r.0).fold(0.0, f64::max);
-    eprintln!(
-        "census: view over {} of the axis; zoom repaints (ms, and the server's part): {repaints:.1?}, the slowest {slowest:.1}; screenshot {}",
+    viewing::census(&format!(
+        "view over {} of the axis; zoom repaints (ms, and the server's part): {repaints:.1?}, the slowest {slowest:.1}; screenshot {}",
         to_n - from_n,
         shot.display()
-    );
+    ));
     assert!(
         slowest <= 100.0,
         "a zoom repainted in {slowest:.1} ms, above 100"
@@ -570,8 +570,10 @@ fn sixty_four_connections_of_mixed_surveys_for_30_s_answer_every_request() {
     if let Some(kib) = peak_kib(pid) {
         peak = peak.max(kib);
     }
-    eprintln!("census: wrk, 64 connections, {seconds} s of mixed surveys:\n{report}");
-    eprintln!("census: the view's peak memory {} MiB", peak / 1024);
+    viewing::census(&format!(
+        "wrk, 64 connections, {seconds} s of mixed surveys:\n{report}"
+    ));
+    viewing::census(&format!("the view's peak memory {} MiB", peak / 1024));
     let requests: u64 = report
         .lines()
         .find(|l| l.contains("requests in"))

@@ -245,7 +245,9 @@ fn more_requests_at_once_than_the_bound_are_refused_with_503_and_the_view_goes_o
             (status, body) => panic!("{status}: {body}"),
         }
     }
-    eprintln!("census: 256 requests at once: {answered} answered, {refused} refused with 503");
+    super::viewing::census(&format!(
+        "256 requests at once: {answered} answered, {refused} refused with 503"
+    ));
     assert!(refused > 0, "the bound was reached");
     assert!(
         answered >= 64,
