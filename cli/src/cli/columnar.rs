@@ -325,41 +325,37 @@ fn integers(array: &dyn Array) -> Option<Vec<i128>> {
 
 /// `name`'s values as u64s (from `u64` without a copy per value through anything else).
 fn u64s(array: &dyn Array, name: &str, first_row: u64) -> Result<Vec<u64>, BadRow> {
-    if let Some(a) = array.as_primitive_opt::<UInt64Type>() {
-        return Ok(a.values().to_vec());
-    }
-    let values = integers(array).ok_or_else(|| wrong_type(array, name, first_row, "u64"))?;
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            u64::try_from(v).map_err(|_| {
-                refuse(
-                    first_row + i as u64,
-                    name,
-                    format!("{v} is not a u64 (below 0)"),
-                )
-            })
-        })
-        .collect()
+    narrowed::<UInt64Type>(array, name, first_row, "u64", "is not a u64 (below 0)")
 }
 
+/// `name`'s values as i64s (from `i64` without a copy per value through anything else).
 fn i64s(array: &dyn Array, name: &str, first_row: u64) -> Result<Vec<i64>, BadRow> {
-    if let Some(a) = array.as_primitive_opt::<Int64Type>() {
+    narrowed::<Int64Type>(array, name, first_row, "i64", "does not fit an i64")
+}
+
+/// `name`'s values as `T`'s: copied whole from a `T` column, or narrowed one by one from
+/// another integer column, a value that does not fit refused at its row as `misfit`.
+fn narrowed<T>(
+    array: &dyn Array,
+    name: &str,
+    first_row: u64,
+    kind: &str,
+    misfit: &str,
+) -> Result<Vec<T::Native>, BadRow>
+where
+    T: strata::arrow_array::ArrowPrimitiveType,
+    T::Native: TryFrom<i128>,
+{
+    if let Some(a) = array.as_primitive_opt::<T>() {
         return Ok(a.values().to_vec());
     }
-    let values = integers(array).ok_or_else(|| wrong_type(array, name, first_row, "i64"))?;
+    let values = integers(array).ok_or_else(|| wrong_type(array, name, first_row, kind))?;
     values
         .iter()
         .enumerate()
         .map(|(i, &v)| {
-            i64::try_from(v).map_err(|_| {
-                refuse(
-                    first_row + i as u64,
-                    name,
-                    format!("{v} does not fit an i64"),
-                )
-            })
+            T::Native::try_from(v)
+                .map_err(|_| refuse(first_row + i as u64, name, format!("{v} {misfit}")))
         })
         .collect()
 }

@@ -566,6 +566,7 @@ write('null.parquet', f=[0.5, None, 2.5])
 write('wrong.parquet', f=['0.5', '1.5', '2.5'])
 write('missing.parquet', s=None)
 write('negative.parquet', u=[1, 2, -3])
+write('huge.parquet', i=pa.array([1, 2**63, 3], type=pa.uint64()))
 write('extra.parquet', extra=[1, 2, 3])
 write('good.parquet')
 ";
@@ -583,6 +584,16 @@ write('good.parquet')
         "negative.parquet",
         &[],
         &["row 3", "column \"u\"", "not a u64"],
+    );
+    refused(
+        cwd,
+        "huge.parquet",
+        &[],
+        &[
+            "row 2",
+            "column \"i\"",
+            "9223372036854775808 does not fit an i64",
+        ],
     );
     refused(
         cwd,
