@@ -63,6 +63,9 @@ struct View {
     /// One opening of the store a read slot: a `Store` answers one read at a time, so each
     /// slot reads its own (each a reader with its own pin, refreshed on its own).
     stores: Vec<Mutex<Served>>,
+    /// The furthest manifest position any of them has read to: one behind it refreshes before
+    /// it answers, so no answer is older than one given before it.
+    newest: Mutex<strata::ManifestPosition>,
     /// `REQUESTS_MAX` requests admitted at once.
     permits: tokio::sync::Semaphore,
     /// Reads running at once, one a store: as many as cores, so admitted requests queue for
@@ -121,6 +124,7 @@ pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
         .collect::<Result<_, _>>()?;
     let view = Arc::new(View {
         stores,
+        newest: Mutex::new(strata::ManifestPosition::default()),
         permits: tokio::sync::Semaphore::new(REQUESTS_MAX),
         slots: Arc::new(tokio::sync::Semaphore::new(slots)),
         dir: dir.to_owned(),
@@ -159,7 +163,12 @@ fn open_in_browser(url: &str) {
 /// How many reads run at once (and stores are open): the cores this process may use, at most
 /// `READ_SLOTS_MAX`.
 fn read_slots() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(READ_SLOTS_MAX))
+    slots_for(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
+/// The read slots for `cores` cores: one a core, at least one, at most `READ_SLOTS_MAX`.
+fn slots_for(cores: usize) -> usize {
+    cores.clamp(1, READ_SLOTS_MAX)
 }
 
 /// Opens the store as `strata query` does: a reader beside a writer, or read-only.
@@ -310,7 +319,8 @@ fn axis(
     Ok((bound(from), bound(to)))
 }
 
-/// Runs `read` on the store (refreshed first if its view is older than `REFRESH_EVERY`) off
+/// Runs `read` on a store (refreshed first if its view is older than `REFRESH_EVERY`, or than
+/// another store's: answers never go back) off
 /// the async workers, once a read slot is free, and answers its JSON.
 async fn read(
     view: Arc<View>,
@@ -331,9 +341,17 @@ async fn read(
             .iter()
             .find_map(|store| store.try_lock().ok())
             .ok_or_else(|| failed("found no store free"))?;
-        if served.store.is_reader() && served.refreshed.elapsed() >= REFRESH_EVERY {
-            served.store.refresh()?;
-            served.refreshed = Instant::now();
+        if served.store.is_reader() {
+            let newest = *view.newest.lock().map_err(|_| failed("panicked"))?;
+            if served.refreshed.elapsed() >= REFRESH_EVERY
+                || served.store.manifest_position() < newest
+            {
+                // What another store read is in the file: a refresh reads at least as far.
+                served.store.refresh()?;
+                served.refreshed = Instant::now();
+            }
+            let mut newest = view.newest.lock().map_err(|_| failed("panicked"))?;
+            *newest = (*newest).max(served.store.manifest_position());
         }
         read(&served.store)
     })
@@ -462,4 +480,18 @@ async fn watermark(
         }))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_slots_are_one_a_core_and_stop_at_their_bound() {
+        assert_eq!(slots_for(0), 1);
+        assert_eq!(slots_for(2), 2);
+        assert_eq!(slots_for(READ_SLOTS_MAX), READ_SLOTS_MAX);
+        assert_eq!(slots_for(READ_SLOTS_MAX + 1), 8, "the bound is reached");
+        assert_eq!(slots_for(1024), 8);
+    }
 }

@@ -315,3 +315,82 @@ fn open_hands_the_url_it_serves_to_the_desktops_browser() {
     assert_eq!(std::fs::read_to_string(&opened).unwrap(), url);
     drop(viewing);
 }
+
+#[test]
+fn answers_read_at_once_from_several_stores_never_go_back_while_a_writer_seals() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    let v = view(&s);
+    let addr = v.addr.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Four clients at once, so more than one of the view's stores answers; each answer with
+    // when it was asked and when it came.
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (addr, done) = (addr.clone(), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let asked = std::time::Instant::now();
+                    let (status, body) = get(&addr, "/api/watermark?stream=capture");
+                    assert_eq!(status, 200, "{body}");
+                    let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+                    seen.push((
+                        asked,
+                        std::time::Instant::now(),
+                        value["watermark"].as_u64(),
+                    ));
+                }
+                seen
+            })
+        })
+        .collect();
+    // A writer in another process seals a barrier every 2 rows, for a few seconds.
+    s.ok(
+        &[
+            "ingest",
+            "capture",
+            "-",
+            "--batch",
+            "2",
+            "--seal-every",
+            "2",
+        ],
+        &rows(100, 1_100),
+    );
+    std::thread::sleep(REFRESH_AND_THEN);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answers: Vec<_> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    // An answer given before another was asked is never newer than it.
+    answers.sort_by_key(|&(_, came, _)| came);
+    let mut by_asked = answers.clone();
+    by_asked.sort_by_key(|&(asked, _, _)| asked);
+    let (mut before, mut newest) = (0, None);
+    for &(asked, _, watermark) in &by_asked {
+        while before < answers.len() && answers[before].1 < asked {
+            newest = newest.max(answers[before].2);
+            before += 1;
+        }
+        assert!(
+            watermark >= newest,
+            "an answer of {watermark:?} after one of {newest:?}"
+        );
+    }
+    let last = answers.iter().map(|a| a.2).max().flatten();
+    super::viewing::census(&format!(
+        "{} watermark answers from 4 clients at once, the last {last:?}",
+        answers.len()
+    ));
+    assert_eq!(
+        last,
+        Some(1_100),
+        "the view reached the writer's last barrier"
+    );
+}
+
+/// Longer than the view's refresh interval (250 ms), so the last barrier is seen.
+const REFRESH_AND_THEN: Duration = Duration::from_millis(600);
