@@ -255,7 +255,7 @@ fn copy_rows(
     columns: &mut [Building],
 ) -> Result<(), EngineError> {
     let n_rows = rows.len();
-    positions.extend(run.positions().skip(rows.start).take(n_rows));
+    run.extend_positions(rows.clone(), positions);
     let labels: Vec<&str> = run.track().labels().collect();
     for (field_idx, building) in columns.iter_mut().enumerate() {
         let idx = u16::try_from(field_idx).expect("at most FIELDS_MAX fields");

@@ -112,6 +112,17 @@ impl ColumnRun {
         &self.track
     }
 
+    /// Appends the positions of rows `rows` (run-relative) to `out`, a run of the file's
+    /// encoding at a time: what `positions().skip(rows.start).take(rows.len())` yields.
+    pub fn extend_positions(&self, rows: Range<usize>, out: &mut Vec<u64>) {
+        let rows = rows.start.min(self.len())..rows.end.min(self.len());
+        let positions = verified(self.segment.positions(self.part_idx));
+        positions.extend_rows(
+            self.rows.start + rows.start..self.rows.start + rows.end,
+            out,
+        );
+    }
+
     /// The positions of the run's rows, in order.
     pub fn positions(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
         let positions = verified(self.segment.positions(self.part_idx));

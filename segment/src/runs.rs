@@ -156,6 +156,38 @@ impl<'a> Sequence<'a> {
         }
     }
 
+    /// Appends the values of rows `rows` (those of them the sequence holds) to `out`: what
+    /// `iter_from(rows.start).take(rows.len())` yields, written a run at a time (a batch of one
+    /// position is one `repeat_n`), for readers that copy many rows at once.
+    pub fn extend_rows(&self, rows: std::ops::Range<usize>, out: &mut Vec<u64>) {
+        match self.0 {
+            Repr::Plain(values) => {
+                let end = rows.end.min(values.len());
+                let values = values.get(rows.start..end).unwrap_or_default();
+                out.extend(values.iter().map(|v| v.get()));
+            }
+            Repr::Runs(runs) => {
+                let mut run_idx = runs.partition_point(|r| to_usize(r.end.get()) <= rows.start);
+                let mut row_idx = rows.start;
+                while row_idx < rows.end
+                    && let Some(run) = runs.get(run_idx)
+                {
+                    let end = end_of(runs, run_idx).min(rows.end);
+                    let first = value_at(run, row_idx - begin_of(runs, run_idx));
+                    let (step, n) = (run.step.get(), end - row_idx);
+                    if step == 0 {
+                        out.extend(std::iter::repeat_n(first, n));
+                    } else {
+                        // Inside a checked run: no value overflows.
+                        out.extend((0..n as u64).map(|k| first + step * k));
+                    }
+                    row_idx = end;
+                    run_idx += 1;
+                }
+            }
+        }
+    }
+
     /// Every value, in row order.
     pub fn iter(&self) -> SequenceIter<'a> {
         self.iter_from(0)
@@ -539,6 +571,13 @@ mod tests {
             let from: Vec<u64> = seq.iter_from(row_idx).collect();
             assert_eq!(from, values[row_idx..], "from row {row_idx}");
             assert_eq!(seq.iter_from(row_idx).len(), values.len() - row_idx);
+            for n in [0, 1, 2, 7, values.len() + 1] {
+                let mut out = vec![42];
+                seq.extend_rows(row_idx..row_idx + n, &mut out);
+                let end = (row_idx + n).min(values.len());
+                assert_eq!(out[1..], values[row_idx..end], "rows {row_idx}..+{n}");
+                assert_eq!(out[0], 42, "what was there stays");
+            }
         }
         let near = values
             .iter()
