@@ -9,25 +9,21 @@
 //! (inside `Python::detach`) or, by `publish`, with the GIL held for a copy that never waits for
 //! the GIL, so no thread holds one and waits for the other.
 
+mod answers;
+mod columns;
+
 use std::ops::Bound as Edge;
 use std::sync::{Mutex, MutexGuard};
 
-use arrow_array::cast::AsArray;
-use arrow_array::{Array, RecordBatch, make_array};
-use arrow_pyarrow::{FromPyArrow, PyArrowType, Table};
-use arrow_schema::DataType;
-use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::SchemaRef;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use strata::arrow_array as engine_arrow;
-use strata::levels::Bucket;
-use strata::{
-    Aggregate, Config, EngineError, FieldKind, Num, Store as EngineStore, Stream, StreamDecl,
-    Survey as EngineSurvey, Values,
-};
+use strata::{Aggregate, Config, EngineError, Store as EngineStore, Stream, StreamDecl};
+
+use crate::answers::{PyArrowStream, PySurvey, column_to_numpy, num_to_py};
 
 create_exception!(
     strata,
@@ -215,6 +211,11 @@ fn labels(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     if let Ok(one) = value.cast::<PyString>() {
         return Ok(vec![one.extract::<String>()?]);
     }
+    if value.cast::<PyBytes>().is_ok() {
+        return Err(PyTypeError::new_err(
+            "a track label is a str, not bytes (decode it first)",
+        ));
+    }
     let mut out = Vec::new();
     for item in value.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -243,193 +244,6 @@ fn range(start: Option<u64>, end: Option<u64>) -> (Edge<u64>, Edge<u64>) {
         start.map_or(Edge::Unbounded, Edge::Included),
         end.map_or(Edge::Unbounded, Edge::Included),
     )
-}
-
-/// One field's values for `publish`, held as the engine borrows them.
-enum Held<'py> {
-    U64(PyReadonlyArray1<'py, u64>),
-    I64(PyReadonlyArray1<'py, i64>),
-    F64(PyReadonlyArray1<'py, f64>),
-    /// Strings from an Arrow array (kept alive by the `ArrayData`) or from Python `str`s.
-    Str(Texts),
-    Bytes(Blobs),
-}
-
-enum Texts {
-    Arrow(arrow_array::ArrayRef),
-    Python(Vec<PyBackedStr>),
-}
-
-enum Blobs {
-    Arrow(arrow_array::ArrayRef),
-    Python(Vec<PyBackedBytes>),
-}
-
-/// What numpy's `dtype.kind` says of a column, and whether it may become `target` without
-/// changing a value's meaning: unsigned from non-negative signed, signed from unsigned up to
-/// `i64::MAX`, floats from any number. Checked with numpy's own vectorised min and max.
-fn numeric<'py, T: Element>(
-    py: Python<'py>,
-    field: &str,
-    kind: FieldKind,
-    column: &Bound<'py, PyAny>,
-) -> PyResult<PyReadonlyArray1<'py, T>> {
-    if let Ok(array) = column.cast::<PyArray1<T>>()
-        && array.is_contiguous()
-    {
-        return Ok(array.readonly());
-    }
-    let numpy = py.import("numpy")?;
-    let array = numpy.call_method1("asarray", (column,))?;
-    let ndim: usize = array.getattr("ndim")?.extract()?;
-    if ndim != 1 {
-        return Err(PyValueError::new_err(format!(
-            "field {field:?} ({kind}): a column is one-dimensional, this one has {ndim} dimensions"
-        )));
-    }
-    let dtype = array.getattr("dtype")?;
-    let letter: String = dtype.getattr("kind")?.extract()?;
-    let len: usize = array.len()?;
-    let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
-    let ok = match (kind, letter.as_str()) {
-        (FieldKind::F64, "f" | "i" | "u") | (FieldKind::U64 | FieldKind::I64, "u" | "i") => true,
-        // Booleans ("b"), strings, objects, dates: not numbers of a field's kind.
-        _ => false,
-    };
-    if !ok {
-        return Err(refuse(format!(
-            "a column of dtype {dtype} is not {kind} numbers"
-        )));
-    }
-    if len > 0 && kind == FieldKind::U64 && letter == "i" {
-        let min: i64 = array.call_method0("min")?.extract()?;
-        if min < 0 {
-            let at: usize = array.call_method0("argmin")?.extract()?;
-            return Err(refuse(format!(
-                "row {} holds {min}, which a u64 field cannot hold",
-                at + 1
-            )));
-        }
-    }
-    if len > 0 && kind == FieldKind::I64 && letter == "u" {
-        let max: u64 = array.call_method0("max")?.extract()?;
-        if max > i64::MAX as u64 {
-            let at: usize = array.call_method0("argmax")?.extract()?;
-            return Err(refuse(format!(
-                "row {} holds {max}, which an i64 field cannot hold",
-                at + 1
-            )));
-        }
-    }
-    let target = numpy::dtype::<T>(py);
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", target)?;
-    let converted = numpy.call_method("ascontiguousarray", (array,), Some(&kwargs))?;
-    Ok(converted.cast::<PyArray1<T>>()?.readonly())
-}
-
-/// An Arrow array from anything with `__arrow_c_array__` (pyarrow, nanoarrow, arro3), a pyarrow
-/// `ChunkedArray` (its chunks combined) or a Polars `Series` (`to_arrow`); `None` for anything
-/// else.
-fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
-    let mut column = column.clone();
-    if !column.hasattr("__arrow_c_array__")? {
-        if column.hasattr("combine_chunks")? {
-            column = column.call_method0("combine_chunks")?;
-        } else if column.hasattr("to_arrow")? && column.hasattr("dtype")? {
-            column = column.call_method0("to_arrow")?;
-            if column.hasattr("combine_chunks")? {
-                column = column.call_method0("combine_chunks")?;
-            }
-        } else {
-            return Ok(None);
-        }
-    }
-    let data = arrow_data::ArrayData::from_pyarrow_bound(&column)?;
-    Ok(Some(make_array(data)))
-}
-
-fn first_null(field: &str, array: &dyn Array) -> PyResult<()> {
-    if array.null_count() == 0 {
-        return Ok(());
-    }
-    let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
-    Err(PyValueError::new_err(format!(
-        "field {field:?}: row {} is null, and strata stores no nulls",
-        row + 1
-    )))
-}
-
-fn texts(field: &str, column: &Bound<'_, PyAny>) -> PyResult<Texts> {
-    if let Some(array) = arrow_of(column)? {
-        first_null(field, array.as_ref())?;
-        return match array.data_type() {
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Ok(Texts::Arrow(array)),
-            other => Err(PyValueError::new_err(format!(
-                "field {field:?} (str): an Arrow column of type {other} is not strings"
-            ))),
-        };
-    }
-    let mut out = Vec::new();
-    for (row, item) in column.try_iter()?.enumerate() {
-        let item = item?;
-        out.push(item.extract::<PyBackedStr>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "field {field:?} (str): row {} is a {}, not a str",
-                row + 1,
-                type_name(&item)
-            ))
-        })?);
-    }
-    Ok(Texts::Python(out))
-}
-
-fn blobs(field: &str, column: &Bound<'_, PyAny>) -> PyResult<Blobs> {
-    if let Some(array) = arrow_of(column)? {
-        first_null(field, array.as_ref())?;
-        return match array.data_type() {
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-                Ok(Blobs::Arrow(array))
-            }
-            other => Err(PyValueError::new_err(format!(
-                "field {field:?} (bytes): an Arrow column of type {other} is not bytes"
-            ))),
-        };
-    }
-    let mut out = Vec::new();
-    for (row, item) in column.try_iter()?.enumerate() {
-        let item = item?;
-        out.push(item.extract::<PyBackedBytes>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "field {field:?} (bytes): row {} is a {}, not bytes",
-                row + 1,
-                type_name(&item)
-            ))
-        })?);
-    }
-    Ok(Blobs::Python(out))
-}
-
-fn str_slices(texts: &Texts) -> Vec<&str> {
-    match texts {
-        Texts::Python(v) => v.iter().map(|s| &**s).collect(),
-        Texts::Arrow(array) => match array.data_type() {
-            DataType::Utf8 => array.as_string::<i32>().iter().flatten().collect(),
-            DataType::LargeUtf8 => array.as_string::<i64>().iter().flatten().collect(),
-            _ => array.as_string_view().iter().flatten().collect(),
-        },
-    }
-}
-
-fn byte_slices(blobs: &Blobs) -> Vec<&[u8]> {
-    match blobs {
-        Blobs::Python(v) => v.iter().map(|b| &**b).collect(),
-        Blobs::Arrow(array) => match array.data_type() {
-            DataType::Binary => array.as_binary::<i32>().iter().flatten().collect(),
-            DataType::LargeBinary => array.as_binary::<i64>().iter().flatten().collect(),
-            _ => array.as_binary_view().iter().flatten().collect(),
-        },
-    }
 }
 
 /// A store of strata, opened from Python. See the package's docstrings (`help(strata.Store)`).
@@ -471,6 +285,25 @@ impl PyStore {
             let mut guard = self.lock();
             let store = guard.as_mut().ok_or_else(|| closed(&self.path))?;
             f(store).map_err(engine_error)
+        })
+    }
+
+    /// A query's Arrow batches (`Store::query_arrow`), built with the GIL released.
+    fn batches(
+        &self,
+        py: Python<'_>,
+        stream: &str,
+        track: Option<&Bound<'_, PyAny>>,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> PyResult<(Vec<RecordBatch>, SchemaRef)> {
+        let track = track.map(labels).transpose()?.unwrap_or_default();
+        self.with(py, |store| {
+            let selection: Vec<&str> = track.iter().map(String::as_str).collect();
+            let batches = store.query_arrow(stream, &selection, range(start, end))?;
+            let schema = batches.schema();
+            let batches = batches.collect::<Result<Vec<RecordBatch>, _>>()?;
+            Ok((batches, schema))
         })
     }
 
@@ -607,80 +440,9 @@ impl PyStore {
     ) -> PyResult<()> {
         let decl = self.decl(py, stream)?;
         let track = labels(track)?;
-        let mut held: Vec<Held<'_>> = Vec::new();
-        let mut given = 0;
-        for (idx, field) in decl.fields.iter().enumerate() {
-            let is_track = decl.track.iter().any(|&t| usize::from(t) == idx);
-            let column = columns.get_item(&field.name)?;
-            if is_track {
-                if column.is_some() {
-                    return Err(PyValueError::new_err(format!(
-                        "stream {stream:?}: field {:?} is the track's, given by `track`, not a column",
-                        field.name
-                    )));
-                }
-                continue;
-            }
-            let Some(column) = column else {
-                return Err(PyValueError::new_err(format!(
-                    "stream {stream:?}: no column for field {:?} ({})",
-                    field.name, field.kind
-                )));
-            };
-            given += 1;
-            let name = field.name.as_str();
-            held.push(match field.kind {
-                FieldKind::U64 => Held::U64(numeric(py, name, field.kind, &column)?),
-                FieldKind::I64 => Held::I64(numeric(py, name, field.kind, &column)?),
-                FieldKind::F64 => Held::F64(numeric(py, name, field.kind, &column)?),
-                FieldKind::Str => Held::Str(texts(name, &column)?),
-                FieldKind::Bytes => Held::Bytes(blobs(name, &column)?),
-                other => {
-                    return Err(StrataError::new_err(format!(
-                        "field {name:?}: kind {other} has no Python form yet"
-                    )));
-                }
-            });
-        }
-        if given != columns.len() {
-            let known: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
-            for key in columns.keys() {
-                let key: String = key.extract()?;
-                if !known.contains(&key.as_str()) {
-                    return Err(PyValueError::new_err(format!(
-                        "stream {stream:?} has no field {key:?} (its fields: {})",
-                        known.join(" ")
-                    )));
-                }
-            }
-        }
-        let strs: Vec<Vec<&str>> = held
-            .iter()
-            .map(|h| match h {
-                Held::Str(t) => str_slices(t),
-                _ => Vec::new(),
-            })
-            .collect();
-        let bytes: Vec<Vec<&[u8]>> = held
-            .iter()
-            .map(|h| match h {
-                Held::Bytes(b) => byte_slices(b),
-                _ => Vec::new(),
-            })
-            .collect();
-        let values: Vec<Values<'_>> = held
-            .iter()
-            .zip(strs.iter().zip(&bytes))
-            .map(|(h, (s, b))| {
-                Ok(match h {
-                    Held::U64(a) => Values::U64(a.as_slice().map_err(not_contiguous)?),
-                    Held::I64(a) => Values::I64(a.as_slice().map_err(not_contiguous)?),
-                    Held::F64(a) => Values::F64(a.as_slice().map_err(not_contiguous)?),
-                    Held::Str(_) => Values::Str(s),
-                    Held::Bytes(_) => Values::Bytes(b),
-                })
-            })
-            .collect::<PyResult<_>>()?;
+        let held = columns::gather(py, stream, &decl, columns)?;
+        let (strs, bytes) = columns::slices(&held);
+        let values = columns::values(&held, &strs, &bytes)?;
         let selection: Vec<&str> = track.iter().map(String::as_str).collect();
         // The GIL stays held: the slices borrow numpy's buffers, which another Python thread
         // could change while the copy into staging runs. The copy is all publish does.
@@ -749,17 +511,27 @@ impl PyStore {
         start: Option<u64>,
         end: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let track = track.map(labels).transpose()?.unwrap_or_default();
-        let (batches, schema) = self.with(py, |store| {
-            let selection: Vec<&str> = track.iter().map(String::as_str).collect();
-            let batches = store.query_arrow(stream, &selection, range(start, end))?;
-            let schema = batches.schema();
-            let batches = batches.collect::<Result<Vec<RecordBatch>, _>>()?;
-            Ok((batches, schema))
-        })?;
-        let table =
-            Table::try_new(batches, schema).map_err(|e| StrataError::new_err(e.to_string()))?;
-        PyArrowType(table).into_pyobject(py)
+        let (batches, schema) = self.batches(py, stream, track, start, end)?;
+        // pyarrow takes the rows through the Arrow PyCapsule interface (`__arrow_c_stream__`):
+        // the batches move, nothing is copied.
+        let stream = Bound::new(py, PyArrowStream::new(batches, schema))?;
+        py.import("pyarrow")?.call_method1("table", (stream,))
+    }
+
+    /// Rows as `query` reads them, as an object with the Arrow PyCapsule interface
+    /// (`__arrow_c_stream__`): for Polars (`polars.DataFrame(…)`), DuckDB, nanoarrow or pyarrow
+    /// without going through a pyarrow Table. It can be read once.
+    #[pyo3(signature = (stream, track = None, start = None, end = None))]
+    fn query_stream(
+        &self,
+        py: Python<'_>,
+        stream: &str,
+        track: Option<&Bound<'_, PyAny>>,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> PyResult<PyArrowStream> {
+        let (batches, schema) = self.batches(py, stream, track, start, end)?;
+        Ok(PyArrowStream::new(batches, schema))
     }
 
     /// Rows of `stream` as `query` reads them, as a dict of column name to numpy array
@@ -773,14 +545,7 @@ impl PyStore {
         start: Option<u64>,
         end: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let track = track.map(labels).transpose()?.unwrap_or_default();
-        let (batches, schema) = self.with(py, |store| {
-            let selection: Vec<&str> = track.iter().map(String::as_str).collect();
-            let batches = store.query_arrow(stream, &selection, range(start, end))?;
-            let schema = batches.schema();
-            let batches = batches.collect::<Result<Vec<RecordBatch>, _>>()?;
-            Ok((batches, schema))
-        })?;
+        let (batches, schema) = self.batches(py, stream, track, start, end)?;
         let out = PyDict::new(py);
         for (idx, field) in schema.fields().iter().enumerate() {
             let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(idx).as_ref()).collect();
@@ -849,8 +614,8 @@ impl PyStore {
 
     /// Closes the store (a writer's lock, a reader's pin); further calls are refused.
     fn close(&self, py: Python<'_>) {
-        let store = py.detach(|| self.lock().take());
-        py.detach(|| drop(store));
+        // Dropping a store lets go of its lock or pin (and may remove a reader's pin file).
+        py.detach(|| drop(self.lock().take()));
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -867,237 +632,13 @@ impl PyStore {
     }
 }
 
-fn not_contiguous(err: numpy::AsSliceError) -> PyErr {
-    PyValueError::new_err(format!("a column is not contiguous: {err}"))
-}
-
-fn num_to_py(py: Python<'_>, value: Num) -> PyResult<Bound<'_, PyAny>> {
-    Ok(match value {
-        Num::U64(v) => v.into_pyobject(py)?.into_any(),
-        Num::I64(v) => v.into_pyobject(py)?.into_any(),
-        Num::F64(v) => v.into_pyobject(py)?.into_any(),
-    })
-}
-
-/// The concatenation of one column's chunks as a numpy array.
-fn column_to_numpy<'py>(
-    py: Python<'py>,
-    data_type: &DataType,
-    chunks: &[&dyn Array],
-) -> PyResult<Bound<'py, PyAny>> {
-    use engine_arrow::types::{Float64Type, Int64Type, UInt64Type};
-    fn primitive<'py, T: engine_arrow::ArrowPrimitiveType>(
-        py: Python<'py>,
-        chunks: &[&dyn Array],
-    ) -> Bound<'py, PyAny>
-    where
-        T::Native: Element,
-    {
-        let mut all = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
-        for chunk in chunks {
-            all.extend_from_slice(chunk.as_primitive::<T>().values());
-        }
-        PyArray1::from_vec(py, all).into_any()
-    }
-    Ok(match data_type {
-        DataType::UInt64 => primitive::<UInt64Type>(py, chunks),
-        DataType::Int64 => primitive::<Int64Type>(py, chunks),
-        DataType::Float64 => primitive::<Float64Type>(py, chunks),
-        DataType::Dictionary(_, _) => {
-            // A track's labels: each chunk's few labels as Python objects once, spread over
-            // its rows by numpy's `take` of the keys (references to those objects, none new).
-            let numpy = py.import("numpy")?;
-            let parts = PyList::empty(py);
-            for chunk in chunks {
-                let dict = chunk.as_any_dictionary();
-                let labels = PyList::empty(py);
-                append_objects(py, &labels, dict.values().as_ref())?;
-                let kwargs = PyDict::new(py);
-                kwargs.set_item("dtype", "object")?;
-                let labels = numpy.call_method("array", (labels,), Some(&kwargs))?;
-                let keys = dict.keys().as_primitive::<engine_arrow::types::Int32Type>();
-                let keys = PyArray1::from_slice(py, keys.values());
-                parts.append(labels.call_method1("take", (keys,))?)?;
-            }
-            if parts.is_empty() {
-                let kwargs = PyDict::new(py);
-                kwargs.set_item("dtype", "object")?;
-                numpy.call_method("empty", (0,), Some(&kwargs))?
-            } else {
-                numpy.call_method1("concatenate", (parts,))?
-            }
-        }
-        _ => {
-            // Strings, bytes and dictionary-encoded track labels: one Python object a row is
-            // what a numpy array of them is.
-            let items = PyList::empty(py);
-            for chunk in chunks {
-                append_objects(py, &items, *chunk)?;
-            }
-            let numpy = py.import("numpy")?;
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("dtype", "object")?;
-            numpy.call_method("array", (items,), Some(&kwargs))?
-        }
-    })
-}
-
-fn append_objects(py: Python<'_>, items: &Bound<'_, PyList>, chunk: &dyn Array) -> PyResult<()> {
-    match chunk.data_type() {
-        DataType::Utf8 => {
-            for s in chunk.as_string::<i32>() {
-                items.append(s)?;
-            }
-        }
-        DataType::LargeUtf8 => {
-            for s in chunk.as_string::<i64>() {
-                items.append(s)?;
-            }
-        }
-        DataType::LargeBinary => {
-            for b in chunk.as_binary::<i64>() {
-                items.append(b.map(|b| PyBytes::new(py, b)))?;
-            }
-        }
-        other => {
-            return Err(StrataError::new_err(format!(
-                "a column of Arrow type {other} has no numpy form here"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// A survey's answer: `level`, `group`, `span`, and per measured field a dict of numpy arrays
-/// (`first`, `first_axis`, `last`, `last_axis`, `min`, `min_axis`, `max`, `max_axis`, `count`,
-/// `sum`, `sum_sq`, `mean`), one entry a bucket, in axis order.
-#[pyclass(module = "strata._strata", name = "Survey", frozen)]
-struct PySurvey {
-    /// The level whose cells answer.
-    #[pyo3(get)]
-    level: u8,
-    /// Adjacent cells of `level` merged per bucket.
-    #[pyo3(get)]
-    group: u128,
-    /// The axis span answered, both ends included, or `None` when nothing is recorded.
-    #[pyo3(get)]
-    span: Option<(u64, u64)>,
-    /// Field name to its dict of arrays, in declaration order.
-    #[pyo3(get)]
-    fields: Py<PyDict>,
-}
-
-fn values_array(
-    py: Python<'_>,
-    kind: FieldKind,
-    values: impl Iterator<Item = Num>,
-) -> Bound<'_, PyAny> {
-    match kind {
-        FieldKind::U64 => {
-            PyArray1::from_iter(py, values.map(|v| if let Num::U64(v) = v { v } else { 0 }))
-                .into_any()
-        }
-        FieldKind::I64 => {
-            PyArray1::from_iter(py, values.map(|v| if let Num::I64(v) = v { v } else { 0 }))
-                .into_any()
-        }
-        _ => PyArray1::from_iter(py, values.map(Num::as_f64)).into_any(),
-    }
-}
-
-impl PySurvey {
-    fn new(py: Python<'_>, survey: &EngineSurvey, decl: Option<&StreamDecl>) -> PyResult<Self> {
-        let fields = PyDict::new(py);
-        for buckets in &survey.fields {
-            let kind = decl
-                .and_then(|d| d.fields.iter().find(|f| f.name == buckets.field))
-                .map_or(FieldKind::F64, |f| f.kind);
-            let b: &[Bucket] = &buckets.buckets;
-            let arrays = PyDict::new(py);
-            arrays.set_item(
-                "first",
-                values_array(py, kind, b.iter().map(|b| b.first.value)),
-            )?;
-            arrays.set_item(
-                "first_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.first.axis)),
-            )?;
-            arrays.set_item(
-                "last",
-                values_array(py, kind, b.iter().map(|b| b.last.value)),
-            )?;
-            arrays.set_item(
-                "last_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.last.axis)),
-            )?;
-            arrays.set_item("min", values_array(py, kind, b.iter().map(|b| b.min.value)))?;
-            arrays.set_item(
-                "min_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.min.axis)),
-            )?;
-            arrays.set_item("max", values_array(py, kind, b.iter().map(|b| b.max.value)))?;
-            arrays.set_item(
-                "max_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.max.axis)),
-            )?;
-            arrays.set_item("count", PyArray1::from_iter(py, b.iter().map(|b| b.count)))?;
-            arrays.set_item("sum", PyArray1::from_iter(py, b.iter().map(|b| b.sum)))?;
-            arrays.set_item(
-                "sum_sq",
-                PyArray1::from_iter(py, b.iter().map(|b| b.sum_sq)),
-            )?;
-            arrays.set_item(
-                "mean",
-                PyArray1::from_iter(py, b.iter().map(|b| b.sum / b.count as f64)),
-            )?;
-            fields.set_item(&buckets.field, arrays)?;
-        }
-        Ok(PySurvey {
-            level: survey.level,
-            group: survey.group,
-            span: survey.span.map(|[a, b]| (a, b)),
-            fields: fields.unbind(),
-        })
-    }
-}
-
-#[pymethods]
-impl PySurvey {
-    /// One field's arrays.
-    fn __getitem__<'py>(&self, py: Python<'py>, field: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.fields
-            .bind(py)
-            .get_item(field)?
-            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(field.to_owned()))
-    }
-
-    /// How many buckets answer (the same for every field).
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let fields = self.fields.bind(py);
-        match fields.values().iter().next() {
-            Some(arrays) => arrays.get_item("count")?.len(),
-            None => Ok(0),
-        }
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "strata.Survey(level={}, group={}, span={}, buckets={})",
-            self.level,
-            self.group,
-            self.span
-                .map_or_else(|| "None".to_owned(), |(a, b)| format!("({a}, {b})")),
-            self.__len__(py)?
-        ))
-    }
-}
-
 /// The extension module.
 #[pymodule]
 fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyStore>()?;
     m.add_class::<PySurvey>()?;
+    m.add_class::<PyArrowStream>()?;
     m.add("StrataError", py.get_type::<StrataError>())?;
     m.add("FloorError", py.get_type::<FloorError>())?;
     m.add("UnreadableError", py.get_type::<UnreadableError>())?;

@@ -237,6 +237,12 @@ def test_refusals_are_exceptions_that_name_the_fault_and_keep_nothing(path):
         store.publish("probes", 1, ("a", 1), {**good, "run": ["a"] * 3})
     with pytest.raises(ValueError, match=r"field \"v\" \(f64\): a column of dtype <U1"):
         store.publish("probes", 1, ("a", 1), {**good, "v": np.array(["x", "y", "z"])})
+    with pytest.raises(ValueError, match=r"field \"n\" \(i64\): row 3 holds 18446744073709551615"):
+        store.publish("probes", 1, ("a", 1), {**good, "n": np.array([0, 1, 2**64 - 1], dtype=np.uint64)})
+    with pytest.raises(ValueError, match=r"field \"t\" \(u64\): a column of dtype bool"):
+        store.publish("probes", 1, ("a", 1), {**good, "t": np.array([True, False, True])})
+    with pytest.raises(TypeError, match="not bytes"):
+        store.publish("probes", 1, b"a", good)
     with pytest.raises(strata.RefusedError):
         store.publish("probes", 1, ("a", 1), {**good, "v": np.ones(2)})
     with pytest.raises(strata.RefusedError, match="track"):
@@ -262,6 +268,25 @@ def test_refusals_are_exceptions_that_name_the_fault_and_keep_nothing(path):
     with strata.Store.open_read_only(path) as reader:
         with pytest.raises(strata.StrataError, match="read"):
             reader.publish("probes", 2, ("a", 1), good)
+
+
+def test_str_and_bytes_columns_refuse_nulls_and_other_objects_by_row(path):
+    with strata.Store.create(path, [EVERY_KIND]) as store:
+        good = {
+            "t": np.arange(3, dtype=np.uint64), "u": np.arange(3, dtype=np.uint64),
+            "i": np.arange(3), "f": np.zeros(3), "s": ["a", "b", "c"], "b": [b"", b"x", b"\x00"],
+        }
+        with pytest.raises(ValueError, match=r"field \"s\": row 2 is null"):
+            store.publish("every", 1, "L", {**good, "s": pa.array(["a", None, "c"])})
+        with pytest.raises(ValueError, match=r"field \"s\" \(str\): row 3 is a int, not str"):
+            store.publish("every", 1, "L", {**good, "s": ["a", "b", 3]})
+        with pytest.raises(ValueError, match=r"field \"b\" \(bytes\): an Arrow column of type Utf8 is not bytes"):
+            store.publish("every", 1, "L", {**good, "b": pa.array(["a", "b", "c"])})
+        with pytest.raises(ValueError, match=r"field \"b\" \(bytes\): row 1 is a str, not bytes"):
+            store.publish("every", 1, "L", {**good, "b": ["a", "b", "c"]})
+        store.publish("every", 1, "L", {**good, "s": pa.chunked_array([["a"], ["b", "c"]])})
+        assert store.seal() == {"every": 1}
+        assert store.query("every").column("s").to_pylist() == ["a", "b", "c"]
 
 
 def test_staging_stops_at_the_configured_bound(path):
@@ -317,6 +342,24 @@ def test_pandas_polars_and_pyarrow_columns_go_in_and_come_out(path):
         assert polars["f"].to_list() == series.to_list()
         assert polars["s"].to_list() == [f"p{i}" for i in range(100)]
         assert polars["b"].to_list() == [b"x"] * 100
+
+
+def test_query_stream_hands_the_rows_to_polars_and_duckdb_through_the_pycapsule_interface(path):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    rng = np.random.default_rng(5)
+    store, arrays = probes_store(path, rng, {("a", 1): 3000, ("b", 2): 2000})
+    stream = store.query_stream("probes", "a")
+    assert len(stream) == 3000 and hasattr(stream, "__arrow_c_stream__")
+    frame = pl.DataFrame(stream)
+    assert frame["v"].to_list() == arrays[("a", 1)][2].tolist()
+    assert frame["run"].to_list() == ["a"] * 3000
+    # DuckDB asks for the schema, then the rows: the stream answers each time it is asked.
+    count, top = duckdb.sql("select count(*), max(v) from stream").fetchall()[0]
+    assert (count, top) == (3000, arrays[("a", 1)][2].max())
+    assert pa.table(stream).num_rows == 3000
+    assert pa.schema(stream).names == ["position", "run", "probe", "t", "v", "n"]
+    store.close()
 
 
 def run(strata_bin, *args, stdin=None):

@@ -23,6 +23,7 @@ a declaration refused; nothing of it kept), :class:`FloorError` (a read beneath 
 """
 
 from ._strata import (
+    ArrowStream,
     FloorError,
     RefusedError,
     Store,
@@ -33,6 +34,7 @@ from ._strata import (
 )
 
 __all__ = [
+    "ArrowStream",
     "FloorError",
     "RefusedError",
     "Store",

@@ -72,6 +72,14 @@ class FloorError(StrataError):
 class UnreadableError(StrataError):
     """Bytes on disk failed their check, or a file could not be read: never wrong data."""
 
+class ArrowStream:
+    """A query's rows (Arrow batches, shared, not copied) behind the Arrow PyCapsule interface:
+    any consumer may read them, as often as it asks."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def __len__(self) -> int: ...
+
 class Survey:
     """A budgeted display read's answer."""
 
@@ -132,6 +140,9 @@ class Store:
     def query(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> pyarrow.Table:
         """Rows with positions in `start..=end` (both included) under `track`, in publish
         order: a `position` column, then every field in declaration order."""
+    def query_stream(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> ArrowStream:
+        """`query`'s rows behind the Arrow PyCapsule interface, for Polars
+        (`polars.DataFrame(…)`), DuckDB or nanoarrow without a pyarrow Table."""
     def query_numpy(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> dict[str, npt.NDArray[Any]]:
         """`query`'s rows as numpy arrays (numbers typed; `str` and `bytes` as object arrays)."""
     def survey(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None, budget: int = 4000) -> Survey:

@@ -1,0 +1,300 @@
+//! `publish`'s columns: numpy arrays borrowed (or converted once, vectorised), Arrow strings and
+//! bytes read in place, anything else through numpy or as Python `str`/`bytes` objects.
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, make_array};
+use arrow_pyarrow::FromPyArrow;
+use arrow_schema::DataType;
+use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::types::PyDict;
+use strata::{FieldKind, StreamDecl, Values};
+
+use crate::{StrataError, type_name};
+
+/// One field's values for `publish`, held as the engine borrows them.
+pub(crate) enum Held<'py> {
+    U64(PyReadonlyArray1<'py, u64>),
+    I64(PyReadonlyArray1<'py, i64>),
+    F64(PyReadonlyArray1<'py, f64>),
+    Str(Var<PyBackedStr>),
+    Bytes(Var<PyBackedBytes>),
+}
+
+/// Strings or bytes from an Arrow array (which keeps its buffers alive) or from Python objects.
+pub(crate) enum Var<P> {
+    Arrow(arrow_array::ArrayRef),
+    Python(Vec<P>),
+}
+
+/// A number field's column as a contiguous array of `T`: borrowed when it is one already, else
+/// taken through `numpy.asarray` and converted once, where the conversion keeps every value's
+/// meaning (by numpy's `dtype.kind`): unsigned from non-negative signed, signed from unsigned up
+/// to `i64::MAX` (both checked with numpy's vectorised min and max), floats from any number.
+fn numeric<'py, T: Element>(
+    py: Python<'py>,
+    field: &str,
+    kind: FieldKind,
+    column: &Bound<'py, PyAny>,
+) -> PyResult<PyReadonlyArray1<'py, T>> {
+    if let Ok(array) = column.cast::<PyArray1<T>>()
+        && array.is_contiguous()
+    {
+        return Ok(array.readonly());
+    }
+    let numpy = py.import("numpy")?;
+    let array = numpy.call_method1("asarray", (column,))?;
+    let ndim: usize = array.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!(
+            "field {field:?} ({kind}): a column is one-dimensional, this one has {ndim} dimensions"
+        )));
+    }
+    let dtype = array.getattr("dtype")?;
+    let letter: String = dtype.getattr("kind")?.extract()?;
+    let len: usize = array.len()?;
+    let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
+    let ok = match (kind, letter.as_str()) {
+        (FieldKind::F64, "f" | "i" | "u") | (FieldKind::U64 | FieldKind::I64, "u" | "i") => true,
+        // Booleans ("b"), strings, objects, dates: not numbers of a field's kind.
+        _ => false,
+    };
+    if !ok {
+        return Err(refuse(format!(
+            "a column of dtype {dtype} is not {kind} numbers"
+        )));
+    }
+    if len > 0 && kind == FieldKind::U64 && letter == "i" {
+        let min: i64 = array.call_method0("min")?.extract()?;
+        if min < 0 {
+            let at: usize = array.call_method0("argmin")?.extract()?;
+            return Err(refuse(format!(
+                "row {} holds {min}, which a u64 field cannot hold",
+                at + 1
+            )));
+        }
+    }
+    if len > 0 && kind == FieldKind::I64 && letter == "u" {
+        let max: u64 = array.call_method0("max")?.extract()?;
+        if max > i64::MAX as u64 {
+            let at: usize = array.call_method0("argmax")?.extract()?;
+            return Err(refuse(format!(
+                "row {} holds {max}, which an i64 field cannot hold",
+                at + 1
+            )));
+        }
+    }
+    let target = numpy::dtype::<T>(py);
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", target)?;
+    let converted = numpy.call_method("ascontiguousarray", (array,), Some(&kwargs))?;
+    Ok(converted.cast::<PyArray1<T>>()?.readonly())
+}
+
+/// An Arrow array from anything with `__arrow_c_array__` (pyarrow, nanoarrow, arro3), a pyarrow
+/// `ChunkedArray` (its chunks combined) or a Polars `Series` (`to_arrow`); `None` for anything
+/// else.
+fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
+    let mut column = column.clone();
+    if !column.hasattr("__arrow_c_array__")? {
+        if column.hasattr("combine_chunks")? {
+            column = column.call_method0("combine_chunks")?;
+        } else if column.hasattr("to_arrow")? && column.hasattr("dtype")? {
+            column = column.call_method0("to_arrow")?;
+            if column.hasattr("combine_chunks")? {
+                column = column.call_method0("combine_chunks")?;
+            }
+        } else {
+            return Ok(None);
+        }
+    }
+    let data = arrow_data::ArrayData::from_pyarrow_bound(&column)?;
+    Ok(Some(make_array(data)))
+}
+
+fn first_null(field: &str, array: &dyn Array) -> PyResult<()> {
+    if array.null_count() == 0 {
+        return Ok(());
+    }
+    let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
+    Err(PyValueError::new_err(format!(
+        "field {field:?}: row {} is null, and strata stores no nulls",
+        row + 1
+    )))
+}
+
+/// A `str` or `bytes` column: an Arrow array of one of `arrow_types` (read in place), else a
+/// sequence of Python objects each extracted as `P` (`str` or `bytes`), a null or another
+/// object refused naming its row.
+fn variable<P>(
+    field: &str,
+    kind: FieldKind,
+    column: &Bound<'_, PyAny>,
+    arrow_types: &[DataType],
+) -> PyResult<Var<P>>
+where
+    P: for<'a, 'py> FromPyObject<'a, 'py>,
+{
+    if let Some(array) = arrow_of(column)? {
+        first_null(field, array.as_ref())?;
+        if arrow_types.contains(array.data_type()) {
+            return Ok(Var::Arrow(array));
+        }
+        return Err(PyValueError::new_err(format!(
+            "field {field:?} ({kind}): an Arrow column of type {} is not {kind}",
+            array.data_type()
+        )));
+    }
+    let mut out = Vec::new();
+    for (row, item) in column.try_iter()?.enumerate() {
+        let item = item?;
+        out.push(item.extract::<P>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "field {field:?} ({kind}): row {} is a {}, not {kind}",
+                row + 1,
+                type_name(&item)
+            ))
+        })?);
+    }
+    Ok(Var::Python(out))
+}
+
+fn str_slices(texts: &Var<PyBackedStr>) -> Vec<&str> {
+    match texts {
+        Var::Python(v) => v.iter().map(|s| &**s).collect(),
+        Var::Arrow(array) => match array.data_type() {
+            DataType::Utf8 => array.as_string::<i32>().iter().flatten().collect(),
+            DataType::LargeUtf8 => array.as_string::<i64>().iter().flatten().collect(),
+            _ => array.as_string_view().iter().flatten().collect(),
+        },
+    }
+}
+
+fn byte_slices(blobs: &Var<PyBackedBytes>) -> Vec<&[u8]> {
+    match blobs {
+        Var::Python(v) => v.iter().map(|b| &**b).collect(),
+        Var::Arrow(array) => match array.data_type() {
+            DataType::Binary => array.as_binary::<i32>().iter().flatten().collect(),
+            DataType::LargeBinary => array.as_binary::<i64>().iter().flatten().collect(),
+            _ => array.as_binary_view().iter().flatten().collect(),
+        },
+    }
+}
+
+fn not_contiguous(err: numpy::AsSliceError) -> PyErr {
+    PyValueError::new_err(format!("a column is not contiguous: {err}"))
+}
+
+/// Every column of a batch of `stream`, checked against its declaration `decl`: each field but
+/// the track's present (and no other), each as its kind's `Held`.
+pub(crate) fn gather<'py>(
+    py: Python<'py>,
+    stream: &str,
+    decl: &StreamDecl,
+    columns: &Bound<'py, PyDict>,
+) -> PyResult<Vec<Held<'py>>> {
+    let mut held: Vec<Held<'py>> = Vec::new();
+    let mut given = 0;
+    for (idx, field) in decl.fields.iter().enumerate() {
+        let is_track = decl.track.iter().any(|&t| usize::from(t) == idx);
+        let column = columns.get_item(&field.name)?;
+        if is_track {
+            if column.is_some() {
+                return Err(PyValueError::new_err(format!(
+                    "stream {stream:?}: field {:?} is the track's, given by `track`, not a column",
+                    field.name
+                )));
+            }
+            continue;
+        }
+        let Some(column) = column else {
+            return Err(PyValueError::new_err(format!(
+                "stream {stream:?}: no column for field {:?} ({})",
+                field.name, field.kind
+            )));
+        };
+        given += 1;
+        let name = field.name.as_str();
+        held.push(match field.kind {
+            FieldKind::U64 => Held::U64(numeric(py, name, field.kind, &column)?),
+            FieldKind::I64 => Held::I64(numeric(py, name, field.kind, &column)?),
+            FieldKind::F64 => Held::F64(numeric(py, name, field.kind, &column)?),
+            FieldKind::Str => Held::Str(variable(
+                name,
+                field.kind,
+                &column,
+                &[DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View],
+            )?),
+            FieldKind::Bytes => Held::Bytes(variable(
+                name,
+                field.kind,
+                &column,
+                &[
+                    DataType::Binary,
+                    DataType::LargeBinary,
+                    DataType::BinaryView,
+                ],
+            )?),
+            other => {
+                return Err(StrataError::new_err(format!(
+                    "field {name:?}: kind {other} has no Python form yet"
+                )));
+            }
+        });
+    }
+    if given != columns.len() {
+        let known: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
+        for key in columns.keys() {
+            let key: String = key.extract()?;
+            if !known.contains(&key.as_str()) {
+                return Err(PyValueError::new_err(format!(
+                    "stream {stream:?} has no field {key:?} (its fields: {})",
+                    known.join(" ")
+                )));
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// The `&str` and `&[u8]` slices of the `str` and `bytes` columns (empty for the others), in
+/// column order: what `Values::Str` and `Values::Bytes` borrow.
+pub(crate) fn slices<'h>(held: &'h [Held<'_>]) -> (Vec<Vec<&'h str>>, Vec<Vec<&'h [u8]>>) {
+    let strs: Vec<Vec<&'h str>> = held
+        .iter()
+        .map(|h| match h {
+            Held::Str(t) => str_slices(t),
+            _ => Vec::new(),
+        })
+        .collect();
+    let bytes: Vec<Vec<&'h [u8]>> = held
+        .iter()
+        .map(|h| match h {
+            Held::Bytes(b) => byte_slices(b),
+            _ => Vec::new(),
+        })
+        .collect();
+    (strs, bytes)
+}
+
+/// The batch as the engine takes it, borrowing `held` and its slices.
+pub(crate) fn values<'v>(
+    held: &'v [Held<'_>],
+    strs: &'v [Vec<&'v str>],
+    bytes: &'v [Vec<&'v [u8]>],
+) -> PyResult<Vec<Values<'v>>> {
+    held.iter()
+        .zip(strs.iter().zip(bytes))
+        .map(|(h, (s, b))| {
+            Ok(match h {
+                Held::U64(a) => Values::U64(a.as_slice().map_err(not_contiguous)?),
+                Held::I64(a) => Values::I64(a.as_slice().map_err(not_contiguous)?),
+                Held::F64(a) => Values::F64(a.as_slice().map_err(not_contiguous)?),
+                Held::Str(_) => Values::Str(s),
+                Held::Bytes(_) => Values::Bytes(b),
+            })
+        })
+        .collect::<PyResult<_>>()
+}
