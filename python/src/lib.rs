@@ -319,6 +319,20 @@ impl PyStore {
     }
 }
 
+/// A store opened by `open` (a constructor of the engine's) at `path` with `config`, with the
+/// GIL released while it boots.
+fn opened(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    config: Option<&Bound<'_, PyDict>>,
+    open: impl FnOnce(&str, Config) -> Result<EngineStore, EngineError> + Send,
+) -> PyResult<PyStore> {
+    let path = path_of(path)?;
+    let config = config_of(config)?;
+    let store = py.detach(|| open(&path, config)).map_err(engine_error)?;
+    Ok(PyStore::new(store, path))
+}
+
 fn path_of(path: &Bound<'_, PyAny>) -> PyResult<String> {
     let os = path.py().import("os")?;
     os.call_method1("fspath", (path,))?.extract()
@@ -351,13 +365,10 @@ impl PyStore {
         streams: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
-        let path = path_of(path)?;
         let decls = decls_of(Some(streams))?;
-        let config = config_of(config)?;
-        let store = py
-            .detach(|| EngineStore::create(&path, config, &decls))
-            .map_err(engine_error)?;
-        Ok(PyStore::new(store, path))
+        opened(py, path, config, |path, config| {
+            EngineStore::create(path, config, &decls)
+        })
     }
 
     /// Opens the store in folder `path` to read and write; `streams` declares new streams.
@@ -369,13 +380,10 @@ impl PyStore {
         streams: Option<&Bound<'_, PyAny>>,
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
-        let path = path_of(path)?;
         let decls = decls_of(streams)?;
-        let config = config_of(config)?;
-        let store = py
-            .detach(|| EngineStore::open(&path, config, &decls))
-            .map_err(engine_error)?;
-        Ok(PyStore::new(store, path))
+        opened(py, path, config, |path, config| {
+            EngineStore::open(path, config, &decls)
+        })
     }
 
     /// Opens the store in folder `path` for reading only: nothing on disk is written.
@@ -386,12 +394,9 @@ impl PyStore {
         path: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
-        let path = path_of(path)?;
-        let config = config_of(config)?;
-        let store = py
-            .detach(|| EngineStore::open_read_only(&path, config, &[]))
-            .map_err(engine_error)?;
-        Ok(PyStore::new(store, path))
+        opened(py, path, config, |path, config| {
+            EngineStore::open_read_only(path, config, &[])
+        })
     }
 
     /// Opens a reader beside a writer that may be running in another process.
@@ -402,12 +407,9 @@ impl PyStore {
         path: &Bound<'_, PyAny>,
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
-        let path = path_of(path)?;
-        let config = config_of(config)?;
-        let store = py
-            .detach(|| EngineStore::open_reader(&path, config))
-            .map_err(engine_error)?;
-        Ok(PyStore::new(store, path))
+        opened(py, path, config, |path, config| {
+            EngineStore::open_reader(path, config)
+        })
     }
 
     /// The folder the store lives in.
@@ -515,7 +517,13 @@ impl PyStore {
         // pyarrow takes the rows through the Arrow PyCapsule interface (`__arrow_c_stream__`):
         // the batches move, nothing is copied.
         let stream = Bound::new(py, PyArrowStream::new(batches, schema))?;
-        py.import("pyarrow")?.call_method1("table", (stream,))
+        let pyarrow = py.import("pyarrow").map_err(|_| {
+            pyo3::exceptions::PyImportError::new_err(
+                "Store.query answers a pyarrow Table, and pyarrow is not installed \
+                 (pip install pyarrow); query_stream (Polars, DuckDB) and query_numpy need none",
+            )
+        })?;
+        pyarrow.call_method1("table", (stream,))
     }
 
     /// Rows as `query` reads them, as an object with the Arrow PyCapsule interface

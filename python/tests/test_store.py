@@ -482,3 +482,11 @@ def test_the_bench_script_runs_and_reports_every_ratio(tmp_path):
     assert report["query"]["rows"] == 30000 and report["query"]["ratio"] > 0
     assert [w["rows"] for w in report["survey"]][0] == 200000
     assert "x Rust's rate" in done.stdout and "tsdownsample M4" in done.stdout
+
+
+def test_query_without_pyarrow_says_what_to_install(path, monkeypatch):
+    with strata.Store.create(path, [PROBES]) as store:
+        monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now fails
+        with pytest.raises(ImportError, match=r"pip install pyarrow\); query_stream"):
+            store.query("probes")
+        assert store.query_numpy("probes")["v"].dtype == np.float64
