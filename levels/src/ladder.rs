@@ -480,37 +480,16 @@ impl Ladder {
         if !fold_args_hold(axis, shared, level) {
             return Vec::new();
         }
-        let sums = tree_fold(
-            shared,
-            level,
-            |row| [values[row], values[row] * values[row]],
-            |acc: &mut [f64; 2], later: &[f64; 2]| {
-                acc[0] += later[0];
-                acc[1] += later[1];
-            },
-        );
         let point = |row: usize| Point {
             axis: axis[row],
             value: Num::F64(values[row]),
         };
-        let mut cells = Vec::with_capacity(sums.len());
+        let mut cells = Vec::new();
+        let (mut sums, mut bounds) = (Vec::new(), Vec::new());
         let mut start = 0;
-        for [sum, sum_sq] in sums {
-            // The cell's rows: up to the first pair that shares no cell of `level`.
-            let mut end = start + 1;
-            while end < axis.len() && shared[end - 1] <= level {
-                end += 1;
-            }
-            let (mut min_row, mut max_row) = (start, start);
-            for row in start + 1..end {
-                let v = values[row];
-                if v.total_cmp(&values[min_row]).is_lt() {
-                    min_row = row;
-                }
-                if v.total_cmp(&values[max_row]).is_gt() {
-                    max_row = row;
-                }
-            }
+        while start < axis.len() {
+            let (end, [sum, sum_sq], min_row, max_row) =
+                f64_cell(shared, level, values, start, &mut sums, &mut bounds);
             cells.push(Cell {
                 index: self.cell(axis[start], level),
                 bucket: Bucket {
@@ -582,6 +561,83 @@ fn fold_args_hold(axis: &[u64], shared: &[u8], level: u8) -> bool {
         "a shared level per pair of rows"
     );
     true
+}
+
+/// The cell of `level` that starts at row `start`, in one pass over its rows: the first row
+/// past it; its `sum` and `sum_sq`; and its min and max rows by `f64::total_cmp` (the earlier
+/// on a tie). The sums are folded along the levels' tree as [`tree_fold`] folds them (the same
+/// additions in the same order, so the same bits), but a level at a time over flat arrays:
+/// level 0's cells from the rows, left to right; then each level's cells from the one beneath,
+/// merging neighbours whose boundary is that level, left to right, in place. That is the rows
+/// plus the cells of each level beneath, with no stack per row; `sums` and `bounds` are scratch
+/// the caller keeps from cell to cell.
+fn f64_cell(
+    shared: &[u8],
+    level: u8,
+    values: &[f64],
+    start: usize,
+    sums: &mut Vec<[f64; 2]>,
+    bounds: &mut Vec<u8>,
+) -> (usize, [f64; 2], usize, usize) {
+    // `f64::total_cmp`'s order as integers, computed once a row.
+    let key = |v: f64| {
+        let bits = v.to_bits().cast_signed();
+        bits ^ ((bits >> 63).cast_unsigned() >> 1).cast_signed()
+    };
+    let first = values[start];
+    let (mut min_row, mut max_row) = (start, start);
+    let (mut min_key, mut max_key) = (key(first), key(first));
+    // Level 0: one entry per cell; `bounds[j]` is the shared level of cells j and j + 1.
+    sums.clear();
+    bounds.clear();
+    let mut acc = [first, first * first];
+    let mut row = start + 1;
+    while row < values.len() {
+        let s = shared[row - 1];
+        if s > level {
+            break;
+        }
+        let v = values[row];
+        let k = key(v);
+        if k < min_key {
+            (min_key, min_row) = (k, row);
+        }
+        if k > max_key {
+            (max_key, max_row) = (k, row);
+        }
+        if s == 0 {
+            acc[0] += v;
+            acc[1] += v * v;
+        } else {
+            sums.push(acc);
+            bounds.push(s);
+            acc = [v, v * v];
+        }
+        row += 1;
+    }
+    sums.push(acc);
+    // Level k from level k - 1: every boundary left is at least k; those at k merge.
+    for k in 1..=level {
+        if bounds.is_empty() {
+            break;
+        }
+        let (mut cell, mut kept) = (0, 0);
+        for j in 0..bounds.len() {
+            let next = sums[j + 1];
+            if bounds[j] == k {
+                sums[cell][0] += next[0];
+                sums[cell][1] += next[1];
+            } else {
+                bounds[kept] = bounds[j];
+                kept += 1;
+                cell += 1;
+                sums[cell] = next;
+            }
+        }
+        sums.truncate(cell + 1);
+        bounds.truncate(kept);
+    }
+    (row, sums[0], min_row, max_row)
 }
 
 /// Folds rows along the levels' tree up to `level`, one value per cell of `level` in row
