@@ -528,7 +528,7 @@ impl PyStore {
 
     /// Rows as `query` reads them, as an object with the Arrow PyCapsule interface
     /// (`__arrow_c_stream__`): for Polars (`polars.DataFrame(…)`), DuckDB, nanoarrow or pyarrow
-    /// without going through a pyarrow Table. It can be read once.
+    /// without going through a pyarrow Table. It hands its rows out as often as it is asked.
     #[pyo3(signature = (stream, track = None, start = None, end = None))]
     fn query_stream(
         &self,
