@@ -185,22 +185,52 @@ pub(crate) struct PySurvey {
     fields: Py<PyDict>,
 }
 
-fn values_array(
-    py: Python<'_>,
+/// One bucket member's values of a field as a numpy array of the field's dtype. A value of
+/// another kind breaks the engine's promise: refused, never written as a made-up number.
+fn values_array<'py>(
+    py: Python<'py>,
+    field: &str,
     kind: FieldKind,
     values: impl Iterator<Item = Num>,
-) -> Bound<'_, PyAny> {
-    match kind {
+) -> PyResult<Bound<'py, PyAny>> {
+    let other = |v: Num| {
+        StrataError::new_err(format!(
+            "field {field:?} ({kind}) answered a value of kind {:?}",
+            v.kind()
+        ))
+    };
+    Ok(match kind {
         FieldKind::U64 => {
-            PyArray1::from_iter(py, values.map(|v| if let Num::U64(v) = v { v } else { 0 }))
-                .into_any()
+            let values = values.map(|v| {
+                if let Num::U64(x) = v {
+                    Ok(x)
+                } else {
+                    Err(other(v))
+                }
+            });
+            PyArray1::from_vec(py, values.collect::<PyResult<Vec<u64>>>()?).into_any()
         }
         FieldKind::I64 => {
-            PyArray1::from_iter(py, values.map(|v| if let Num::I64(v) = v { v } else { 0 }))
-                .into_any()
+            let values = values.map(|v| {
+                if let Num::I64(x) = v {
+                    Ok(x)
+                } else {
+                    Err(other(v))
+                }
+            });
+            PyArray1::from_vec(py, values.collect::<PyResult<Vec<i64>>>()?).into_any()
         }
-        _ => PyArray1::from_iter(py, values.map(Num::as_f64)).into_any(),
-    }
+        _ => {
+            let values = values.map(|v| {
+                if let Num::F64(x) = v {
+                    Ok(x)
+                } else {
+                    Err(other(v))
+                }
+            });
+            PyArray1::from_vec(py, values.collect::<PyResult<Vec<f64>>>()?).into_any()
+        }
+    })
 }
 
 impl PySurvey {
@@ -218,7 +248,7 @@ impl PySurvey {
             let arrays = PyDict::new(py);
             arrays.set_item(
                 "first",
-                values_array(py, kind, b.iter().map(|b| b.first.value)),
+                values_array(py, &buckets.field, kind, b.iter().map(|b| b.first.value))?,
             )?;
             arrays.set_item(
                 "first_axis",
@@ -226,18 +256,24 @@ impl PySurvey {
             )?;
             arrays.set_item(
                 "last",
-                values_array(py, kind, b.iter().map(|b| b.last.value)),
+                values_array(py, &buckets.field, kind, b.iter().map(|b| b.last.value))?,
             )?;
             arrays.set_item(
                 "last_axis",
                 PyArray1::from_iter(py, b.iter().map(|b| b.last.axis)),
             )?;
-            arrays.set_item("min", values_array(py, kind, b.iter().map(|b| b.min.value)))?;
+            arrays.set_item(
+                "min",
+                values_array(py, &buckets.field, kind, b.iter().map(|b| b.min.value))?,
+            )?;
             arrays.set_item(
                 "min_axis",
                 PyArray1::from_iter(py, b.iter().map(|b| b.min.axis)),
             )?;
-            arrays.set_item("max", values_array(py, kind, b.iter().map(|b| b.max.value)))?;
+            arrays.set_item(
+                "max",
+                values_array(py, &buckets.field, kind, b.iter().map(|b| b.max.value))?,
+            )?;
             arrays.set_item(
                 "max_axis",
                 PyArray1::from_iter(py, b.iter().map(|b| b.max.axis)),
