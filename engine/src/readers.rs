@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_segment::SegmentError;
 use strata_segment::names::READERS_DIR;
-use strata_segment::vfs::{Vfs, VfsHold};
+use strata_segment::vfs::{NotRegular, Vfs, VfsHold};
 
 use crate::error::EngineError;
 
@@ -190,6 +190,10 @@ fn live_readers(vfs: &dyn Vfs) -> Result<Vec<ManifestPosition>, EngineError> {
             {
                 live.push(at);
             }
+            // A pin is a regular file (`Vfs::hold` creates one): a named pipe or a socket of a
+            // pin's name was put there by someone else, and holds nothing back, like any other
+            // name that is not a pin's. It is never opened in a way that can wait.
+            Err(error) if NotRegular::is(&error) => {}
             Err(error) => return Err(io_error(&path, error)),
         }
     }

@@ -114,6 +114,43 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     }
 }
 
+/// What an `io::Error` carries when a name strata opens as a file is something else: a named
+/// pipe, a socket or a device, which strata never writes. A real file system opens such a name
+/// without blocking and refuses it with this, so nothing a directory can hold makes an open
+/// wait; a caller to whom the name is not one of strata's (a stranger in `readers/`) passes it
+/// over ([`NotRegular::is`]).
+#[derive(Debug)]
+pub struct NotRegular {
+    path: String,
+    kind: &'static str,
+}
+
+impl NotRegular {
+    /// The I/O error saying that `path` is `kind` ("a named pipe"), not a regular file.
+    pub fn error(path: String, kind: &'static str) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, NotRegular { path, kind })
+    }
+
+    /// Whether `error` says a name is not a regular file.
+    pub fn is(error: &io::Error) -> bool {
+        error
+            .get_ref()
+            .is_some_and(<dyn std::error::Error + Send + Sync>::is::<NotRegular>)
+    }
+}
+
+impl fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is {}, not a regular file: strata never writes one there; move it aside",
+            self.path, self.kind
+        )
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
 /// The error of an operation a file system does not have.
 fn unsupported(path: &str, operation: &str) -> io::Error {
     io::Error::new(

@@ -106,11 +106,13 @@ impl Vfs for RealFs {
         match fs::create_dir(&at) {
             Ok(()) => Ok(()),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                // Only an existing directory makes this a no-op; a file of that name is a clash.
-                if fs::metadata(&at)?.is_dir() {
+                // Only an existing directory makes this a no-op; a file of that name is a clash,
+                // said as one (the bare errno would read "File exists").
+                let meta = fs::metadata(&at)?;
+                if meta.is_dir() {
                     Ok(())
                 } else {
-                    Err(err)
+                    Err(not_a_directory(&at, &meta, io::ErrorKind::AlreadyExists))
                 }
             }
             Err(err) => Err(err),
@@ -126,17 +128,14 @@ impl Vfs for RealFs {
 
     fn open_append(&self, path: &str) -> io::Result<Box<dyn VfsFile>> {
         let at = self.entry_at(path)?;
-        let file = OpenOptions::new().append(true).open(&at)?;
+        let file = open_regular(&at, OpenOptions::new().append(true))?;
         Ok(Box::new(RealFile { file }))
     }
 
     fn map(&self, path: &str) -> io::Result<Mapped> {
         let at = self.entry_at(path)?;
-        let file = File::open(&at)?;
+        let file = open_regular(&at, OpenOptions::new().read(true))?;
         let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(is_a_directory(&at));
-        }
         if meta.len() == 0 {
             return Ok(Mapped::empty());
         }
@@ -154,8 +153,12 @@ impl Vfs for RealFs {
     }
 
     fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        use std::io::Read as _;
         let at = self.entry_at(path)?;
-        fs::read(&at)
+        let mut file = open_regular(&at, OpenOptions::new().read(true))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
     }
 
     fn len(&self, path: &str) -> io::Result<u64> {
@@ -211,7 +214,11 @@ impl Vfs for RealFs {
     fn list(&self, dir: &str) -> io::Result<Vec<DirEntry>> {
         let at = self.at(dir)?;
         let mut entries = Vec::new();
-        for entry in fs::read_dir(&at)? {
+        let listing = fs::read_dir(&at).map_err(|err| match fs::metadata(&at) {
+            Ok(meta) if !meta.is_dir() => not_a_directory(&at, &meta, io::ErrorKind::NotADirectory),
+            _ => err,
+        })?;
+        for entry in listing {
             let entry = entry?;
             // Every name strata issues is ASCII; a name that is not UTF-8 was put there by
             // someone else, and passing it on lossily would name a file that cannot be opened.
@@ -244,7 +251,7 @@ impl Vfs for RealFs {
         let at = self.join("LOCK");
         // O_RDONLY, no O_CREAT: nothing is created or written, so this works on a read-only
         // mount and leaves a copied store's bytes as they are.
-        let file = match File::open(&at) {
+        let file = match open_regular(&at, OpenOptions::new().read(true)) {
             Ok(file) => file,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
@@ -266,7 +273,7 @@ impl Vfs for RealFs {
     fn read_from(&self, path: &str, offset: u64) -> io::Result<Vec<u8>> {
         use std::io::{Read as _, Seek as _, SeekFrom};
         let at = self.entry_at(path)?;
-        let mut file = File::open(&at)?;
+        let mut file = open_regular(&at, OpenOptions::new().read(true))?;
         // A seek past i64::MAX is EINVAL; past the end there is nothing to read anyway.
         let len = file.metadata()?.len();
         file.seek(SeekFrom::Start(offset.min(len)))?;
@@ -292,7 +299,7 @@ impl Vfs for RealFs {
 
     fn held(&self, path: &str) -> io::Result<bool> {
         let at = self.entry_at(path)?;
-        let file = File::open(&at)?;
+        let file = open_regular(&at, OpenOptions::new().read(true))?;
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(Errno::WOULDBLOCK) => return Ok(true),
@@ -315,12 +322,14 @@ impl RealFs {
         let at = self.join("LOCK");
         // The lock is the flock on this open file description, not the file's content, so the
         // file is never truncated.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&at)?;
+        let file = open_regular(
+            &at,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
         // flock locks belong to the open file description: a second open() of LOCK in this
         // process is a second holder and is refused like another process would be.
         rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).map_err(|errno| {
@@ -381,6 +390,68 @@ fn is_a_directory(at: &Path) -> io::Error {
         io::ErrorKind::IsADirectory,
         format!("{} is a directory, not a file", at.display()),
     )
+}
+
+/// Opens `at` with `options`, never blocking in open(2), and refuses anything but a regular
+/// file, naming what it is. Every file strata opens by name is one it wrote as a regular file;
+/// something else under that name (a named pipe, a device, a socket) was put there by someone
+/// else, and opening a named pipe without `O_NONBLOCK` waits for a writer that never comes.
+/// On a regular file `O_NONBLOCK` changes nothing.
+fn open_regular(at: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let flags = OFlags::NONBLOCK.bits().cast_signed();
+    let file = options.custom_flags(flags).open(at).map_err(|err| {
+        // A socket refuses to open at all (ENXIO): say what it is rather than "no such device".
+        match fs::metadata(at) {
+            Ok(meta) if !meta.is_file() => not_regular(at, &meta),
+            _ => err,
+        }
+    })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(at, &meta));
+    }
+    Ok(file)
+}
+
+/// The error for a name strata opens as a file that is something else.
+fn not_regular(at: &Path, meta: &fs::Metadata) -> io::Error {
+    if meta.is_dir() {
+        return is_a_directory(at);
+    }
+    super::NotRegular::error(at.display().to_string(), file_kind(meta))
+}
+
+/// The error for a name strata uses as a folder that is something else, of `kind` (what the
+/// call's bare errno would have been).
+fn not_a_directory(at: &Path, meta: &fs::Metadata, kind: io::ErrorKind) -> io::Error {
+    io::Error::new(
+        kind,
+        format!(
+            "{} is {}, not a directory (strata made it a folder; move it aside)",
+            at.display(),
+            file_kind(meta)
+        ),
+    )
+}
+
+/// What a directory entry is, in words.
+fn file_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        "a regular file"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// A file opened with O_APPEND. Errors pass through unwrapped so their raw OS error (ENOSPC,

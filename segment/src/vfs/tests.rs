@@ -528,6 +528,86 @@ mod real_only {
         assert_eq!(std::fs::read(&root).unwrap(), b"x");
     }
 
+    /// Every call that opens a file by name answers at once on a named pipe or a socket under
+    /// that name, refusing it as not a regular file (named), where a plain open(2) of a pipe
+    /// would wait for a writer forever. Each call runs on a thread of its own, so a call that
+    /// blocks fails this test rather than hanging it.
+    #[test]
+    fn a_named_pipe_or_socket_is_refused_at_once_never_waited_on() {
+        type Call = fn(&RealFs, &str) -> std::io::Result<()>;
+        use std::sync::Arc;
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        use crate::vfs::NotRegular;
+
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(RealFs::open(dir.path()).unwrap());
+        std::fs::create_dir(dir.path().join("readers")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("readers/pipe"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let _socket =
+            std::os::unix::net::UnixListener::bind(dir.path().join("readers/socket")).unwrap();
+        let calls: [(&str, Call); 5] = [
+            ("map", |fs, path| fs.map(path).map(drop)),
+            ("read", |fs, path| fs.read(path).map(drop)),
+            ("read_from", |fs, path| fs.read_from(path, 0).map(drop)),
+            ("open_append", |fs, path| fs.open_append(path).map(drop)),
+            ("held", |fs, path| fs.held(path).map(drop)),
+        ];
+        for name in ["readers/pipe", "readers/socket"] {
+            for (call, run) in calls {
+                let (answered, answer) = mpsc::channel();
+                let fs = Arc::clone(&fs);
+                std::thread::spawn(move || answered.send(run(&fs, name)));
+                let error = answer
+                    .recv_timeout(Duration::from_secs(5))
+                    .unwrap_or_else(|_| panic!("{call} of {name} is still waiting after 5 s"))
+                    .expect_err(call);
+                assert!(NotRegular::is(&error), "{call} of {name}: {error:?}");
+                let kind = if name.ends_with("pipe") {
+                    "a named pipe"
+                } else {
+                    "a socket"
+                };
+                let said = error.to_string();
+                assert!(
+                    said.contains(name) && said.contains(kind) && said.contains("not a regular"),
+                    "{call} of {name}: {said}"
+                );
+            }
+        }
+    }
+
+    /// A plain file where strata keeps a folder is named as what it is, by every call that
+    /// needs the folder: never "File exists" or a bare "Not a directory".
+    #[test]
+    fn a_file_in_place_of_a_folder_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = RealFs::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("readers"), b"").unwrap();
+        for (error, kind) in [
+            (
+                fs.create_dir("readers").unwrap_err(),
+                ErrorKind::AlreadyExists,
+            ),
+            (fs.list("readers").unwrap_err(), ErrorKind::NotADirectory),
+        ] {
+            assert_eq!(error.kind(), kind, "{error}");
+            let said = error.to_string();
+            assert!(
+                said.contains("readers is a regular file, not a directory"),
+                "{said}"
+            );
+        }
+    }
+
     #[test]
     fn create_makes_the_root_and_its_ancestors() {
         let dir = tempfile::tempdir().unwrap();
