@@ -401,10 +401,11 @@ fn check_lib(store: &Store, model: &MemorySeries, w: u64) -> Option<String> {
 
 // ---- a reader through the command line -----------------------------------------------------
 
-/// One run of `strata --store DIR ARGS`: exit code, stdout, and the watermark its note on
-/// stderr reports (a read beside a writer says it).
+/// One run of `strata --verbose --store DIR ARGS`: exit code, stdout, and the watermark its
+/// note on stderr reports (`--verbose` makes every read say it).
 fn strata(dir: &Path, args: &[&str]) -> (i32, String, Option<u64>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("--verbose")
         .arg("--store")
         .arg(dir)
         .args(args)

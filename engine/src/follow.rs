@@ -158,6 +158,29 @@ impl Store {
             .map_or(self.seen, crate::store::Writer::manifest_position)
     }
 
+    /// Whether the manifest on disk now holds more than this reader has read: a writer in
+    /// another process has recorded something since ([`Store::refresh`] would follow it), so
+    /// an answer given here is at an older state than the store's. Always false for a store
+    /// that is not a reader. Costs a listing of the root and a `stat`; a manifest that cannot
+    /// be looked at answers false (this only decides what to tell a person).
+    pub fn behind(&self) -> bool {
+        if self.follow.is_none() {
+            return false;
+        }
+        let at = self.seen;
+        let Ok(generations) = manifest_generations(self.vfs.as_ref()) else {
+            return false;
+        };
+        match generations.last() {
+            Some(&newest) if newest > at.generation => true,
+            Some(&newest) => self
+                .vfs
+                .len(&manifest_name(newest))
+                .is_ok_and(|len| len > at.len),
+            None => false,
+        }
+    }
+
     /// Whether this store is a reader in another process ([`Store::open_reader`]).
     pub fn is_reader(&self) -> bool {
         self.follow.is_some()

@@ -160,11 +160,21 @@ fn a_reader_follows_barriers_and_answers_at_its_watermark() {
     assert_eq!(reader.manifest_position(), writer.manifest_position());
     assert_answers_at_watermark(&reader);
 
+    assert!(!reader.behind(), "nothing recorded since the reader read");
+    assert!(
+        !writer.behind(),
+        "a writer is never behind its own manifest"
+    );
     seal_batches(&mut writer, 5..9);
-    // Nothing moves until the reader asks.
+    // Nothing moves until the reader asks; it can tell that there is more.
     assert_eq!(reader.watermark(S, &[]).unwrap(), Some(4));
+    assert!(
+        reader.behind(),
+        "the writer recorded barriers the reader has not read"
+    );
     assert_answers_at_watermark(&reader);
     assert!(reader.refresh().unwrap());
+    assert!(!reader.behind());
     assert_eq!(reader.watermark(S, &[]).unwrap(), Some(8));
     assert_eq!(reader.manifest_position(), writer.manifest_position());
     assert_eq!(reader.pinned_at(), Some(reader.manifest_position()));
@@ -331,7 +341,11 @@ fn a_reader_follows_manifest_rewrites() {
             assert_answers_at_watermark(&reader);
         }
     }
+    // Behind by generations now, not only by frames: `behind` tells either.
+    assert!(writer.manifest_position().generation > reader.manifest_position().generation);
+    assert!(reader.behind());
     reader.refresh().unwrap();
+    assert!(!reader.behind());
     assert!(
         reader.manifest_position().generation > first.generation,
         "the writer rewrote its manifest ({first} then {})",

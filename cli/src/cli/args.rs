@@ -31,6 +31,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub remote_parquet: bool,
 
+    /// Say on stderr what each read answered at: the stream's watermark and the manifest
+    /// position read. Without it a read says so only when a writer recorded more while it ran.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -41,6 +41,7 @@ use std::io::{self, Write as _};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::CommandFactory as _;
@@ -91,6 +92,7 @@ impl From<EngineError> for Failure {
 
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    VERBOSE.store(cli.verbose, Ordering::Relaxed);
     let (store, url) = (cli.store, cli.remote);
     if cli.remote_parquet {
         if url.is_none() || store.is_none() {
@@ -231,16 +233,30 @@ fn declared<'a>(store: &'a Store, stream: &str) -> Result<&'a StreamDecl, Failur
     Ok(decl)
 }
 
-/// Says on stderr what an answer of `stream` is at: its watermark and the manifest position
-/// read. Beside a writer in another process that is what the writer had made durable when the
-/// read began; a later read may answer more.
+/// Whether `--verbose` was given: every read then says on stderr what it answered at.
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Says on stderr what an answer of `stream` is at (its watermark and the manifest position
+/// read) where that informs: with `--verbose`, or when a writer in another process recorded
+/// more while the read ran, so the answer is at an older state than the store's now. A read
+/// that answers the store as it is says nothing, as sqlite3 and duckdb say nothing on success.
 fn tell_watermark(store: &Store, stream: &str) {
+    let verbose = VERBOSE.load(Ordering::Relaxed);
+    let behind = store.behind();
+    if !verbose && !behind {
+        return;
+    }
     let watermark = match store.watermark(stream, &[]) {
         Ok(Some(position)) => format!("watermark {position}"),
         Ok(None) | Err(_) => "no watermark (nothing durable)".to_owned(),
     };
+    let since = if behind {
+        "; a writer has recorded more since the read began, and the next read answers it"
+    } else {
+        ""
+    };
     eprintln!(
-        "strata: answered at stream {stream:?}'s {watermark} ({})",
+        "strata: answered at stream {stream:?}'s {watermark} ({}){since}",
         store.manifest_position()
     );
 }
@@ -441,25 +457,39 @@ fn open_existing(dir: &Path) -> Result<Store, Failure> {
 /// the watermark it is at (`tell_watermark`).
 fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
     match source {
-        Source::Dir(dir) => {
-            if dir.join(strata::recover::LOCK_FILE).is_file() {
-                match Store::open_reader(dir, config.clone()) {
-                    Ok(store) => {
-                        warn_damage(dir, store.boot_report());
-                        return Ok(Opened::Local(Box::new(store)));
-                    }
-                    // No pin can be written here: nor can a writer run, so nothing changes.
-                    Err(error) if cannot_write(&error) => {}
-                    Err(error) => return Err(open_failure(dir, &error)),
-                }
-            }
-            let store = Store::open_read_only(dir, config, &[])
-                .map_err(|error| open_failure(dir, &error))?;
-            warn_heal_pending(dir, store.boot_report());
-            Ok(Opened::Local(Box::new(store)))
-        }
+        Source::Dir(dir) => Ok(Opened::Local(Box::new(open_dir_to_read(
+            dir, config, true,
+        )?))),
         Source::Remote(url) => Ok(Opened::Remote(Box::new(remote::open_replica(url, config)?))),
     }
+}
+
+/// The folder `dir` opened to read, as [`open_to_read`] opens it: a reader beside a writer, or
+/// read-only where no writer can run (no `LOCK`, or no pin can be written). Any other reason a
+/// reader is refused (as many readers open as the store allows, a `readers` that is not a
+/// folder) refuses the open, naming it: a read-only open would hold the store's lock, and a
+/// writer would then be refused for as long as the read lasts, told only "the store is
+/// locked". `warn` says on stderr what damage the open found.
+fn open_dir_to_read(dir: &Path, config: Config, warn: bool) -> Result<Store, Failure> {
+    if dir.join(strata::recover::LOCK_FILE).is_file() {
+        match Store::open_reader(dir, config.clone()) {
+            Ok(store) => {
+                if warn {
+                    warn_damage(dir, store.boot_report());
+                }
+                return Ok(store);
+            }
+            // No pin can be written here: nor can a writer run, so nothing changes.
+            Err(error) if cannot_write(&error) => {}
+            Err(error) => return Err(open_failure(dir, &error)),
+        }
+    }
+    let store =
+        Store::open_read_only(dir, config, &[]).map_err(|error| open_failure(dir, &error))?;
+    if warn {
+        warn_heal_pending(dir, store.boot_report());
+    }
+    Ok(store)
 }
 
 /// Says on stderr what damage a reader's look found (a recorded file missing or unreadable,

@@ -113,8 +113,8 @@ impl From<EngineError> for Refusal {
 pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
     let slots = read_slots();
     let stores = (0..slots)
-        .map(|_| {
-            open(dir).map(|store| {
+        .map(|slot| {
+            open(dir, slot == 0).map(|store| {
                 Mutex::new(Served {
                     store,
                     refreshed: Instant::now(),
@@ -171,15 +171,13 @@ fn slots_for(cores: usize) -> usize {
     cores.clamp(1, READ_SLOTS_MAX)
 }
 
-/// Opens the store as `strata query` does: a reader beside a writer, or read-only.
-fn open(dir: &Path) -> Result<Store, Failure> {
-    if dir.join(strata::recover::LOCK_FILE).is_file()
-        && let Ok(store) = Store::open_reader(dir, Config::default())
-    {
-        return Ok(store);
-    }
-    Store::open_read_only(dir, Config::default(), &[])
-        .map_err(|e| Failure::new(format!("cannot open {} to view: {e}", dir.display())))
+/// Opens the store as `strata query` does: a reader beside a writer, or read-only where no
+/// writer can run, and never a read-only open that would hold the lock a writer needs (a
+/// reader refused for another reason refuses the view, naming it). Only the first opening says
+/// what damage it found: the others would say it again.
+fn open(dir: &Path, first: bool) -> Result<Store, Failure> {
+    super::open_dir_to_read(dir, Config::default(), first)
+        .map_err(|failure| Failure::new(format!("cannot view: {failure}")))
 }
 
 async fn serve(view: Arc<View>, addr: SocketAddr, open: bool) -> Result<ExitCode, Failure> {

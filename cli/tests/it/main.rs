@@ -12,6 +12,7 @@ mod compact_cli;
 mod formats_cli;
 mod fsck_cli;
 mod full_disk;
+mod hardening_cli;
 mod interrupt;
 mod kill;
 mod labels_cli;

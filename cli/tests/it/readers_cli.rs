@@ -43,8 +43,9 @@ fn noted(stderr: &str) -> Option<u64> {
         .ok()
 }
 
+/// A read that names its watermark on stderr (`--verbose`).
 fn read(cwd: &Path, store: &str, args: &[&str]) -> (i32, String, String) {
-    let mut all = vec!["--store", store];
+    let mut all = vec!["--verbose", "--store", store];
     all.extend_from_slice(args);
     let run = strata_in(cwd, &all, "");
     (run.code, run.stdout, run.stderr)
