@@ -31,11 +31,11 @@
 pub use strata_engine::{
     ARROW_BATCH_ROWS_LIMIT, Aggregate, BeneathWindow, Bucket, Cell, Column, ColumnRun, CompactStep,
     Config, DEFAULT_LADDER, EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat,
-    LEVEL_BYTES_SHARE, LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics, Num,
-    OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns, READER_PROCESSES_LIMIT,
-    Resource, Retention, Row, SegmentError, Series, Snapshot, Store, StoredRow, Stream, StreamDecl,
-    StreamIntact, Survey, SurveyFill, Swept, Trimmed, Value, Values, conformance, describe,
-    parse_kind,
+    HeldTrack, LEVEL_BYTES_SHARE, LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics,
+    Narrowing, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns,
+    READER_PROCESSES_LIMIT, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,
+    StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept, TRACKS_NAMED_MAX,
+    Trimmed, Value, Values, conformance, describe, parse_kind,
 };
 /// Arrow out of the store (docs/formats.md): the `arrow` feature, off by default, which brings
 /// arrow-rs's array and schema crates (re-exported as `strata::arrow_array` and

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use strata_index::selection_word;
 use strata_recover::RecoverError;
 use strata_segment::{Resource, SegmentError};
 
@@ -16,6 +17,58 @@ pub enum EngineError {
     UnknownStream {
         /// The id asked for.
         stream: String,
+        /// The streams the store declares, by id (the message names them).
+        declared: Vec<String>,
+    },
+    /// A selection names labels under which no partition of the stream was ever sealed (none
+    /// live, none retired): a read of it would answer nothing, and that empty answer would
+    /// read as "no rows here". Reads see what seals made durable, so a track whose rows are
+    /// only staged is not there yet. (The `Series` adapter surface answers such a selection
+    /// with nothing instead: a host's tracks are typed, so one with no durable rows is not a
+    /// typo.)
+    UnknownTrack {
+        /// The stream.
+        stream: String,
+        /// The selection's labels.
+        selection: Vec<String>,
+        /// Tracks the stream holds, in track-key order: at most [`TRACKS_NAMED_MAX`].
+        tracks: Vec<Vec<String>>,
+        /// Whether it holds more tracks than `tracks` names.
+        more: bool,
+    },
+    /// A selection names more labels than the stream has track fields.
+    TrackDepth {
+        /// The stream.
+        stream: String,
+        /// The selection's labels.
+        selection: Vec<String>,
+        /// The stream's track fields, outermost first.
+        fields: Vec<String>,
+    },
+    /// A range whose start lies above its end: it holds nothing, and is taken for a mistake
+    /// rather than answered empty. (A range that is empty without being inverted, such as
+    /// `5..5`, answers nothing.)
+    InvertedRange {
+        /// Its start.
+        start: u64,
+        /// Its end.
+        end: u64,
+        /// What the ends are: `"position"` or `"axis value"`.
+        unit: &'static str,
+    },
+    /// `Store::retire` named no track of a stream with track fields: that would end every
+    /// track, which is asked for by name (`Store::retire_all`). Nothing was recorded.
+    RetireNamesNoTrack {
+        /// The stream.
+        stream: String,
+    },
+    /// A retirement's selection holds nothing live: what lies under it was retired already
+    /// (or, for a stream without tracks, nothing was sealed). Nothing was recorded.
+    NothingToRetire {
+        /// The stream.
+        stream: String,
+        /// The selection's labels (empty: every track).
+        selection: Vec<String>,
     },
     /// A published batch was refused whole: nothing of it was staged.
     Refused {
@@ -52,12 +105,17 @@ pub enum EngineError {
     Floor {
         /// The stream read.
         stream: String,
+        /// The selection read (its labels; empty for the whole stream).
+        selection: Vec<String>,
         /// The lowest position (for a read by position) or axis value (for a percentile, read
         /// by axis) still held in every partition the read covers: the highest raw floor of
         /// them.
         floor: u64,
         /// What `floor` is: `"position"` or `"axis value"`.
         unit: &'static str,
+        /// What narrows the read to the rows there are: whether a range from `floor`
+        /// answers any, and the tracks that hold rows with the range each answers.
+        narrowing: Narrowing,
     },
     /// `Store::trim_to` was refused: nothing was recorded.
     Trim {
@@ -133,7 +191,12 @@ pub enum EngineError {
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EngineError::UnknownStream { stream } => write!(f, "unknown stream {stream:?}"),
+            EngineError::UnknownStream { .. }
+            | EngineError::UnknownTrack { .. }
+            | EngineError::TrackDepth { .. }
+            | EngineError::InvertedRange { .. }
+            | EngineError::RetireNamesNoTrack { .. }
+            | EngineError::NothingToRetire { .. } => self.write_mistake(f),
             EngineError::Refused {
                 stream,
                 row_idx,
@@ -161,24 +224,11 @@ impl fmt::Display for EngineError {
             // no range starts above it, so there is nothing to narrow to.
             EngineError::Floor {
                 stream,
-                floor: u64::MAX,
-                unit,
-            } => write!(
-                f,
-                "stream {stream:?} is retired up to {unit} {}, the last there is (by retention, \
-                 `retire` or `trim`): nothing is left to read, whatever the range",
-                u64::MAX
-            ),
-            EngineError::Floor {
-                stream,
+                selection,
                 floor,
                 unit,
-            } => write!(
-                f,
-                "the range reaches beneath the floor of stream {stream:?}: what this read needs \
-                 is not all retained beneath {unit} {floor} (retired by retention, `retire` or \
-                 `trim`); narrow the range to start at {floor}"
-            ),
+                narrowing,
+            } => write_floor(f, stream, selection, *floor, unit, narrowing),
             EngineError::Trim {
                 stream,
                 horizon,
@@ -229,6 +279,90 @@ impl fmt::Display for EngineError {
     }
 }
 
+impl EngineError {
+    /// A selection or a range that names nothing the stream can answer, in the words every
+    /// face says it in.
+    fn write_mistake(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::UnknownStream { stream, declared } => write!(
+                f,
+                "no stream {stream:?} in the store (declared: {})",
+                if declared.is_empty() {
+                    "none".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            ),
+            EngineError::UnknownTrack {
+                stream,
+                selection,
+                tracks,
+                more,
+            } => {
+                write!(
+                    f,
+                    "no track of stream {stream:?} lies under {} (",
+                    selection_word(selection)
+                )?;
+                if tracks.is_empty() {
+                    f.write_str("it holds no sealed rows")?;
+                } else {
+                    f.write_str(if *more {
+                        "its tracks include: "
+                    } else {
+                        "its tracks: "
+                    })?;
+                    write_tracks(f, tracks.iter().map(Vec::as_slice), *more)?;
+                }
+                f.write_str("); rows are read once sealed, and nothing was read")
+            }
+            EngineError::TrackDepth {
+                stream,
+                selection,
+                fields,
+            } => write!(
+                f,
+                "the selection {} names {} but stream {stream:?} has {} ({})",
+                selection_word(selection),
+                labels(selection.len()),
+                match fields.len() {
+                    1 => "1 track field".to_owned(),
+                    n => format!("{n} track fields"),
+                },
+                if fields.is_empty() {
+                    "none".to_owned()
+                } else {
+                    fields.join(", ")
+                }
+            ),
+            EngineError::InvertedRange { start, end, unit } => write!(
+                f,
+                "the range starts at {unit} {start}, above its end {end}: it holds nothing \
+                 (nothing was read)"
+            ),
+            EngineError::RetireNamesNoTrack { stream } => write!(
+                f,
+                "retiring stream {stream:?} with no track would end every track of it; name a \
+                 track, or ask for every track by name (`Store::retire_all`, `strata retire \
+                 --all`, `retire(stream, all=True)`); nothing was retired"
+            ),
+            EngineError::NothingToRetire { stream, selection } => {
+                let under = if selection.is_empty() {
+                    "of it".to_owned()
+                } else {
+                    format!("under {}", selection_word(selection))
+                };
+                write!(
+                    f,
+                    "nothing of stream {stream:?} {under} is live to retire: it was retired \
+                     already, or nothing of it was sealed; nothing was recorded"
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 impl std::error::Error for EngineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -242,7 +376,151 @@ impl std::error::Error for EngineError {
     }
 }
 
+/// The most tracks one refusal names: of a stream a selection missed, or of those that hold
+/// rows beneath a floor. A message names a few to go on from, never a stream's every track.
+pub const TRACKS_NAMED_MAX: usize = 8;
+
+/// A track a refusal beneath a floor names, with the range it answers whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldTrack {
+    /// Its labels: the selection that reads it alone.
+    pub track: Vec<String>,
+    /// The lowest and highest position (or axis value: the refusal's unit) a read of it alone
+    /// answers from and to, both inclusive: read from the first, it is not refused.
+    pub range: [u64; 2],
+}
+
+/// What a refusal beneath a floor offers that answers the rows there are (#47): a range to
+/// start at, if anything lies at or above the floor, and the tracks that hold rows, each with
+/// the range it answers alone. Following either is answered, never refused again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Narrowing {
+    /// Whether something under the selection lies at or above the floor, so that a range
+    /// starting there answers rows.
+    pub above: bool,
+    /// The tracks under the selection that hold rows this read reaches, each with the range it
+    /// answers alone, in track-key order: at most [`TRACKS_NAMED_MAX`]. Empty for a stream
+    /// without track fields (its one partition is the selection itself).
+    pub tracks: Vec<HeldTrack>,
+    /// Whether more tracks hold rows than `tracks` lists.
+    pub more: bool,
+}
+
+impl Narrowing {
+    /// `; read a track alone instead: r1,p5 (positions 2 to 2000), ...`, or nothing.
+    fn write_tracks(&self, f: &mut fmt::Formatter<'_>, unit: &str) -> fmt::Result {
+        for (idx, held) in self.tracks.iter().enumerate() {
+            let lead = if idx > 0 {
+                ", "
+            } else if self.above {
+                ", or read one track alone: "
+            } else {
+                ": read one track alone: "
+            };
+            let [lo, hi] = held.range;
+            write!(
+                f,
+                "{lead}{} ({unit}s {lo} to {hi})",
+                selection_word(&held.track)
+            )?;
+        }
+        if self.more {
+            f.write_str(", ...")?;
+        }
+        Ok(())
+    }
+}
+
+/// A refusal beneath a floor, with what narrows it to the rows there are.
+fn write_floor(
+    f: &mut fmt::Formatter<'_>,
+    stream: &str,
+    selection: &[String],
+    floor: u64,
+    unit: &str,
+    narrowing: &Narrowing,
+) -> fmt::Result {
+    let under = if selection.is_empty() {
+        format!("stream {stream:?}")
+    } else {
+        format!("stream {stream:?} under {}", selection_word(selection))
+    };
+    if floor == u64::MAX && !narrowing.above && narrowing.tracks.is_empty() {
+        write!(
+            f,
+            "every track of {under} was retired (by retention, `retire` or `trim`), \
+             up to the last {unit} there is: nothing of it is left to read, whatever \
+             the range"
+        )?;
+    } else if floor == u64::MAX {
+        write!(
+            f,
+            "{under} is retired up to {unit} {}, the last there is (by retention, \
+             `retire` or `trim`): no range of it is whole",
+            u64::MAX
+        )?;
+    } else if !narrowing.above && narrowing.tracks.is_empty() {
+        write!(
+            f,
+            "every track of {under} was retired, up to {unit} {floor} (by \
+             retention, `retire` or `trim`): nothing of it is left beneath that, and \
+             nothing was sealed above it"
+        )?;
+    } else {
+        write!(
+            f,
+            "the range reaches beneath the floor of {under}: what this read needs is \
+             not all retained beneath {unit} {floor} (retired by retention, `retire` \
+             or `trim`)"
+        )?;
+        if narrowing.above {
+            write!(f, "; narrow the range to start at {floor}")?;
+        } else {
+            write!(f, "; nothing under it lies at or above {unit} {floor}")?;
+        }
+    }
+    narrowing.write_tracks(f, unit)
+}
+
+/// `a, b, c` (and `, ...` when `more`): tracks as a selection spells them.
+fn write_tracks<'a>(
+    f: &mut fmt::Formatter<'_>,
+    tracks: impl Iterator<Item = &'a [String]>,
+    more: bool,
+) -> fmt::Result {
+    for (idx, track) in tracks.enumerate() {
+        if idx > 0 {
+            f.write_str(", ")?;
+        }
+        f.write_str(&selection_word(track))?;
+    }
+    if more {
+        f.write_str(", ...")?;
+    }
+    Ok(())
+}
+
+/// `1 label`, `3 labels`.
+fn labels(n: usize) -> String {
+    if n == 1 {
+        "1 label".to_owned()
+    } else {
+        format!("{n} labels")
+    }
+}
+
 impl EngineError {
+    /// No stream `stream` among those `declared`.
+    pub(crate) fn unknown_stream<'a>(
+        stream: &str,
+        declared: impl Iterator<Item = &'a str>,
+    ) -> EngineError {
+        EngineError::UnknownStream {
+            stream: stream.to_owned(),
+            declared: declared.map(str::to_owned).collect(),
+        }
+    }
+
     pub(crate) fn refused(stream: &str, row_idx: usize, reason: impl Into<String>) -> EngineError {
         EngineError::Refused {
             stream: stream.to_owned(),
@@ -278,10 +556,47 @@ impl EngineError {
 
     /// An equal error, for a poisoned store to answer with its cause on every later call. An
     /// I/O error keeps its kind, raw OS error and message; a refusal to open keeps its message.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "an arm a variant: the error sources that are not Clone decide it"
+    )]
     pub(crate) fn duplicate(&self) -> EngineError {
         match self {
-            EngineError::UnknownStream { stream } => EngineError::UnknownStream {
+            EngineError::UnknownStream { stream, declared } => EngineError::UnknownStream {
                 stream: stream.clone(),
+                declared: declared.clone(),
+            },
+            EngineError::UnknownTrack {
+                stream,
+                selection,
+                tracks,
+                more,
+            } => EngineError::UnknownTrack {
+                stream: stream.clone(),
+                selection: selection.clone(),
+                tracks: tracks.clone(),
+                more: *more,
+            },
+            EngineError::TrackDepth {
+                stream,
+                selection,
+                fields,
+            } => EngineError::TrackDepth {
+                stream: stream.clone(),
+                selection: selection.clone(),
+                fields: fields.clone(),
+            },
+            EngineError::InvertedRange { start, end, unit } => EngineError::InvertedRange {
+                start: *start,
+                end: *end,
+                unit,
+            },
+            EngineError::RetireNamesNoTrack { stream } => EngineError::RetireNamesNoTrack {
+                stream: stream.clone(),
+            },
+            EngineError::NothingToRetire { stream, selection } => EngineError::NothingToRetire {
+                stream: stream.clone(),
+                selection: selection.clone(),
             },
             EngineError::Refused {
                 stream,
@@ -310,12 +625,16 @@ impl EngineError {
             },
             EngineError::Floor {
                 stream,
+                selection,
                 floor,
                 unit,
+                narrowing,
             } => EngineError::Floor {
                 stream: stream.clone(),
+                selection: selection.clone(),
                 floor: *floor,
                 unit,
+                narrowing: narrowing.clone(),
             },
             EngineError::Trim {
                 stream,

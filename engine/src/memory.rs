@@ -14,12 +14,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_index::{RawFloor, StreamDecl, TrackKey, validate_label};
 use strata_levels::{
-    Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, SurveyFill, plan, plan_with,
+    Aggregate, Bucket, Cell, LEVELS_MAX, Ladder, Num, Plan, SurveyFill, plan, plan_with,
 };
 
-use crate::error::EngineError;
+use crate::error::{EngineError, TRACKS_NAMED_MAX};
+use crate::narrow::{Candidate, Reach, narrowing};
 use crate::read::StoredRow;
-use crate::series::{BeneathWindow, Series};
+use crate::series::{BeneathWindow, Series, no_buckets, no_stats, or_nothing};
 use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::value::{Row, Value};
 
@@ -70,6 +71,84 @@ impl MemStream {
     fn has_floor(&self, track: &[String]) -> bool {
         self.floors.keys().any(|labels| labels.starts_with(track))
             || self.level_floors.keys().any(|l| l.starts_with(track))
+    }
+
+    /// Whether a row under the selection was ever sealed, or a floor recorded under it: what
+    /// a store's catalog knows of as a partition, live or retired.
+    fn ever(&self, decl: &StreamDecl, track: &[String]) -> bool {
+        self.has_floor(track)
+            || self
+                .sealed
+                .iter()
+                .any(|(_, row)| labels(decl, row).starts_with(track))
+    }
+
+    /// The partitions under `track` holding something live for a read of `reach`, in
+    /// track-key order, each with the lowest and highest of what it holds (positions, or axis
+    /// values) and whether a floor was ever recorded for it: what a store's catalog lists.
+    /// Rows at or above a partition's raw floor are live to every read; those beneath it only
+    /// to level reads, and only where the stream keeps levels (elsewhere a trim retired them
+    /// whole).
+    fn candidates(
+        &self,
+        decl: &StreamDecl,
+        track: &[String],
+        reach: Reach,
+    ) -> Vec<Candidate<Vec<String>>> {
+        let keeps_levels = decl.axis.is_some() && !decl.measured().is_empty();
+        // Per partition: positions, axis values, and whether a row is at or above its floor.
+        let mut held: BTreeMap<Vec<String>, ([u64; 2], [u64; 2], bool)> = BTreeMap::new();
+        for (position, row) in self.live(decl, track) {
+            let key = labels(decl, row);
+            let kept = self
+                .floors
+                .get(&key)
+                .is_none_or(|f| *position >= f.position);
+            let (p, a) = (*position, axis(decl, row));
+            let entry = held.entry(key).or_insert(([p, p], [a, a], false));
+            entry.0 = [entry.0[0].min(p), entry.0[1].max(p)];
+            entry.1 = [entry.1[0].min(a), entry.1[1].max(a)];
+            entry.2 |= kept;
+        }
+        held.into_iter()
+            .filter(|(_, (_, _, kept))| *kept || (keeps_levels && !reach.raw()))
+            .map(|(labels, (positions, axes, _))| Candidate {
+                held: if reach == Reach::Positions {
+                    positions
+                } else {
+                    axes
+                },
+                floored: self.floors.contains_key(&labels)
+                    || self.level_floors.contains_key(&labels),
+                key: labels.clone(),
+                labels,
+            })
+            .collect()
+    }
+
+    /// The refusal of a read of `stream` under `track` beneath `floor`, with its narrowing,
+    /// as a store builds it (`narrow.rs`), from the rows and the model's own floor check.
+    fn beneath_floor(
+        &self,
+        decl: &StreamDecl,
+        track: &[String],
+        floor: u64,
+        reach: Reach,
+        refused: impl Fn(&Vec<String>, [u64; 2]) -> Option<u64>,
+    ) -> EngineError {
+        EngineError::Floor {
+            stream: decl.id.clone(),
+            selection: track.to_vec(),
+            floor,
+            unit: reach.unit(),
+            narrowing: narrowing(
+                floor,
+                &track.to_vec(),
+                !decl.track.is_empty(),
+                self.candidates(decl, track, reach),
+                refused,
+            ),
+        }
     }
 
     /// The sealed rows under a selection that no `retire` ended, in publish order.
@@ -174,14 +253,7 @@ impl MemorySeries {
         horizon: u64,
     ) -> Result<Vec<(TrackKey, RawFloor)>, EngineError> {
         self.with(|streams| {
-            let m = streams
-                .get_mut(stream)
-                .ok_or_else(|| EngineError::UnknownStream {
-                    stream: stream.to_owned(),
-                })?;
-            let decl = m.decl.clone().ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+            let (decl, m) = declared_mut(streams, stream)?;
             let refuse = |reason: &str| EngineError::Trim {
                 stream: stream.to_owned(),
                 horizon,
@@ -244,6 +316,96 @@ impl MemorySeries {
 }
 
 /// A row's track labels: its track fields' values as text.
+/// The floor checks of level reads, from the model's floors.
+impl MemStream {
+    /// The plan that answers a survey over `[lo, hi]` from `from` under `track`, or the floor it
+    /// is refused at: the plan `fill` chose (the finest level's where the chosen level is
+    /// retired beneath the start); where partitions were retired with levels, the first level
+    /// from there up whose floor the start is at or above, else the least of those floors.
+    #[allow(clippy::too_many_arguments, reason = "a survey's question, whole")]
+    fn survey_plan(
+        &self,
+        fill: SurveyFill,
+        ladder: &Ladder,
+        track: &[String],
+        [lo, hi]: [u64; 2],
+        from: u64,
+        budget: u64,
+        n_fields: usize,
+    ) -> Result<Result<Plan, u64>, EngineError> {
+        let finest = plan(ladder, LEVELS_MAX, [lo, hi], budget, n_fields).map_err(budget_error)?;
+        let mut plan = plan_with(fill, ladder, LEVELS_MAX, [lo, hi], budget, n_fields)
+            .map_err(budget_error)?;
+        if plan != finest
+            && self
+                .level_floor(track, plan.level)
+                .is_some_and(|f| beneath(from, f))
+        {
+            // A spent plan on a level retired beneath the start: the finest-level rule's
+            // answer or refusal instead.
+            plan = finest;
+        }
+        if self.level_floors.keys().any(|l| l.starts_with(track)) {
+            let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
+                .filter_map(|level| Some((level, self.level_floor(track, level)?)))
+                .collect();
+            let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| !beneath(from, floor)) else {
+                return Ok(Err(floors
+                    .iter()
+                    .map(|&(_, f)| f)
+                    .min()
+                    .unwrap_or(u64::MAX)));
+            };
+            if level != plan.level {
+                plan.level = level;
+                plan.group = 1;
+            }
+        }
+        Ok(Ok(plan))
+    }
+
+    /// The floor a level fold over `[lo, hi]` under `track` is refused at: a run of its
+    /// decomposition into level cells starting beneath its level's floor (from 0 for a range
+    /// from the origin) refuses it, with the highest floor of the levels up to the top run's.
+    fn fold_floor(
+        &self,
+        ladder: &Ladder,
+        track: &[String],
+        [lo, hi]: [u64; 2],
+        from_origin: bool,
+    ) -> Option<u64> {
+        let runs = fold_runs(ladder, lo, hi);
+        let refused = runs.iter().any(|&(level, start)| {
+            let start = if from_origin { 0 } else { start };
+            self.level_floor(track, level)
+                .is_some_and(|f| beneath(start, f))
+        });
+        refused.then(|| {
+            let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
+            (0..=top)
+                .filter_map(|level| self.level_floor(track, level))
+                .max()
+                .unwrap_or(0)
+        })
+    }
+}
+
+/// Refuses a range whose start lies above its end, as a store does: by the values as written.
+fn inverted(range: &impl RangeBounds<u64>, reach: Reach) -> Result<(), EngineError> {
+    let value = |bound: Bound<&u64>| match bound {
+        Bound::Included(&v) | Bound::Excluded(&v) => Some(v),
+        Bound::Unbounded => None,
+    };
+    match (value(range.start_bound()), value(range.end_bound())) {
+        (Some(start), Some(end)) if start > end => Err(EngineError::InvertedRange {
+            start,
+            end,
+            unit: reach.unit(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn labels(decl: &StreamDecl, row: &Row) -> Vec<String> {
     decl.track
         .iter()
@@ -417,12 +579,31 @@ fn fold_runs(ladder: &Ladder, lo: u64, hi: u64) -> Vec<(u8, u64)> {
     runs
 }
 
-fn floor_error(stream: &str, floor: u64, unit: &'static str) -> EngineError {
-    EngineError::Floor {
-        stream: stream.to_owned(),
-        floor,
-        unit,
-    }
+/// No stream `stream` among those declared in `streams`, named as a store names them.
+fn unknown(streams: &BTreeMap<String, MemStream>, stream: &str) -> EngineError {
+    EngineError::unknown_stream(
+        stream,
+        streams
+            .iter()
+            .filter(|(_, m)| m.decl.is_some())
+            .map(|(id, _)| id.as_str()),
+    )
+}
+
+/// The declared stream `stream` of `streams`, to change, and its declaration.
+fn declared_mut<'s>(
+    streams: &'s mut BTreeMap<String, MemStream>,
+    stream: &str,
+) -> Result<(StreamDecl, &'s mut MemStream), EngineError> {
+    let Some(decl) = streams.get(stream).and_then(|m| m.decl.clone()) else {
+        return Err(unknown(streams, stream));
+    };
+    let m = streams
+        .get_mut(stream)
+        .ok_or_else(|| EngineError::Internal {
+            reason: format!("stream {stream:?} went from the model between two looks"),
+        })?;
+    Ok((decl, m))
 }
 
 fn bad_read(reason: impl Into<String>) -> EngineError {
@@ -487,18 +668,58 @@ impl MemorySeries {
         stream: &str,
         selection: &[&str],
     ) -> Result<(StreamDecl, Vec<String>), EngineError> {
-        let decl = self
-            .with(|s| s.get(stream).and_then(|m| m.decl.clone()))
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let decl = self.with(|s| {
+            s.get(stream)
+                .and_then(|m| m.decl.clone())
+                .ok_or_else(|| unknown(s, stream))
+        })?;
+        let track: Vec<String> = selection.iter().map(|s| (*s).to_owned()).collect();
         if selection.len() > decl.track.len() {
-            return Err(bad_read("the selection is deeper than the track"));
+            return Err(EngineError::TrackDepth {
+                stream: stream.to_owned(),
+                selection: track,
+                fields: decl
+                    .track
+                    .iter()
+                    .map(|&idx| decl.fields[usize::from(idx)].name.clone())
+                    .collect(),
+            });
         }
         if let Some(bad) = selection.iter().find(|l| validate_label(l).is_err()) {
             return Err(bad_read(format!("bad label {bad:?}")));
         }
-        Ok((decl, selection.iter().map(|s| (*s).to_owned()).collect()))
+        Ok((decl, track))
+    }
+
+    /// [`MemorySeries::selection`], refused besides when nothing under the selection was ever
+    /// sealed ([`EngineError::UnknownTrack`]), as a store refuses it.
+    fn selected(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<(StreamDecl, Vec<String>), EngineError> {
+        let (decl, track) = self.selection(stream, selection)?;
+        if track.is_empty() {
+            return Ok((decl, track));
+        }
+        let listed = self.with(|s| {
+            let m = &s[stream];
+            (!m.ever(&decl, &track)).then(|| m.candidates(&decl, &[], Reach::LevelAxis))
+        });
+        let Some(listed) = listed else {
+            return Ok((decl, track));
+        };
+        let more = listed.len() > TRACKS_NAMED_MAX;
+        Err(EngineError::UnknownTrack {
+            stream: stream.to_owned(),
+            selection: track,
+            tracks: listed
+                .into_iter()
+                .take(TRACKS_NAMED_MAX)
+                .map(|c| c.labels)
+                .collect(),
+            more,
+        })
     }
 
     fn axial(
@@ -506,7 +727,7 @@ impl MemorySeries {
         stream: &str,
         selection: &[&str],
     ) -> Result<(StreamDecl, Vec<String>), EngineError> {
-        let (decl, track) = self.selection(stream, selection)?;
+        let (decl, track) = self.selected(stream, selection)?;
         if decl.axis.is_none() {
             return Err(bad_read(format!("stream {stream:?} declares no axis")));
         }
@@ -522,14 +743,21 @@ impl MemorySeries {
         selection: &[&str],
         positions: impl RangeBounds<u64>,
     ) -> Result<Vec<StoredRow>, EngineError> {
-        let (decl, track) = self.selection(stream, selection)?;
+        let (decl, track) = self.selected(stream, selection)?;
+        inverted(&positions, Reach::Positions)?;
         let Some((lo, hi)) = inclusive(&positions) else {
             return Ok(Vec::new());
         };
         self.with(|s| {
             let m = &s[stream];
             if let Some(floor) = m.floor(&track, false).filter(|&f| beneath(lo, f)) {
-                return Err(floor_error(stream, floor, "position"));
+                return Err(m.beneath_floor(
+                    &decl,
+                    &track,
+                    floor,
+                    Reach::Positions,
+                    |key, [start, _]| m.floor(key, false).filter(|&f| beneath(start, f)),
+                ));
             }
             Ok(m.live(&decl, &track)
                 .filter(|(p, _)| (lo..=hi).contains(p))
@@ -553,6 +781,7 @@ impl MemorySeries {
         budget: u64,
     ) -> Result<Survey, EngineError> {
         let (decl, track) = self.axial(stream, selection)?;
+        inverted(&axis_range, Reach::LevelAxis)?;
         let measured = decl.measured();
         let ladder = ladder_of(&decl)?;
         let name = |f: u16| decl.fields[usize::from(f)].name.clone();
@@ -579,40 +808,32 @@ impl MemorySeries {
                 strata_levels::cells_per_field(budget, measured.len()).map_err(budget_error)?;
                 return Ok(empty());
             };
-            let finest = plan(&ladder, LEVELS_MAX, [lo, hi], budget, measured.len())
-                .map_err(budget_error)?;
-            let mut plan = plan_with(
+            let from = if start == Bound::Unbounded { 0 } else { lo };
+            let n_fields = measured.len();
+            let plan = match m.survey_plan(
                 self.fill,
                 &ladder,
-                LEVELS_MAX,
+                &track,
                 [lo, hi],
+                from,
                 budget,
-                measured.len(),
-            )
-            .map_err(budget_error)?;
-            let from = if start == Bound::Unbounded { 0 } else { lo };
-            if plan != finest
-                && m.level_floor(&track, plan.level)
-                    .is_some_and(|f| beneath(from, f))
-            {
-                // A spent plan on a level retired beneath the start: the finest-level rule's
-                // answer or refusal instead.
-                plan = finest;
-            }
-            if retired_levels {
-                let floors: Vec<(u8, u64)> = (plan.level..=LEVELS_MAX)
-                    .filter_map(|level| Some((level, m.level_floor(&track, level)?)))
-                    .collect();
-                let Some(&(level, _)) = floors.iter().find(|&&(_, floor)| !beneath(from, floor))
-                else {
-                    let floor = floors.iter().map(|&(_, f)| f).min().unwrap_or(u64::MAX);
-                    return Err(floor_error(stream, floor, "axis value"));
-                };
-                if level != plan.level {
-                    plan.level = level;
-                    plan.group = 1;
+                n_fields,
+            )? {
+                Ok(plan) => plan,
+                Err(floor) => {
+                    return Err(m.beneath_floor(
+                        &decl,
+                        &track,
+                        floor,
+                        Reach::LevelAxis,
+                        |key, span| {
+                            m.survey_plan(self.fill, &ladder, key, span, span[0], budget, n_fields)
+                                .ok()?
+                                .err()
+                        },
+                    ));
                 }
-            }
+            };
             if span.is_none() {
                 return Ok(empty());
             }
@@ -660,6 +881,7 @@ impl MemorySeries {
         kind: Aggregate,
     ) -> Result<Vec<FieldStat>, EngineError> {
         let (decl, track) = self.axial(stream, selection)?;
+        inverted(&axis_range, Reach::LevelAxis)?;
         if decl.measured().is_empty() {
             return Err(bad_read(format!(
                 "stream {stream:?} has no measured field to fold"
@@ -676,24 +898,25 @@ impl MemorySeries {
             if let (Some([lo, _]), false) = (check, kind.folds_levels()) {
                 let lo = if from_origin { 0 } else { lo };
                 if let Some(floor) = m.floor(&track, true).filter(|&f| beneath(lo, f)) {
-                    return Err(floor_error(stream, floor, "axis value"));
+                    return Err(m.beneath_floor(
+                        &decl,
+                        &track,
+                        floor,
+                        Reach::RawAxis,
+                        |key, [start, _]| m.floor(key, true).filter(|&f| beneath(start, f)),
+                    ));
                 }
             }
-            if let (Some([lo, hi]), true) = (check, kind.folds_levels()) {
-                let runs = fold_runs(&ladder, lo, hi);
-                let beneath = runs.iter().any(|&(level, start)| {
-                    let start = if from_origin { 0 } else { start };
-                    m.level_floor(&track, level)
-                        .is_some_and(|f| beneath(start, f))
-                });
-                if beneath {
-                    let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
-                    let floor = (0..=top)
-                        .filter_map(|level| m.level_floor(&track, level))
-                        .max()
-                        .unwrap_or(0);
-                    return Err(floor_error(stream, floor, "axis value"));
-                }
+            if let (Some(span), true) = (check, kind.folds_levels())
+                && let Some(floor) = m.fold_floor(&ladder, &track, span, from_origin)
+            {
+                return Err(m.beneath_floor(
+                    &decl,
+                    &track,
+                    floor,
+                    Reach::LevelAxis,
+                    |key, span| m.fold_floor(&ladder, key, span, false),
+                ));
             }
             let rows = by_partition(&decl, m.live(&decl, &track).map(|(_, r)| r));
             let base = ladder.width(0);
@@ -752,13 +975,20 @@ impl MemorySeries {
             .find(|&f| decl.fields[usize::from(f)].name == field)
             .ok_or_else(|| bad_read(format!("{field:?} is not a measured field of {stream:?}")))?;
         let ladder = ladder_of(&decl)?;
+        inverted(&axis_range, Reach::LevelAxis)?;
         let Some((lo, hi)) = inclusive(&axis_range) else {
             return Ok(Vec::new());
         };
         self.with(|s| {
             let m = &s[stream];
             if let Some(floor) = m.level_floor(&track, level).filter(|&f| beneath(lo, f)) {
-                return Err(floor_error(stream, floor, "axis value"));
+                return Err(m.beneath_floor(
+                    &decl,
+                    &track,
+                    floor,
+                    Reach::LevelAxis,
+                    |key, [start, _]| m.level_floor(key, level).filter(|&f| beneath(start, f)),
+                ));
             }
             let w = ladder.width(level);
             let (first, last) = (u128::from(lo) / w, u128::from(hi) / w);
@@ -785,22 +1015,41 @@ impl MemorySeries {
     /// cell after the one holding that value. Floors only rise. Answers what each partition it
     /// ended was left with, in track-key order (nothing, if nothing was live). Refused while
     /// rows of the stream are staged.
+    ///
+    /// Refused as a store refuses it: with no track on a stream that has track fields
+    /// ([`MemorySeries::retire_all`] ends them all), a selection under which nothing was
+    /// sealed, or one with nothing live.
     pub fn retire(
         &self,
         stream: &str,
         selection: &[&str],
     ) -> Result<Vec<RetiredTrack>, EngineError> {
-        let (decl, track) = self.selection(stream, selection)?;
+        let (decl, _) = self.selection(stream, selection)?;
+        if selection.is_empty() && !decl.track.is_empty() {
+            return Err(EngineError::RetireNamesNoTrack {
+                stream: stream.to_owned(),
+            });
+        }
+        self.retire_under(stream, selection)
+    }
+
+    /// Ends every track of `stream`, as `Store::retire_all` does.
+    pub fn retire_all(&self, stream: &str) -> Result<Vec<RetiredTrack>, EngineError> {
+        self.retire_under(stream, &[])
+    }
+
+    fn retire_under(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<Vec<RetiredTrack>, EngineError> {
+        let (decl, track) = self.selected(stream, selection)?;
         let ladder = decl.axis.map(|_| ladder_of(&decl)).transpose()?;
         // Levels are stored where there is an axis and something to measure; without them, a
         // trim retires a partition's rows wholly beneath its floor for good.
         let keeps_levels = ladder.is_some() && !decl.measured().is_empty();
         self.with(|streams| {
-            let m = streams
-                .get_mut(stream)
-                .ok_or_else(|| EngineError::UnknownStream {
-                    stream: stream.to_owned(),
-                })?;
+            let (_, m) = declared_mut(streams, stream)?;
             if !m.staged.is_empty() {
                 return Err(bad_read(format!(
                     "cannot retire tracks of stream {stream:?}: rows of it are staged"
@@ -849,6 +1098,12 @@ impl MemorySeries {
                 let track = TrackKey::encode(&key).map_err(|e| bad_read(e.to_string()))?;
                 ended.push(RetiredTrack { track, raw, levels });
             }
+            if ended.is_empty() {
+                return Err(EngineError::NothingToRetire {
+                    stream: stream.to_owned(),
+                    selection: track,
+                });
+            }
             ended.sort_by(|a, b| a.track.cmp(&b.track));
             Ok(ended)
         })
@@ -867,14 +1122,7 @@ impl Series for MemorySeries {
         rows: Vec<Row>,
     ) -> Result<(), EngineError> {
         self.with(|streams| {
-            let m = streams
-                .get_mut(stream)
-                .ok_or_else(|| EngineError::UnknownStream {
-                    stream: stream.to_owned(),
-                })?;
-            let decl = m.decl.clone().ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+            let (decl, m) = declared_mut(streams, stream)?;
             check(&decl, m, position, &rows)?;
             m.staged.extend(rows.into_iter().map(|row| (position, row)));
             Ok(())
@@ -888,7 +1136,10 @@ impl Series for MemorySeries {
         start: Bound<u64>,
         end: Bound<u64>,
     ) -> Result<Vec<StoredRow>, BeneathWindow> {
-        Ok(self.query(stream, &strs(track), (start, end))?)
+        Ok(or_nothing(
+            self.query(stream, &strs(track), (start, end)),
+            Vec::new,
+        )?)
     }
 
     async fn buckets(
@@ -899,9 +1150,11 @@ impl Series for MemorySeries {
         end: Bound<u64>,
         budget: u64,
     ) -> Result<Vec<FieldBuckets>, BeneathWindow> {
-        Ok(self
-            .survey(stream, &strs(track), (start, end), budget)?
-            .fields)
+        let answer = self.survey(stream, &strs(track), (start, end), budget);
+        let decl = self.with(|s| s.get(stream).and_then(|m| m.decl.clone()));
+        Ok(or_nothing(answer.map(|survey| survey.fields), || {
+            no_buckets(decl.as_ref())
+        })?)
     }
 
     async fn aggregate(
@@ -912,7 +1165,9 @@ impl Series for MemorySeries {
         end: Bound<u64>,
         kind: Aggregate,
     ) -> Result<Vec<FieldStat>, BeneathWindow> {
-        Ok(self.fold(stream, &strs(track), (start, end), kind)?)
+        let answer = self.fold(stream, &strs(track), (start, end), kind);
+        let decl = self.with(|s| s.get(stream).and_then(|m| m.decl.clone()));
+        Ok(or_nothing(answer, || no_stats(decl.as_ref(), kind))?)
     }
 
     async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
@@ -941,7 +1196,13 @@ impl Series for MemorySeries {
         track: &[String],
     ) -> Result<Option<u64>, BeneathWindow> {
         self.seal(stream, &[]).await?;
-        MemorySeries::retire(self, stream, &strs(track))?;
+        // An empty selection ends every track; one with nothing live ends nothing (a host's
+        // tracks are typed: no typo), as a served store answers it.
+        match MemorySeries::retire_under(self, stream, &strs(track)) {
+            Ok(_) | Err(EngineError::NothingToRetire { .. } | EngineError::UnknownTrack { .. }) => {
+            }
+            Err(error) => return Err(error.into()),
+        }
         Ok(self.with(|s| s[stream].floor(track, false)))
     }
 }

@@ -9,6 +9,7 @@ use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::error::EngineError;
+use crate::narrow::Reach;
 use crate::open_segments::OpenSegment;
 use crate::store::{Store, stream_state};
 use crate::value::Row;
@@ -47,7 +48,8 @@ impl Store {
         selection: &[&str],
         positions: impl RangeBounds<u64>,
     ) -> Result<Option<(&StreamDecl, TrackKey, u64, u64)>, EngineError> {
-        let prefix = self.selection_key(stream, selection)?;
+        let prefix = self.selected(stream, selection)?;
+        refuse_inverted(&positions, Reach::Positions)?;
         // A range that holds no position holds no row (not the row at its saturated end).
         let Some((lo, hi)) = inclusive(positions) else {
             return Ok(None);
@@ -55,11 +57,16 @@ impl Store {
         if let Some(floor) = self.raw_floor(stream, &prefix, false)
             && beneath(lo, floor)
         {
-            return Err(EngineError::Floor {
-                stream: stream.to_owned(),
+            return Err(self.beneath_floor(
+                stream,
+                &prefix,
                 floor,
-                unit: "position",
-            });
+                Reach::Positions,
+                |key, [start, _]| {
+                    self.raw_floor(stream, key, false)
+                        .filter(|&f| beneath(start, f))
+                },
+            ));
         }
         let decl = &stream_state(&self.streams, stream)?.decl;
         Ok(Some((decl, prefix, lo, hi)))
@@ -169,6 +176,27 @@ pub(crate) fn mismatch(path: &str, what: impl Into<String>) -> EngineError {
 /// was retired, so nothing there is held whole, and every read answers the floor.
 pub(crate) fn beneath(start: u64, floor: u64) -> bool {
     start < floor || floor == u64::MAX
+}
+
+/// Refuses a range whose start lies above its end (`9..=3`): a mistake, not a question whose
+/// answer is nothing. A range empty without being inverted (`5..5`, `(Excluded(5),
+/// Included(5))`) passes, and answers nothing.
+pub(crate) fn refuse_inverted(
+    range: &impl RangeBounds<u64>,
+    reach: Reach,
+) -> Result<(), EngineError> {
+    let value = |bound: Bound<&u64>| match bound {
+        Bound::Included(&v) | Bound::Excluded(&v) => Some(v),
+        Bound::Unbounded => None,
+    };
+    match (value(range.start_bound()), value(range.end_bound())) {
+        (Some(start), Some(end)) if start > end => Err(EngineError::InvertedRange {
+            start,
+            end,
+            unit: reach.unit(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The range as inclusive ends; `None` if it holds no value (`..0`, `5..5`, `(Excluded(MAX),

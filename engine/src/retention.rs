@@ -22,7 +22,7 @@ use strata_levels::{LEVELS_MAX, Ladder};
 
 use crate::error::EngineError;
 use crate::ladder::ladder_of;
-use crate::store::{Store, cut_partial_frame, stream_floor};
+use crate::store::{Store, cut_partial_frame, stream_floor, stream_state};
 
 /// What one sweep or `retire` recorded for one stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +36,18 @@ pub struct Swept {
     pub retired: Vec<Retirement>,
     /// Files the record left wholly retired, and so removed.
     pub removed: Vec<FileName>,
+}
+
+impl Swept {
+    /// A record of nothing retired in `stream`.
+    pub(crate) fn nothing(stream: &str) -> Swept {
+        Swept {
+            stream: stream.to_owned(),
+            floors: Vec::new(),
+            retired: Vec::new(),
+            removed: Vec::new(),
+        }
+    }
 }
 
 impl Store {
@@ -64,20 +76,40 @@ impl Store {
         Ok(swept)
     }
 
-    /// Retires every partition of `stream` under `selection` (a track prefix; empty for all)
-    /// outright: every tier of every live segment, its newest too — the exception to the
-    /// sweep's rule, on purpose: a retired track has ended. Its floors rise past everything it
-    /// held: the raw floor to one past the stream's last position and past the partition's
-    /// newest axis value, each level's past the cell holding it. Reads reaching beneath them
-    /// answer `Floor`; an unnarrowed read of the stream takes the highest floor of any track.
+    /// Retires every partition of `stream` under `selection` (a track prefix) outright: every
+    /// tier of every live segment, its newest too — the exception to the sweep's rule, on
+    /// purpose: a retired track has ended. Its floors rise past everything it held: the raw
+    /// floor to one past the stream's last position and past the partition's newest axis
+    /// value, each level's past the cell holding it. Reads reaching beneath them answer
+    /// `Floor`; an unnarrowed read of the stream takes the highest floor of any track.
     ///
     /// A later publish to a retired track is accepted above its floor (a higher axis value, a
     /// position above the stream's last): the track starts again, and its retired history
-    /// stays retired. Refused (nothing recorded) while rows of the stream are staged (seal
-    /// first). A selection with nothing live answers an empty `Swept`.
+    /// stays retired. Refused, with nothing recorded: while rows of the stream are staged
+    /// (seal first); with no track on a stream that has track fields (`RetireNamesNoTrack`:
+    /// ending every track is [`Store::retire_all`]); a selection under which nothing was
+    /// sealed (`UnknownTrack`) or nothing is live (`NothingToRetire`).
     pub fn retire(&mut self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
         self.check_writable("retire")?;
-        let prefix = self.selection_key(stream, selection)?;
+        let has_tracks = !stream_state(&self.streams, stream)?.decl.track.is_empty();
+        if selection.is_empty() && has_tracks {
+            return Err(EngineError::RetireNamesNoTrack {
+                stream: stream.to_owned(),
+            });
+        }
+        self.retire_under(stream, selection)
+    }
+
+    /// Retires every track of `stream`, as [`Store::retire`] retires those under a selection:
+    /// asked for by name, since it ends the stream's whole history. Refused (`NothingToRetire`)
+    /// when nothing of it is live.
+    pub fn retire_all(&mut self, stream: &str) -> Result<Swept, EngineError> {
+        self.check_writable("retire")?;
+        self.retire_under(stream, &[])
+    }
+
+    fn retire_under(&mut self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
+        let prefix = self.selected(stream, selection)?;
         if !self.streams[stream].staged.is_empty() {
             return Err(EngineError::BadRead {
                 reason: format!(
@@ -138,11 +170,9 @@ impl Store {
             }
         }
         if retired.is_empty() {
-            return Ok(Swept {
+            return Err(EngineError::NothingToRetire {
                 stream: stream.to_owned(),
-                floors: Vec::new(),
-                retired,
-                removed: Vec::new(),
+                selection: selection.iter().map(|&l| l.to_owned()).collect(),
             });
         }
         self.commit_retirement(stream, floors, retired)

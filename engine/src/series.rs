@@ -12,6 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::ops::Bound;
 
+use strata_index::StreamDecl;
 use strata_levels::Aggregate;
 
 use crate::error::EngineError;
@@ -77,6 +78,51 @@ impl From<EngineError> for BeneathWindow {
             other => BeneathWindow::Invalid(other.to_string()),
         }
     }
+}
+
+/// What the `Series` surface answers for a selection under which nothing was ever sealed, or
+/// a range given backwards: nothing, where the faces a person types into refuse them
+/// ([`EngineError::UnknownTrack`], [`EngineError::InvertedRange`]). A host's tracks are typed
+/// (a selection is a prefix of the declared tuple), so such a selection is a track with no
+/// durable rows yet — the window holds them, and the splice reads the window alone — not a
+/// typo; and a host computes its ranges from floors and watermarks, where one that closes
+/// before it opens means "nothing here".
+pub(crate) fn or_nothing<T>(
+    answer: Result<T, EngineError>,
+    nothing: impl FnOnce() -> T,
+) -> Result<T, EngineError> {
+    match answer {
+        Err(EngineError::UnknownTrack { .. } | EngineError::InvertedRange { .. }) => Ok(nothing()),
+        answer => answer,
+    }
+}
+
+/// Every measured field of `decl` with no buckets: a survey of nothing.
+pub(crate) fn no_buckets(decl: Option<&StreamDecl>) -> Vec<FieldBuckets> {
+    decl.map(|decl| {
+        decl.measured()
+            .into_iter()
+            .map(|f| FieldBuckets {
+                field: decl.fields[usize::from(f)].name.clone(),
+                buckets: Vec::new(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Every measured field of `decl` with `kind`'s statistic of no rows: a fold of nothing.
+pub(crate) fn no_stats(decl: Option<&StreamDecl>, kind: Aggregate) -> Vec<FieldStat> {
+    decl.map(|decl| {
+        decl.measured()
+            .into_iter()
+            .map(|f| FieldStat {
+                field: decl.fields[usize::from(f)].name.clone(),
+                value: kind.of_no_rows(),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// A durable series tier. `track` is a selection's component labels, outermost first; an empty

@@ -25,7 +25,7 @@ use crate::compact::MergeDone;
 use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
-use crate::series::{BeneathWindow, Series};
+use crate::series::{BeneathWindow, Series, no_buckets, no_stats, or_nothing};
 use crate::snapshot::{Snapshot, remove_segments};
 use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat, Survey};
@@ -269,7 +269,7 @@ enum Command {
     /// Retires a selection; answers what was recorded and the selection's raw floor after.
     Retire(
         String,
-        Vec<String>,
+        Retiring,
         oneshot::Sender<Result<(Swept, Option<u64>), EngineError>>,
     ),
     Sweep(oneshot::Sender<Result<Vec<Swept>, EngineError>>),
@@ -362,17 +362,25 @@ impl Served {
     /// raises answer `BeneathWindow::Floor` (docs/retention.md).
     pub async fn retire(&self, stream: &str, selection: &[&str]) -> Result<Swept, EngineError> {
         let selection = selection.iter().map(|s| (*s).to_owned()).collect();
-        Ok(self.retire_floor(stream.to_owned(), selection).await?.0)
+        Ok(self
+            .retire_floor(stream.to_owned(), Retiring::Tracks(selection))
+            .await?
+            .0)
+    }
+
+    /// `Store::retire_all` on the served store, as [`Served::retire`] runs `Store::retire`.
+    pub async fn retire_all(&self, stream: &str) -> Result<Swept, EngineError> {
+        Ok(self.retire_floor(stream.to_owned(), Retiring::All).await?.0)
     }
 
     async fn retire_floor(
         &self,
         stream: String,
-        selection: Vec<String>,
+        what: Retiring,
     ) -> Result<(Swept, Option<u64>), EngineError> {
         let (reply, answer) = oneshot::channel();
         self.commands
-            .send(Command::Retire(stream, selection, reply))
+            .send(Command::Retire(stream, what, reply))
             .await
             .map_err(|_| EngineError::Stopped)?;
         answer.await.map_err(|_| EngineError::Stopped)?
@@ -656,7 +664,9 @@ impl Series for Served {
         stream: &str,
         track: &[String],
     ) -> Result<Option<u64>, BeneathWindow> {
-        let (_, floor) = self.retire_floor(stream.to_owned(), track.to_vec()).await?;
+        let (_, floor) = self
+            .retire_floor(stream.to_owned(), Retiring::Series(track.to_vec()))
+            .await?;
         Ok(floor)
     }
 }
@@ -681,7 +691,10 @@ impl Series for Store {
         end: Bound<u64>,
     ) -> Result<Vec<StoredRow>, BeneathWindow> {
         let track: Vec<&str> = track.iter().map(String::as_str).collect();
-        Ok(self.query(stream, &track, (start, end))?)
+        Ok(or_nothing(
+            self.query(stream, &track, (start, end)),
+            Vec::new,
+        )?)
     }
 
     async fn buckets(
@@ -693,7 +706,10 @@ impl Series for Store {
         budget: u64,
     ) -> Result<Vec<FieldBuckets>, BeneathWindow> {
         let track: Vec<&str> = track.iter().map(String::as_str).collect();
-        Ok(self.survey(stream, &track, (start, end), budget)?.fields)
+        let answer = self.survey(stream, &track, (start, end), budget);
+        Ok(or_nothing(answer.map(|survey| survey.fields), || {
+            no_buckets(self.stream(stream))
+        })?)
     }
 
     async fn aggregate(
@@ -705,7 +721,8 @@ impl Series for Store {
         kind: Aggregate,
     ) -> Result<Vec<FieldStat>, BeneathWindow> {
         let track: Vec<&str> = track.iter().map(String::as_str).collect();
-        Ok(self.fold(stream, &track, (start, end), kind)?)
+        let answer = self.fold(stream, &track, (start, end), kind);
+        Ok(or_nothing(answer, || no_stats(self.stream(stream), kind))?)
     }
 
     async fn seal(&mut self, stream: &str, track: &[String]) -> Result<Option<u64>, BeneathWindow> {
@@ -727,7 +744,7 @@ impl Series for Store {
         stream: &str,
         track: &[String],
     ) -> Result<Option<u64>, BeneathWindow> {
-        Ok(seal_and_retire(self, stream, track)?.1)
+        Ok(seal_and_retire(self, stream, &Retiring::Series(track.to_vec()))?.1)
     }
 }
 
@@ -737,17 +754,50 @@ fn seal_and_trim(store: &mut Store, stream: &str, horizon: u64) -> Result<Trimme
     Store::trim_to(store, stream, horizon)
 }
 
-/// Closes a barrier for everything staged, then retires the selection: what `Served::retire`
-/// runs. Answers the record and the selection's raw floor (by position) after.
+/// What a retirement ends.
+enum Retiring {
+    /// The tracks under a selection (`Store::retire`).
+    Tracks(Vec<String>),
+    /// Every track (`Store::retire_all`).
+    All,
+    /// What `Series::retire` names: every track for an empty selection, and a selection with
+    /// nothing live (or nothing ever sealed) ends nothing and answers its floor, since a host's
+    /// tracks are typed and such a selection is no typo.
+    Series(Vec<String>),
+}
+
+/// Closes a barrier for everything staged, then retires: what `Served::retire` and
+/// `Served::retire_all` run. Answers the record and the selection's raw floor (by position)
+/// after.
 fn seal_and_retire(
     store: &mut Store,
     stream: &str,
-    track: &[String],
+    what: &Retiring,
 ) -> Result<(Swept, Option<u64>), EngineError> {
-    let track: Vec<&str> = track.iter().map(String::as_str).collect();
     Store::seal(store)?;
-    let swept = Store::retire(store, stream, &track)?;
-    let prefix = store.selection_key(stream, &track)?;
+    let (swept, track) = match what {
+        Retiring::Tracks(track) => (
+            Store::retire(store, stream, &strs(track))?,
+            track.as_slice(),
+        ),
+        Retiring::All => (Store::retire_all(store, stream)?, &[][..]),
+        Retiring::Series(track) => {
+            let retired = if track.is_empty() {
+                Store::retire_all(store, stream)
+            } else {
+                Store::retire(store, stream, &strs(track))
+            };
+            let swept = match retired {
+                Ok(swept) => swept,
+                Err(EngineError::NothingToRetire { .. } | EngineError::UnknownTrack { .. }) => {
+                    Swept::nothing(stream)
+                }
+                Err(error) => return Err(error),
+            };
+            (swept, track.as_slice())
+        }
+    };
+    let prefix = store.selection_key(stream, &strs(track))?;
     Ok((swept, store.raw_floor(stream, &prefix, false)))
 }
 
@@ -1267,8 +1317,8 @@ impl Supervisor {
                 let _ = reply.send(seal_and_trim(store, &stream, horizon));
                 self.steps_granted = self.steps_per_barrier;
             }
-            Command::Retire(stream, track, reply) => {
-                let _ = reply.send(seal_and_retire(store, &stream, &track));
+            Command::Retire(stream, what, reply) => {
+                let _ = reply.send(seal_and_retire(store, &stream, &what));
                 self.steps_granted = self.steps_per_barrier;
             }
             Command::Sweep(reply) => {
@@ -1403,21 +1453,26 @@ fn answer_read(snapshot: &Snapshot, command: Command) -> Answer {
         })
     }
     match command {
+        // The `Series` reads: a selection with nothing sealed under it answers nothing.
         Command::Rows(s, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            send(reply, snapshot.query(&s.stream, &track, (s.start, s.end)))
+            let answer = snapshot.query(&s.stream, &track, (s.start, s.end));
+            send(reply, or_nothing(answer, Vec::new))
         }
         Command::Buckets(s, budget, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
             let answer = snapshot.survey(&s.stream, &track, (s.start, s.end), budget);
-            send(reply, answer.map(|survey| survey.fields))
+            let nothing = || no_buckets(snapshot.stream(&s.stream));
+            send(
+                reply,
+                or_nothing(answer.map(|survey| survey.fields), nothing),
+            )
         }
         Command::Aggregate(s, kind, reply) => {
             let track: Vec<&str> = s.track.iter().map(String::as_str).collect();
-            send(
-                reply,
-                snapshot.fold(&s.stream, &track, (s.start, s.end), kind),
-            )
+            let answer = snapshot.fold(&s.stream, &track, (s.start, s.end), kind);
+            let nothing = || no_stats(snapshot.stream(&s.stream), kind);
+            send(reply, or_nothing(answer, nothing))
         }
         Command::Read(read) => read(snapshot),
         _ => unreachable!("only reads run on a snapshot"),

@@ -23,7 +23,7 @@ use strata_segment::{
 use crate::config::Config;
 use crate::decl::describe;
 use crate::decoded_chunks::DecodedChunks;
-use crate::error::{EngineError, FailedBarrier, StreamIntact};
+use crate::error::{EngineError, FailedBarrier, StreamIntact, TRACKS_NAMED_MAX};
 use crate::ladder::{LevelStorage, field_cells, fold_partition};
 use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
 use crate::pins::{Pins, Removal};
@@ -562,6 +562,12 @@ impl Store {
         self.streams.get(stream).map(|s| &s.decl)
     }
 
+    /// The declaration of `stream`, or the refusal every face gives a stream the store does
+    /// not declare ([`EngineError::UnknownStream`], naming those it does).
+    pub fn declaration(&self, stream: &str) -> Result<&StreamDecl, EngineError> {
+        stream_state(&self.streams, stream).map(|state| &state.decl)
+    }
+
     /// The file system the store lives on (its folder, or a simulated one), for a tier that
     /// copies the store's files elsewhere: strata-remote's publisher reads the manifest and the
     /// claimed segments through it. Reading is safe while the store is open; writing or removing
@@ -1027,7 +1033,8 @@ impl Store {
     }
 
     /// The track key a selection names: the stream's track components, outermost first, or a
-    /// prefix of them; numbers as decimal labels.
+    /// prefix of them; numbers as decimal labels. Refused (typed) for an unknown stream, more
+    /// labels than the stream has track fields, or a label no track can hold.
     pub(crate) fn selection_key(
         &self,
         stream: &str,
@@ -1036,23 +1043,16 @@ impl Store {
         // A failed barrier was applied to the catalog before its writes failed: a poisoned store
         // must not answer from it.
         self.check_poison()?;
-        let state = self
-            .streams
-            .get(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let state = stream_state(&self.streams, stream)?;
         let track = &state.decl.track;
         if selection.len() > track.len() {
-            return Err(EngineError::BadRead {
-                reason: format!(
-                    "the selection names {} but stream {stream:?} has {}",
-                    labels(selection.len()),
-                    match track.len() {
-                        0 => "no track".to_owned(),
-                        n => format!("a track of {}", labels(n)),
-                    }
-                ),
+            return Err(EngineError::TrackDepth {
+                stream: stream.to_owned(),
+                selection: selection.iter().map(|&l| l.to_owned()).collect(),
+                fields: track
+                    .iter()
+                    .map(|&idx| state.decl.fields[usize::from(idx)].name.clone())
+                    .collect(),
             });
         }
         // Each label is checked here, where the field it selects has a name to give; what
@@ -1069,6 +1069,38 @@ impl Store {
             reason: e.to_string(),
         })
     }
+
+    /// [`Store::selection_key`], refused besides when the selection names labels under which
+    /// nothing of the stream was ever sealed ([`EngineError::UnknownTrack`]): no partition, live
+    /// or retired. What a read or a retirement selects by; the empty selection always passes
+    /// (a stream with nothing sealed answers nothing, which is no mistake).
+    pub(crate) fn selected(
+        &self,
+        stream: &str,
+        selection: &[&str],
+    ) -> Result<TrackKey, EngineError> {
+        let prefix = self.selection_key(stream, selection)?;
+        if selection.is_empty()
+            || self.catalog.partitions(stream, &prefix).next().is_some()
+            || self.catalog.floors(stream, &prefix).next().is_some()
+        {
+            return Ok(prefix);
+        }
+        let mut tracks: Vec<Vec<String>> = self
+            .catalog
+            .partitions(stream, &TrackKey::ROOT)
+            .take(TRACKS_NAMED_MAX + 1)
+            .map(|p| p.track().labels().map(str::to_owned).collect())
+            .collect();
+        let more = tracks.len() > TRACKS_NAMED_MAX;
+        tracks.truncate(TRACKS_NAMED_MAX);
+        Err(EngineError::UnknownTrack {
+            stream: stream.to_owned(),
+            selection: selection.iter().map(|&l| l.to_owned()).collect(),
+            tracks,
+            more,
+        })
+    }
 }
 
 /// `stream`'s state, or [`EngineError::UnknownStream`] naming it.
@@ -1078,9 +1110,7 @@ pub(crate) fn stream_state<'s>(
 ) -> Result<&'s StreamState, EngineError> {
     streams
         .get(stream)
-        .ok_or_else(|| EngineError::UnknownStream {
-            stream: stream.to_owned(),
-        })
+        .ok_or_else(|| EngineError::unknown_stream(stream, streams.keys().map(String::as_str)))
 }
 
 /// `stream`'s state to stage into, or [`EngineError::UnknownStream`] naming it. A function of
@@ -1089,10 +1119,16 @@ pub(crate) fn stream_state_mut<'s>(
     streams: &'s mut BTreeMap<String, StreamState>,
     stream: &str,
 ) -> Result<&'s mut StreamState, EngineError> {
+    if !streams.contains_key(stream) {
+        return Err(EngineError::unknown_stream(
+            stream,
+            streams.keys().map(String::as_str),
+        ));
+    }
     streams
         .get_mut(stream)
-        .ok_or_else(|| EngineError::UnknownStream {
-            stream: stream.to_owned(),
+        .ok_or_else(|| EngineError::Internal {
+            reason: format!("stream {stream:?} went from the map between two looks"),
         })
 }
 
@@ -1595,11 +1631,6 @@ fn write_staged<S: SegmentSink>(
         }
     }
     writer.finish_streamed()
-}
-
-/// `1 label`, `3 labels`.
-fn labels(n: usize) -> String {
-    count(n, "label", "labels")
 }
 
 /// A count that agrees in number: `1 row`, `0 rows`, `3 rows`.

@@ -18,7 +18,8 @@ use strata_segment::{Decoded, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
-use crate::read::{beneath, highest, inclusive, lowest, unreadable};
+use crate::narrow::Reach;
+use crate::read::{beneath, highest, inclusive, lowest, refuse_inverted, unreadable};
 use crate::retention::LevelFloors;
 use crate::store::Store;
 
@@ -74,6 +75,7 @@ impl Store {
         budget: u64,
     ) -> Result<Survey, EngineError> {
         let (decl, prefix) = self.axial(stream, selection)?;
+        refuse_inverted(&axis, Reach::LevelAxis)?;
         let measured = decl.measured();
         let ladder = ladder_of(decl);
         // An unbounded start asks from the origin: beneath any floor above it, though the
@@ -104,40 +106,25 @@ impl Store {
             });
         };
         let start = if from_origin { 0 } else { lo };
-        let mut plan = self.survey_plan(
-            &level_floors,
-            &ladder,
-            [lo, hi],
-            start,
-            budget,
-            measured.len(),
-        )?;
-        if level_floors.any() {
-            // The finest level at or above the plan's whose cells are whole from `lo` (fewer,
-            // coarser cells fit the budget too): a survey is never refused on a floor a level
-            // that outlives the finer ones still holds.
-            let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
-                .map(|level| (level, level_floors.at(level)))
-                .collect();
-            match floors
-                .iter()
-                .find(|(_, floor)| floor.is_none_or(|f| !beneath(start, f)))
-            {
-                Some(&(level, _)) if level != plan.level => {
-                    plan.level = level;
-                    plan.group = 1;
+        let n_fields = measured.len();
+        let plan =
+            match self.survey_level(&level_floors, &ladder, [lo, hi], start, budget, n_fields)? {
+                Ok(plan) => plan,
+                Err(floor) => {
+                    return Err(self.beneath_floor(
+                        stream,
+                        &prefix,
+                        floor,
+                        Reach::LevelAxis,
+                        |key, span| {
+                            let floors = self.level_floors(stream, key, &ladder);
+                            self.survey_level(&floors, &ladder, span, span[0], budget, n_fields)
+                                .ok()?
+                                .err()
+                        },
+                    ));
                 }
-                Some(_) => {}
-                None => {
-                    let floor = floors.iter().filter_map(|&(_, f)| f).min();
-                    return Err(EngineError::Floor {
-                        stream: stream.to_owned(),
-                        floor: floor.unwrap_or(u64::MAX),
-                        unit: "axis value",
-                    });
-                }
-            }
-        }
+            };
         if clamped.is_none() {
             // Nothing live in the range, and nothing of it beneath a floor: no buckets.
             return Ok(Survey {
@@ -179,6 +166,48 @@ impl Store {
             span: Some([lo, hi]),
             fields,
         })
+    }
+
+    /// The plan that answers a survey over `span` from `start` with `level_floors` in force,
+    /// or the floor it is refused at: the plan `Config::survey_fill` asks for, moved to the
+    /// finest level at or above it whose cells are whole from `start` (fewer, coarser cells fit
+    /// the budget too), so a survey is never refused on a floor a level that outlives the finer
+    /// ones still holds; refused with the least floor of those levels when none is.
+    fn survey_level(
+        &self,
+        level_floors: &LevelFloors,
+        ladder: &Ladder,
+        span: [u64; 2],
+        start: u64,
+        budget: u64,
+        n_fields: usize,
+    ) -> Result<Result<Plan, u64>, EngineError> {
+        let mut plan = self.survey_plan(level_floors, ladder, span, start, budget, n_fields)?;
+        if !level_floors.any() {
+            return Ok(Ok(plan));
+        }
+        let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
+            .map(|level| (level, level_floors.at(level)))
+            .collect();
+        Ok(
+            match floors
+                .iter()
+                .find(|(_, floor)| floor.is_none_or(|f| !beneath(start, f)))
+            {
+                Some(&(level, _)) => {
+                    if level != plan.level {
+                        plan.level = level;
+                        plan.group = 1;
+                    }
+                    Ok(plan)
+                }
+                None => Err(floors
+                    .iter()
+                    .filter_map(|&(_, f)| f)
+                    .min()
+                    .unwrap_or(u64::MAX)),
+            },
+        )
     }
 
     /// The plan `Config::survey_fill` asks for over `[lo, hi]`. A spent plan whose level is
@@ -227,6 +256,7 @@ impl Store {
         aggregate: Aggregate,
     ) -> Result<Vec<FieldStat>, EngineError> {
         let (decl, prefix) = self.axial(stream, selection)?;
+        refuse_inverted(&axis, Reach::LevelAxis)?;
         if decl.measured().is_empty() {
             // An empty answer would read as "no rows"; `survey` refuses such a stream too.
             return Err(EngineError::BadRead {
@@ -255,39 +285,35 @@ impl Store {
                 .raw_floor(stream, &prefix, true)
                 .filter(|&f| beneath(start, f))
             {
-                return Err(EngineError::Floor {
-                    stream: stream.to_owned(),
+                return Err(self.beneath_floor(
+                    stream,
+                    &prefix,
                     floor,
-                    unit: "axis value",
-                });
+                    Reach::RawAxis,
+                    |key, [start, _]| {
+                        self.raw_floor(stream, key, true)
+                            .filter(|&f| beneath(start, f))
+                    },
+                ));
             }
         }
-        // A level fold reads whole cells of several levels (coarse inside, fine at the edges):
-        // each must start at or above its level's folded floor.
         if let (Some([lo, hi]), true) = (check, aggregate.folds_levels())
-            && level_floors.any()
+            && let Some(floor) = fold_floor(&level_floors, &ladder, [lo, hi], from_origin)
         {
-            let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
-            let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
-            let refused = runs.iter().any(|&(level, [first, _])| {
-                let start = ladder.span(level, first).map_or(u64::MAX, |[s, _]| s);
-                let start = if from_origin { 0 } else { start };
-                level_floors
-                    .at(level)
-                    .is_some_and(|floor| beneath(start, floor))
-            });
-            if refused {
-                // Narrowed to at or above this, every run of the fold is whole.
-                let floor = (0..=top)
-                    .filter_map(|level| level_floors.at(level))
-                    .max()
-                    .unwrap_or(0);
-                return Err(EngineError::Floor {
-                    stream: stream.to_owned(),
-                    floor,
-                    unit: "axis value",
-                });
-            }
+            return Err(self.beneath_floor(
+                stream,
+                &prefix,
+                floor,
+                Reach::LevelAxis,
+                |key, span| {
+                    fold_floor(
+                        &self.level_floors(stream, key, &ladder),
+                        &ladder,
+                        span,
+                        false,
+                    )
+                },
+            ));
         }
         let measured = decl.measured();
         let mut folded = match clamped {
@@ -339,19 +365,23 @@ impl Store {
                 reason: format!("{field:?} is not a measured field of {stream:?}"),
             })?;
         let ladder = ladder_of(decl);
+        refuse_inverted(&axis, Reach::LevelAxis)?;
         let Some((lo, hi)) = inclusive(axis) else {
             return Ok(Vec::new());
         };
-        if let Some(floor) = self
-            .level_floors(stream, &prefix, &ladder)
-            .at(level)
-            .filter(|&floor| beneath(lo, floor))
-        {
-            return Err(EngineError::Floor {
-                stream: stream.to_owned(),
+        let floor_at = |key: &TrackKey, start: u64| {
+            self.level_floors(stream, key, &ladder)
+                .at(level)
+                .filter(|&floor| beneath(start, floor))
+        };
+        if let Some(floor) = floor_at(&prefix, lo) {
+            return Err(self.beneath_floor(
+                stream,
+                &prefix,
                 floor,
-                unit: "axis value",
-            });
+                Reach::LevelAxis,
+                |key, [start, _]| floor_at(key, start),
+            ));
         }
         let run = CellRun {
             field: field_idx,
@@ -367,7 +397,7 @@ impl Store {
         stream: &str,
         selection: &[&str],
     ) -> Result<(&StreamDecl, TrackKey), EngineError> {
-        let prefix = self.selection_key(stream, selection)?;
+        let prefix = self.selected(stream, selection)?;
         let decl = &self.streams[stream].decl;
         if decl.axis.is_none() {
             return Err(EngineError::BadRead {
@@ -1191,6 +1221,36 @@ fn budget_error(error: strata_levels::BudgetError) -> EngineError {
     EngineError::BadRead {
         reason: error.to_string(),
     }
+}
+
+/// The floor a level fold over `[lo, hi]` is refused at, if any: the fold reads whole cells of
+/// several levels (coarse inside, fine at the edges), and each must start at or above its
+/// level's folded floor (from 0 for a range from the origin). Narrowed to at or above the
+/// highest floor of the levels it reads, every run of the fold is whole.
+fn fold_floor(
+    level_floors: &LevelFloors,
+    ladder: &Ladder,
+    [lo, hi]: [u64; 2],
+    from_origin: bool,
+) -> Option<u64> {
+    if !level_floors.any() {
+        return None;
+    }
+    let runs = decompose(ladder.cell(lo, 0), ladder.cell(hi, 0), ladder.fanout());
+    let top = runs.iter().map(|&(level, _)| level).max().unwrap_or(0);
+    let refused = runs.iter().any(|&(level, [first, _])| {
+        let start = ladder.span(level, first).map_or(u64::MAX, |[s, _]| s);
+        let start = if from_origin { 0 } else { start };
+        level_floors
+            .at(level)
+            .is_some_and(|floor| beneath(start, floor))
+    });
+    refused.then(|| {
+        (0..=top)
+            .filter_map(|level| level_floors.at(level))
+            .max()
+            .unwrap_or(0)
+    })
 }
 
 #[cfg(test)]

@@ -56,12 +56,7 @@ impl Store {
     /// earlier one is a no-op that answers the current floors. A failed write poisons the store.
     pub fn trim_to(&mut self, stream: &str, horizon: u64) -> Result<Trimmed, EngineError> {
         self.check_writable("trim_to")?;
-        let state = self
-            .streams
-            .get(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let state = crate::store::stream_state(&self.streams, stream)?;
         let refuse = |reason: String| EngineError::Trim {
             stream: stream.to_owned(),
             horizon,

@@ -308,14 +308,7 @@ impl PyStore {
     }
 
     fn decl(&self, py: Python<'_>, stream: &str) -> PyResult<StreamDecl> {
-        self.with(py, |store| {
-            store
-                .stream(stream)
-                .cloned()
-                .ok_or_else(|| EngineError::UnknownStream {
-                    stream: stream.to_owned(),
-                })
-        })
+        self.with(py, |store| store.declaration(stream).cloned())
     }
 }
 

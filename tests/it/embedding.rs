@@ -51,6 +51,20 @@ fn spawn_without_triggers(store: Store) -> Served {
     )
 }
 
+/// One snapshot of track `p1`: its watermark, the rows durable there, and what its survey
+/// counts. Before the first barrier `p1` is no sealed track: refused, never an empty answer
+/// that would read as "no rows".
+fn read_p1(snapshot: &strata::Snapshot) -> Result<(Option<u64>, u64, u64), EngineError> {
+    let at = snapshot.watermark("capture", &["p1"])?;
+    let rows = match snapshot.query("capture", &["p1"], ..) {
+        Err(EngineError::UnknownTrack { .. }) if at.is_none() => return Ok((at, 0, 0)),
+        rows => rows?.len() as u64,
+    };
+    let survey = snapshot.survey("capture", &["p1"], .., 400)?;
+    let counted: u64 = survey.fields[0].buckets.iter().map(|b| b.count).sum();
+    Ok((at, rows, counted))
+}
+
 #[test]
 fn a_served_store_takes_columns_from_one_task_while_another_reads_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,17 +99,7 @@ fn a_served_store_takes_columns_from_one_task_while_another_reads_it() {
                 );
                 last_watermark = watermark;
                 // One snapshot: the rows durable at its watermark, and its survey of them.
-                let (at, rows, counted) = reader
-                    .read(|snapshot| {
-                        let at = snapshot.watermark("capture", &["p1"])?;
-                        let rows = snapshot.query("capture", &["p1"], ..)?.len() as u64;
-                        let survey = snapshot.survey("capture", &["p1"], .., 400)?;
-                        let counted: u64 = survey.fields[0].buckets.iter().map(|b| b.count).sum();
-                        Ok::<_, EngineError>((at, rows, counted))
-                    })
-                    .await
-                    .unwrap()
-                    .unwrap();
+                let (at, rows, counted) = reader.read(read_p1).await.unwrap().unwrap();
                 assert_eq!(
                     rows,
                     at.unwrap_or(0) * BATCH_ROWS,

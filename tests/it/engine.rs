@@ -283,7 +283,16 @@ fn a_run_7_selection_does_not_read_run_70() {
         [1.0, 2.0, 3.0, 4.0],
         "publish order across partitions"
     );
-    assert!(values(&["run"]).is_empty());
+    // `run` is no track's prefix: refused, naming the tracks there are, never an empty answer.
+    match store.query("capture", &["run"], ..) {
+        Err(EngineError::UnknownTrack {
+            selection, tracks, ..
+        }) => {
+            assert_eq!(selection, ["run"]);
+            assert_eq!(tracks, [["run_7", "1"], ["run_7", "2"], ["run_70", "1"]]);
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -501,7 +510,8 @@ fn an_unknown_stream_is_refused() {
         .publish("captur", 1, &[row("run_7", 1, 1, 1.0)])
         .unwrap_err();
     assert!(
-        matches!(&error, EngineError::UnknownStream { stream } if stream == "captur"),
+        matches!(&error, EngineError::UnknownStream { stream, declared }
+            if stream == "captur" && declared == &["capture"]),
         "{error}"
     );
     assert!(store.query("captur", &[], ..).is_err());
@@ -848,7 +858,9 @@ fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_th
 
 /// A range that holds no value answers nothing: `..0` once answered the rows at position 0 (and
 /// axis 0), and `(Excluded(u64::MAX), ..)` the rows at `u64::MAX`, because the exclusive end was
-/// saturated into a value it excludes. The store and the reference model agree.
+/// saturated into a value it excludes. The store and the reference model agree. A range given
+/// backwards (`9..=3`) is a mistake the store refuses, and the `Series` surface answers nothing
+/// (a host computes its ranges).
 #[test]
 fn ranges_that_hold_no_value_answer_nothing() {
     use std::ops::Bound::{Excluded, Included, Unbounded};
@@ -859,12 +871,52 @@ fn ranges_that_hold_no_value_answer_nothing() {
     store.publish("capture", 0, &rows[..1]).unwrap();
     store.publish("capture", u64::MAX, &rows[1..]).unwrap();
     store.seal().unwrap();
-    let empty: [(std::ops::Bound<u64>, std::ops::Bound<u64>); 4] = [
+    let empty: [(std::ops::Bound<u64>, std::ops::Bound<u64>); 3] = [
         (Unbounded, Excluded(0)),
         (Excluded(u64::MAX), Unbounded),
         (Included(5), Excluded(5)),
-        (Included(9), Included(3)),
     ];
+    for inverted in [(Included(9), Included(3)), (Excluded(9), Excluded(3))] {
+        assert!(matches!(
+            store.query("capture", &[], inverted),
+            Err(EngineError::InvertedRange {
+                start: 9,
+                end: 3,
+                unit: "position"
+            })
+        ));
+        assert!(matches!(
+            store.fold("capture", &[], inverted, strata::Aggregate::Count),
+            Err(EngineError::InvertedRange {
+                start: 9,
+                end: 3,
+                unit: "axis value"
+            })
+        ));
+        assert!(matches!(
+            model.query("capture", &[], inverted),
+            Err(EngineError::InvertedRange {
+                start: 9,
+                end: 3,
+                unit: "position"
+            })
+        ));
+        let through_series = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(strata::Series::rows(
+                &mut store,
+                "capture",
+                &[],
+                inverted.0,
+                inverted.1,
+            ));
+        assert_eq!(
+            through_series,
+            Ok(Vec::new()),
+            "a host's range answers nothing"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -20,6 +20,7 @@ mod engine;
 mod errors;
 mod levels;
 mod model;
+mod narrowing;
 mod open_segments;
 mod packed_reads;
 mod read_only;

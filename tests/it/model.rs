@@ -450,15 +450,28 @@ async fn trim_both(engine: &Served, model: &MemorySeries, horizon: u64, i: usize
 /// both record the same raw floors for the same partitions, and every level floor the store
 /// records is the model's exact one. Answers how many partitions were ended.
 async fn retire_both(engine: &Served, model: &MemorySeries, track: &[&str], i: usize) -> usize {
-    let swept = engine
-        .retire("capture", track)
-        .await
-        .unwrap_or_else(|e| panic!("op {i}: retire {track:?}: {e}"));
+    // Every track is asked for by name; a selection with nothing live (or never sealed) is
+    // refused alike by both, and records nothing.
+    let swept = if track.is_empty() {
+        engine.retire_all("capture").await
+    } else {
+        engine.retire("capture", track).await
+    };
     let mut reference = model.clone();
     reference.seal("capture", &[]).await.unwrap();
-    let ended = model
-        .retire("capture", track)
-        .unwrap_or_else(|e| panic!("op {i}: the model's retire {track:?}: {e}"));
+    let ended = if track.is_empty() {
+        model.retire_all("capture")
+    } else {
+        model.retire("capture", track)
+    };
+    let (swept, ended) = match (swept, ended) {
+        (Ok(swept), Ok(ended)) => (swept, ended),
+        (Err(EngineError::NothingToRetire { .. }), Err(EngineError::NothingToRetire { .. }))
+        | (Err(EngineError::UnknownTrack { .. }), Err(EngineError::UnknownTrack { .. })) => {
+            return 0;
+        }
+        (a, b) => panic!("op {i}: retire {track:?}: the store {a:?}, the model {b:?}"),
+    };
     let raw: Vec<(TrackKey, RawFloor)> = swept
         .floors
         .iter()
@@ -559,7 +572,7 @@ fn compare_direct(store: &Store, model: &MemorySeries, lo: u64, top: u64, ran: &
         if raw.position > 0 {
             let by_position = model.query("capture", &labels, 0..1).map(|_| ());
             let what = format!("op {i}: {labels:?}'s raw floor");
-            agree(&by_position, &floor_at(raw.position, "position"), &what);
+            refused_at(&by_position, raw.position, "position", &what);
         }
         let axis = raw
             .axis
@@ -569,7 +582,7 @@ fn compare_direct(store: &Store, model: &MemorySeries, lo: u64, top: u64, ran: &
                 .fold("capture", &labels, 0.., Aggregate::p(0))
                 .map(|_| ());
             let what = format!("op {i}: {labels:?}'s raw axis floor");
-            agree(&by_axis, &floor_at(axis, "axis value"), &what);
+            refused_at(&by_axis, axis, "axis value", &what);
         }
         for (&level, &floor) in &floors.levels {
             assert_eq!(
@@ -692,16 +705,27 @@ fn rows_of(store: &Store, run: &ColumnRun) -> Vec<StoredRow> {
         .collect()
 }
 
-fn floor_at(floor: u64, unit: &'static str) -> Result<(), EngineError> {
-    Err(EngineError::Floor {
-        stream: "capture".into(),
-        floor,
-        unit,
-    })
+/// The model's `answer` is a refusal at the store's recorded `floor`, in `unit`.
+#[track_caller]
+fn refused_at(answer: &Result<(), EngineError>, floor: u64, unit: &str, what: &str) {
+    match answer {
+        Err(EngineError::Floor {
+            stream,
+            floor: f,
+            unit: u,
+            ..
+        }) => assert_eq!(
+            (stream.as_str(), *f, *u),
+            ("capture", floor, unit),
+            "{what}: the floor refused with"
+        ),
+        other => panic!("{what}: the model answered {other:?}, not a floor at {floor}"),
+    }
 }
 
 /// The store's answer `a` and the model's `b` agree: equal answers, or `Floor` refusals with
-/// the same floor and unit, or refusals of the same kind.
+/// the same floor, unit and narrowing (the tracks that hold rows, the range each answers), or
+/// refusals of the same kind.
 #[track_caller]
 fn agree<T: PartialEq + std::fmt::Debug>(
     a: &Result<T, EngineError>,
@@ -713,15 +737,23 @@ fn agree<T: PartialEq + std::fmt::Debug>(
         (
             Err(EngineError::Floor {
                 stream: s1,
+                selection: t1,
                 floor: f1,
                 unit: u1,
+                narrowing: n1,
             }),
             Err(EngineError::Floor {
                 stream: s2,
+                selection: t2,
                 floor: f2,
                 unit: u2,
+                narrowing: n2,
             }),
-        ) => assert_eq!((s1, f1, u1), (s2, f2, u2), "{what}: the floor refused with"),
+        ) => assert_eq!(
+            (s1, t1, f1, u1, n1),
+            (s2, t2, f2, u2, n2),
+            "{what}: the floor refused with, and what it offers instead"
+        ),
         (Err(EngineError::Floor { .. }) | Ok(_), _)
         | (_, Err(EngineError::Floor { .. }) | Ok(_)) => {
             panic!("{what}: the store answered {a:?}, the model {b:?}")

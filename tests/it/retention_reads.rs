@@ -966,8 +966,9 @@ fn every_answer_is_the_unretired_answer_and_every_refusal_names_a_floor_that_ans
                         }
                         Err(EngineError::Floor { floor, .. }) => {
                             assert!(floor > lo, "{}", context(&read));
+                            // A floor past `hi` leaves no range to narrow to.
                             assert!(
-                                store.query(STREAM, selection, floor..=hi).is_ok(),
+                                floor > hi || store.query(STREAM, selection, floor..=hi).is_ok(),
                                 "{} floor {floor}",
                                 context(&read)
                             );
@@ -989,8 +990,8 @@ fn every_answer_is_the_unretired_answer_and_every_refusal_names_a_floor_that_ans
                             }
                             Err(EngineError::Floor { floor, .. }) => {
                                 assert!(floor > lo, "{}", context(&read));
-                                let from = store.fold(STREAM, selection, floor..=hi, aggregate);
-                                assert!(from.is_ok(), "{} floor {floor}", context(&read));
+                                let from = || store.fold(STREAM, selection, floor..=hi, aggregate);
+                                assert!(floor > hi || from().is_ok(), "{} {floor}", context(&read));
                                 refusals += 1;
                             }
                             Err(e) => panic!("{}: {e}", context(&read)),
@@ -1093,8 +1094,13 @@ fn a_retired_track_refuses_beneath_its_floors_and_starts_again_above_them() {
         refused(store.survey(STREAM, &[], 0..=156, 160)),
         (160, AXIS)
     );
-    // Nothing live is left to retire.
-    assert!(store.retire(STREAM, &["a"]).unwrap().retired.is_empty());
+    // Nothing live is left to retire: refused, with nothing recorded.
+    let catalog = store.catalog().clone();
+    assert!(matches!(
+        store.retire(STREAM, &["a"]),
+        Err(EngineError::NothingToRetire { stream, selection }) if stream == STREAM && selection == ["a"]
+    ));
+    assert_eq!(store.catalog(), &catalog);
     // Below the last axis value retired (156): refused; from it up, the track starts again.
     let error = store.publish(STREAM, 10, &[row("a", 155, 1)]).unwrap_err();
     assert!(error.to_string().contains("its floor is 157"), "{error}");
@@ -1127,8 +1133,8 @@ fn a_retired_track_refuses_beneath_its_floors_and_starts_again_above_them() {
     assert_eq!(store.query(STREAM, &["a"], 10..).unwrap().len(), 2);
 }
 
-/// A retire is refused while rows of the stream are staged; a selection with nothing live
-/// answers an empty record.
+/// A retire is refused while rows of the stream are staged, and so are one of a track never
+/// sealed, one naming no track, and one of an unknown stream; none records anything.
 #[test]
 fn a_retire_over_staged_rows_is_refused_and_one_of_nothing_records_nothing() {
     let fs = SimFs::new();
@@ -1140,14 +1146,26 @@ fn a_retire_over_staged_rows_is_refused_and_one_of_nothing_records_nothing() {
     assert!(store.catalog().floors_of(STREAM, &key("a")).is_none());
     store.seal().unwrap();
     let catalog = store.catalog().clone();
-    let nothing = store.retire(STREAM, &["zed"]).unwrap();
-    assert!(
-        nothing.retired.is_empty() && nothing.floors.is_empty(),
-        "{nothing:?}"
-    );
+    match store.retire(STREAM, &["zed"]) {
+        Err(EngineError::UnknownTrack {
+            selection,
+            tracks,
+            more,
+            ..
+        }) => {
+            assert_eq!(selection, ["zed"]);
+            assert_eq!(tracks, [["a"], ["b"], ["c"]], "the tracks there are");
+            assert!(!more);
+        }
+        other => panic!("retiring a track never sealed: {other:?}"),
+    }
+    assert!(matches!(
+        store.retire(STREAM, &[]),
+        Err(EngineError::RetireNamesNoTrack { stream }) if stream == STREAM
+    ));
     assert_eq!(store.catalog(), &catalog);
     assert!(matches!(
-        store.retire("nope", &[]),
+        store.retire("nope", &["a"]),
         Err(EngineError::UnknownStream { .. })
     ));
 }

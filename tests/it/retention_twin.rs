@@ -82,6 +82,14 @@ fn check<T: PartialEq + std::fmt::Debug>(
             *refused += 1;
             prop_assert!(lo < floor, "{what}: refused at {lo} with floor {floor}");
         }
+        // A run never sealed is refused alike by both: the twin holds the same tracks.
+        Err(EngineError::UnknownTrack { .. }) => {
+            *answered += 1;
+            prop_assert!(
+                matches!(twin, Err(EngineError::UnknownTrack { .. })),
+                "{what}: refused as an unknown track, which the twin answered: {twin:?}"
+            );
+        }
         Err(other) => prop_assert!(false, "{what}: {other}"),
     }
     Ok(())
@@ -129,7 +137,13 @@ fn twin_case(
                 store.compact_step().unwrap();
             }
             if let Some(run) = retire {
-                store.retire("s", &[RUNS[*run]]).unwrap();
+                // A run not sealed yet, or retired already, is refused and records nothing.
+                match store.retire("s", &[RUNS[*run]]) {
+                    Ok(_)
+                    | Err(EngineError::UnknownTrack { .. } | EngineError::NothingToRetire { .. }) =>
+                        {}
+                    Err(error) => panic!("retire {}: {error}", RUNS[*run]),
+                }
             }
         }
         store.compact().unwrap();

@@ -102,7 +102,19 @@ async fn read_once(served: &Served) -> (Option<u64>, Answer) {
         .read(|snapshot| {
             let watermark = snapshot.watermark("s", &[])?;
             let rows = snapshot.query("s", &[], ..)?;
-            let survey = snapshot.survey("s", &["1"], .., BUDGET)?.fields;
+            // Before lane 1's first barrier it is no sealed track: refused, where the model's
+            // `Series` answers its fields with no buckets.
+            let survey = match snapshot.survey("s", &["1"], .., BUDGET) {
+                Err(EngineError::UnknownTrack { .. }) if watermark.is_none() => stream()
+                    .measured()
+                    .into_iter()
+                    .map(|f| strata::FieldBuckets {
+                        field: stream().fields[usize::from(f)].name.clone(),
+                        buckets: Vec::new(),
+                    })
+                    .collect(),
+                survey => survey?.fields,
+            };
             let folds = FOLDS
                 .into_iter()
                 .map(|kind| snapshot.fold("s", &[], 0..=u64::MAX, kind))

@@ -31,8 +31,7 @@ use strata::{ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, Config, EngineError, descr
 
 use super::args::{ExportArgs, ExportCompression, ExportFormat};
 use super::{
-    Failure, count, declared, grouped, not_retired_whole, open_to_read, quiet_pipe, read_refused,
-    selected, selection_matches, tell_watermark, usage_error,
+    Failure, count, declared, grouped, open_to_read, quiet_pipe, selection, tell_watermark,
 };
 
 /// The Parquet key-value metadata key holding the crc32c of the bytes before the page indexes
@@ -45,29 +44,17 @@ pub const DATA_BYTES_KEY: &str = "strata:data_bytes";
 const EXPORT_OPEN_SEGMENTS_MAX: usize = 1;
 
 pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failure> {
-    if let (Some(from), Some(to)) = (args.from, args.to)
-        && from > to
-    {
-        usage_error(&format!(
-            "--from {from} is above --to {to}: the range is empty"
-        ));
-    }
     let to_stdout = args.output == Path::new("-");
     let config = Config::default().open_segments_max(EXPORT_OPEN_SEGMENTS_MAX);
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
-    let selection = selected(decl, args.track.as_ref())?;
-    not_retired_whole(&store, &args.stream, &selection)?;
+    let selection = selection(args.track.as_ref());
     let from = args.from.unwrap_or(0);
     let to = args.to.unwrap_or(u64::MAX);
-    let refused = |e| read_refused(&store, &args.stream, &selection, e);
     let mut sink = Sink::create(&args.output, to_stdout, args)?;
     let written = if let Some(budget) = args.survey {
         {
-            let batch = store
-                .survey_arrow(&args.stream, &selection, axis_range(args), budget)
-                .map_err(refused)?;
-            selection_matches(&store, &args.stream, &selection)?;
+            let batch = store.survey_arrow(&args.stream, &selection, axis_range(args), budget)?;
             let schema = with_declaration(&batch.schema(), decl);
             let batch = batch
                 .with_schema(Arc::clone(&schema))
@@ -77,10 +64,7 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
         }
     } else {
         {
-            let batches = store
-                .query_arrow(&args.stream, &selection, from..=to)
-                .map_err(refused)?;
-            selection_matches(&store, &args.stream, &selection)?;
+            let batches = store.query_arrow(&args.stream, &selection, from..=to)?;
             sink.start(&batches.schema(), decl)?;
             let mut n_rows = 0u64;
             let mut written = Ok(());

@@ -16,21 +16,13 @@ use std::process::ExitCode;
 use strata::{Config, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
-use super::{
-    Failure, axis_bounds, declared, exact, json, not_retired_whole, open_to_read, print,
-    read_refused, selected, selection_matches, tell_watermark,
-};
+use super::{Failure, axis_bounds, exact, json, open_to_read, print, selection, tell_watermark};
 
 pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
     let axis = axis_bounds(&args.range);
     let store = open_to_read(source, Config::default())?;
-    let decl = declared(&store, &args.range.stream)?;
-    let selection = selected(decl, args.range.track.as_ref())?;
-    not_retired_whole(&store, &args.range.stream, &selection)?;
-    let stats = store
-        .fold(&args.range.stream, &selection, axis, args.agg)
-        .map_err(|e| read_refused(&store, &args.range.stream, &selection, e))?;
-    selection_matches(&store, &args.range.stream, &selection)?;
+    let selection = selection(args.range.track.as_ref());
+    let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
     let text = match args.format {
         ReadFormat::Table => lines(&stats),
         ReadFormat::Json => {

@@ -36,7 +36,7 @@ mod trim;
 mod units;
 mod view;
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::io::{self, Write as _};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::CommandFactory as _;
-use strata::index::{TrackKey, selection_word};
+use strata::index::selection_word;
 use strata::{Config, EngineError, Num, Store, StreamDecl};
 
 use args::{AxisRangeArgs, Cli, Command, TrackArg};
@@ -81,12 +81,27 @@ impl fmt::Display for Failure {
 }
 
 impl From<EngineError> for Failure {
+    /// The engine's refusal, in its own words (every face says one mistake alike), with the
+    /// exit code of its kind: a floor's 4, a range given backwards a bad command line's 2. A
+    /// selection with more labels than the track has fields most likely meant a comma within a
+    /// label, which the command line's text spells `\,`: that much is added.
     fn from(error: EngineError) -> Failure {
         let code = match error {
             EngineError::Floor { .. } => EXIT_FLOOR,
+            EngineError::InvertedRange { .. } => 2,
             _ => 1,
         };
-        Failure(error.to_string(), code)
+        let mut message = error.to_string();
+        if let EngineError::TrackDepth { selection, .. } = &error {
+            let joined = selection.join(",");
+            let _ = write!(
+                message,
+                "; a comma within a label is written `\\,`: --track {} names the one label \
+                 {joined:?}",
+                selection_word(&[joined.as_str()])
+            );
+        }
+        Failure(message, code)
     }
 }
 
@@ -224,13 +239,10 @@ fn count(n: u64, one: &str, many: &str) -> String {
     }
 }
 
-/// The declaration of `stream`, or a failure naming the streams the store declares: every
-/// command that takes a stream refuses an unknown one in these words.
+/// The declaration of `stream`, or the engine's refusal naming the streams the store declares:
+/// every command that takes a stream refuses an unknown one in these words.
 fn declared<'a>(store: &'a Store, stream: &str) -> Result<&'a StreamDecl, Failure> {
-    let decl = store
-        .stream(stream)
-        .ok_or_else(|| unknown_stream(stream, store.streams().map(|d| d.id.as_str())))?;
-    Ok(decl)
+    Ok(store.declaration(stream)?)
 }
 
 /// Whether `--verbose` was given: every read then says on stderr what it answered at.
@@ -261,158 +273,19 @@ fn tell_watermark(store: &Store, stream: &str) {
     );
 }
 
-/// `no stream "x" in the store (declared: a, b)`, or `(declared: none)`.
+/// The engine's refusal of an unknown stream, for a command that knows the declared streams
+/// without opening the store (`retention` reads its file).
 fn unknown_stream<'a>(stream: &str, declared: impl Iterator<Item = &'a str>) -> Failure {
-    let declared: Vec<&str> = declared.collect();
-    Failure::new(format!(
-        "no stream {stream:?} in the store (declared: {})",
-        if declared.is_empty() {
-            "none".to_owned()
-        } else {
-            declared.join(", ")
-        }
-    ))
-}
-
-/// The tracks a refusal of an empty selection lists, at most.
-const TRACKS_LISTED_MAX: usize = 8;
-
-/// Refuses a `--track` selection of `stream` that no sealed partition lies beneath, so a
-/// mistyped track is an error naming a few tracks there are rather than an empty answer.
-/// Call it after the engine accepted the read, so a floor's refusal (exit 4) comes first.
-fn selection_matches(store: &Store, stream: &str, selection: &[&str]) -> Result<(), Failure> {
-    if selection.is_empty() {
-        return Ok(());
+    EngineError::UnknownStream {
+        stream: stream.to_owned(),
+        declared: declared.map(str::to_owned).collect(),
     }
-    let Ok(prefix) = TrackKey::encode(selection) else {
-        return Ok(());
-    };
-    let catalog = store.catalog();
-    if catalog.partitions(stream, &prefix).next().is_some() {
-        return Ok(());
-    }
-    let mut tracks: Vec<String> = catalog
-        .partitions(stream, &TrackKey::ROOT)
-        .take(TRACKS_LISTED_MAX + 1)
-        .map(|p| track_word(p.track()))
-        .collect();
-    let listed = match tracks.len() {
-        0 => "it holds no sealed rows".to_owned(),
-        n if n > TRACKS_LISTED_MAX => {
-            tracks.truncate(TRACKS_LISTED_MAX);
-            format!("its tracks include: {}, ...", tracks.join(", "))
-        }
-        _ => format!("its tracks: {}", tracks.join(", ")),
-    };
-    Err(Failure::new(format!(
-        "no partition of stream {stream:?} matches --track {} ({listed}); nothing was read",
-        selection_word(selection)
-    )))
-}
-
-/// Refuses (exit 4) a read of `selection` when every partition of `stream` under it was
-/// retired whole: no range reaches anything of it, so the engine's floor (one past all it held)
-/// would only be followed by an empty selection. Call it before the engine's read.
-fn not_retired_whole(store: &Store, stream: &str, selection: &[&str]) -> Result<(), Failure> {
-    let Ok(prefix) = TrackKey::encode(selection) else {
-        return Ok(());
-    };
-    let catalog = store.catalog();
-    if catalog.partitions(stream, &prefix).next().is_some()
-        || catalog.floors(stream, &prefix).next().is_none()
-    {
-        return Ok(());
-    }
-    let under = if selection.is_empty() {
-        String::new()
-    } else {
-        format!(" under --track {}", selection_word(selection))
-    };
-    Err(Failure(
-        format!(
-            "every track of stream {stream:?}{under} was retired: nothing of it is left to read \
-             (its rows and levels were retired whole, by `strata retire` or by retention; \
-             `strata fsck` shows its floors)"
-        ),
-        EXIT_FLOOR,
-    ))
-}
-
-/// The failure for the engine's refusal of a read of `selection`: a floor's names the tracks
-/// under the selection that were retired whole, which a narrower `--track` reads past.
-fn read_refused(store: &Store, stream: &str, selection: &[&str], error: EngineError) -> Failure {
-    let EngineError::Floor { .. } = error else {
-        return error.into();
-    };
-    let failure = Failure::from(error);
-    let Ok(prefix) = TrackKey::encode(selection) else {
-        return failure;
-    };
-    let catalog = store.catalog();
-    let mut retired: Vec<String> = catalog
-        .floors(stream, &prefix)
-        .filter(|(track, _)| catalog.partitions(stream, track).next().is_none())
-        .take(TRACKS_LISTED_MAX + 1)
-        .map(|(track, _)| track_word(track))
-        .collect();
-    if retired.is_empty() {
-        return failure;
-    }
-    if retired.len() > TRACKS_LISTED_MAX {
-        retired.truncate(TRACKS_LISTED_MAX);
-        retired.push("...".to_owned());
-    }
-    let under = if selection.is_empty() {
-        String::new()
-    } else {
-        format!(" under --track {}", selection_word(selection))
-    };
-    Failure(
-        format!("{failure}; retired whole{under}: {}", retired.join(", ")),
-        failure.code(),
-    )
+    .into()
 }
 
 /// The track prefix `--track` names (every track when absent or empty).
 fn selection(track: Option<&TrackArg>) -> Vec<&str> {
     track.map(TrackArg::labels).unwrap_or_default()
-}
-
-/// The track prefix `--track` names, refused (nothing read or changed) when it names more
-/// labels than `decl` has track fields: a comma meant within a label is the likely cause, so
-/// the refusal says how one is written.
-fn selected<'a>(decl: &StreamDecl, track: Option<&'a TrackArg>) -> Result<Vec<&'a str>, Failure> {
-    let labels = selection(track);
-    let n_fields = decl.track.len();
-    if labels.len() <= n_fields {
-        return Ok(labels);
-    }
-    let fields: Vec<&str> = decl
-        .track
-        .iter()
-        .filter_map(|&idx| decl.fields.get(usize::from(idx)))
-        .map(|f| f.name.as_str())
-        .collect();
-    Err(Failure::new(format!(
-        "--track {} names {} labels but stream {:?} has {} ({}); a comma within a label is \
-         written `\\,`: --track {} names the one label {:?}",
-        selection_word(&labels),
-        labels.len(),
-        decl.id,
-        count(n_fields as u64, "track field", "track fields"),
-        if fields.is_empty() {
-            "none".to_owned()
-        } else {
-            fields.join(", ")
-        },
-        selection_word(&[labels.join(",")]),
-        labels.join(","),
-    )))
-}
-
-/// A track as a message spells it: the `--track` value that names it, as typed in a shell.
-fn track_word(track: &TrackKey) -> String {
-    selection_word(&track.labels().collect::<Vec<_>>())
 }
 
 /// `capture r0,p1`, or `capture (root)` for a stream without track fields: a partition named
@@ -427,15 +300,8 @@ fn partition_name<S: AsRef<str>>(stream: &str, labels: &[S]) -> String {
 
 /// The axis bounds `--from`/`--to` name, both inclusive. An absent end stays unbounded, so the
 /// engine clamps it to the selection's recorded axis range (an explicit `0..=u64::MAX` would plan
-/// over the whole u64 axis instead). `--from` above `--to` is a usage error (exit 2).
+/// over the whole u64 axis instead). `--from` above `--to` the engine refuses (exit 2).
 fn axis_bounds(range: &AxisRangeArgs) -> (Bound<u64>, Bound<u64>) {
-    if let (Some(from), Some(to)) = (range.from, range.to)
-        && from > to
-    {
-        usage_error(&format!(
-            "--from {from} is above --to {to}: the axis range is empty"
-        ));
-    }
     let bound = |end: Option<u64>| end.map_or(Bound::Unbounded, Bound::Included);
     (bound(range.from), bound(range.to))
 }

@@ -10,10 +10,7 @@ use strata::{Config, EngineError, StoredRow};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell, declares_position};
-use super::{
-    Failure, declared, not_retired_whole, open_to_read, quiet_pipe, read_refused, selected,
-    selection_matches, tell_watermark, usage_error,
-};
+use super::{Failure, declared, open_to_read, quiet_pipe, selection, tell_watermark};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
@@ -21,23 +18,14 @@ const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
 pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure> {
     let from = args.from.unwrap_or(0);
     let to = args.to.unwrap_or(u64::MAX);
-    if from > to {
-        usage_error(&format!(
-            "--from {from} is above --to {to}: the range holds no position"
-        ));
-    }
     // A query reads each file once, in order: a file done with is let go (unmapped) rather
     // than cached, so the pages of what was printed leave the process as the rows do.
     let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
-    let selection = selected(decl, args.track.as_ref())?;
-    // The selection and the floors are checked here, before anything is written.
-    not_retired_whole(&store, &args.stream, &selection)?;
-    let rows = store
-        .query_iter(&args.stream, &selection, from..=to)
-        .map_err(|e| read_refused(&store, &args.stream, &selection, e))?;
-    selection_matches(&store, &args.stream, &selection)?;
+    let selection = selection(args.track.as_ref());
+    // The selection, the range and the floors are checked here, before anything is written.
+    let rows = store.query_iter(&args.stream, &selection, from..=to)?;
     let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
     // A stream declared before `position` was reserved may have a field of that name: a
     // column or key of it is the field, and the rows' positions are left out, so nothing is

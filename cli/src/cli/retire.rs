@@ -19,40 +19,19 @@ use strata::index::{Tier, TrackKey, selection_word};
 use strata::recover::fsck::{level_floors_text, raw_floor_text};
 
 use super::args::{ReadFormat, RetireArgs};
-use super::{
-    Failure, count, declared, open_existing, partition_name, print_summary, selected, selection,
-};
+use super::{Failure, count, open_existing, partition_name, print_summary, selection};
 
 pub fn run(dir: &Path, args: &RetireArgs) -> Result<ExitCode, Failure> {
-    let labels = if args.all {
-        Vec::new()
-    } else {
-        selection(args.track.as_ref())
-    };
-    if labels.is_empty() && !args.all {
-        // `--track ""` names no label: every track, which takes --all.
-        return Err(Failure::new(format!(
-            "--track names no label, which would retire every track of stream {:?}; say --all \
-             to mean that (nothing was retired)",
-            args.stream
-        )));
-    }
     let mut store = open_existing(dir)?;
-    let decl = declared(&store, &args.stream)?;
-    selected(decl, args.track.as_ref())?;
-    let swept = store.retire(&args.stream, &labels)?;
-    let described = if args.all {
-        "every track".to_owned()
+    // The engine refuses a track of no label (`--track ""`: every track, which takes --all), an
+    // unknown one, and one with nothing live, with nothing recorded.
+    let (swept, described) = if args.all {
+        (store.retire_all(&args.stream)?, "every track".to_owned())
     } else {
-        format!("track {}", selection_word(&labels))
+        let labels = selection(args.track.as_ref());
+        let swept = store.retire(&args.stream, &labels)?;
+        (swept, format!("track {}", selection_word(&labels)))
     };
-    if swept.retired.is_empty() {
-        return Err(Failure::new(format!(
-            "nothing live to retire in stream {:?} under {described}: no such track, or it was \
-             retired already (`strata fsck` shows its floors); nothing was recorded",
-            args.stream
-        )));
-    }
     let view = SweptView::of(&swept);
     let out = match args.format {
         ReadFormat::Table => {

@@ -17,8 +17,8 @@ use strata::{Bucket, Config, FieldBuckets, StreamDecl, Survey};
 use super::args::{ReadFormat, SurveyArgs};
 use super::svg::{self, Picture};
 use super::{
-    Failure, axis_bounds, compact, count, declared, grouped, json, not_retired_whole, open_to_read,
-    print, read_refused, selected, selection_matches, tell_watermark, units,
+    Failure, axis_bounds, compact, count, declared, grouped, json, open_to_read, print, selection,
+    tell_watermark, units,
 };
 
 pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failure> {
@@ -26,12 +26,8 @@ pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failur
     let config = Config::default().survey_fill(args.fill.fill());
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.range.stream)?;
-    let selection = selected(decl, args.range.track.as_ref())?;
-    not_retired_whole(&store, &args.range.stream, &selection)?;
-    let survey = store
-        .survey(&args.range.stream, &selection, axis, args.budget)
-        .map_err(|e| read_refused(&store, &args.range.stream, &selection, e))?;
-    selection_matches(&store, &args.range.stream, &selection)?;
+    let selection = selection(args.range.track.as_ref());
+    let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
     let scope = Scope {
         decl,
         selection: &selection,

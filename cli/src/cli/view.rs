@@ -98,9 +98,14 @@ fn bad(reason: impl Into<String>) -> Refusal {
 }
 
 impl From<EngineError> for Refusal {
+    /// The engine's refusal in its own words, as every face says it: a mistake in the request
+    /// is a 400, anything else the server's (500).
     fn from(error: EngineError) -> Refusal {
         let status = match error {
             EngineError::UnknownStream { .. }
+            | EngineError::UnknownTrack { .. }
+            | EngineError::TrackDepth { .. }
+            | EngineError::InvertedRange { .. }
             | EngineError::BadRead { .. }
             | EngineError::Floor { .. }
             | EngineError::Refused { .. } => StatusCode::BAD_REQUEST,
@@ -257,11 +262,19 @@ async fn guard(State(view): State<Arc<View>>, request: Request, next: Next) -> R
     response
 }
 
-/// The query string's parameters; a name given twice is refused.
-fn params(request: &axum::http::Uri) -> Result<HashMap<String, String>, Refusal> {
+/// The query string's parameters, each one of `known` (the endpoint's): a name given twice
+/// is refused, and so is one the endpoint does not take (`form=100` for `from` would otherwise
+/// answer the whole range without a word).
+fn params(request: &axum::http::Uri, known: &[&str]) -> Result<HashMap<String, String>, Refusal> {
     let mut params = HashMap::new();
     let query = request.query().unwrap_or_default();
     for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        if !known.contains(&name.as_ref()) {
+            return Err(bad(format!(
+                "unknown parameter {name:?}: this endpoint takes {}",
+                known.join(", ")
+            )));
+        }
         if params.insert(name.to_string(), value.to_string()).is_some() {
             return Err(bad(format!("parameter {name:?} is given twice")));
         }
@@ -300,18 +313,12 @@ fn selection(params: &HashMap<String, String>) -> Result<Vec<String>, Refusal> {
     }
 }
 
-/// The axis range `from` and `to` name; an absent end is unbounded.
+/// The axis range `from` and `to` name; an absent end is unbounded. One given backwards the
+/// engine refuses, as it does for every face.
 fn axis(
     params: &HashMap<String, String>,
 ) -> Result<(std::ops::Bound<u64>, std::ops::Bound<u64>), Refusal> {
     let (from, to) = (number(params, "from")?, number(params, "to")?);
-    if let (Some(from), Some(to)) = (from, to)
-        && from > to
-    {
-        return Err(bad(format!(
-            "from={from} is above to={to}: the range is empty"
-        )));
-    }
     let bound =
         |end: Option<u64>| end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
     Ok((bound(from), bound(to)))
@@ -358,18 +365,13 @@ async fn read(
     Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response())
 }
 
-/// Refuses a track prefix no partition of the stream lies beneath, as the command line does
-/// (an empty answer would read as "no rows here").
-fn matches(store: &Store, stream: &str, labels: &[&str]) -> Result<(), Refusal> {
-    super::selection_matches(store, stream, labels).map_err(|failure| bad(failure.to_string()))
-}
-
 fn to_json(value: &serde_json::Value) -> Result<String, Refusal> {
     serde_json::to_string(value)
         .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
-async fn streams(State(view): State<Arc<View>>) -> Result<Response, Refusal> {
+async fn streams(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+    params(&uri, &[])?;
     read(view, |store| {
         let streams: Vec<_> = store
             .streams()
@@ -391,16 +393,14 @@ async fn streams(State(view): State<Arc<View>>) -> Result<Response, Refusal> {
 }
 
 async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
-    let params = params(&uri)?;
+    let params = params(&uri, &["stream", "track"])?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
     read(view, move |store| {
         let prefix: Vec<&str> = selection.iter().map(String::as_str).collect();
         let key =
             strata::index::TrackKey::encode(&prefix).map_err(|e| bad(format!("track: {e}")))?;
-        if store.stream(&stream).is_none() {
-            return Err(bad(format!("no stream {stream:?} in the store")));
-        }
+        store.declaration(&stream)?;
         let mut tracks = Vec::new();
         let mut more = false;
         for view in store.catalog().partitions(&stream, &key) {
@@ -416,7 +416,7 @@ async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
 }
 
 async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
-    let params = params(&uri)?;
+    let params = params(&uri, &["stream", "track", "from", "to", "budget"])?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
     let range = axis(&params)?;
@@ -429,11 +429,8 @@ async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
     }
     read(view, move |store| {
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
-        let decl = store
-            .stream(&stream)
-            .ok_or_else(|| bad(format!("no stream {stream:?} in the store")))?;
+        let decl = store.declaration(&stream)?;
         let survey = store.survey(&stream, &labels, range, budget)?;
-        matches(store, &stream, &labels)?;
         let scope = Scope {
             decl,
             selection: &labels,
@@ -447,7 +444,7 @@ async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
 }
 
 async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
-    let params = params(&uri)?;
+    let params = params(&uri, &["stream", "track", "from", "to", "agg"])?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
     let range = axis(&params)?;
@@ -457,7 +454,6 @@ async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Res
     read(view, move |store| {
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
         let stats = store.fold(&stream, &labels, range, aggregate)?;
-        matches(store, &stream, &labels)?;
         json::fold(&stats).map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
     })
     .await
@@ -467,7 +463,7 @@ async fn watermark(
     State(view): State<Arc<View>>,
     uri: axum::http::Uri,
 ) -> Result<Response, Refusal> {
-    let params = params(&uri)?;
+    let params = params(&uri, &["stream"])?;
     let stream = required(&params, "stream")?.to_owned();
     read(view, move |store| {
         let watermark = store.watermark(&stream, &[])?;

@@ -105,7 +105,7 @@ fn too_many_labels_say_how_a_comma_within_a_label_is_written() {
     let run = s.run(&["retire", "one", "--track", "a,b"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr.contains(r"--track a,b names 2 labels")
+        run.stderr.contains(r"the selection a,b names 2 labels")
             && run.stderr.contains(r"--track 'a\,b'"),
         "{run:?}"
     );

@@ -94,9 +94,8 @@ fn a_track_holding_nothing_is_refused_naming_the_tracks_there_are() {
         assert_eq!(run.code, 1, "{args:?}: {run:?}");
         assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
         assert!(
-            run.stderr.contains(
-                "no partition of stream \"c\" matches --track nosuch (its tracks: r1, r2)"
-            ),
+            run.stderr
+                .contains("no track of stream \"c\" lies under nosuch (its tracks: r1, r2)"),
             "{args:?}: {run:?}"
         );
     }
@@ -213,7 +212,7 @@ fn a_selection_deeper_than_the_track_counts_labels_in_the_singular() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains(
-            "--track r1,x names 2 labels but stream \"c\" has 1 track field (run); a comma \
+            "the selection r1,x names 2 labels but stream \"c\" has 1 track field (run); a comma \
              within a label is written `\\,`: --track 'r1\\,x' names the one label \"r1,x\""
         ),
         "{run:?}"

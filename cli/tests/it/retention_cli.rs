@@ -98,7 +98,7 @@ fn retiring_a_track_makes_its_reads_exit_4_with_the_floor_and_leaves_the_others(
     let query = s.run(&["query", "c", "--track", "r0"]);
     assert_eq!(query.code, 4, "{query:?}");
     assert!(
-        query.stderr.contains("under --track r0 was retired"),
+        query.stderr.contains("under r0 was retired"),
         "{}",
         query.stderr
     );
@@ -136,13 +136,19 @@ fn retiring_a_track_makes_its_reads_exit_4_with_the_floor_and_leaves_the_others(
     assert!(
         again
             .stderr
-            .contains("nothing live to retire in stream \"c\" under track r0"),
+            .contains("nothing of stream \"c\" under r0 is live to retire"),
         "{}",
         again.stderr
     );
     let unknown = s.run(&["retire", "c", "--track", "r9,p0"]);
     assert_eq!(unknown.code, 1, "{unknown:?}");
-    assert!(unknown.stderr.contains("track r9,p0"), "{}", unknown.stderr);
+    assert!(
+        unknown
+            .stderr
+            .contains("no track of stream \"c\" lies under r9,p0"),
+        "{}",
+        unknown.stderr
+    );
 }
 
 #[test]
@@ -473,22 +479,22 @@ fn a_malformed_retention_file_is_a_clear_error_never_a_panic() {
     );
 }
 
-/// A read of a track retired whole is refused (exit 4) saying that the track was retired and
-/// nothing of it is left, whatever the range: not with a floor to narrow to, which would only
-/// lead to "no partition matches" (or to an axis floor no range reaches).
+/// A read of a track retired whole is refused (exit 4) saying that the track was retired, how
+/// far, and that nothing was sealed above: not with a floor to narrow to, which would answer
+/// nothing. A read from above its floors answers what is there: nothing, until the track is
+/// published to again.
 #[test]
-fn a_read_of_a_retired_track_says_it_was_retired_whatever_the_range() {
+fn a_read_of_a_retired_track_says_it_was_retired_and_offers_no_narrowing() {
     let s = store();
     s.ok(&["ingest", "c", "-", "--seal-every", "40"], &rows(0, 200));
     s.ok(&["retire", "c", "--track", "r0,p0"], "");
-    let reads: [&[&str]; 6] = [
+    let reads: [&[&str]; 5] = [
         &["query", "c", "--track", "r0,p0"],
-        &["query", "c", "--track", "r0,p0", "--from", "201"],
         &["survey", "c", "--track", "r0,p0", "--budget", "64"],
         &["fold", "c", "--track", "r0,p0", "--agg", "mean"],
         &["fold", "c", "--track", "r0,p0", "--agg", "p50"],
         &[
-            "fold", "c", "--track", "r0,p0", "--agg", "p50", "--from", "200", "--to", "300",
+            "fold", "c", "--track", "r0,p0", "--agg", "p50", "--from", "100", "--to", "300",
         ],
     ];
     for args in reads {
@@ -496,27 +502,49 @@ fn a_read_of_a_retired_track_says_it_was_retired_whatever_the_range() {
         assert_eq!(run.code, 4, "{args:?}: {run:?}");
         assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
         assert!(
-            run.stderr.contains(
-                "every track of stream \"c\" under --track r0,p0 was retired: nothing of it is \
-                 left to read"
-            ),
+            run.stderr
+                .contains("every track of stream \"c\" under r0,p0 was retired"),
             "{args:?}: {}",
             run.stderr
         );
         assert!(!run.stderr.contains("narrow"), "{args:?}: {}", run.stderr);
     }
-    // A prefix holding a retired track and a live one is refused with the floor to narrow to,
-    // and names the retired track.
+    // From above its floor, the retired track answers what is there: nothing yet.
+    let above = s.ok(&["query", "c", "--track", "r0,p0", "--from", "201"], "");
+    assert_eq!(above.stdout, "position,run,probe,t,v\n", "{above:?}");
+    // A prefix holding a retired track and a live one: nothing lies at or above the floor the
+    // retired one set, so the refusal offers no range from it (which answered nothing, #47) but
+    // the live track and the range it holds; followed, that answers every row it holds.
     let run = s.run(&["query", "c", "--track", "r0"]);
     assert_eq!(run.code, 4, "{run:?}");
+    let live = s.ok(&["query", "c", "--track", "r0,p1"], "");
+    let positions: Vec<u64> = live
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    let (first, last) = (positions[0], positions[positions.len() - 1]);
     assert!(
-        run.stderr.contains("narrow the range to start at 201")
-            && run.stderr.contains("retired whole under --track r0: r0,p0"),
+        run.stderr.contains(&format!(
+            "nothing under it lies at or above position 201: read one track alone: r0,p1 \
+             (positions {first} to {last})"
+        )) && !run.stderr.contains("narrow the range"),
         "{}",
         run.stderr
     );
-    let narrowed = s.ok(&["query", "c", "--track", "r0", "--from", "201"], "");
-    assert_eq!(narrowed.stdout.lines().count(), 1, "{narrowed:?}");
+    let first = first.to_string();
+    let last = last.to_string();
+    let followed = s.ok(
+        &[
+            "query", "c", "--track", "r0,p1", "--from", &first, "--to", &last,
+        ],
+        "",
+    );
+    assert_eq!(
+        followed.stdout, live.stdout,
+        "following the refusal answers every row"
+    );
 
     // Every track retired: an unnarrowed read says so too.
     s.ok(&["retire", "c", "--all"], "");
@@ -524,7 +552,7 @@ fn a_read_of_a_retired_track_says_it_was_retired_whatever_the_range() {
     assert_eq!(run.code, 4, "{run:?}");
     assert!(
         run.stderr
-            .contains("every track of stream \"c\" was retired: nothing of it is left to read"),
+            .contains("every track of stream \"c\" was retired, up to "),
         "{}",
         run.stderr
     );

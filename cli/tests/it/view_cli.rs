@@ -59,8 +59,19 @@ fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
         (
             "/api/survey?stream=capture&budget=40&from=9&to=3".into(),
             400,
-            "above to=3",
+            "the range starts at axis value 9, above its end 3",
         ),
+        (
+            "/api/survey?stream=capture&budget=40&form=100".into(),
+            400,
+            "unknown parameter \"form\": this endpoint takes stream, track, from, to, budget",
+        ),
+        (
+            "/api/watermark?stream=capture&track=a".into(),
+            400,
+            "unknown parameter \"track\"",
+        ),
+        ("/api/streams?x=1".into(), 400, "unknown parameter \"x\""),
         (
             "/api/survey?stream=capture".into(),
             400,

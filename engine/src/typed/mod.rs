@@ -32,11 +32,7 @@ impl Store {
         position: u64,
         rows: &[T],
     ) -> Result<(), EngineError> {
-        let decl = self
-            .stream(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let decl = &crate::store::stream_state(&self.streams, stream)?.decl;
         // Every row is converted before any is published, so a refusal stages nothing.
         let rows = rows
             .iter()
@@ -57,11 +53,7 @@ impl Store {
         selection: &[&str],
         positions: impl std::ops::RangeBounds<u64>,
     ) -> Result<Vec<(u64, T)>, EngineError> {
-        let decl = self
-            .stream(stream)
-            .ok_or_else(|| EngineError::UnknownStream {
-                stream: stream.to_owned(),
-            })?;
+        let decl = &crate::store::stream_state(&self.streams, stream)?.decl;
         self.query_iter(stream, selection, positions)?
             .map(|row| {
                 let row = row?;
