@@ -137,6 +137,9 @@ fn publish_failure(dir: &Path, url: &str, error: &RemoteError) -> Failure {
     let next = match error {
         RemoteError::Diverged { .. } => adopt_hint(dir, url),
         RemoteError::Unreadable { key, .. } if key.starts_with("log/") => adopt_hint(dir, url),
+        // A deleted `log/` object cannot be put back (its header names the epoch and parent of
+        // the writer that put it), so publishing again meets the same refusal.
+        RemoteError::Missing { key } if key.starts_with("log/") => adopt_hint(dir, url),
         RemoteError::Lost { .. } => format!(
             "the segment is gone from both; `engine-fsck {}` reports what the store holds",
             dir.display()

@@ -480,3 +480,37 @@ fn a_segment_deleted_from_the_bucket_is_put_back_by_the_next_writing_command() {
     assert!(said.contains("put back 1 segment"), "{said}");
     assert_eq!(same_reads(&s, &url), READS.len());
 }
+
+/// A `log/` object deleted below the head cannot be put back: the writer's next command is
+/// refused naming it, and, since publishing again meets the same refusal, points at `adopt`
+/// (it once said "publishing again resumes"), which gets past it.
+#[test]
+fn a_deleted_log_object_below_the_head_is_named_and_points_at_adopt() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    for (from, to) in [(0, 20), (20, 40), (40, 60)] {
+        write(
+            &s,
+            &url,
+            &["ingest", "s", "-", "--no-compact"],
+            &csv(from, to),
+        );
+    }
+    let middle = s.dir.path().join("bucket/log/00000000000000000001");
+    std::fs::remove_file(&middle).unwrap();
+    let refused = s.run(&["--remote", &url, "seal"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("object log/00000000000000000001 is missing")
+            && refused.stderr.contains("adopt")
+            && !refused.stderr.contains("publishing again resumes"),
+        "{}",
+        refused.stderr
+    );
+    s.ok(&["--remote", &url, "adopt", "--discard-bucket-history"], "");
+    assert_eq!(same_reads(&s, &url), READS.len());
+}
