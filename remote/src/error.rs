@@ -31,6 +31,17 @@ pub enum RemoteError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A segment the bucket held (its newest state claims it, or this writer put it for its
+    /// next record) is gone from the bucket or cut short there, and the local store holds no
+    /// whole copy to put back: its file is missing, or differs from its record. Replicas of a
+    /// state that claims it cannot read it. Nothing more is published, since the next `log/`
+    /// object would claim it too.
+    Lost {
+        /// The segment's key (`seg/NAME.seg`).
+        key: String,
+        /// What the bucket and the local store hold of it.
+        reason: String,
+    },
     /// Another writer published `log/seq` first: this publisher stops, and publishes nothing
     /// more. `epoch` is the winner's.
     Fenced {
@@ -117,6 +128,7 @@ impl fmt::Display for RemoteError {
             RemoteError::Unreadable { key, reason } => {
                 write!(f, "object {key} is unreadable: {reason}")
             }
+            RemoteError::Lost { key, reason } => write!(f, "object {key} is lost: {reason}"),
             RemoteError::Fenced {
                 seq,
                 epoch: Some(epoch),

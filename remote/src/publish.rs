@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use strata_engine::Store;
 use strata_index::{Catalog, FileName, parse_log};
-use strata_segment::names::{NumberedName, SEG_DIR};
+use strata_segment::names::{FileKind, NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 use strata_segment::{SegmentError, manifest_generations, read_manifest, write_two_phase};
 
@@ -43,6 +43,11 @@ pub struct Published {
     pub bytes: u64,
     /// Segments found already uploaded (by a publish whose record never followed).
     pub already_there: usize,
+    /// Segments the bucket held (its newest state claims them, or this publisher put them for
+    /// a claim to come) that it no longer held whole when this publish listed `seg/`: deleted
+    /// from the bucket, or cut short there. Each was put again from the local store's copy,
+    /// checked against its record (they are counted in `segments` and `bytes` too).
+    pub restored: Vec<FileName>,
     /// Parquet objects put beside the segments ([`RemoteConfig::parquet`]): those of the
     /// segments this publish claimed, and any an earlier publish left missing.
     pub parquet: usize,
@@ -104,8 +109,10 @@ pub struct Publisher {
     epoch: u64,
     /// The bucket's newest `log/` object (its body dropped).
     head: Option<LogObject>,
-    /// Segments the bucket holds that its newest state claims, or that were uploaded for a
-    /// claim to come.
+    /// Segments the bucket held, as far as this publisher knows: those its newest state
+    /// claims, and those this publisher uploaded for a claim to come. Each publish checks them
+    /// against one listing of `seg/` (an object can be deleted behind the writer's back) and
+    /// puts back any the listing lacks.
     uploaded: BTreeSet<FileName>,
     /// Files live in the bucket's newest state.
     live: BTreeSet<FileName>,
@@ -589,9 +596,15 @@ impl Publisher {
     }
 
     /// Publishes everything `store` made durable since the last publish: uploads each live
-    /// segment the bucket lacks, then one `log/` object with the new manifest frames. Does
-    /// nothing (and puts nothing) when the bucket is up to date. Refuses a poisoned store (what
-    /// its failed write left may not be durable).
+    /// segment the bucket lacks, then one `log/` object with the new manifest frames. Puts no
+    /// `log/` object when the bucket's log is up to date. Refuses a poisoned store (what its
+    /// failed write left may not be durable).
+    ///
+    /// Each publish lists `seg/` once, so a segment of the bucket's state that was deleted
+    /// from the bucket (or cut short there) since the writer last looked is put back from the
+    /// local copy, checked against its record ([`Published::restored`]), even when there is
+    /// nothing new to publish; if the store holds no whole copy, the publish is refused as
+    /// [`RemoteError::Lost`], naming it, before it puts anything.
     ///
     /// A failure leaves the bucket a consistent prefix (segments without a record are never
     /// read); publish again to go on, even when the failure hid whether the `log/` object was
@@ -642,20 +655,24 @@ impl Publisher {
         let len = local.manifest.len() as u64;
         // The chain: the local history must pass through the head this publisher read (the
         // store may have been rewritten, or replaced under it, since).
+        if let Some(h) = &self.head {
+            local.extends(h)?;
+        }
+        let live: BTreeMap<FileName, (u64, u32)> = local
+            .catalog
+            .live_files()
+            .map(|f| (f.name, (f.len, f.digest)))
+            .collect();
+        let mut published = Published::default();
+        // Even with nothing new to publish: an object of the bucket's state may have been
+        // deleted behind the writer's back, and replicas fail on it until it is put back.
+        self.put_segments(vfs, &live, &mut published)?;
         let kind = match &self.head {
-            Some(h) => {
-                local.extends(h)?;
-                if h.generation == generation && h.end == len {
-                    return Ok(Some(Published::default()));
-                }
-                if h.generation == generation {
-                    LogKind::Append
-                } else {
-                    LogKind::Reset
-                }
-            }
-            None => LogKind::Reset,
+            Some(h) if h.generation == generation && h.end == len => return Ok(Some(published)),
+            Some(h) if h.generation == generation => LogKind::Append,
+            Some(_) | None => LogKind::Reset,
         };
+        published.reset = kind == LogKind::Reset;
         let start = match (&self.head, kind) {
             (Some(h), LogKind::Append) => h.end,
             _ => 0,
@@ -666,22 +683,6 @@ impl Publisher {
                 reason: format!("{}: the log's numbers are used up", self.bucket.location()),
             })?,
         };
-        let live: BTreeMap<FileName, (u64, u32)> = local
-            .catalog
-            .live_files()
-            .map(|f| (f.name, (f.len, f.digest)))
-            .collect();
-        let mut published = Published {
-            reset: kind == LogKind::Reset,
-            ..Published::default()
-        };
-        for (&name, &(flen, digest)) in &live {
-            if self.uploaded.contains(&name) {
-                continue;
-            }
-            self.upload(vfs, name, flen, digest, &mut published)?;
-            self.uploaded.insert(name);
-        }
         let mut object = LogObject {
             version: 2,
             identity: self.identity,
@@ -726,6 +727,73 @@ impl Publisher {
         });
         published.seq = Some(seq);
         Ok(Some(published))
+    }
+
+    /// Uploads every segment of `live` (the local state about to be published) that the bucket
+    /// does not hold, as one listing of `seg/` shows it: the new ones, and any it held and no
+    /// longer holds whole (deleted behind the writer's back, or cut short), which are put back.
+    /// Every upload is the local file, checked against its record first. A segment the bucket
+    /// lost and the store holds no whole copy of is [`RemoteError::Lost`], before anything
+    /// more is put: the next `log/` object would claim it too.
+    ///
+    /// The listing is one LIST request per 1,000 keys under `seg/` (S3's page): live segments
+    /// and those waiting out the grace.
+    fn put_segments(
+        &mut self,
+        vfs: &dyn Vfs,
+        live: &BTreeMap<FileName, (u64, u32)>,
+        published: &mut Published,
+    ) -> Result<(), RemoteError> {
+        let listed: BTreeMap<FileName, u64> = self
+            .bucket
+            .list(SEG_DIR, None)?
+            .into_iter()
+            .filter_map(|(name, size)| {
+                let name = NumberedName::parse(&name)?;
+                (name.kind == FileKind::Segment).then_some((name.number, size))
+            })
+            .collect();
+        for (&name, &(len, digest)) in live {
+            let held = listed.get(&name) == Some(&len);
+            let known = self.uploaded.contains(&name);
+            if held && known {
+                continue;
+            }
+            // A segment this publisher knew the bucket held and the listing lacks, or lists
+            // at another length than its record's: lost from the bucket since. One it never
+            // knew there goes through the same upload, which compares what it finds.
+            let lost = known && !held;
+            self.upload(vfs, name, len, digest, published)
+                .map_err(|error| match error {
+                    RemoteError::Local(source) if lost => self.lost(name, &source),
+                    other => other,
+                })?;
+            self.uploaded.insert(name);
+            if lost {
+                published.restored.push(name);
+            }
+        }
+        Ok(())
+    }
+
+    /// Why segment `name`, which the bucket no longer holds whole, cannot be put back: the
+    /// local copy is missing or differs from its record (`source`).
+    fn lost(&self, name: FileName, source: &SegmentError) -> RemoteError {
+        let held = match (&self.head, self.live.contains(&name)) {
+            (Some(head), true) => format!(
+                "its newest state, log/{}, claims it (replicas cannot read it)",
+                head.seq
+            ),
+            _ => "this writer put it there for its next log/ object to claim".to_owned(),
+        };
+        RemoteError::Lost {
+            key: seg_key(name),
+            reason: format!(
+                "the bucket no longer holds it whole, and {held}; the local store holds no \
+                 whole copy to put back ({source}). Nothing more is published: the next log/ \
+                 object would claim it too"
+            ),
+        }
     }
 
     /// Puts `log/seq`, create-only. `false` if the bucket already held another object there

@@ -81,15 +81,23 @@ impl Publishing {
             .publisher
             .publish(store)
             .map_err(|error| self.failed(&error))?;
-        let mut said = match published.seq {
-            None => "already up to date".to_owned(),
-            Some(seq) => format!(
+        let mut said = match (published.seq, published.restored.is_empty()) {
+            (None, true) => "already up to date".to_owned(),
+            (None, false) => format!(
+                "{}, {} bytes; the log was already up to date",
+                restored(&published.restored),
+                grouped(published.bytes),
+            ),
+            (Some(seq), _) => format!(
                 "{} ({} bytes) and log/{seq}{}",
                 count(published.segments as u64, "segment", "segments"),
                 grouped(published.bytes),
                 if published.reset { " (a reset)" } else { "" }
             ),
         };
+        if published.seq.is_some() && !published.restored.is_empty() {
+            let _ = write!(said, "; of them, {}", restored(&published.restored));
+        }
         if published.parquet + published.parquet_deleted > 0 {
             let _ = write!(
                 said,
@@ -107,11 +115,35 @@ impl Publishing {
     }
 }
 
+/// `put back 1 segment the bucket had lost (seg/…)`: the segments a publish put again.
+fn restored(names: &[u64]) -> String {
+    let mut keys: Vec<String> = names
+        .iter()
+        .take(4)
+        .map(|&n| format!("seg/{n:012}.seg"))
+        .collect();
+    if names.len() > 4 {
+        keys.push(format!("… {} more", names.len() - 4));
+    }
+    format!(
+        "put back {} the bucket had lost ({})",
+        count(names.len() as u64, "segment", "segments"),
+        keys.join(", ")
+    )
+}
+
 fn publish_failure(dir: &Path, url: &str, error: &RemoteError) -> Failure {
     let shown = dir.display();
     let next = match error {
         RemoteError::Diverged { .. } => adopt_hint(dir, url),
         RemoteError::Unreadable { key, .. } if key.starts_with("log/") => adopt_hint(dir, url),
+        // A deleted `log/` object cannot be put back (its header names the epoch and parent of
+        // the writer that put it), so publishing again meets the same refusal.
+        RemoteError::Missing { key } if key.starts_with("log/") => adopt_hint(dir, url),
+        RemoteError::Lost { .. } => format!(
+            "the segment is gone from both; `engine-fsck {}` reports what the store holds",
+            dir.display()
+        ),
         RemoteError::Fenced { .. } => {
             "the local store keeps everything; another writer has the bucket now".to_owned()
         }

@@ -379,3 +379,138 @@ fn an_s3_bucket_is_published_to_and_read_from() {
         empty.stderr
     );
 }
+
+/// The names and lengths of the objects under the bucket folder's `dir`.
+fn listed(s: &Scratch, dir: &str) -> Vec<(String, u64)> {
+    let mut all: Vec<(String, u64)> = std::fs::read_dir(s.dir.path().join("bucket").join(dir))
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            (name, entry.metadata().unwrap().len())
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// #47, item 5, as reported: a live segment deleted from a `file://` bucket made every replica
+/// read fail "… is missing" while later publishes said "already up to date", until `adopt
+/// --discard-bucket-history`. The next writing command (a new process, which attaches after the
+/// deletion) puts it back, with nothing new and with an ingest, and a replica then reads every
+/// row as the store does. When the store holds no whole copy of it either, the command is
+/// refused in one line naming it, and puts nothing.
+#[test]
+fn a_segment_deleted_from_the_bucket_is_put_back_by_the_next_writing_command() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    write(
+        &s,
+        &url,
+        &["ingest", "s", "-", "--no-compact"],
+        &csv(0, 100),
+    );
+    let object = s.dir.path().join("bucket/seg/000000000001.seg");
+    let local = s.dir.path().join("store/seg/000000000001.seg");
+    let kept = std::fs::read(&object).unwrap();
+    assert_eq!(kept, std::fs::read(&local).unwrap());
+    assert_eq!(same_reads(&s, &url), READS.len());
+
+    let started = std::time::Instant::now();
+    std::fs::remove_file(&object).unwrap();
+    let failed = read_remote(&s, &url, &["query", "s"]);
+    assert_ne!(failed.code, 0, "{failed:?}");
+    assert!(
+        failed.stderr.contains("seg/000000000001.seg") && failed.stderr.contains("missing"),
+        "{}",
+        failed.stderr
+    );
+    let said = write(&s, &url, &["seal"], "");
+    assert!(
+        said.contains("put back 1 segment the bucket had lost (seg/000000000001.seg)")
+            && said.contains("the log was already up to date"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(&object).unwrap(), kept, "the same bytes");
+    assert_eq!(same_reads(&s, &url), READS.len());
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+
+    // Deleted again, then more rows: put back beside the new segment, before the log/ object.
+    std::fs::remove_file(&object).unwrap();
+    let said = write(
+        &s,
+        &url,
+        &["ingest", "s", "-", "--no-compact"],
+        &csv(100, 150),
+    );
+    assert!(
+        said.contains("2 segments")
+            && said.contains("and log/")
+            && said.contains("of them, put back 1 segment the bucket had lost"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(&object).unwrap(), kept);
+    assert_eq!(same_reads(&s, &url), READS.len());
+
+    // Gone from the bucket, and the local copy damaged: nothing to put back.
+    std::fs::remove_file(&object).unwrap();
+    let mut damaged = kept.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x5a;
+    std::fs::write(&local, &damaged).unwrap();
+    let (segs, logs) = (listed(&s, "seg"), listed(&s, "log"));
+    let refused = s.run(&["--remote", &url, "seal"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("object seg/000000000001.seg is lost")
+            && refused.stderr.contains("engine-fsck"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
+    assert_eq!((listed(&s, "seg"), listed(&s, "log")), (segs, logs));
+    // The local copy made whole again, the next command puts it back.
+    std::fs::write(&local, &kept).unwrap();
+    let said = write(&s, &url, &["seal"], "");
+    assert!(said.contains("put back 1 segment"), "{said}");
+    assert_eq!(same_reads(&s, &url), READS.len());
+}
+
+/// A `log/` object deleted below the head cannot be put back: the writer's next command is
+/// refused naming it, and, since publishing again meets the same refusal, points at `adopt`
+/// (it once said "publishing again resumes"), which gets past it.
+#[test]
+fn a_deleted_log_object_below_the_head_is_named_and_points_at_adopt() {
+    let (s, url) = scratch();
+    let mut declare = DECLARE.to_vec();
+    declare.push("10:2");
+    write(&s, &url, &declare, "");
+    for (from, to) in [(0, 20), (20, 40), (40, 60)] {
+        write(
+            &s,
+            &url,
+            &["ingest", "s", "-", "--no-compact"],
+            &csv(from, to),
+        );
+    }
+    let middle = s.dir.path().join("bucket/log/00000000000000000001");
+    std::fs::remove_file(&middle).unwrap();
+    let refused = s.run(&["--remote", &url, "seal"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("object log/00000000000000000001 is missing")
+            && refused.stderr.contains("adopt")
+            && !refused.stderr.contains("publishing again resumes"),
+        "{}",
+        refused.stderr
+    );
+    s.ok(&["--remote", &url, "adopt", "--discard-bucket-history"], "");
+    assert_eq!(same_reads(&s, &url), READS.len());
+}

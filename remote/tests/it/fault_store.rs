@@ -1,8 +1,10 @@
 //! `FaultStore`: object_store's `InMemory` with a fault armed at a chosen put (it fails before
 //! it lands, lands but loses its acknowledgement, or lands torn), and a hook run just before a
 //! chosen put goes through. What the fault tests (`faults.rs`, `chain.rs`) drive the tier over.
+//! It also counts the requests of each kind it serves, so a test can price a publish.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -36,11 +38,31 @@ struct Plan {
     hook: Option<(u64, Hook)>,
 }
 
+/// How many requests of each kind an object store served: what a publish costs on S3, where
+/// each is one request (a LIST of more than 1,000 keys is one request per 1,000).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub puts: u64,
+    pub gets: u64,
+    pub heads: u64,
+    pub lists: u64,
+    pub deletes: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    gets: AtomicU64,
+    heads: AtomicU64,
+    lists: AtomicU64,
+    deletes: AtomicU64,
+}
+
 /// `InMemory`, with a fault armed at the k-th put, and a hook run (on a thread of its own)
 /// just before the k-th put goes through.
 pub struct FaultStore {
     inner: InMemory,
     plan: Mutex<Plan>,
+    counters: Arc<Counters>,
 }
 
 impl FaultStore {
@@ -48,7 +70,20 @@ impl FaultStore {
         Arc::new(FaultStore {
             inner: InMemory::new(),
             plan: Mutex::new(Plan::default()),
+            counters: Arc::new(Counters::default()),
         })
+    }
+
+    /// The requests served so far.
+    pub fn requests(&self) -> Requests {
+        let count = |c: &AtomicU64| c.load(Ordering::SeqCst);
+        Requests {
+            puts: self.puts(),
+            gets: count(&self.counters.gets),
+            heads: count(&self.counters.heads),
+            lists: count(&self.counters.lists),
+            deletes: count(&self.counters.deletes),
+        }
     }
 
     fn plan(&self) -> std::sync::MutexGuard<'_, Plan> {
@@ -170,6 +205,12 @@ impl ObjectStore for FaultStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
+        let counter = if options.head {
+            &self.counters.heads
+        } else {
+            &self.counters.gets
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
         self.inner.get_opts(location, options).await
     }
 
@@ -177,10 +218,19 @@ impl ObjectStore for FaultStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
+        use futures_util::StreamExt;
+        let counters = Arc::clone(&self.counters);
+        self.inner.delete_stream(
+            locations
+                .inspect(move |_| {
+                    counters.deletes.fetch_add(1, Ordering::SeqCst);
+                })
+                .boxed(),
+        )
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.counters.lists.fetch_add(1, Ordering::SeqCst);
         self.inner.list(prefix)
     }
 
@@ -189,10 +239,12 @@ impl ObjectStore for FaultStore {
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.counters.lists.fetch_add(1, Ordering::SeqCst);
         self.inner.list_with_offset(prefix, offset)
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.counters.lists.fetch_add(1, Ordering::SeqCst);
         self.inner.list_with_delimiter(prefix).await
     }
 

@@ -15,6 +15,7 @@ mod acceptance;
 mod chain;
 mod fault_store;
 mod faults;
+mod missing;
 mod parquet;
 mod primitives;
 mod server;
