@@ -17,6 +17,8 @@
 //! (`BUDGET_MAX` points), the requests answered at once (`REQUESTS_MAX`; more are refused with
 //! 503, never queued without bound), the reads running at once (one a core, at most
 //! `READ_SLOTS_MAX`: the rest of the admitted requests wait for a slot), and the tracks listed.
+//! So are the connections held at once (`CONNECTIONS_MAX`; more are answered 503 and closed)
+//! and how long each waits on its client (`HEAD_DEADLINE_MS`, `STALL_DEADLINE_MS`): `conn.rs`.
 //! Every refusal is a 4xx (or 503) with one line saying why; only GET (and HEAD) is answered;
 //! the static files are the binary's own, so no path reaches the file system. Every answer
 //! carries a `Server-Timing: read;dur=MS` header: the server's own time for it, queueing
@@ -42,12 +44,32 @@ use super::args::ViewArgs;
 use super::survey::Scope;
 use super::{Failure, json};
 
+mod conn;
+
 /// The most bytes of a query string.
 pub const QUERY_BYTES_MAX: usize = 4096;
 /// The most points one survey may ask for: 4 a pixel over 16,384 device pixels.
 pub const BUDGET_MAX: u64 = 1 << 16;
 /// The most requests answered at once; one more is refused with 503.
 pub const REQUESTS_MAX: usize = 64;
+/// The most connections held at once; one more is answered 503 and closed (`conn.rs`). Four
+/// times `REQUESTS_MAX`, room for browsers' idle kept-alive connections (about six a page)
+/// beside the requests being answered; their descriptors stay well under the usual soft limit
+/// of 1,024, and their buffers (a few KiB each, at most `HEAD_BYTES_MAX` read) a few MiB.
+pub const CONNECTIONS_MAX: usize = 256;
+/// How long a connection may take to send a request's whole head, from its opening or from
+/// the end of the answer before it (so also how long a connection kept alive may sit idle). A
+/// head is a packet or two; 5 s is ample on a slow network and bounds how long a client that
+/// never finishes one holds a connection.
+pub const HEAD_DEADLINE_MS: u64 = 5_000;
+/// How long an answer may wait on a client that reads none of it before the connection is
+/// dropped. Longer than the head's: a slow link takes a survey's answer (up to a few MB of
+/// JSON) in steps, each a wait.
+pub const STALL_DEADLINE_MS: u64 = 10_000;
+/// The most bytes of a request's head (hyper's read buffer grows no further; a larger head is
+/// refused with 431). A browser's head, cookies and all, is a few KiB; a query string is at
+/// most `QUERY_BYTES_MAX`.
+pub const HEAD_BYTES_MAX: usize = 32 * 1024;
 /// The most reads running at once, each on a store of its own, whatever the cores.
 pub const READ_SLOTS_MAX: usize = 8;
 /// The most tracks `/api/tracks` lists.
@@ -214,10 +236,7 @@ async fn serve(view: Arc<View>, addr: SocketAddr, open: bool) -> Result<ExitCode
     if open {
         open_in_browser(&url);
     }
-    axum::serve(listener, app)
-        .await
-        .map_err(|e| Failure::new(format!("the server stopped: {e}")))?;
-    Ok(ExitCode::SUCCESS)
+    match conn::accept(listener, app, conn::Limits::VIEW).await {}
 }
 
 fn page(body: &'static str, kind: &'static str) -> Response {

@@ -226,7 +226,8 @@ fn more_requests_at_once_than_the_bound_are_refused_with_503_and_the_view_goes_o
     let v = view(&s);
     let target = "/api/fold?stream=m&agg=p99";
     // Four times the bound, all sent before any is read: at most REQUESTS_MAX are admitted at
-    // once, and the rest are refused at once rather than queued.
+    // once, and the rest are refused at once rather than queued. (256 connections: as many as
+    // the view holds at once, CONNECTIONS_MAX, so none is refused for that.)
     let mut connections: Vec<std::net::TcpStream> = (0..4 * 64)
         .map(|_| std::net::TcpStream::connect(&v.addr).unwrap())
         .collect();
@@ -405,3 +406,208 @@ fn answers_read_at_once_from_several_stores_never_go_back_while_a_writer_seals()
 
 /// Longer than the view's refresh interval (250 ms), so the last barrier is seen.
 const REFRESH_AND_THEN: Duration = Duration::from_millis(600);
+
+/// view.rs's `HEAD_DEADLINE_MS`: how long a connection may take to send a whole request head,
+/// from its opening or from the end of the answer before.
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// view.rs's `STALL_DEADLINE_MS`: how long an answer may wait on a client that reads none of it.
+const STALL_DEADLINE: Duration = Duration::from_secs(10);
+/// How late past a deadline the server may close: its timer and the kernel on a busy machine.
+const LATE: Duration = Duration::from_secs(2);
+
+/// How a connection ended, as its client saw it.
+#[derive(Debug, PartialEq)]
+enum Ended {
+    /// The server closed it (an orderly end of the stream).
+    Closed,
+    /// The server reset it (closed with bytes of the client's still unread).
+    Reset,
+    /// Still open when the client gave up waiting.
+    Open,
+}
+
+/// Reads `stream` until it ends or `wait` has passed: how it ended, when (from `since`), and
+/// the bytes that came.
+fn until_ended(
+    stream: &mut std::net::TcpStream,
+    since: std::time::Instant,
+    wait: Duration,
+) -> (Ended, Duration, Vec<u8>) {
+    use std::io::Read as _;
+    let mut got = Vec::new();
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let left = wait.saturating_sub(since.elapsed());
+        if left.is_zero() {
+            return (Ended::Open, since.elapsed(), got);
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return (Ended::Closed, since.elapsed(), got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return (Ended::Reset, since.elapsed(), got);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("reading: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_half_sent_request_is_closed_within_the_head_deadline() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    let v = view(&s);
+    // The head of a request, less the blank line that ends it: the server waits for more.
+    let mut half = std::net::TcpStream::connect(&v.addr).unwrap();
+    half.write_all(b"GET /api/watermark?stream=capture HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let sent = std::time::Instant::now();
+    let (ended, after, got) = until_ended(&mut half, sent, HEAD_DEADLINE + LATE + LATE);
+    super::viewing::census(&format!(
+        "a half-sent request: {ended:?} after {:.2} s (head deadline {:.1} s)",
+        after.as_secs_f64(),
+        HEAD_DEADLINE.as_secs_f64()
+    ));
+    assert_ne!(ended, Ended::Open, "still open after {after:.1?}");
+    assert!(
+        after <= HEAD_DEADLINE + LATE,
+        "closed after {after:.2?}, past the head deadline {HEAD_DEADLINE:?}"
+    );
+    assert!(
+        after >= HEAD_DEADLINE.mul_f64(0.9),
+        "closed after {after:.2?}: a client has its whole head deadline"
+    );
+    assert!(got.is_empty(), "no answer to half a request: {got:?}");
+    // The view answers others all along.
+    let (status, body) = get(&v.addr, "/api/watermark?stream=capture");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn a_kept_alive_connection_idle_past_the_head_deadline_is_closed() {
+    use std::io::Read as _;
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    let v = view(&s);
+    let mut kept = std::net::TcpStream::connect(&v.addr).unwrap();
+    // One whole request on a connection kept alive (HTTP/1.1's default), its answer read.
+    kept.write_all(b"GET /api/watermark?stream=capture HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0; 4096];
+    let body_at = loop {
+        let n = kept.read(&mut buf).unwrap();
+        assert!(n > 0, "the answer: {answer:?}");
+        answer.extend_from_slice(&buf[..n]);
+        if let Some(at) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&answer[..body_at]).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a content-length in {head}"));
+    while answer.len() < body_at + length {
+        let n = kept.read(&mut buf).unwrap();
+        assert!(n > 0, "the body");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let answered = std::time::Instant::now();
+    // Then nothing: the server waits for the next request's head no longer than for a first.
+    let (ended, after, got) = until_ended(&mut kept, answered, HEAD_DEADLINE + LATE + LATE);
+    super::viewing::census(&format!(
+        "a kept-alive connection left idle: {ended:?} after {:.2} s",
+        after.as_secs_f64()
+    ));
+    assert_ne!(ended, Ended::Open, "still open after {after:.1?}");
+    assert!(
+        after <= HEAD_DEADLINE + LATE,
+        "closed after {after:.2?}, past the head deadline {HEAD_DEADLINE:?}"
+    );
+    assert!(got.is_empty(), "{got:?}");
+}
+
+#[test]
+fn an_answer_its_client_does_not_read_is_dropped_after_the_stall_deadline() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    let v = view(&s);
+    let (_, script) = get(&v.addr, "/view.js");
+    // Requests sent one after another on one connection (pipelined), and none of their answers
+    // read: far more answer than the kernel's buffers on both sides hold, so the server's
+    // writes wait on the client.
+    let n_requests = 2_000;
+    let wanted = n_requests * script.len();
+    assert!(wanted > 20 << 20, "{wanted} bytes of answers");
+    let mut stalled = std::net::TcpStream::connect(&v.addr).unwrap();
+    stalled
+        .set_write_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stalled
+        .write_all(&b"GET /view.js HTTP/1.1\r\nHost: x\r\n\r\n".repeat(n_requests))
+        .unwrap();
+    let sent = std::time::Instant::now();
+    std::thread::sleep(STALL_DEADLINE + LATE);
+    let looked = sent.elapsed();
+    // Past the deadline the server has given up on it: what the kernel had buffered arrives,
+    // then the end, not the rest of the answers.
+    let (ended, after, got) = until_ended(&mut stalled, sent, STALL_DEADLINE + LATE * 5);
+    super::viewing::census(&format!(
+        "an unread answer, read from {:.1} s after its requests (stall deadline {:.0} s): {ended:?} at {:.2} s, {} of {wanted} bytes of answers taken",
+        looked.as_secs_f64(),
+        STALL_DEADLINE.as_secs_f64(),
+        after.as_secs_f64(),
+        got.len()
+    ));
+    assert_ne!(
+        ended,
+        Ended::Open,
+        "still open after {after:.1?}, {} bytes read",
+        got.len()
+    );
+    assert!(got.len() < wanted / 2, "{} of {wanted} bytes", got.len());
+    let (status, body) = get(&v.addr, "/api/watermark?stream=capture");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn a_connection_past_the_bound_is_refused_with_503_and_one_line() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 100));
+    let v = view(&s);
+    // view.rs's CONNECTIONS_MAX connections, each holding half a request head.
+    let connections_max = 256;
+    let held: Vec<std::net::TcpStream> = (0..connections_max)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&v.addr).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let asked = std::time::Instant::now();
+    let (status, body) = get(&v.addr, "/api/watermark?stream=capture");
+    let took = asked.elapsed();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body, "256 connections are open; try again\n", "one line");
+    assert!(took < Duration::from_secs(1), "refused after {took:?}");
+    // Once their head deadline has closed them, the view answers again.
+    std::thread::sleep(HEAD_DEADLINE + LATE);
+    let (status, body) = get(&v.addr, "/api/watermark?stream=capture");
+    assert_eq!(status, 200, "{body}");
+    drop(held);
+}

@@ -110,6 +110,13 @@ pub fn peak_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The resident memory (`VmRSS`) of a running process now, in KiB; `None` once it has exited.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Writes a census line to the test process's standard error itself, past the test harness's
 /// capture, so that CI's log shows it for a test that passes.
 pub fn census(line: &str) {
