@@ -11,6 +11,8 @@
 
 mod answers;
 mod columns;
+mod missing;
+mod numbers;
 
 use std::ops::Bound as Edge;
 use std::sync::{Mutex, MutexGuard};
