@@ -12,9 +12,9 @@ use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyDict;
 use strata::{FieldKind, StreamDecl, Values};
 
-use crate::missing::{first_masked, missing_value};
+use crate::missing::{first_masked, first_null, missing_value, pandas_missing};
 use crate::numbers::numbers;
-use crate::{StrataError, type_name};
+use crate::{StrataError, not_utf8, type_name};
 
 /// One field's values for `publish`, held as the engine borrows them.
 pub(crate) enum Held<'py> {
@@ -34,7 +34,7 @@ pub(crate) enum Var<P> {
 /// An Arrow array from anything with `__arrow_c_array__` (pyarrow, nanoarrow, arro3), a pyarrow
 /// `ChunkedArray` (its chunks combined) or a Polars `Series` (`to_arrow`); `None` for anything
 /// else.
-fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
+pub(crate) fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
     let mut column = column.clone();
     if !column.hasattr("__arrow_c_array__")? {
         if column.hasattr("combine_chunks")? {
@@ -52,20 +52,10 @@ fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>
     Ok(Some(make_array(data)))
 }
 
-fn first_null(field: &str, array: &dyn Array) -> PyResult<()> {
-    if array.null_count() == 0 {
-        return Ok(());
-    }
-    let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
-    Err(PyValueError::new_err(format!(
-        "field {field:?}: row {} is null, and strata stores no nulls",
-        row + 1
-    )))
-}
-
 /// A `str` or `bytes` column: an Arrow array of one of `arrow_types` (read in place), else a
-/// sequence of Python objects each extracted as `P` (`str` or `bytes`), a null, a masked slot
-/// or another object refused naming its row.
+/// sequence of Python objects each extracted as `P` (`str` or `bytes`). A missing value (an
+/// Arrow null, a `None`, what pandas' `isna` calls missing) or another object is refused naming
+/// its row, and so is a `str` that is not valid UTF-8.
 fn variable<P>(
     py: Python<'_>,
     field: &str,
@@ -76,34 +66,46 @@ fn variable<P>(
 where
     P: for<'a, 'py> FromPyObject<'a, 'py>,
 {
+    let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
     if let Some(array) = arrow_of(column)? {
-        first_null(field, array.as_ref())?;
-        if arrow_types.contains(array.data_type()) {
-            return Ok(Var::Arrow(array));
-        }
-        return Err(PyValueError::new_err(format!(
-            "field {field:?} ({kind}): an Arrow column of type {} is not {kind}",
-            array.data_type()
-        )));
-    }
-    // A numpy masked slot would show in the rows as an object of another type.
-    let masked = first_masked(&py.import("numpy")?, column)?;
-    let mut out = Vec::new();
-    for (row, item) in column.try_iter()?.enumerate() {
-        let item = item?;
-        if masked == Some(row + 1) {
-            return Err(PyValueError::new_err(format!(
-                "field {field:?} ({kind}): {}",
-                missing_value(row + 1, "masked")
+        if !arrow_types.contains(array.data_type()) {
+            return Err(refuse(format!(
+                "an Arrow column of type {} is not {kind}",
+                array.data_type()
             )));
         }
-        out.push(item.extract::<P>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "field {field:?} ({kind}): row {} is a {}, not {kind}",
-                row + 1,
-                type_name(&item)
-            ))
-        })?);
+        if let Some(row) = first_null(array.as_ref()) {
+            return Err(refuse(missing_value(row, "null")));
+        }
+        return Ok(Var::Arrow(array));
+    }
+    // A numpy masked slot, and pandas' NA or NaN for a missing str, would show in the rows as
+    // objects of another type.
+    let numpy = py.import("numpy")?;
+    let masked = first_masked(&numpy, column)?;
+    let missing = pandas_missing(&numpy, column)?;
+    let mut out = Vec::new();
+    for (idx, item) in column.try_iter()?.enumerate() {
+        let item = item?;
+        let row = idx + 1;
+        if masked == Some(row) {
+            return Err(refuse(missing_value(row, "masked")));
+        }
+        if item.is_none() || missing == Some(row) {
+            return Err(refuse(missing_value(row, "null")));
+        }
+        let Ok(value) = item.extract::<P>() else {
+            let not_utf8 = if kind == FieldKind::Str {
+                not_utf8(&item)?
+            } else {
+                None
+            };
+            return Err(refuse(match not_utf8 {
+                Some(why) => format!("row {row} is a str that is not valid UTF-8: {why}"),
+                None => format!("row {row} is a {}, not {kind}", type_name(&item)),
+            }));
+        };
+        out.push(value);
     }
     Ok(Var::Python(out))
 }

@@ -1,37 +1,128 @@
 //! A number field's column as a contiguous numpy array of the field's dtype: borrowed when it is
 //! one already, else converted once, vectorised, after the checks that keep every value as the
-//! caller gave it. A numpy masked slot is refused as missing, before numpy could hand over the
-//! hidden value beneath it; a value the field cannot hold exactly is refused naming its row.
+//! caller gave it. A missing value (a numpy masked slot, a pandas NA, an Arrow or Polars null, a
+//! `None`) is refused as missing, before numpy could make NaN or the slot's hidden value of it;
+//! a value the field cannot hold exactly is refused naming its row; a column of another kind is
+//! refused by the dtype its caller gave it, not the one numpy would convert it to.
 
+use arrow_array::Array;
+use arrow_schema::DataType;
 use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict};
 use strata::FieldKind;
 
-use crate::missing::{first_masked, first_true, is_masked, missing_value};
+use crate::columns::arrow_of;
+use crate::missing::{
+    first_masked, first_null, first_true, is_masked, missing_value, pandas_missing,
+};
+use crate::type_name;
 
-/// A column as numpy sees it, with the first row (1-based) a numpy mask says holds no value.
+/// A column as its caller made it, before numpy converts it.
 struct Source<'py> {
+    /// The dtype in the caller's own terms: pandas' `Int64`, Polars' `Float64`, pyarrow's
+    /// `double`, numpy's `float64`.
     dtype: String,
-    /// numpy's `dtype.kind` (`i`, `u`, `f`, `b`, `O`, …).
+    /// numpy's `dtype.kind` for that dtype (`i`, `u`, `f`, `b`, `O`, …); empty for an Arrow
+    /// type that is not a number.
     letter: String,
+    /// The first row (1-based) that holds no value, and what the caller calls it.
     missing: Option<(usize, &'static str)>,
-    values: Bound<'py, PyAny>,
+    /// Whether the values are numpy objects (a list numpy made objects of, a pandas `object`
+    /// column), whose rows say more of what is wrong than their dtype does.
+    objects: bool,
+    /// The values through `numpy.asarray`, made at once for a numpy array or a column numpy
+    /// alone can describe. A pandas or Arrow column is converted only once it is known to hold
+    /// no missing value: numpy makes NaN (or objects) of one, and a wider dtype of the column.
+    values: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> Source<'py> {
     fn of(numpy: &Bound<'py, PyModule>, column: &Bound<'py, PyAny>) -> PyResult<Self> {
-        // A masked array's values, the masked slots' among them: numpy drops the mask.
-        let values = numpy.call_method1("asarray", (column,))?;
-        let missing = first_masked(numpy, column)?.map(|row| (row, "masked"));
+        if column.is_instance(&numpy.getattr("ndarray")?)? {
+            // A masked array's values, the masked slots' among them: numpy drops the mask.
+            let values = numpy.call_method1("asarray", (column,))?;
+            let missing = first_masked(numpy, column)?.map(|row| (row, "masked"));
+            return Self::numpy(values, missing);
+        }
+        if let Some(array) = arrow_of(column)? {
+            return Ok(Source {
+                dtype: arrow_dtype(column, array.data_type()),
+                letter: arrow_letter(array.data_type()).to_owned(),
+                missing: first_null(array.as_ref()).map(|row| (row, "null")),
+                objects: false,
+                values: None,
+            });
+        }
+        if let Some((dtype, of_numpy)) = pandas_dtype(numpy, column)? {
+            return Ok(Source {
+                dtype: dtype.str()?.to_string(),
+                letter: dtype.getattr("kind")?.extract()?,
+                missing: pandas_missing(numpy, column)?.map(|row| (row, "null")),
+                objects: of_numpy,
+                values: None,
+            });
+        }
+        Self::numpy(numpy.call_method1("asarray", (column,))?, None)
+    }
+
+    /// A column numpy describes: its dtype is numpy's.
+    fn numpy(values: Bound<'py, PyAny>, missing: Option<(usize, &'static str)>) -> PyResult<Self> {
         let dtype = values.getattr("dtype")?;
+        let letter: String = dtype.getattr("kind")?.extract()?;
         Ok(Source {
             dtype: dtype.str()?.to_string(),
-            letter: dtype.getattr("kind")?.extract()?,
+            objects: letter == "O",
+            letter,
             missing,
-            values,
+            values: Some(values),
         })
+    }
+}
+
+/// A pandas column's dtype where pandas, not numpy, knows what it holds: an extension dtype
+/// (`Int64`, `Float64`, `boolean`, `string`, `int64[pyarrow]`, …), whose missing values numpy
+/// would turn into NaN or objects, or numpy's `object`, which holds pandas' missing values as
+/// objects (then with `true`: the dtype is numpy's). A numpy-backed number column is left to
+/// numpy: its NaN is a value, which the engine refuses by name.
+fn pandas_dtype<'py>(
+    numpy: &Bound<'py, PyModule>,
+    column: &Bound<'py, PyAny>,
+) -> PyResult<Option<(Bound<'py, PyAny>, bool)>> {
+    if !column.hasattr("isna")? || !column.hasattr("dtype")? {
+        return Ok(None);
+    }
+    let dtype = column.getattr("dtype")?;
+    if !dtype.hasattr("kind")? {
+        return Ok(None);
+    }
+    let of_numpy = dtype.is_instance(&numpy.getattr("dtype")?)?;
+    if of_numpy && dtype.getattr("kind")?.extract::<String>()? != "O" {
+        return Ok(None);
+    }
+    Ok(Some((dtype, of_numpy)))
+}
+
+/// An Arrow column's type as its caller names it: a Polars `dtype` (`Float64`), a pyarrow
+/// `type` (`double`), else Arrow's own name.
+fn arrow_dtype(column: &Bound<'_, PyAny>, data_type: &DataType) -> String {
+    ["dtype", "type"]
+        .iter()
+        .find_map(|attr| Some(column.getattr(*attr).ok()?.str().ok()?.to_string()))
+        .unwrap_or_else(|| data_type.to_string())
+}
+
+/// numpy's kind letter for the Arrow types numpy converts to numbers (a dictionary-encoded
+/// column by its values, which numpy decodes).
+fn arrow_letter(data_type: &DataType) -> &'static str {
+    match data_type {
+        DataType::Dictionary(_, values) => arrow_letter(values),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => "i",
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => "u",
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => "f",
+        DataType::Boolean => "b",
+        _ => "",
     }
 }
 
@@ -42,6 +133,33 @@ fn accepts(kind: FieldKind, letter: &str) -> bool {
         (kind, letter),
         (FieldKind::F64, "f" | "i" | "u") | (FieldKind::U64 | FieldKind::I64, "u" | "i")
     )
+}
+
+/// Why an object column (a list numpy made objects of, or a pandas `object` column) is not
+/// numbers, by its first row that is not one: a missing value (`None`, or what pandas calls
+/// missing, at `missing`) or an object of another type. `None` when every row is a number (an
+/// integer too large for numpy, say): the column is then refused by its dtype.
+fn first_non_number(
+    values: &Bound<'_, PyAny>,
+    kind: FieldKind,
+    missing: Option<usize>,
+) -> PyResult<Option<String>> {
+    let real = values.py().import("numbers")?.getattr("Real")?;
+    for (idx, item) in values.try_iter()?.enumerate() {
+        let item = item?;
+        let row = idx + 1;
+        if item.is_none() || missing == Some(row) {
+            return Ok(Some(missing_value(row, "null")));
+        }
+        // A bool is an int to Python, but not a number of a field's kind.
+        if item.is_instance_of::<PyBool>() || !item.is_instance(&real)? {
+            return Ok(Some(format!(
+                "row {row} is a {}, not {kind}",
+                type_name(&item)
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// The first value of `values` (of numpy kind `letter`) that f64 would round, as the reason to
@@ -156,8 +274,19 @@ pub(crate) fn numbers<'py, T: Element>(
     }
     let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
     let source = Source::of(&numpy, column)?;
-    one_dimensional(&source.values, &refuse)?;
+    if let Some(values) = &source.values {
+        one_dimensional(values, &refuse)?;
+    }
     if !accepts(kind, &source.letter) {
+        if source.objects {
+            let values = match &source.values {
+                Some(values) => values.clone(),
+                None => numpy.call_method1("asarray", (column,))?,
+            };
+            if let Some(why) = first_non_number(&values, kind, source.missing.map(|m| m.0))? {
+                return Err(refuse(why));
+            }
+        }
         return Err(refuse(format!(
             "a column of dtype {} is not {kind} numbers",
             source.dtype
@@ -166,7 +295,19 @@ pub(crate) fn numbers<'py, T: Element>(
     if let Some((row, how)) = source.missing {
         return Err(refuse(missing_value(row, how)));
     }
-    let (array, letter) = (source.values, source.letter);
+    let array = match source.values {
+        Some(values) => values,
+        None => numpy.call_method1("asarray", (column,))?,
+    };
+    one_dimensional(&array, &refuse)?;
+    // What numpy made of a pandas or Arrow column, checked again: its kind decides the checks.
+    let letter: String = array.getattr("dtype")?.getattr("kind")?.extract()?;
+    if !accepts(kind, &letter) {
+        return Err(refuse(format!(
+            "a column of dtype {} is not {kind} numbers",
+            source.dtype
+        )));
+    }
     let len: usize = array.len()?;
     if len > 0 && kind == FieldKind::U64 && letter == "i" {
         let min: i64 = array.call_method0("min")?.extract()?;

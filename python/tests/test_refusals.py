@@ -1,9 +1,10 @@
 """A column whose values the store could not keep as given is refused, by field and row, in
-the caller's own terms, and nothing of its batch is kept (issue #47, item 8).
+the caller's own terms, and nothing of its batch is kept (issue #47, items 8 and 9).
 
-A numpy masked slot is refused as missing, not stored as the hidden value beneath it, until the
-store can keep missing values (#48). A value that f64 cannot hold exactly (a longdouble, an
-integer past 2^53) is refused rather than rounded.
+Missing values (a numpy masked slot, a pandas NA, an Arrow or Polars null, a Python None) are
+refused as missing, not as the NaN or the hidden value numpy would turn them into, until the
+store can keep them (#48). A value that f64 cannot hold exactly (a longdouble, an integer past
+2^53) is refused rather than rounded. A str that is not valid UTF-8 says so.
 
 Every expectation here is worked out from the inputs (Python's exact integers, numpy's own
 casts checked as preconditions), never from the module under test.
@@ -187,6 +188,114 @@ def test_an_integer_that_f64_cannot_hold_exactly_is_refused_naming_its_row(tmp_p
     )
 
 
+# ---- item 9: a missing value called missing, a dtype called by its name ------------------------
+
+# (field, how the caller built the column, the 1-based row of its first missing value)
+MISSING = [
+    ("f", "pandas Float64", lambda pd, pl: pd.Series([1.5, None, 2.5], dtype="Float64"), 2),
+    ("i", "pandas Int64", lambda pd, pl: pd.Series([1, 2, None], dtype="Int64"), 3),
+    ("u", "pandas UInt64", lambda pd, pl: pd.Series([None, 1, 2], dtype="UInt64"), 1),
+    ("f", "pandas Int64 into f64", lambda pd, pl: pd.Series([1, None, 2], dtype="Int64"), 2),
+    ("f", "pandas DataFrame.convert_dtypes",
+     lambda pd, pl: pd.DataFrame({"x": [1.5, None, 2.5]}).convert_dtypes()["x"], 2),
+    ("i", "pandas int64[pyarrow]", lambda pd, pl: pd.Series([1, None, 3], dtype="int64[pyarrow]"), 2),
+    ("f", "pandas double[pyarrow]", lambda pd, pl: pd.Series([None, 1.0, 3.0], dtype="double[pyarrow]"), 1),
+    ("s", "pandas string", lambda pd, pl: pd.Series(["a", None, "c"], dtype="string"), 2),
+    ("s", "pandas string[pyarrow]", lambda pd, pl: pd.Series(["a", "b", None], dtype="string[pyarrow]"), 3),
+    ("s", "pandas default strings", lambda pd, pl: pd.Series(["a", None, "c"]), 2),
+    ("s", "pandas object", lambda pd, pl: pd.Series(["a", None, "c"], dtype=object), 2),
+    ("f", "pyarrow Array", lambda pd, pl: pa.array([1.0, None, 3.0]), 2),
+    ("u", "pyarrow uint64 Array", lambda pd, pl: pa.array([1, None, 3], pa.uint64()), 2),
+    ("i", "pyarrow ChunkedArray", lambda pd, pl: pa.chunked_array([[1, 2], [3, None]]), 4),
+    ("f", "pyarrow Table column", lambda pd, pl: pa.table({"x": [1.0, 2.0, None]}).column("x"), 3),
+    ("f", "pyarrow RecordBatch column",
+     lambda pd, pl: pa.RecordBatch.from_pydict({"x": [None, 2.0, 3.0]}).column("x"), 1),
+    ("s", "pyarrow string Array", lambda pd, pl: pa.array(["a", None, "c"]), 2),
+    ("b", "pyarrow binary Array", lambda pd, pl: pa.array([b"a", b"b", None]), 3),
+    ("f", "Polars Float64", lambda pd, pl: pl.Series([1.0, None, 3.0]), 2),
+    ("i", "Polars DataFrame Int64", lambda pd, pl: pl.DataFrame({"x": [1, None, 3]})["x"], 2),
+    ("u", "Polars UInt64", lambda pd, pl: pl.Series([None, 1, 2], dtype=pl.UInt64), 1),
+    ("s", "Polars String", lambda pd, pl: pl.Series(["a", None, "c"]), 2),
+    ("f", "a list of float", lambda pd, pl: [1.0, None, 3.0], 2),
+    ("i", "a list of int", lambda pd, pl: [None, 1, 2], 1),
+    ("s", "a list of str", lambda pd, pl: ["a", None, "c"], 2),
+    ("b", "a list of bytes", lambda pd, pl: [b"a", b"b", None], 3),
+]
+
+
+@pytest.mark.parametrize(("field", "how", "make", "row"), MISSING, ids=[m[1] for m in MISSING])
+def test_a_missing_value_is_refused_as_missing_naming_its_row(path, field, how, make, row):
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    refusal = refused_then_usable(
+        path, field, make(pd, pl),
+        rf'field "{field}" \({KIND[field]}\): row {row} is a missing value \(null\)',
+    )
+    # Not the NaN numpy makes of it, nor the dtype numpy widens it to.
+    assert "NaN" not in str(refusal) and "float64" not in str(refusal)
+
+
+# (field, how the caller built the column, its dtype as the caller names it)
+DTYPES = [
+    ("u", "pandas boolean", lambda pd, pl: pd.Series([True, False, True], dtype="boolean"), "boolean"),
+    ("u", "pandas boolean with NA", lambda pd, pl: pd.Series([True, None, True], dtype="boolean"), "boolean"),
+    ("f", "pandas string", lambda pd, pl: pd.Series(["a", "b", "c"], dtype="string"), "string"),
+    ("u", "pandas Float64", lambda pd, pl: pd.Series([1.5, 2.5, None], dtype="Float64"), "Float64"),
+    ("i", "pandas double[pyarrow]",
+     lambda pd, pl: pd.Series([1.5, None, 2.0], dtype="double[pyarrow]"), r"double\[pyarrow\]"),
+    ("f", "Polars String", lambda pd, pl: pl.Series(["a", "b", None]), "String"),
+    ("u", "Polars Boolean", lambda pd, pl: pl.Series([True, False, True]), "Boolean"),
+    ("i", "pyarrow double with a null", lambda pd, pl: pa.array([1.5, None, 2.5]), "double"),
+    ("f", "pyarrow string", lambda pd, pl: pa.array(["x", "y", "z"]), "string"),
+]
+
+
+@pytest.mark.parametrize(("field", "how", "make", "dtype"), DTYPES, ids=[d[1] for d in DTYPES])
+def test_a_column_of_another_kind_is_refused_by_its_own_dtype(path, field, how, make, dtype):
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    kind = KIND[field]
+    refused_then_usable(
+        path, field, make(pd, pl),
+        rf'field "{field}" \({kind}\): a column of dtype {dtype} is not {kind} numbers',
+    )
+
+
+@SLOW
+@given(
+    before=st.text(max_size=6),  # hypothesis's text holds no surrogates
+    after=st.text(max_size=6),
+    surrogate=st.integers(0xD800, 0xDFFF),
+    n=st.integers(1, 8),
+    data=st.data(),
+)
+def test_a_str_with_a_lone_surrogate_is_refused_as_not_valid_utf8(
+    tmp_path_factory, before, after, surrogate, n, data
+):
+    row = data.draw(st.integers(0, n - 1), label="row")
+    column = [f"ok{k}" for k in range(n)]
+    column[row] = before + chr(surrogate) + after
+    as_pandas = data.draw(st.booleans(), label="as a pandas Series")
+    if as_pandas:
+        pd = pytest.importorskip("pandas")
+        column = pd.Series(column, dtype=object)
+    refused_then_usable(
+        tmp_path_factory.mktemp("surrogate") / "store", "s", column,
+        rf'field "s" \(str\): row {row + 1} is a str that is not valid UTF-8: '
+        rf"a lone surrogate, U\+{surrogate:04X}, at index {len(before)}",
+    )
+
+
+@pytest.mark.parametrize("track", ["a\udc80", ["a\udc80"], ("a", "\ud800")])
+def test_a_track_label_with_a_lone_surrogate_is_refused_as_not_valid_utf8(path, track):
+    with strata.Store.create(path, [ROWS]) as store:
+        with pytest.raises(ValueError, match=r"a track label is a str that is not valid UTF-8: a lone surrogate"):
+            store.publish("rows", 1, track, good(3, 0))
+        store.publish("rows", 1, "L", good(3, 0))
+        assert store.seal() == {"rows": 1}
+        assert store.query("rows").column("label").to_pylist() == ["L"] * 3
+
+
 @pytest.mark.parametrize(
     ("field", "column", "row"),
     [
@@ -201,3 +310,46 @@ def test_a_masked_slot_of_a_str_or_bytes_column_is_refused_naming_its_row(path, 
         path, field, column,
         rf'field "{field}" \({KIND[field]}\): row {row} is a missing value \(masked\)',
     )
+
+
+# (field, how the caller built the column): nullable dtypes holding no missing value, taken as
+# they are (the checks above refuse a missing value, not a dtype that could hold one).
+PRESENT = [
+    ("i", "pandas Int64", lambda pd, pl: pd.Series([-1, 0, 2**62], dtype="Int64")),
+    ("u", "pandas UInt64", lambda pd, pl: pd.Series([0, 1, 2**64 - 1], dtype="UInt64")),
+    ("f", "pandas Float64", lambda pd, pl: pd.Series([1.5, -0.0, 1e300], dtype="Float64")),
+    ("f", "pandas Int64 into f64", lambda pd, pl: pd.Series([1, 2**53, -7], dtype="Int64")),
+    ("i", "pandas int64[pyarrow]", lambda pd, pl: pd.Series([3, 2, 1], dtype="int64[pyarrow]")),
+    ("s", "pandas string", lambda pd, pl: pd.Series(["a", "", "é"], dtype="string")),
+    ("s", "pandas default strings", lambda pd, pl: pd.Series(["a", "b", "c"])),
+    ("f", "pyarrow Array with a validity bitmap",
+     lambda pd, pl: pa.array([None, 1.0, 2.0, 3.0]).slice(1)),
+    ("f", "pyarrow dictionary-encoded", lambda pd, pl: pa.array([1.5, 2.5, 1.5]).dictionary_encode()),
+    ("i", "pyarrow ChunkedArray", lambda pd, pl: pa.chunked_array([[1], [2, 3]])),
+    ("u", "Polars UInt64", lambda pd, pl: pl.Series([0, 2**64 - 1, 5], dtype=pl.UInt64)),
+    ("f", "Polars Float32", lambda pd, pl: pl.Series([0.5, 1.25, -2.0], dtype=pl.Float32)),
+    ("f", "a list of float", lambda pd, pl: [1.0, 2.5, -3.0]),
+    ("f", "longdouble that f64 holds", lambda pd, pl: np.array([0.1, 1e300, -5e-324], dtype=np.longdouble)),
+]
+
+
+@pytest.mark.parametrize(("field", "how", "make"), PRESENT, ids=[p[1] for p in PRESENT])
+def test_a_column_of_a_nullable_dtype_without_a_missing_value_is_taken_as_it_is(path, field, how, make):
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    column = make(pd, pl)
+    # What the caller's own library says the values are.
+    if hasattr(column, "to_pylist"):
+        expected = column.to_pylist()
+    elif hasattr(column, "to_list"):
+        expected = column.to_list()
+    else:
+        expected = list(column)
+    with strata.Store.create(path, [ROWS]) as store:
+        store.publish("rows", 1, "L", {**good(len(expected), 0), field: column})
+        store.seal()
+        assert store.query("rows").column(field).to_pylist() == as_python(field, expected)
+
+
+def test_a_str_in_a_bytes_column_is_named_a_str_even_when_it_is_not_valid_utf8(path):
+    refused_then_usable(path, "b", [b"a", "\udc80"], r'field "b" \(bytes\): row 2 is a str, not bytes')
