@@ -1,18 +1,20 @@
-//! `publish`'s columns: numpy arrays borrowed (or converted once, vectorised), Arrow strings and
-//! bytes read in place, anything else through numpy or as Python `str`/`bytes` objects.
+//! `publish`'s columns: numbers through `numbers` (numpy arrays borrowed, or converted once,
+//! vectorised), Arrow strings and bytes read in place, else Python `str`/`bytes` objects.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, make_array};
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::DataType;
-use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::PyReadonlyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyDict;
 use strata::{FieldKind, StreamDecl, Values};
 
-use crate::{StrataError, type_name};
+use crate::missing::{first_masked, first_null, missing_value, pandas_missing};
+use crate::numbers::numbers;
+use crate::{StrataError, not_utf8, type_name};
 
 /// One field's values for `publish`, held as the engine borrows them.
 pub(crate) enum Held<'py> {
@@ -29,74 +31,10 @@ pub(crate) enum Var<P> {
     Python(Vec<P>),
 }
 
-/// A number field's column as a contiguous array of `T`: borrowed when it is one already, else
-/// taken through `numpy.asarray` and converted once, where the conversion keeps every value's
-/// meaning (by numpy's `dtype.kind`): unsigned from non-negative signed, signed from unsigned up
-/// to `i64::MAX` (both checked with numpy's vectorised min and max), floats from any number.
-fn numeric<'py, T: Element>(
-    py: Python<'py>,
-    field: &str,
-    kind: FieldKind,
-    column: &Bound<'py, PyAny>,
-) -> PyResult<PyReadonlyArray1<'py, T>> {
-    if let Ok(array) = column.cast::<PyArray1<T>>()
-        && array.is_contiguous()
-    {
-        return Ok(array.readonly());
-    }
-    let numpy = py.import("numpy")?;
-    let array = numpy.call_method1("asarray", (column,))?;
-    let ndim: usize = array.getattr("ndim")?.extract()?;
-    if ndim != 1 {
-        return Err(PyValueError::new_err(format!(
-            "field {field:?} ({kind}): a column is one-dimensional, this one has {ndim} dimensions"
-        )));
-    }
-    let dtype = array.getattr("dtype")?;
-    let letter: String = dtype.getattr("kind")?.extract()?;
-    let len: usize = array.len()?;
-    let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
-    let ok = match (kind, letter.as_str()) {
-        (FieldKind::F64, "f" | "i" | "u") | (FieldKind::U64 | FieldKind::I64, "u" | "i") => true,
-        // Booleans ("b"), strings, objects, dates: not numbers of a field's kind.
-        _ => false,
-    };
-    if !ok {
-        return Err(refuse(format!(
-            "a column of dtype {dtype} is not {kind} numbers"
-        )));
-    }
-    if len > 0 && kind == FieldKind::U64 && letter == "i" {
-        let min: i64 = array.call_method0("min")?.extract()?;
-        if min < 0 {
-            let at: usize = array.call_method0("argmin")?.extract()?;
-            return Err(refuse(format!(
-                "row {} holds {min}, which a u64 field cannot hold",
-                at + 1
-            )));
-        }
-    }
-    if len > 0 && kind == FieldKind::I64 && letter == "u" {
-        let max: u64 = array.call_method0("max")?.extract()?;
-        if max > i64::MAX as u64 {
-            let at: usize = array.call_method0("argmax")?.extract()?;
-            return Err(refuse(format!(
-                "row {} holds {max}, which an i64 field cannot hold",
-                at + 1
-            )));
-        }
-    }
-    let target = numpy::dtype::<T>(py);
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", target)?;
-    let converted = numpy.call_method("ascontiguousarray", (array,), Some(&kwargs))?;
-    Ok(converted.cast::<PyArray1<T>>()?.readonly())
-}
-
 /// An Arrow array from anything with `__arrow_c_array__` (pyarrow, nanoarrow, arro3), a pyarrow
 /// `ChunkedArray` (its chunks combined) or a Polars `Series` (`to_arrow`); `None` for anything
 /// else.
-fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
+pub(crate) fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>> {
     let mut column = column.clone();
     if !column.hasattr("__arrow_c_array__")? {
         if column.hasattr("combine_chunks")? {
@@ -114,21 +52,12 @@ fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array::ArrayRef>
     Ok(Some(make_array(data)))
 }
 
-fn first_null(field: &str, array: &dyn Array) -> PyResult<()> {
-    if array.null_count() == 0 {
-        return Ok(());
-    }
-    let row = (0..array.len()).find(|&i| array.is_null(i)).unwrap_or(0);
-    Err(PyValueError::new_err(format!(
-        "field {field:?}: row {} is null, and strata stores no nulls",
-        row + 1
-    )))
-}
-
 /// A `str` or `bytes` column: an Arrow array of one of `arrow_types` (read in place), else a
-/// sequence of Python objects each extracted as `P` (`str` or `bytes`), a null or another
-/// object refused naming its row.
+/// sequence of Python objects each extracted as `P` (`str` or `bytes`). A missing value (an
+/// Arrow null, a `None`, what pandas' `isna` calls missing) or another object is refused naming
+/// its row, and so is a `str` that is not valid UTF-8.
 fn variable<P>(
+    py: Python<'_>,
     field: &str,
     kind: FieldKind,
     column: &Bound<'_, PyAny>,
@@ -137,26 +66,46 @@ fn variable<P>(
 where
     P: for<'a, 'py> FromPyObject<'a, 'py>,
 {
+    let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
     if let Some(array) = arrow_of(column)? {
-        first_null(field, array.as_ref())?;
-        if arrow_types.contains(array.data_type()) {
-            return Ok(Var::Arrow(array));
+        if !arrow_types.contains(array.data_type()) {
+            return Err(refuse(format!(
+                "an Arrow column of type {} is not {kind}",
+                array.data_type()
+            )));
         }
-        return Err(PyValueError::new_err(format!(
-            "field {field:?} ({kind}): an Arrow column of type {} is not {kind}",
-            array.data_type()
-        )));
+        if let Some(row) = first_null(array.as_ref()) {
+            return Err(refuse(missing_value(row, "null")));
+        }
+        return Ok(Var::Arrow(array));
     }
+    // A numpy masked slot, and pandas' NA or NaN for a missing str, would show in the rows as
+    // objects of another type.
+    let numpy = py.import("numpy")?;
+    let masked = first_masked(&numpy, column)?;
+    let missing = pandas_missing(&numpy, column)?;
     let mut out = Vec::new();
-    for (row, item) in column.try_iter()?.enumerate() {
+    for (idx, item) in column.try_iter()?.enumerate() {
         let item = item?;
-        out.push(item.extract::<P>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "field {field:?} ({kind}): row {} is a {}, not {kind}",
-                row + 1,
-                type_name(&item)
-            ))
-        })?);
+        let row = idx + 1;
+        if masked == Some(row) {
+            return Err(refuse(missing_value(row, "masked")));
+        }
+        if item.is_none() || missing == Some(row) {
+            return Err(refuse(missing_value(row, "null")));
+        }
+        let Ok(value) = item.extract::<P>() else {
+            let not_utf8 = if kind == FieldKind::Str {
+                not_utf8(&item)?
+            } else {
+                None
+            };
+            return Err(refuse(match not_utf8 {
+                Some(why) => format!("row {row} is a str that is not valid UTF-8: {why}"),
+                None => format!("row {row} is a {}, not {kind}", type_name(&item)),
+            }));
+        };
+        out.push(value);
     }
     Ok(Var::Python(out))
 }
@@ -218,16 +167,18 @@ pub(crate) fn gather<'py>(
         given += 1;
         let name = field.name.as_str();
         held.push(match field.kind {
-            FieldKind::U64 => Held::U64(numeric(py, name, field.kind, &column)?),
-            FieldKind::I64 => Held::I64(numeric(py, name, field.kind, &column)?),
-            FieldKind::F64 => Held::F64(numeric(py, name, field.kind, &column)?),
+            FieldKind::U64 => Held::U64(numbers(py, name, field.kind, &column)?),
+            FieldKind::I64 => Held::I64(numbers(py, name, field.kind, &column)?),
+            FieldKind::F64 => Held::F64(numbers(py, name, field.kind, &column)?),
             FieldKind::Str => Held::Str(variable(
+                py,
                 name,
                 field.kind,
                 &column,
                 &[DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View],
             )?),
             FieldKind::Bytes => Held::Bytes(variable(
+                py,
                 name,
                 field.kind,
                 &column,

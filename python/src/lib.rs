@@ -11,6 +11,8 @@
 
 mod answers;
 mod columns;
+mod missing;
+mod numbers;
 
 use std::ops::Bound as Edge;
 use std::sync::{Mutex, MutexGuard};
@@ -18,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyUnicodeEncodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use strata::{Aggregate, Config, EngineError, Store as EngineStore, Stream, StreamDecl};
@@ -202,6 +204,39 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".to_owned(), |n| n.to_string())
 }
 
+/// Why `text` is a Python `str` that is not valid UTF-8, or `None` if it is valid or not a
+/// `str`. Python strings may hold lone surrogates (U+D800 to U+DFFF, from `surrogateescape`
+/// or a half of a UTF-16 pair); they are the only code points UTF-8 cannot encode.
+pub(crate) fn not_utf8(text: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let py = text.py();
+    if text.cast::<PyString>().is_err() {
+        return Ok(None);
+    }
+    let Err(err) = text.call_method1("encode", ("utf-8",)) else {
+        return Ok(None);
+    };
+    if !err.is_instance_of::<PyUnicodeEncodeError>(py) {
+        return Err(err);
+    }
+    let at: usize = err.value(py).getattr("start")?.extract()?;
+    let ord = py.import("builtins")?.getattr("ord")?;
+    let point: u32 = ord.call1((text.get_item(at)?,))?.extract()?;
+    Ok(Some(format!(
+        "a lone surrogate, U+{point:04X}, at index {at}"
+    )))
+}
+
+/// One track label given as a `str`, refused by what is wrong with it if it is not UTF-8.
+fn label(text: &Bound<'_, PyString>) -> PyResult<String> {
+    text.extract::<String>()
+        .or_else(|err| match not_utf8(text)? {
+            Some(why) => Err(PyValueError::new_err(format!(
+                "a track label is a str that is not valid UTF-8: {why}"
+            ))),
+            None => Err(err),
+        })
+}
+
 /// A track (or a list of field names): one label as a `str`, or a sequence of them; integers
 /// are taken as their decimal labels (a `u64` track field's label).
 fn labels(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
@@ -209,7 +244,7 @@ fn labels(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         return Ok(Vec::new());
     }
     if let Ok(one) = value.cast::<PyString>() {
-        return Ok(vec![one.extract::<String>()?]);
+        return Ok(vec![label(one)?]);
     }
     if value.cast::<PyBytes>().is_ok() {
         return Err(PyTypeError::new_err(
@@ -224,8 +259,8 @@ fn labels(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         ))
     })? {
         let item = item?;
-        if let Ok(label) = item.extract::<String>() {
-            out.push(label);
+        if let Ok(text) = item.cast::<PyString>() {
+            out.push(label(text)?);
         } else if let Ok(number) = item.extract::<u64>() {
             out.push(number.to_string());
         } else {

@@ -276,7 +276,7 @@ def test_str_and_bytes_columns_refuse_nulls_and_other_objects_by_row(path):
             "t": np.arange(3, dtype=np.uint64), "u": np.arange(3, dtype=np.uint64),
             "i": np.arange(3), "f": np.zeros(3), "s": ["a", "b", "c"], "b": [b"", b"x", b"\x00"],
         }
-        with pytest.raises(ValueError, match=r"field \"s\": row 2 is null"):
+        with pytest.raises(ValueError, match=r"field \"s\" \(str\): row 2 is a missing value \(null\)"):
             store.publish("every", 1, "L", {**good, "s": pa.array(["a", None, "c"])})
         with pytest.raises(ValueError, match=r"field \"s\" \(str\): row 3 is a int, not str"):
             store.publish("every", 1, "L", {**good, "s": ["a", "b", 3]})

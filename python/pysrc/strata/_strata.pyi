@@ -122,8 +122,9 @@ class Store:
     def publish(self, stream: str, position: int, track: Track, columns: Mapping[str, ColumnLike]) -> None:
         """Stages a batch of rows at `position` for `track`: `columns` maps every field but
         the track's (the axis included) to its values, all as long. Nothing is durable until
-        `seal`. A refused batch (RefusedError, or ValueError for a column numpy cannot give
-        as the field's kind) stages nothing."""
+        `seal`. A refused batch (RefusedError, or ValueError for a column that cannot be given
+        as the field's kind without changing a value: a missing value, a masked slot, a value
+        f64 cannot hold exactly, a str that is not valid UTF-8) stages nothing."""
     def seal(self) -> dict[str, int | None]:
         """Makes everything staged durable with one barrier; answers each stream's watermark."""
     def compact(self) -> int:
