@@ -22,6 +22,7 @@ mod repair;
 mod report;
 pub mod retention_file;
 mod stray;
+mod whole_part;
 
 pub use boot::{
     Booted, Viewed, boot, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
@@ -33,3 +34,4 @@ pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, qua
 pub use repair::{Cut, CutPlan, FileHolds, RepairPlan, Repaired, SetAside, plan_repair, repair};
 pub use report::{Action, Finding, FindingKind, Report};
 pub use stray::{STRAY_PREFIX, StrayGeneration, StrayManifests};
+pub use whole_part::{WayBack, WholeDamage};
