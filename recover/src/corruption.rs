@@ -196,17 +196,18 @@ impl fmt::Display for Corruption {
         if let Some(whole) = &self.whole {
             let generation = strata_segment::names::parse_manifest_name(&self.file).unwrap_or(0);
             let part = if whole.header {
-                "its header, which was written with it before it had its name".to_owned()
+                "its header, written and synced with the rest before the file had its name"
+                    .to_owned()
             } else if let Some(whole_len) = whole.whole_len {
                 format!(
-                    "the first {whole_len} bytes of generation {generation}, which were written \
-                     whole (its preamble and its snapshot of the store, synced before the file \
-                     had its name)"
+                    "the first {whole_len} bytes of generation {generation}, its preamble and its \
+                     snapshot of the store, written whole and synced before the file had its name"
                 )
             } else {
                 format!(
-                    "the part of generation {generation} a rewrite writes whole (its preamble and \
-                     snapshot, synced before the file had its name)"
+                    "the part of generation {generation} a rewrite writes whole and syncs before \
+                     the file has its name (its preamble and snapshot; an earlier build's first \
+                     frame)"
                 )
             };
             return write!(

@@ -2,7 +2,9 @@
 //!
 //! Boot reads the manifest's trusted prefix and stops at the first frame that fails its own
 //! check (or that the catalog refuses). It copies the failed tail into `quarantine/` and syncs it
-//! before cutting the manifest back (heal before claim). Every file in `tmp/` and every segment no
+//! before cutting the manifest back (heal before claim) — only a tail of appended frames: damage
+//! before frames that pass, or in the part of a generation written whole, is refused, and an
+//! operator's [`repair`] rebuilds or cuts it. Every file in `tmp/` and every segment no
 //! record claims is moved to `quarantine/` — never adopted, never deleted. Files whose retirement
 //! is recorded are removed. Recorded files that are missing or the wrong length stay where they
 //! are, are reported, and become `Unreadable` to reads. New names are issued above every name seen
