@@ -93,13 +93,6 @@ pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, Recover
         .filter(|&generation| generation <= ceiling)
         .collect();
     generations.sort_unstable();
-    // A rewrite keeps the generation it replaced beside the new one, so two are the usual
-    // sight; the highest is read once, and the others only when it is not a manifest at all.
-    if generations.len() > 1
-        && let Some(strays) = crate::stray::find(vfs, &generations)?
-    {
-        return Err(RecoverError::StrayManifest(Box::new(strays)));
-    }
     let Some(&generation) = generations.last() else {
         let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
         return Err(RecoverError::NotAStore {
@@ -110,8 +103,16 @@ pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, Recover
         });
     };
 
+    // A rewrite keeps the generation it replaced beside the new one, so two are the usual
+    // sight: the highest is read once, and the ones below only when it is no manifest at all.
+    let bytes = read_manifest(vfs, generation)?;
+    if generations.len() > 1
+        && let Some(strays) = crate::stray::find(vfs, &generations, &bytes)?
+    {
+        return Err(RecoverError::StrayManifest(Box::new(strays)));
+    }
     let mut planner = Planner::default();
-    let manifest = planner.read_manifest(vfs, generation)?;
+    let manifest = planner.read_manifest(vfs, generation, bytes)?;
     planner.report.generation = generation;
 
     for dir in [SEG_DIR, TMP_DIR, QUARANTINE_DIR] {
@@ -270,9 +271,9 @@ impl Planner {
         &mut self,
         vfs: &dyn Vfs,
         generation: u32,
+        bytes: Vec<u8>,
     ) -> Result<ManifestRead, RecoverError> {
         let file = manifest_name(generation);
-        let bytes = read_manifest(vfs, generation)?;
         let parsed = parse_log(&bytes);
         if let Some(fault) = &parsed.fault
             && !matches!(fault.reason, FaultReason::Frame(_))

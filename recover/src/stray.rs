@@ -74,15 +74,23 @@ impl StrayGeneration {
 /// The stray generations of a store whose manifest generations are `generations` (ascending), or
 /// `None` when the highest is a manifest a rewrite wrote, when none is (boot then reports the
 /// highest as it always has), or when one above that has a format version this build does not
-/// read (a newer strata's: not evidence to set aside).
+/// read (a newer strata's: not evidence to set aside). `highest` is the highest generation's
+/// bytes, read already; the ones below are read only if it is a stray.
 pub(crate) fn find(
     vfs: &dyn Vfs,
     generations: &[u32],
+    highest: &[u8],
 ) -> Result<Option<StrayManifests>, RecoverError> {
     let mut strays = Vec::new();
-    for &generation in generations.iter().rev() {
-        let bytes = read_manifest(vfs, generation)?;
-        let parsed = parse_log(&bytes);
+    for (idx, &generation) in generations.iter().rev().enumerate() {
+        let below;
+        let bytes = if idx == 0 {
+            highest
+        } else {
+            below = read_manifest(vfs, generation)?;
+            &below
+        };
+        let parsed = parse_log(bytes);
         if parsed
             .fault
             .as_ref()
@@ -90,7 +98,7 @@ pub(crate) fn find(
         {
             return Ok(None);
         }
-        let Some(fault) = stray_fault(&bytes, &parsed) else {
+        let Some(fault) = stray_fault(bytes, &parsed) else {
             return Ok((!strays.is_empty()).then_some(StrayManifests {
                 strays,
                 whole: generation,
