@@ -11,7 +11,10 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata_index::{Catalog, FileName, LOG_HEADER_LEN, check_header, decode_frame_in, scan_frames};
+use strata_index::{
+    Catalog, FileName, LOG_HEADER_LEN, WrittenWhole, check_header, decode_frame_in, scan_frames,
+    written_whole,
+};
 use strata_recover::RecoverError;
 use strata_segment::SegmentError;
 use strata_segment::manifest_generations;
@@ -103,7 +106,9 @@ impl Store {
                 // Applied to a copy, so that a refusal leaves this store as it was.
                 let mut catalog = Catalog::clone(&self.catalog);
                 let applied = apply_frames(&bytes, &mut catalog, follow.log_version);
-                refuse_damage(&bytes, applied, at)?;
+                // Past the part written whole: a generation is read whole first, and refused
+                // there if that part does not replay.
+                refuse_damage(&bytes, applied, at, false)?;
                 let now = ManifestPosition {
                     generation: at.generation,
                     len: at.len + applied,
@@ -287,7 +292,8 @@ fn read_whole(vfs: &dyn Vfs, generation: u32) -> io::Result<Result<Read, EngineE
         generation,
         len: LOG_HEADER_LEN as u64,
     };
-    if let Err(error) = refuse_damage(frames_bytes, applied, start) {
+    let whole = stops_in_whole_part(frames_bytes, applied, generation, log_version);
+    if let Err(error) = refuse_damage(frames_bytes, applied, start, whole) {
         return Ok(Err(error));
     }
     Ok(Ok(Read::Whole(Box::new(Loaded {
@@ -321,17 +327,46 @@ fn apply_frames(bytes: &[u8], catalog: &mut Catalog, log_version: u32) -> u64 {
 /// append leaves at most one frame half written at the end, so a whole frame after the one
 /// that stopped the apply is damage to acknowledged history. Boot refuses that store (and
 /// `engine-fsck repair` is the way on), and so does the reader, rather than answer short.
-fn refuse_damage(bytes: &[u8], applied: u64, at: ManifestPosition) -> Result<(), EngineError> {
-    if applied >= bytes.len() as u64 || scan_frames(bytes, applied + 1).is_empty() {
+///
+/// `in_whole_part` says the apply stopped inside the part of the generation written whole
+/// before it was named (`strata_index::generation`): no write is in flight there, so whatever
+/// stopped it is damage even with nothing after it.
+fn refuse_damage(
+    bytes: &[u8],
+    applied: u64,
+    at: ManifestPosition,
+    in_whole_part: bool,
+) -> Result<(), EngineError> {
+    let what = if in_whole_part {
+        "the part of the generation written whole before it was named stops here (a frame fails \
+         its check, or the file ends): damage, not a write in flight (engine-fsck repair says the \
+         way back)"
+    } else if applied >= bytes.len() as u64 || scan_frames(bytes, applied + 1).is_empty() {
         return Ok(());
-    }
+    } else {
+        "a frame fails its check and whole frames follow it: damage to the history, not a write \
+         in flight (engine-fsck repair says what a cut would lose)"
+    };
     Err(EngineError::Unreadable {
         source: SegmentError::Malformed {
             path: manifest_name(at.generation),
             offset: at.len + applied,
-            what: "a frame fails its check and whole frames follow it: damage to the \
-                     history, not a write in flight (engine-fsck repair says what a cut would lose)"
-                .to_owned(),
+            what: what.to_owned(),
         },
     })
+}
+
+/// Whether `applied` bytes of frames (of generation `generation`'s `frames`, the bytes after its
+/// header) stop short of the part of it written whole, as boot judges it (`strata_recover`).
+fn stops_in_whole_part(frames: &[u8], applied: u64, generation: u32, log_version: u32) -> bool {
+    let first = (applied > 0)
+        .then(|| decode_frame_in(frames, log_version).ok())
+        .flatten()
+        .map(|(record, _)| record);
+    match written_whole(generation, log_version, first.as_ref()) {
+        WrittenWhole::Header => false,
+        WrittenWhole::FirstFrame => applied == 0,
+        WrittenWhole::Through(end) => (LOG_HEADER_LEN as u64).saturating_add(applied) < end,
+        WrittenWhole::PreambleLost => true,
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
-    encode_frame, split_record, validate_label,
+    encode_frame, split_record, validate_label, whole_state,
 };
 use strata_recover::{
     Booted, Report, Viewed, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
@@ -964,7 +964,10 @@ impl Store {
                 reason: format!("the manifest's snapshot does not apply: {e}"),
             })?;
         }
-        match rewrite_manifest(self.vfs.as_ref(), generation, &snapshot) {
+        // Named in the new generation's preamble, so that the generation replaced, which stays
+        // beside it, can be told for the one its snapshot was taken from.
+        let replaced_state = whole_state(generation, &replaced);
+        match rewrite_manifest(self.vfs.as_ref(), replaced_state, &snapshot) {
             Ok(manifest) => {
                 writer!(self).manifest_base_len = manifest.len();
                 writer!(self).retired_since_measure = false;
@@ -1597,7 +1600,9 @@ pub(crate) fn cut_partial_frame(
     true
 }
 
-/// The bytes a manifest rewritten now would hold: its header and the snapshot's frames.
+/// The bytes a manifest rewritten now would hold: its header and the snapshot's frames. (Its
+/// preamble, a fixed few dozen bytes, is left out: counting it would only move the doubling
+/// that triggers a rewrite by that much, and keep a store rewriting as it did before format 3.)
 fn snapshot_len(catalog: &Catalog) -> u64 {
     let frames: usize = split_record(catalog.snapshot(), FRAME_BODY_MAX / 2)
         .iter()

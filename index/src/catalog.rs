@@ -770,6 +770,8 @@ impl Catalog {
                 *fence = (*fence).max(*position);
             }
             Entry::Lineage(lineage) => self.lineage = lineage.clone(),
+            // How the generation's bytes were written, not what the store holds.
+            Entry::Preamble(_) => {}
         }
     }
 
@@ -1381,8 +1383,9 @@ impl<'a> Pending<'a> {
                         error: DeclError::Id { error },
                     })
             }
-            // Checked whole when it was decoded (`Lineage::from_runs`).
-            Entry::Lineage(_) => Ok(()),
+            // A lineage was checked whole when it was decoded (`Lineage::from_runs`); where a
+            // preamble may stand is the manifest's rule (`parse_log`), not the catalog's.
+            Entry::Lineage(_) | Entry::Preamble(_) => Ok(()),
         }
     }
 

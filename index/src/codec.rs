@@ -1,17 +1,18 @@
 //! The manifest's bytes: a header, then checksummed frames, one [`Record`] per frame.
 //!
 //! ```text
-//! header: magic "STRATAMF" (8) | format version u32 LE (1 or 2) | reserved u32 LE (= 0)
+//! header: magic "STRATAMF" (8) | format version u32 LE (1 to 3) | reserved u32 LE (= 0)
 //! frame:  len u32 LE | crc u32 LE | body (len bytes)
 //!         crc = crc32c(len bytes ++ body)
-//! body:   version u8 (1 or 2) | n_entries u32 LE | entries, each tag u8 + payload
+//! body:   version u8 (1 to 3) | n_entries u32 LE | entries, each tag u8 + payload
 //! ```
 //!
-//! Format 2 adds one entry kind, `Lineage` (tag 12), which only a body of version 2 may hold. A
-//! frame is written in the lowest body version that holds its entries (1 unless it holds a
-//! `Lineage`), and a body's version may not pass its manifest's: so a build that knows only
-//! format 1 refuses a format-2 manifest whole by its header, and still reads a format-1
-//! manifest this build appended to.
+//! Format 2 adds one entry kind, `Lineage` (tag 12), which only a body of version 2 may hold;
+//! format 3 adds `Preamble` (tag 13), the only entry of a body of version 3, which may only be a
+//! manifest's first frame ([`crate::generation`]). A frame is written in the lowest body version
+//! that holds its entries (1 unless it holds a `Lineage` or a `Preamble`), and a body's version
+//! may not pass its manifest's: so a build that knows only an older format refuses a newer
+//! manifest whole by its header, and still reads an older manifest this build appended to.
 //!
 //! The checksum covers the length so that a torn or flipped length is caught by the frame's own
 //! check rather than being trusted to find the next frame. Parsing stops at the first frame that
@@ -21,17 +22,17 @@
 use std::fmt;
 
 use crate::key::TrackKey;
-use crate::lineage::{Lineage, LineageRun};
+use crate::lineage::{Lineage, LineageRun, ManifestState};
 use crate::record::{
-    Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
-    Retirement, StreamDecl, Tier,
+    Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Preamble,
+    Record, Retirement, StreamDecl, Tier,
 };
 
 /// The manifest file's magic bytes.
 pub const LOG_MAGIC: [u8; 8] = *b"STRATAMF";
 /// The manifest format version this build writes (for every new generation); it reads
 /// [`LOG_VERSION_MIN`] up to this.
-pub const LOG_VERSION: u32 = 2;
+pub const LOG_VERSION: u32 = 3;
 /// The oldest manifest format version this build reads.
 pub const LOG_VERSION_MIN: u32 = 1;
 /// Length of the manifest header.
@@ -40,8 +41,9 @@ pub const LOG_HEADER_LEN: usize = 16;
 pub const FRAME_HEADER_LEN: usize = 8;
 /// The largest frame body; a longer declared length is a fault, never an allocation.
 pub const FRAME_BODY_MAX: usize = 64 * 1024 * 1024;
-/// The newest body version this build writes and reads (it reads 1 too): 2 adds `Lineage`.
-pub const BODY_VERSION: u8 = 2;
+/// The newest body version this build writes and reads (it reads the older ones too): 2 adds
+/// `Lineage`, 3 adds `Preamble`.
+pub const BODY_VERSION: u8 = 3;
 
 // Entry tags. Never renumber: they are on disk.
 const TAG_DECLARE: u8 = 1;
@@ -56,6 +58,7 @@ const TAG_CLAIM: u8 = 9;
 const TAG_HISTORY: u8 = 10;
 const TAG_FLOOR: u8 = 11;
 const TAG_LINEAGE: u8 = 12;
+const TAG_PREAMBLE: u8 = 13;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -292,6 +295,17 @@ pub fn parse_log(bytes: &[u8]) -> ParsedLog {
             break None;
         }
         match decode_frame_in(rest, log_version) {
+            Ok((record, _)) if pos != LOG_HEADER_LEN && crate::generation::is_preamble(&record) => {
+                // A preamble describes the generation from its first frame; anywhere else it
+                // would be a second, contradicting account of the bytes before it.
+                break Some(Fault {
+                    offset: offset_u64(pos),
+                    reason: FaultReason::Frame(FrameFault::Malformed {
+                        body_offset: 0,
+                        detail: "a Preamble after the manifest's first frame".to_owned(),
+                    }),
+                });
+            }
             Ok((record, consumed)) => {
                 assert!(
                     consumed > 0 && consumed <= rest.len(),
@@ -430,18 +444,9 @@ pub fn split_record(record: Record, body_max: usize) -> Vec<Record> {
 /// If the body would be longer than [`FRAME_BODY_MAX`]: the caller must split such a record.
 pub fn encode_frame(record: &Record) -> Vec<u8> {
     // The lowest version that holds the entries, so that a format-1 manifest a barrier appends
-    // to stays readable by a build of format 1 (a `Lineage` is written only in a snapshot, into
-    // a new generation of this build's format).
-    let version = if record
-        .entries
-        .iter()
-        .any(|e| matches!(e, Entry::Lineage(_)))
-    {
-        2
-    } else {
-        1
-    };
-    let mut body = vec![version];
+    // to stays readable by a build of format 1 (a `Lineage` or a `Preamble` is written only
+    // into a new generation of this build's format).
+    let mut body = vec![body_version_of(&record.entries)];
     put_len(&mut body, record.entries.len());
     for entry in &record.entries {
         put_entry(&mut body, entry);
@@ -521,6 +526,20 @@ pub fn decode_frame_in(bytes: &[u8], log_version: u32) -> Result<(Record, usize)
     Ok((record, FRAME_HEADER_LEN + body_len))
 }
 
+/// The body version a record of `entries` is written in: the lowest that holds them all.
+fn body_version_of(entries: &[Entry]) -> u8 {
+    entries.iter().map(entry_version).max().unwrap_or(1)
+}
+
+/// The oldest body version that may hold `entry`.
+fn entry_version(entry: &Entry) -> u8 {
+    match entry {
+        Entry::Lineage(_) => 2,
+        Entry::Preamble(_) => 3,
+        _ => 1,
+    }
+}
+
 /// Decodes the entries of a body whose version byte (at offset 0, `version`) was already
 /// checked.
 fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
@@ -530,10 +549,15 @@ fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
     for entry_idx in 0..n_entries {
         let at = r.pos;
         let entry = get_entry(&mut r).map_err(|m| m.within(format_args!("entry {entry_idx}")))?;
-        if version < 2 && matches!(entry, Entry::Lineage(_)) {
+        let needs = entry_version(&entry);
+        if version < needs {
+            let (name, tag) = match entry {
+                Entry::Preamble(_) => ("Preamble", TAG_PREAMBLE),
+                _ => ("Lineage", TAG_LINEAGE),
+            };
             return Err(Malformed::new(
                 at,
-                format!("entry {entry_idx}: a Lineage (tag {TAG_LINEAGE}) in a version-1 body"),
+                format!("entry {entry_idx}: a {name} (tag {tag}) in a version-{version} body"),
             ));
         }
         entries.push(entry);
@@ -544,12 +568,24 @@ fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
             format!("{} trailing bytes after the last entry", r.remaining()),
         ));
     }
-    // One encoding per record: a body is written in the lowest version that holds it.
-    if version >= 2 && !entries.iter().any(|e| matches!(e, Entry::Lineage(_))) {
+    // A preamble speaks for the frame it opens: nothing else shares its record.
+    if entries.len() > 1 && entries.iter().any(|e| matches!(e, Entry::Preamble(_))) {
         return Err(Malformed::new(
             0,
-            "a version-2 body holding no Lineage entry (such a body is written as version 1)"
-                .to_owned(),
+            "a Preamble beside other entries (it is its record's only entry)".to_owned(),
+        ));
+    }
+    // One encoding per record: a body is written in the lowest version that holds it.
+    let lowest = body_version_of(&entries);
+    if version != lowest {
+        // Only a higher version than its entries need is left to refuse here.
+        let missing = if version == 3 { "Preamble" } else { "Lineage" };
+        return Err(Malformed::new(
+            0,
+            format!(
+                "a version-{version} body holding no {missing} entry (such a body is written as \
+                 version {lowest})"
+            ),
         ));
     }
     Ok(Record { entries })
@@ -655,7 +691,26 @@ fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
             buf.push(TAG_LINEAGE);
             put_lineage(buf, lineage);
         }
+        Entry::Preamble(preamble) => {
+            buf.push(TAG_PREAMBLE);
+            put_preamble(buf, preamble);
+        }
     }
+}
+
+/// Fixed width, so that the frame holding it is [`crate::generation::PREAMBLE_FRAME_LEN`] long
+/// whatever it says: the whole length, then the generation replaced (0 for none, which no
+/// generation is), its length and its crc32c (both 0 for none).
+fn put_preamble(buf: &mut Vec<u8>, preamble: &Preamble) {
+    put_u64(buf, preamble.whole_len);
+    let replaced = preamble.replaces.unwrap_or(ManifestState {
+        generation: 0,
+        end: 0,
+        crc: 0,
+    });
+    buf.extend_from_slice(&replaced.generation.to_le_bytes());
+    put_u64(buf, replaced.end);
+    buf.extend_from_slice(&replaced.crc.to_le_bytes());
 }
 
 /// Per run: generation `u32`, `n` `u32`, the first state's end `u64` and crc `u32`, then for
@@ -933,8 +988,43 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
             axis: get_option(r, "floor axis")?,
         })),
         TAG_LINEAGE => get_lineage(r).map(Entry::Lineage),
+        TAG_PREAMBLE => get_preamble(r).map(Entry::Preamble),
         other => Err(Malformed::new(at, format!("unknown entry tag {other}"))),
     }
+}
+
+fn get_preamble(r: &mut Reader<'_>) -> Result<Preamble, Malformed> {
+    let len_at = r.pos;
+    let whole_len = r.u64("preamble whole length")?;
+    let at = r.pos;
+    let generation = r.u32("preamble generation replaced")?;
+    let end = r.u64("preamble length replaced")?;
+    let crc = r.u32("preamble crc replaced")?;
+    if whole_len < (LOG_HEADER_LEN + crate::generation::PREAMBLE_FRAME_LEN) as u64 {
+        return Err(Malformed::new(
+            len_at,
+            format!("preamble whole length {whole_len} ends inside the preamble itself"),
+        ));
+    }
+    let replaces = match generation {
+        // One encoding: "none" is all zeros.
+        0 if end == 0 && crc == 0 => None,
+        0 => {
+            return Err(Malformed::new(
+                at,
+                "preamble replaces no generation but names a length or crc".to_owned(),
+            ));
+        }
+        _ => Some(ManifestState {
+            generation,
+            end,
+            crc,
+        }),
+    };
+    Ok(Preamble {
+        whole_len,
+        replaces,
+    })
 }
 
 fn get_lineage(r: &mut Reader<'_>) -> Result<Lineage, Malformed> {

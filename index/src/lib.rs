@@ -13,6 +13,7 @@
 
 pub mod catalog;
 pub mod codec;
+pub mod generation;
 pub mod key;
 pub mod label;
 pub mod lineage;
@@ -29,6 +30,10 @@ pub use codec::{
     LOG_MAGIC, LOG_VERSION, LOG_VERSION_MIN, ParsedLog, StrayFrame, check_header, decode_frame,
     decode_frame_in, encode_frame, log_header, log_header_of, parse_log, scan_frames, split_record,
 };
+pub use generation::{
+    PREAMBLE_FORMAT, PREAMBLE_FRAME_LEN, WrittenWhole, generation_bytes, is_preamble, preamble_of,
+    whole_state, written_whole,
+};
 pub use key::{KeyError, SEPARATOR, TRACK_DEPTH_MAX, TrackKey, select};
 pub use label::{LABEL_BYTES_MAX, LabelError, validate_label};
 pub use lineage::{
@@ -37,7 +42,7 @@ pub use lineage::{
 };
 pub use record::{
     DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, Floor, History,
-    LadderSpec, PartitionEntry, Record, Retirement, StreamDecl, Tier,
+    LadderSpec, PartitionEntry, Preamble, Record, Retirement, StreamDecl, Tier,
 };
 pub use selection::{
     LABEL_ESCAPE, LABEL_SEPARATOR, SelectionTextError, parse_selection, selection_text,

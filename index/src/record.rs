@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::key::{TRACK_DEPTH_MAX, TrackKey};
 use crate::label::{LabelError, validate_label};
-use crate::lineage::Lineage;
+use crate::lineage::{Lineage, ManifestState};
 
 /// Segment files are named by number.
 pub type FileName = u64;
@@ -550,6 +550,30 @@ pub enum Entry {
     /// this generation (see [`crate::lineage`]): what proves a copy of the store elsewhere an
     /// earlier state of this one. Replaces the lineage held before. Format 2 (body version 2).
     Lineage(Lineage),
+    /// The first frame of a generation written whole (see [`Preamble`]), its only entry. Changes
+    /// nothing in the catalog: it says how the generation's bytes came to be, not what the store
+    /// holds. Format 3 (body version 3).
+    Preamble(Preamble),
+}
+
+/// What the first frame of a manifest generation written whole says about that generation: a
+/// rewrite's or a repair's, and in format 3 every generation above 1.
+///
+/// Such a generation is written to `tmp/` with its header, this frame and its snapshot, synced,
+/// and only then given its name, so no crash can tear any of those bytes: damage inside them is
+/// damage, never a torn tail. Frames appended afterwards can be torn (the last one), as in any
+/// generation. `whole_len` is where the one part ends and the other begins; the frame's own
+/// checksum covers it, so a flipped byte cannot move that line unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Preamble {
+    /// The bytes written before the generation had its name: the header, this frame and the
+    /// snapshot's frames.
+    pub whole_len: u64,
+    /// The generation this one's snapshot was taken from, as its bytes stood then (its whole
+    /// length and their crc32c): a rewrite keeps it beside this one, so a repair can take the
+    /// snapshot again from it if this one's is damaged. `None` when the generation was not
+    /// taken from a whole one (a repair's).
+    pub replaces: Option<ManifestState>,
 }
 
 /// One tier's floor in one partition: the lowest position and axis value it still holds.

@@ -208,6 +208,7 @@ fn create(vfs: &dyn Vfs, lock: Box<dyn VfsLock>) -> Result<Booted, RecoverError>
             manifest_len: manifest.len(),
             trusted_len: manifest.len(),
             n_frames: 0,
+            previous: None,
             findings: Vec::new(),
             heal_pending: false,
         },

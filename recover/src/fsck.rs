@@ -129,6 +129,10 @@ pub struct ManifestSummary {
     pub trusted_length: u64,
     /// Frames in the trusted prefix.
     pub frames: usize,
+    /// The generation kept beside it: the one its snapshot was taken from, which a repair takes
+    /// the snapshot again from should this one's be damaged; `None` for a generation taken from
+    /// none (the store's first, a repair's, an earlier build's).
+    pub previous: Option<u32>,
 }
 
 /// The store's segment files, from the catalog alone: what is live now, and every file ever
@@ -305,7 +309,7 @@ fn damaged(vfs: &dyn Vfs, corruption: &Corruption) -> FsckReport {
         file: corruption.file.clone(),
         offset: Some(corruption.offset),
         bytes: Some(corruption.manifest_len.saturating_sub(corruption.offset)),
-        reason: format!("{}; {}", corruption.fault, corruption.describe_loss()),
+        reason: format!("{}; {}", corruption.fault, corruption.describe_repair()),
         action: Action::RefuseUntilRepaired,
     });
     // The listing is a courtesy here: an error reading it leaves the verdict as it is.
@@ -324,9 +328,14 @@ fn stray(vfs: &dyn Vfs, strays: &StrayManifests) -> FsckReport {
             offset: Some(stray.fault.offset),
             bytes: Some(stray.len),
             reason: format!(
-                "{}, above {}, which is whole",
+                "{}, above {}{}",
                 stray.what(),
-                manifest_name(strays.whole)
+                manifest_name(strays.whole),
+                if strays.whole_parses {
+                    ", which is whole"
+                } else {
+                    ""
+                }
             ),
             action: Action::RefuseUntilSetAside {
                 to: format!("{STRAY_PREFIX}{}", stray.file),
@@ -357,6 +366,7 @@ fn try_check(vfs: &dyn Vfs, verify: bool) -> Result<FsckReport, RecoverError> {
             length: plan.report.manifest_len,
             trusted_length: plan.report.trusted_len,
             frames: plan.report.n_frames,
+            previous: plan.report.previous,
         }),
         rename: vfs.rename_mode().name(),
         findings,
@@ -794,6 +804,13 @@ fn write_report(out: &mut String, report: &FsckReport) -> fmt::Result {
             out,
             " ({} bytes past the trusted prefix)",
             manifest.length - manifest.trusted_length
+        )?;
+    }
+    if let Some(previous) = manifest.previous {
+        write!(
+            out,
+            "; {} kept beside it (its snapshot was taken from it: the way back if it is damaged)",
+            manifest_name(previous)
         )?;
     }
     writeln!(out)?;

@@ -2,7 +2,9 @@
 //!
 //! Boot reads the manifest's trusted prefix and stops at the first frame that fails its own
 //! check (or that the catalog refuses). It copies the failed tail into `quarantine/` and syncs it
-//! before cutting the manifest back (heal before claim). Every file in `tmp/` and every segment no
+//! before cutting the manifest back (heal before claim) — only a tail of appended frames: damage
+//! before frames that pass, or in the part of a generation written whole, is refused, and an
+//! operator's [`repair`] rebuilds or cuts it. Every file in `tmp/` and every segment no
 //! record claims is moved to `quarantine/` — never adopted, never deleted. Files whose retirement
 //! is recorded are removed. Recorded files that are missing or the wrong length stay where they
 //! are, are reported, and become `Unreadable` to reads. New names are issued above every name seen
@@ -22,6 +24,7 @@ mod repair;
 mod report;
 pub mod retention_file;
 mod stray;
+mod whole_part;
 
 pub use boot::{
     Booted, Viewed, boot, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
@@ -33,3 +36,4 @@ pub use plan::{LOCK_FILE, Plan, inspect, is_empty_folder, quarantine_reason, qua
 pub use repair::{Cut, CutPlan, FileHolds, RepairPlan, Repaired, SetAside, plan_repair, repair};
 pub use report::{Action, Finding, FindingKind, Report};
 pub use stray::{STRAY_PREFIX, StrayGeneration, StrayManifests};
+pub use whole_part::{WayBack, WholeDamage};

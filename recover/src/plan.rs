@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use strata_index::{
-    Catalog, FaultReason, FileName, LOG_HEADER_LEN, LOG_VERSION, check_header, decode_frame,
-    parse_log, scan_frames,
+    Catalog, FaultReason, FileName, LOG_HEADER_LEN, LOG_VERSION, Preamble, Record, WrittenWhole,
+    check_header, decode_frame, parse_log, preamble_of, scan_frames, written_whole,
 };
 use strata_segment::names::{
     FileKind, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
@@ -22,6 +22,7 @@ use strata_segment::vfs::{DirEntry, Vfs};
 use crate::corruption::Corruption;
 use crate::error::RecoverError;
 use crate::report::{Action, Finding, FindingKind, Report};
+use crate::whole_part::{Damaged, WayBack, WholeDamage, header_damaged, rebuild, version_damaged};
 
 /// The file the store's lock lives in.
 pub const LOCK_FILE: &str = "LOCK";
@@ -92,13 +93,6 @@ pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, Recover
         .filter(|&generation| generation <= ceiling)
         .collect();
     generations.sort_unstable();
-    // Only a crash leftover (or something worse) leaves two generations: the usual boot reads
-    // one manifest, once.
-    if generations.len() > 1
-        && let Some(strays) = crate::stray::find(vfs, &generations)?
-    {
-        return Err(RecoverError::StrayManifest(Box::new(strays)));
-    }
     let Some(&generation) = generations.last() else {
         let names: Vec<&str> = root.iter().map(|e| e.name.as_str()).collect();
         return Err(RecoverError::NotAStore {
@@ -109,8 +103,16 @@ pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, Recover
         });
     };
 
+    // A rewrite keeps the generation it replaced beside the new one, so two are the usual
+    // sight: the highest is read once, and the ones below only when it is no manifest at all.
+    let bytes = read_manifest(vfs, generation)?;
+    if generations.len() > 1
+        && let Some(strays) = crate::stray::find(vfs, &generations, &bytes)?
+    {
+        return Err(RecoverError::StrayManifest(Box::new(strays)));
+    }
     let mut planner = Planner::default();
-    let manifest = planner.read_manifest(vfs, generation)?;
+    let manifest = planner.read_manifest(vfs, generation, bytes)?;
     planner.report.generation = generation;
 
     for dir in [SEG_DIR, TMP_DIR, QUARANTINE_DIR] {
@@ -144,17 +146,7 @@ pub(crate) fn inspect_up_to(vfs: &dyn Vfs, ceiling: u32) -> Result<Plan, Recover
         .unwrap_or(0);
     planner.next_name = planner.catalog.name_high().max(seen) + 1;
 
-    for &old in generations.iter().filter(|&&g| g != generation) {
-        let name = manifest_name(old);
-        let reason = format!("generation {generation} superseded it");
-        planner.quarantine(
-            vfs,
-            FindingKind::SupersededManifest,
-            &name,
-            "root-",
-            &reason,
-        )?;
-    }
+    planner.plan_superseded(vfs, &root, &generations, generation)?;
     for entry in &tmp {
         let path = format!("{TMP_DIR}/{}", entry.name);
         if entry.is_dir {
@@ -192,6 +184,8 @@ struct Planner {
     log_version: u32,
     tail: Vec<u8>,
     fault_reason: Option<String>,
+    /// The current generation's preamble, if it has one.
+    preamble: Option<Preamble>,
     /// Names in quarantine now, plus those this plan will add.
     quarantine_names: BTreeSet<String>,
 }
@@ -277,13 +271,27 @@ impl Planner {
         &mut self,
         vfs: &dyn Vfs,
         generation: u32,
+        bytes: Vec<u8>,
     ) -> Result<ManifestRead, RecoverError> {
         let file = manifest_name(generation);
-        let bytes = read_manifest(vfs, generation)?;
         let parsed = parse_log(&bytes);
         if let Some(fault) = &parsed.fault
             && !matches!(fault.reason, FaultReason::Frame(_))
         {
+            if header_damaged(&bytes, &fault.reason) {
+                // The frames behind it are whole: the header alone is damaged, and it holds
+                // nothing of the store, so it is refused as damage a repair can undo.
+                let damage = Damaged {
+                    generation,
+                    bytes: &bytes,
+                    log_version: LOG_VERSION,
+                    offset: 0,
+                    preamble: None,
+                    header: true,
+                };
+                let fault = format!("{}: the header is damaged", fault.reason);
+                return Err(Self::whole_damage(vfs, &damage, fault, &Catalog::new()));
+            }
             return Err(RecoverError::ManifestUnusable {
                 file,
                 fault: fault.clone(),
@@ -293,6 +301,8 @@ impl Planner {
         // A header `parse_log` refused ended the read above, so this is its version.
         self.log_version = check_header(&bytes).unwrap_or(LOG_VERSION);
         let mut trusted_len = LOG_HEADER_LEN as u64;
+        // Where each trusted frame ends: the part written whole must end at one of them.
+        let mut frame_ends = Vec::new();
         let mut fault_reason = parsed.fault.as_ref().map(|f| f.reason.to_string());
         for record in &parsed.records {
             // A frame that passes its own check but contradicts the catalog ends the trusted
@@ -306,9 +316,41 @@ impl Planner {
             let at = usize::try_from(trusted_len).unwrap_or(usize::MAX);
             let consumed = decode_frame(&bytes[at..]).map_or(0, |(_, n)| n);
             trusted_len += consumed as u64;
+            frame_ends.push(trusted_len);
             self.report.n_frames += 1;
         }
         debug_assert!(trusted_len <= parsed.trusted_len || parsed.trusted_len == 0);
+        // The first frame counts only if the catalog took it (a preamble it always takes).
+        let first = parsed.records.first().filter(|_| self.report.n_frames > 0);
+        self.preamble = first.and_then(preamble_of).copied();
+        if let Some((offset, fault)) = self.damage_in_whole_part(
+            generation,
+            &bytes,
+            trusted_len,
+            &frame_ends,
+            first,
+            fault_reason.as_deref(),
+        ) {
+            let header = offset < LOG_HEADER_LEN as u64;
+            let damage = Damaged {
+                generation,
+                bytes: &bytes,
+                log_version: if header {
+                    LOG_VERSION
+                } else {
+                    self.log_version
+                },
+                offset,
+                preamble: self.preamble,
+                header,
+            };
+            let prefix = if header {
+                Catalog::new()
+            } else {
+                self.catalog.clone()
+            };
+            return Err(Self::whole_damage(vfs, &damage, fault, &prefix));
+        }
         if trusted_len < bytes.len() as u64 {
             // The frame at `trusted_len` failed; anything valid after it makes that damage to
             // acknowledged history rather than a torn append (see `corruption`).
@@ -324,6 +366,7 @@ impl Planner {
                     manifest_len: bytes.len() as u64,
                     later,
                     lost,
+                    whole: None,
                 })));
             }
         }
@@ -334,6 +377,154 @@ impl Planner {
             .min(bytes.len());
         self.tail = bytes[tail_start..].to_vec();
         Ok(ManifestRead { trusted_len })
+    }
+
+    /// Where, and why, the part of `generation` written whole fails, if it does: a frame there
+    /// that fails its check (or that the catalog refuses), the file ending before it does, or a
+    /// generation above 1 that does not begin as one written whole begins. No crash leaves any of
+    /// that (`strata_index::generation`).
+    fn damage_in_whole_part(
+        &self,
+        generation: u32,
+        bytes: &[u8],
+        trusted_len: u64,
+        frame_ends: &[u64],
+        first: Option<&Record>,
+        fault: Option<&str>,
+    ) -> Option<(u64, String)> {
+        let header_end = LOG_HEADER_LEN as u64;
+        let len = bytes.len() as u64;
+        let failed_or_ended = |whole_end: u64| match fault {
+            Some(fault) => fault.to_owned(),
+            None => format!(
+                "the generation ends at byte {len}, before the {whole_end} bytes it was written \
+                 with"
+            ),
+        };
+        if self.report.n_frames == 0 && version_damaged(bytes, self.log_version) {
+            return Some((
+                8,
+                format!(
+                    "its header names manifest format {}, but its first frame is a preamble, \
+                     which only format {LOG_VERSION} holds: the header is damaged",
+                    self.log_version
+                ),
+            ));
+        }
+        match written_whole(generation, self.log_version, first) {
+            WrittenWhole::Header => None,
+            WrittenWhole::FirstFrame => (self.report.n_frames == 0).then(|| {
+                let what = "its snapshot's first frame, which a rewrite writes whole";
+                (
+                    header_end,
+                    fault.map_or_else(
+                        || format!("the generation ends before {what}"),
+                        str::to_owned,
+                    ),
+                )
+            }),
+            WrittenWhole::Through(whole_end) if trusted_len < whole_end => {
+                Some((trusted_len, failed_or_ended(whole_end)))
+            }
+            WrittenWhole::Through(whole_end) => (!frame_ends.contains(&whole_end)).then(|| {
+                (
+                    header_end,
+                    format!(
+                        "its preamble says the first {whole_end} bytes were written whole, and \
+                         no frame ends there"
+                    ),
+                )
+            }),
+            WrittenWhole::PreambleLost => Some((
+                header_end,
+                match (fault, self.report.n_frames) {
+                    (Some(fault), 0) => fault.to_owned(),
+                    (None, 0) => "the generation ends after its header, before the preamble a \
+                                  generation above 1 begins with"
+                        .to_owned(),
+                    _ => "its first frame is not the preamble a generation above 1 begins with"
+                        .to_owned(),
+                },
+            )),
+        }
+    }
+
+    /// The refusal of damage in the part of a generation written whole, with the way back a
+    /// repair has from it (which, on this refusal alone, reads the generation it was taken
+    /// from, or the segment files a cut would lose rows of).
+    fn whole_damage(
+        vfs: &dyn Vfs,
+        damage: &Damaged<'_>,
+        fault: String,
+        prefix: &Catalog,
+    ) -> RecoverError {
+        let later = scan_frames(damage.bytes, damage.offset + 1);
+        let way_back = match rebuild(vfs, damage) {
+            Ok(Ok(rebuilt)) => rebuilt.way_back,
+            Ok(Err(why)) => WayBack::Cut { why },
+            Err(error) => return error,
+        };
+        let lost = if matches!(way_back, WayBack::Cut { .. }) {
+            match crate::loss::assess(vfs, prefix, &later) {
+                Ok(lost) => lost,
+                Err(error) => return error,
+            }
+        } else {
+            BTreeMap::new()
+        };
+        RecoverError::ManifestCorrupt(Box::new(Corruption {
+            file: manifest_name(damage.generation),
+            offset: damage.offset,
+            fault,
+            manifest_len: damage.bytes.len() as u64,
+            later,
+            lost,
+            whole: Some(WholeDamage {
+                whole_len: damage.preamble.map(|p| p.whole_len),
+                header: damage.header,
+                way_back,
+            }),
+        }))
+    }
+
+    /// Every manifest generation below the current one goes to quarantine as superseded (what a
+    /// crashed rewrite leaves), except the one the current one's snapshot was taken from.
+    fn plan_superseded(
+        &mut self,
+        vfs: &dyn Vfs,
+        root: &[DirEntry],
+        generations: &[u32],
+        generation: u32,
+    ) -> Result<(), RecoverError> {
+        // The generation the current one's snapshot was taken from stays, as long as it is still
+        // the length the preamble records (a repair checks its crc32c before it uses it): it is the
+        // way back should the current one's snapshot be damaged. Any other is a crash's leftover.
+        let previous = self
+            .preamble
+            .and_then(|p| p.replaces)
+            .filter(|replaced| replaced.generation < generation)
+            .filter(|replaced| {
+                root.iter()
+                    .any(|e| !e.is_dir && parse_manifest_name(&e.name) == Some(replaced.generation))
+                    && vfs.len(&manifest_name(replaced.generation)).ok() == Some(replaced.end)
+            })
+            .map(|replaced| replaced.generation);
+        self.report.previous = previous;
+        for &old in generations
+            .iter()
+            .filter(|&&g| g != generation && Some(g) != previous)
+        {
+            let name = manifest_name(old);
+            let reason = format!("generation {generation} superseded it");
+            self.quarantine(
+                vfs,
+                FindingKind::SupersededManifest,
+                &name,
+                "root-",
+                &reason,
+            )?;
+        }
+        Ok(())
     }
 
     /// Heal before claim: the tail goes to quarantine (unless an identical copy is already

@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
 use strata_index::{
-    Catalog, Entry, FRAME_BODY_MAX, FileName, LINEAGE_STATES_DEFAULT, Record, parse_log,
-    split_record, validate_label,
+    Catalog, Entry, FRAME_BODY_MAX, FileName, LINEAGE_STATES_DEFAULT, LOG_VERSION, Record,
+    check_header, parse_log, preamble_of, split_record, validate_label,
 };
 use strata_segment::names::{
     MANIFEST_GENERATION_MAX, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name,
@@ -35,12 +35,13 @@ use strata_segment::names::{
 use strata_segment::vfs::Vfs;
 use strata_segment::{ManifestWriter, SegmentReader, read_manifest};
 
-use crate::corruption::Corruption;
+use crate::corruption::{Corruption, recorded_high};
 use crate::error::RecoverError;
 use crate::heal::heal;
 use crate::plan::{LOCK_FILE, inspect, inspect_up_to, same_bytes};
 use crate::report::Report;
 use crate::stray::{STRAY_PREFIX, StrayGeneration, StrayManifests};
+use crate::whole_part::{Damaged, WayBack, WholeDamage, rebuild};
 
 /// What a repair found and did.
 #[derive(Debug)]
@@ -67,6 +68,9 @@ pub struct Cut {
     pub files_read: Vec<FileHolds>,
     /// Files that could not be read as segments (torn temps, tails): listed, not used.
     pub files_unreadable: Vec<String>,
+    /// How the store was rebuilt from what survived damage in the part written whole; `None`
+    /// when the trusted prefix was kept and the rest cut.
+    pub rebuilt: Option<WayBack>,
 }
 
 /// A manifest generation a repair sets aside: it is above the store's whole one and is not a
@@ -112,6 +116,9 @@ pub struct CutPlan {
     pub files_read: Vec<FileHolds>,
     /// Files that could not be read as segments.
     pub files_unreadable: Vec<String>,
+    /// When the damage lay in the part written whole and something survived to rebuild the
+    /// store from: how it is rebuilt (`None`: the prefix is kept and the rest cut).
+    pub rebuilt: Option<WayBack>,
 }
 
 /// Plans the repair of a store that boot refuses because its manifest history is damaged, or
@@ -136,13 +143,20 @@ pub fn plan_repair(vfs: &dyn Vfs) -> Result<RepairPlan, RecoverError> {
     Ok(RepairPlan { set_aside, cut })
 }
 
-/// Plans the cut of damaged history: the trusted prefix's state plus the repair record.
+/// Plans the mending of damaged history: the state rebuilt from what survives in the part
+/// written whole ([`WayBack`]), or else the trusted prefix's state, plus the repair record.
 fn plan_cut(vfs: &dyn Vfs, corruption: Corruption) -> Result<CutPlan, RecoverError> {
     let generation =
         parse_manifest_name(&corruption.file).ok_or_else(|| RecoverError::RepairRefused {
             reason: format!("{} is not a manifest name", corruption.file),
         })?;
     let bytes = read_manifest(vfs, generation)?;
+    if let Some(whole) = &corruption.whole
+        && !matches!(whole.way_back, WayBack::Cut { .. })
+    {
+        let whole = whole.clone();
+        return plan_rebuild(vfs, corruption, &whole, generation, &bytes);
+    }
     let prefix_len = usize::try_from(corruption.offset)
         .unwrap_or(usize::MAX)
         .min(bytes.len());
@@ -155,7 +169,116 @@ fn plan_cut(vfs: &dyn Vfs, corruption: Corruption) -> Result<CutPlan, RecoverErr
                 reason: format!("the trusted prefix no longer replays: {e}"),
             })?;
     }
+    let cut_high = corruption.recorded_high();
+    let cut_names = corruption.name_high();
+    let lost: Vec<(String, u64)> = corruption
+        .losses()
+        .iter()
+        .filter_map(|(stream, loss)| loss.positions.map(|[_, hi]| (stream.clone(), hi)))
+        .collect();
+    let fenced = fence_record(vfs, &catalog, cut_high.into_iter().chain(lost), cut_names)?;
+    Ok(CutPlan {
+        corruption,
+        generation,
+        catalog,
+        prefix: bytes[..prefix_len].to_vec(),
+        record: fenced.record,
+        fences: fenced.fences,
+        files_read: fenced.evidence.read,
+        files_unreadable: fenced.evidence.unreadable,
+        rebuilt: None,
+    })
+}
 
+/// Plans a rebuild from what survives damage in the part written whole: nothing is cut but what
+/// lies past a second failure, whose positions (and those of every unclaimed file) are fenced.
+fn plan_rebuild(
+    vfs: &dyn Vfs,
+    corruption: Corruption,
+    whole: &WholeDamage,
+    generation: u32,
+    bytes: &[u8],
+) -> Result<CutPlan, RecoverError> {
+    let log_version = if whole.header {
+        LOG_VERSION
+    } else {
+        check_header(bytes).unwrap_or(LOG_VERSION)
+    };
+    let preamble = if whole.header {
+        None
+    } else {
+        parse_log(bytes)
+            .records
+            .first()
+            .and_then(preamble_of)
+            .copied()
+    };
+    let damaged = Damaged {
+        generation,
+        bytes,
+        log_version,
+        offset: corruption.offset,
+        preamble,
+        header: whole.header,
+    };
+    // Inspection found this way back a moment ago, under the same lock.
+    let rebuilt = rebuild(vfs, &damaged)?.map_err(|why| RecoverError::RepairRefused {
+        reason: format!("the way back inspection found is gone: {why}"),
+    })?;
+    let (record, fences, evidence) = if rebuilt.beyond.is_empty() {
+        // Every record is back: nothing to fence, and the watermarks are the records' own.
+        (Record::default(), BTreeMap::new(), Evidence::default())
+    } else {
+        let cut_names = rebuilt
+            .beyond
+            .iter()
+            .flat_map(|f| &f.record.entries)
+            .filter_map(|e| match e {
+                Entry::AddFile(file) | Entry::Merge { file, .. } => Some(file.name),
+                Entry::NameHigh(name) => Some(*name),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let fenced = fence_record(
+            vfs,
+            &rebuilt.catalog,
+            recorded_high(&rebuilt.beyond),
+            cut_names,
+        )?;
+        (fenced.record, fenced.fences, fenced.evidence)
+    };
+    Ok(CutPlan {
+        corruption,
+        generation,
+        catalog: rebuilt.catalog,
+        prefix: bytes[..rebuilt.kept_len.min(bytes.len())].to_vec(),
+        record,
+        fences,
+        files_read: evidence.read,
+        files_unreadable: evidence.unreadable,
+        rebuilt: Some(rebuilt.way_back),
+    })
+}
+
+/// A repair record and what it was made from.
+struct Fenced {
+    record: Record,
+    fences: BTreeMap<String, u64>,
+    evidence: Evidence,
+}
+
+/// The record a repair appends to `catalog` (the state it keeps) so that no position that was
+/// ever acknowledged is assigned again: a fence per stream at the highest position in
+/// `recorded` (what the records it cannot keep say) or in any segment file `catalog` does not
+/// claim, the watermark of each stream still declared raised to it, and the highest name raised
+/// above `cut_names` and every unclaimed file.
+fn fence_record(
+    vfs: &dyn Vfs,
+    catalog: &Catalog,
+    recorded: impl IntoIterator<Item = (String, u64)>,
+    cut_names: FileName,
+) -> Result<Fenced, RecoverError> {
     let mut fences: BTreeMap<String, u64> = BTreeMap::new();
     let mut raise = |stream: &str, position: u64| {
         // Only a legal stream id can be fenced (or ever declared); a file naming anything else
@@ -166,15 +289,10 @@ fn plan_cut(vfs: &dyn Vfs, corruption: Corruption) -> Result<CutPlan, RecoverErr
         let fence = fences.entry(stream.to_owned()).or_insert(position);
         *fence = (*fence).max(position);
     };
-    for (stream, hi) in corruption.recorded_high() {
+    for (stream, hi) in recorded {
         raise(&stream, hi);
     }
-    for (stream, loss) in corruption.losses() {
-        if let Some([_, hi]) = loss.positions {
-            raise(stream, hi);
-        }
-    }
-    let evidence = read_evidence(vfs, &catalog)?;
+    let evidence = read_evidence(vfs, catalog)?;
     for (stream, hi) in &evidence.highest {
         raise(stream, *hi);
     }
@@ -192,19 +310,14 @@ fn plan_cut(vfs: &dyn Vfs, corruption: Corruption) -> Result<CutPlan, RecoverErr
             position: fence,
         });
     }
-    let name_high = corruption.name_high().max(evidence.name_high);
+    let name_high = cut_names.max(evidence.name_high);
     if name_high > catalog.name_high() {
         entries.push(Entry::NameHigh(name_high.min(FileName::MAX - 1)));
     }
-    Ok(CutPlan {
-        corruption,
-        generation,
-        catalog,
-        prefix: bytes[..prefix_len].to_vec(),
+    Ok(Fenced {
         record: Record { entries },
         fences,
-        files_read: evidence.read,
-        files_unreadable: evidence.unreadable,
+        evidence,
     })
 }
 
@@ -318,13 +431,15 @@ fn write_cut(vfs: &dyn Vfs, plan: CutPlan) -> Result<Cut, RecoverError> {
         catalog.snapshot_after(plan.generation, &plan.prefix, LINEAGE_STATES_DEFAULT),
         FRAME_BODY_MAX / 2,
     );
-    drop(ManifestWriter::create(vfs, next, &records)?);
+    // Taken from no whole generation (the one it mends is damaged), so it names none to keep.
+    drop(ManifestWriter::create(vfs, next, None, &records)?);
     Ok(Cut {
         corruption: plan.corruption,
         generation: next,
         fences: plan.fences,
         files_read: plan.files_read,
         files_unreadable: plan.files_unreadable,
+        rebuilt: plan.rebuilt,
     })
 }
 
@@ -359,6 +474,7 @@ fn keep_leftover_temp(vfs: &dyn Vfs, name: &str) -> Result<(), RecoverError> {
 }
 
 /// What the files no trusted record claims say about positions and names.
+#[derive(Default)]
 struct Evidence {
     /// Per stream, the highest position any of them holds.
     highest: BTreeMap<String, u64>,

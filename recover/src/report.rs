@@ -122,7 +122,8 @@ impl fmt::Display for Action {
             Action::KeepUnreadable => f.write_str("keep in place; reads are Unreadable"),
             Action::Leave => f.write_str("leave in place"),
             Action::RefuseUntilRepaired => f.write_str(
-                "refuse to open; `engine-fsck repair STORE --yes` cuts it, keeping every byte",
+                "refuse to open; `engine-fsck repair STORE --yes` repairs it as the reason says, \
+                 keeping every byte",
             ),
             Action::RefuseUntilSetAside { to } => write!(
                 f,
@@ -176,6 +177,11 @@ pub struct Report {
     pub trusted_len: u64,
     /// Frames in the trusted prefix.
     pub n_frames: usize,
+    /// The generation kept beside the current one: the one its snapshot was taken from, which a
+    /// repair takes it again from should it be damaged. `None` for a generation taken from none
+    /// (the store's first, a repair's, an earlier build's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u32>,
     /// What boot found.
     pub findings: Vec<Finding>,
     /// Whether the changes the findings' actions name were left undone: a read-only open

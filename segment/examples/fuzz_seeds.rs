@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use strata_index::{
     Entry, FieldDecl, FieldKind, LadderSpec, Lineage, Record, StreamDecl, TrackKey, encode_frame,
-    log_header,
+    generation_bytes, log_header, whole_state,
 };
 use strata_levels::{Ladder, Num, NumKind};
 use strata_segment::{ColumnData, FieldCells, PartitionInput, SegmentWriter, VarData};
@@ -40,6 +40,7 @@ fn main() -> std::io::Result<()> {
         &merged_segment().bytes,
     )?;
     write_new(root.join("manifest/lineage-v2.log"), &lineage_manifest())?;
+    write_new(root.join("manifest/preamble-v3.log"), &preamble_manifest())?;
     std::fs::create_dir_all(root.join("packed"))?;
     for (name, bytes) in strata_segment::fuzzing::packed_seeds() {
         write_new(root.join("packed").join(name), &bytes)?;
@@ -113,6 +114,29 @@ fn lineage_manifest() -> Vec<u8> {
     log.extend_from_slice(&encode_frame(&Record {
         entries: vec![Entry::NameHigh(3), Entry::Lineage(lineage)],
     }));
+    log.extend_from_slice(&encode_frame(&Record {
+        entries: vec![Entry::NameHigh(4)],
+    }));
+    log
+}
+
+/// A manifest of format 3 as a rewrite writes it, then appended to: generation 2, beginning with
+/// the preamble that names generation 1 (its length and crc32c) and says where the part
+/// written whole ends, a snapshot frame, and one frame appended after it (the fixture of
+/// format 3).
+fn preamble_manifest() -> Vec<u8> {
+    let mut before = log_header().to_vec();
+    before.extend_from_slice(&encode_frame(&Record {
+        entries: vec![Entry::NameHigh(3)],
+    }));
+    let lineage = Lineage::default().extended(1, &before, 16);
+    let mut log = generation_bytes(
+        2,
+        Some(whole_state(1, &before)),
+        &[Record {
+            entries: vec![Entry::NameHigh(3), Entry::Lineage(lineage)],
+        }],
+    );
     log.extend_from_slice(&encode_frame(&Record {
         entries: vec![Entry::NameHigh(4)],
     }));

@@ -3,10 +3,12 @@
 //! A store's manifest lives in its root as `manifest-NNNNNN`; `NNNNNN` is its generation. A new
 //! generation (a snapshot of live state, written when the log grows past a threshold) is written
 //! two-phase like any file, so the highest generation present is always complete: that is the
-//! current one. Only after it is durable under its final name is the previous one removed.
-//! `docs/format.md` has the byte layout (the codec itself lives in `strata-index`).
+//! current one. Its preamble names the generation it was taken from, which stays beside it as the
+//! way back should the new one's snapshot be damaged; only the generation before that one is
+//! removed, once the new one is durable under its final name. `docs/format.md` has the byte
+//! layout (the codec itself lives in `strata-index`).
 
-use strata_index::{Record, encode_frame, log_header};
+use strata_index::{ManifestState, Record, encode_frame, generation_bytes};
 
 use crate::error::SegmentError;
 use crate::names::{
@@ -59,16 +61,16 @@ pub struct ManifestWriter {
 
 impl ManifestWriter {
     /// Writes a new manifest generation holding `records` (two-phase, so it appears whole or not
-    /// at all) and opens it for appending. The caller removes older generations afterwards.
+    /// at all) and opens it for appending. Above generation 1 it begins with a preamble naming
+    /// `replaces`, the generation whose bytes the records were taken from (if any), and how much
+    /// of it is written whole. The caller removes older generations afterwards.
     pub fn create(
         vfs: &dyn Vfs,
         generation: u32,
+        replaces: Option<ManifestState>,
         records: &[Record],
     ) -> Result<ManifestWriter, SegmentError> {
-        let mut bytes = log_header().to_vec();
-        for record in records {
-            bytes.extend_from_slice(&encode_frame(record));
-        }
+        let bytes = generation_bytes(generation, replaces, records);
         let path = write_two_phase(vfs, "", &manifest_name(generation), &bytes)?;
         // The root was synced by the two-phase write; the new name is durable.
         ManifestWriter::open(vfs, generation, bytes.len() as u64).map_err(|e| match e {
@@ -152,13 +154,21 @@ impl ManifestWriter {
     }
 }
 
-/// Replaces the manifest of generation `current` with generation `current + 1` holding
-/// `snapshot` (the live state as records), then removes the old one.
+/// Replaces the manifest generation `replaced` names (its whole bytes, as the snapshot was taken
+/// from them) with the next generation holding `snapshot` (the live state as records).
+///
+/// The replaced generation stays: it is the new one's way back, from which a repair takes the
+/// snapshot again should the new one's be damaged (its preamble names it, with the length and
+/// crc32c it has). The one before it, the way back of a generation now superseded, is removed
+/// once the new one is durable. A crash anywhere leaves either the replaced generation current,
+/// or the new one current with the replaced one beside it (and perhaps the one before, which
+/// boot quarantines): never a current generation without the bytes its snapshot was taken from.
 pub fn rewrite_manifest(
     vfs: &dyn Vfs,
-    current: u32,
+    replaced: ManifestState,
     snapshot: &[Record],
 ) -> Result<ManifestWriter, SegmentError> {
+    let current = replaced.generation;
     let next = current + 1;
     if next > MANIFEST_GENERATION_MAX {
         let path = manifest_name(current);
@@ -168,10 +178,14 @@ pub fn rewrite_manifest(
             "manifest generations exhausted",
         ));
     }
-    let writer = ManifestWriter::create(vfs, next, snapshot)?;
-    let old = manifest_name(current);
-    vfs.remove(&old).map_err(|e| SegmentError::io(&old, e))?;
-    vfs.sync_dir("").map_err(|e| SegmentError::io("", e))?;
+    let writer = ManifestWriter::create(vfs, next, Some(replaced), snapshot)?;
+    if let Some(before) = current.checked_sub(1).filter(|&g| g > 0) {
+        let old = manifest_name(before);
+        if vfs.exists(&old).map_err(|e| SegmentError::io(&old, e))? {
+            vfs.remove(&old).map_err(|e| SegmentError::io(&old, e))?;
+            vfs.sync_dir("").map_err(|e| SegmentError::io("", e))?;
+        }
+    }
     Ok(writer)
 }
 
@@ -182,5 +196,5 @@ pub fn create_store(vfs: &dyn Vfs, records: &[Record]) -> Result<ManifestWriter,
         vfs.create_dir(dir).map_err(|e| SegmentError::io(dir, e))?;
     }
     vfs.sync_dir("").map_err(|e| SegmentError::io("", e))?;
-    ManifestWriter::create(vfs, 1, records)
+    ManifestWriter::create(vfs, 1, None, records)
 }

@@ -27,7 +27,7 @@ use std::pin::pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
-use strata::index::{Tier, TrackKey};
+use strata::index::{Tier, TrackKey, parse_log, preamble_of, whole_state};
 use strata::recover::{Action, FindingKind};
 use strata::segment::names::NAME_DIGITS;
 use strata::segment::vfs::{RenameMode, SimFs, Vfs};
@@ -354,6 +354,37 @@ fn generation(names: &[String]) -> u32 {
         .filter_map(|n| n.strip_prefix("manifest-")?.parse().ok())
         .max()
         .unwrap()
+}
+
+/// A current generation taken from another has that one beside it, holding the bytes its
+/// preamble records (length and crc32c): the way back a repair takes should the current one's
+/// snapshot be damaged. Whatever a crash interrupted, a boot never leaves a rewritten
+/// generation without it.
+fn way_back_kept(image: &SimFs) -> Result<(), String> {
+    let current = generation(&manifests(image));
+    let name = format!("manifest-{current:06}");
+    let bytes = image
+        .live_bytes(&name)
+        .ok_or(format!("{name} is not readable"))?;
+    let parsed = parse_log(&bytes);
+    let Some(replaced) = parsed
+        .records
+        .first()
+        .and_then(preamble_of)
+        .and_then(|p| p.replaces)
+    else {
+        return Ok(());
+    };
+    let kept = format!("manifest-{:06}", replaced.generation);
+    match image.live_bytes(&kept) {
+        Some(bytes) if whole_state(replaced.generation, &bytes) == replaced => Ok(()),
+        Some(_) => Err(format!(
+            "{kept}, the way back {name}'s preamble names, is not the bytes it records"
+        )),
+        None => Err(format!(
+            "{kept}, the way back {name}'s preamble names, is gone after boot"
+        )),
+    }
 }
 
 pub fn manifests(fs: &SimFs) -> Vec<String> {
@@ -1046,6 +1077,9 @@ fn check_image(
         counts.evidence += 1;
     }
     let booted = boot(scenario, probe, point, image, &kept);
+    if let Err(why) = way_back_kept(image) {
+        point.fail(&why);
+    }
     let heal_ops = image.ops();
     let idx = booted.idx;
     if let Some(uncrashed) = uncrashed {
@@ -1190,7 +1224,7 @@ pub fn run_and_census(test: &'static str, scenario: &Scenario, heal_depth: usize
             let known = crate::scenarios::scenarios()
                 .iter()
                 .any(|(_, s)| s.name == first)
-                || ["boot-heal", "repair"].contains(&first);
+                || ["boot-heal", "repair", "rebuild"].contains(&first);
             assert!(known, "STRATA_CRASH_ONLY={only} names no scenario");
             assert!(
                 !names_crash(&only, scenario.name) || counts.distinct > 0,

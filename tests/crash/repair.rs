@@ -10,7 +10,10 @@
 //!
 //! The damage is the one input here not made by a crash: no crash of an append can leave good
 //! frames after a bad one, which is what a repair is for; a bit flipped in an acknowledged
-//! barrier's frame (a bad sector) is what the repair's operator meets.
+//! barrier's frame (a bad sector) is what the repair's operator meets. Two damages are repaired:
+//! one in the history of an appended generation, which the repair cuts (keeping the trusted
+//! prefix's rows and fencing the rest), and one in the snapshot of a rewritten generation, which
+//! the repair rebuilds from the generation the snapshot was taken from (keeping every row).
 
 use std::error::Error;
 use std::io;
@@ -46,25 +49,53 @@ const REPAIR: Scenario = Scenario {
 /// barriers beneath `DAMAGED_FRAME - 1`.
 const DAMAGED_FRAME: usize = 3;
 
-/// A store of the fixture whose manifest has a byte flipped inside frame `DAMAGED_FRAME`'s
-/// body, with good frames after it (damaged history), as a fresh image; and the damaged
-/// manifest's name and bytes.
-fn damaged(mode: RenameMode) -> (SimFs, String, Vec<u8>) {
+/// What the repair meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Damage {
+    /// A byte flipped inside frame `DAMAGED_FRAME`'s body of generation 1, with good frames
+    /// after it: damaged history, cut.
+    History,
+    /// A byte flipped inside the snapshot frame of generation 2, which a checkpoint wrote with
+    /// generation 1 kept beside it: rebuilt from generation 1.
+    Snapshot,
+}
+
+const DAMAGES: [Damage; 2] = [Damage::History, Damage::Snapshot];
+
+/// A store of the fixture whose manifest has a byte flipped as `damage` says, as a fresh image;
+/// and the damaged manifest's name and bytes.
+fn damaged(mode: RenameMode, damage: Damage) -> (SimFs, String, Vec<u8>) {
     let fs = SimFs::with_rename_mode(mode);
-    let mut store = Store::create_in(sim(&fs), Config::default(), &[decl()]).unwrap();
+    let config = match damage {
+        Damage::History => Config::default(),
+        Damage::Snapshot => Config::default()
+            .compact_files_max(2)
+            .compact_inputs_min(2)
+            .compact_inputs_max(4),
+    };
+    let mut store = Store::create_in(sim(&fs), config, &[decl()]).unwrap();
     fill(&mut store, 0..=N_PREFILL - 1, &PREFILL_TRACKS);
+    if damage == Damage::Snapshot {
+        while store.compact_step().unwrap().is_some() {}
+        assert!(store.checkpoint().unwrap(), "the checkpoint rewrites");
+    }
     drop(store);
     let manifest = manifests(&fs).pop().unwrap();
     let mut bytes = fs.read(&manifest).unwrap();
-    // Walk the frames (16-byte header; each frame an 8-byte head, `len` le u32 first).
+    // Walk the frames (16-byte header; each frame an 8-byte head, `len` le u32 first). A
+    // rewritten generation's first frame is its preamble; its second, the snapshot.
+    let damaged_frame = match damage {
+        Damage::History => DAMAGED_FRAME,
+        Damage::Snapshot => 1,
+    };
     let mut offset = 16;
-    for _ in 0..DAMAGED_FRAME {
+    for _ in 0..damaged_frame {
         let len = u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap());
         offset += 8 + len as usize;
     }
     assert!(
         offset + 8 + 6 < bytes.len(),
-        "frame {DAMAGED_FRAME} is not in the manifest"
+        "frame {damaged_frame} is not in the manifest"
     );
     bytes[offset + 8 + 5] ^= 0x40;
     fs.remove(&manifest).unwrap();
@@ -81,9 +112,14 @@ fn damaged(mode: RenameMode) -> (SimFs, String, Vec<u8>) {
     (image, manifest, bytes)
 }
 
-/// The rows the trusted prefix holds, from the fixture.
-fn prefix_rows() -> Vec<Vec<Value>> {
-    (0..DAMAGED_FRAME as u64 - 1)
+/// The rows the repaired store holds, from the fixture: the trusted prefix's for a cut, every
+/// prefilled row for a rebuild.
+fn repaired_rows(damage: Damage) -> Vec<Vec<Value>> {
+    let kept = match damage {
+        Damage::History => DAMAGED_FRAME as u64 - 1,
+        Damage::Snapshot => N_PREFILL,
+    };
+    (0..kept)
         .flat_map(|p| rows_at(p, &PREFILL_TRACKS))
         .collect()
 }
@@ -104,7 +140,7 @@ fn caused_by(error: &(dyn Error + 'static), fault: Fault) -> bool {
 
 /// The uncrashed repair of `damaged`: its operations, and the state (and the answers after the
 /// next barrier) of the store it leaves.
-fn repair_probe(damaged: &SimFs) -> Probe {
+fn repair_probe(damaged: &SimFs, damage: Damage) -> Probe {
     let fs = damaged.crash();
     let logged = Logged::new(&fs);
     let start = fs.ops();
@@ -124,8 +160,8 @@ fn repair_probe(damaged: &SimFs) -> Probe {
         .collect();
     assert_eq!(
         rows,
-        prefix_rows(),
-        "the repair keeps the trusted prefix's rows"
+        repaired_rows(damage),
+        "{damage:?}: the repair keeps the rows it can know"
     );
     store
         .publish(STREAM, NEXT, &rows_at(NEXT, &PREFILL_TRACKS))
@@ -174,6 +210,25 @@ fn repair_image(
 
 #[test]
 fn repair_crashed_at_every_operation() {
+    crash_every_operation(
+        "repair_crashed_at_every_operation",
+        Damage::History,
+        "repair",
+    );
+}
+
+/// The rebuild of a rewritten generation's damaged snapshot from the generation it was taken
+/// from, crashed at every operation, as the cut is above.
+#[test]
+fn rebuild_crashed_at_every_operation() {
+    crash_every_operation(
+        "rebuild_crashed_at_every_operation",
+        Damage::Snapshot,
+        "rebuild",
+    );
+}
+
+fn crash_every_operation(test: &'static str, damage: Damage, scenario: &'static str) {
     let (mut refused_then_repaired, mut repaired) = (0, 0);
     let mut counts = Counts {
         heal_images: vec![0],
@@ -181,15 +236,15 @@ fn repair_crashed_at_every_operation() {
         ..Counts::default()
     };
     for mode in MODES {
-        let (damaged, _, bytes) = damaged(mode);
-        let probe = repair_probe(&damaged);
+        let (damaged, _, bytes) = damaged(mode, damage);
+        let probe = repair_probe(&damaged, damage);
         counts.ops.push(format!("{} ({mode:?})", probe.n_ops));
         for k in 0..probe.n_ops {
             let crashed = damaged.crash();
             crashed.crash_at(k);
             let point = Point {
-                test: "repair_crashed_at_every_operation",
-                scenario: "repair",
+                test,
+                scenario,
                 mode,
                 k,
                 n_ops: probe.n_ops,
@@ -230,17 +285,21 @@ fn repair_crashed_at_every_operation() {
         }
     }
     census(&format!(
-        "crash repair: operations {}; {} crash points, {} images, {} distinct booted (the \
+        "crash {scenario}: operations {}; {} crash points, {} images, {} distinct booted (the \
          damaged generation still current, repaired again: {refused_then_repaired}; the new \
          generation complete: {repaired}); crashes inside boot's heal: images {:?}, distinct \
          booted {:?}; answers compared with the uncrashed repair's, there and after the next \
-         barrier (the model has no repair), rows with the trusted prefix's",
+         barrier (the model has no repair), rows with {}",
         counts.ops.join(", "),
         counts.points,
         counts.images,
         counts.distinct,
         counts.heal_images,
         counts.heal_crashes,
+        match damage {
+            Damage::History => "the trusted prefix's",
+            Damage::Snapshot => "every acknowledged row",
+        },
     ));
     crate::total(crate::Total {
         scenarios: 1,
@@ -252,8 +311,8 @@ fn repair_crashed_at_every_operation() {
     });
     if let Ok(only) = std::env::var("STRATA_CRASH_ONLY") {
         assert!(
-            !names_crash(&only, "repair") || counts.distinct > 0,
-            "STRATA_CRASH_ONLY={only} selects no crash point of the repair"
+            !names_crash(&only, scenario) || counts.distinct > 0,
+            "STRATA_CRASH_ONLY={only} selects no crash point of the {scenario}"
         );
     } else {
         assert!(refused_then_repaired > 0 && repaired > 0);
@@ -270,14 +329,18 @@ fn repair_crashed_at_every_operation() {
 #[test]
 fn io_faults_inside_repair() {
     let (mut injected, mut reopened, mut refused) = (0, 0, 0);
-    for mode in MODES {
-        let (damaged, _, bytes) = damaged(mode);
-        let probe = repair_probe(&damaged);
+    for (mode, damage) in MODES.into_iter().flat_map(|m| DAMAGES.map(|d| (m, d))) {
+        let (damaged, _, bytes) = damaged(mode, damage);
+        let probe = repair_probe(&damaged, damage);
+        let scenario = match damage {
+            Damage::History => "repair",
+            Damage::Snapshot => "rebuild",
+        };
         for k in 0..probe.n_ops {
             for (name, fault) in [("fault-eio", Fault::Eio), ("fault-enospc", Fault::Enospc)] {
                 let point = Point {
                     test: "io_faults_inside_repair",
-                    scenario: "repair",
+                    scenario,
                     mode,
                     k,
                     n_ops: probe.n_ops,
@@ -327,8 +390,8 @@ fn io_faults_inside_repair() {
         }
     }
     census(&format!(
-        "faults repair: {injected} injected (EIO, ENOSPC at each operation of the repair, both \
-         rename modes); each failed the repair with its error; {reopened} reopens (same disk \
+        "faults repair: {injected} injected (EIO, ENOSPC at each operation of the repair, of a \
+         cut and of a rebuild, both rename modes); each failed the repair with its error; {reopened} reopens (same disk \
          and power-cut image) checked, {refused} of them refused and repaired again"
     ));
     if std::env::var("STRATA_CRASH_ONLY").is_err() {

@@ -104,6 +104,18 @@ fn model_fill_packed(model: &mut strata::MemorySeries) {
     }
 }
 
+/// Compacts, rewrites the manifest (generation 2, with generation 1 kept beside it), then grows
+/// it past twice its snapshot with frames that change no answer (name reservations), so that
+/// the next checkpoint rewrites it again.
+fn rewritten_and_grown(store: &mut Store) {
+    while store.compact_step().unwrap().is_some() {}
+    assert!(store.checkpoint().unwrap(), "the first checkpoint rewrites");
+    // Far above any name the fixture issues, so that each reservation writes a frame.
+    for name in 1_000_000..1_000_300 {
+        assert!(store.reserve_names(name).unwrap());
+    }
+}
+
 macro_rules! scenarios {
     ($($test:ident: $scenario:expr,)*) => {
         /// Every scenario, by the name of its test.
@@ -160,6 +172,22 @@ scenarios! {
         // Compaction's records make the manifest more than twice its snapshot, so the
         // checkpoint rewrites it (`compact()` would checkpoint itself).
         prepare: |store| while store.compact_step().unwrap().is_some() {},
+        model_prepare: |_| {},
+        op: |store| store.checkpoint().map(drop),
+        steps: |store, seen| {
+            store.checkpoint().unwrap();
+            seen(store);
+        },
+        effect: Effect::Unchanged,
+        retires: false,
+        rewrites: true,
+    },
+    // A rewrite of a rewritten generation: the generation it replaces stays beside the new
+    // one as its way back, and the one that generation replaced is removed.
+    checkpoint_again: Scenario {
+        name: "checkpoint-again",
+        config: compacting,
+        prepare: rewritten_and_grown,
         model_prepare: |_| {},
         op: |store| store.checkpoint().map(drop),
         steps: |store, seen| {

@@ -810,8 +810,8 @@ fn a_snapshot_past_the_rewrite_threshold_is_not_rewritten_after_every_barrier() 
     let names: Vec<String> = fs.list("").unwrap().into_iter().map(|e| e.name).collect();
     let generation: u32 = names
         .iter()
-        .find_map(|n| n.strip_prefix("manifest-"))
-        .and_then(|g| g.parse().ok())
+        .filter_map(|n| n.strip_prefix("manifest-")?.parse().ok())
+        .max()
         .unwrap();
     // Doubling from one barrier's frame to 200: about log2(200) = 8 rewrites, never 200.
     assert!((3..=16).contains(&generation), "generation {generation}");
@@ -841,9 +841,12 @@ fn a_manifest_past_its_rewrite_threshold_is_rewritten_as_a_snapshot_and_boots_th
             .iter()
             .filter(|n| n.starts_with("manifest-"))
             .collect();
-        // Rewrites happened (the threshold is one byte), and only the newest generation is left.
-        assert_eq!(manifests.len(), 1, "{names:?}");
-        assert_ne!(manifests[0], "manifest-000001", "{names:?}");
+        // Rewrites happened (the threshold is one byte), and only the newest generation is left,
+        // with the one its snapshot was taken from beside it (its way back).
+        assert_eq!(manifests.len(), 2, "{names:?}");
+        assert_ne!(manifests[1], "manifest-000001", "{names:?}");
+        let current: u32 = manifests[1]["manifest-".len()..].parse().unwrap();
+        assert_eq!(*manifests[0], format!("manifest-{:06}", current - 1));
         let store = Store::open_in(sim(&fs), config, &[]).unwrap();
         assert!(
             store.boot_report().is_clean(),
@@ -1064,7 +1067,8 @@ fn each_rewrite_keeps_the_newest_states_of_the_generations_it_replaced_up_to_the
         let name = names
             .iter()
             .map(|e| e.name.clone())
-            .find(|n| n.starts_with("manifest-"))
+            .filter(|n| n.starts_with("manifest-"))
+            .max()
             .unwrap();
         let generation: u32 = name["manifest-".len()..].parse().unwrap();
         let bytes = fs.read(&name).unwrap();
@@ -1073,7 +1077,10 @@ fn each_rewrite_keeps_the_newest_states_of_the_generations_it_replaced_up_to_the
             store.checkpoint().unwrap(),
             "a rewrite of generation {generation}"
         );
-        assert!(!fs.exists(&name).unwrap(), "{name} was replaced");
+        // Replaced, and kept beside its successor as its way back; the one before it is gone.
+        assert!(fs.exists(&name).unwrap(), "{name} is kept");
+        let before = format!("manifest-{:06}", generation - 1);
+        assert!(!fs.exists(&before).unwrap(), "{before} was removed");
     }
     let lineage = store.catalog().lineage().clone();
     assert_eq!(lineage.len(), 12, "the bound is reached, and held");

@@ -21,7 +21,7 @@ use serde::Serialize;
 use strata::recover::fsck::{
     self, FsckReport, QuarantineEntry, Status, list_quarantine, purge_quarantine,
 };
-use strata::recover::{RecoverError, RepairPlan, plan_repair};
+use strata::recover::{RecoverError, RepairPlan, WayBack, plan_repair};
 use strata::segment::vfs::RealFs;
 
 /// Inspects a strata store without changing anything: what boot would find and do, the
@@ -200,14 +200,26 @@ fn repair(store: &Path, yes: bool) -> u8 {
                     aside.to
                 );
             }
-            if let Some(cut) = &repaired.cut {
+            if let Some(cut) = &repaired.cut
+                && let Some(way_back) = &cut.rebuilt
+            {
+                let _ = writeln!(
+                    text,
+                    "  {} was damaged at byte {} in the part written whole; generation {} now \
+                     holds the store rebuilt from what survived: {}.",
+                    cut.corruption.file,
+                    cut.corruption.offset,
+                    cut.generation,
+                    rebuilt_from(way_back)
+                );
+            } else if let Some(cut) = &repaired.cut {
                 let _ = writeln!(
                     text,
                     "  the manifest was cut at byte {} of {}; generation {} now holds its trusted \
                      prefix.",
                     cut.corruption.offset, cut.corruption.file, cut.generation
                 );
-                let _ = writeln!(text, "  dropped: {}", cut.corruption.describe_loss());
+                let _ = writeln!(text, "  dropped: {}", cut.corruption.describe_repair());
                 for (stream, fence) in &cut.fences {
                     let _ = writeln!(
                         text,
@@ -249,19 +261,34 @@ fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
         return text;
     };
     let corruption = &cut.corruption;
-    let _ = write!(
-        text,
-        "strata store {store}: the manifest {} is damaged at byte {} ({}).\n\
+    if let Some(way_back) = &cut.rebuilt {
+        let _ = writeln!(
+            text,
+            "strata store {store}: the manifest {} is damaged at byte {} ({}), in the part written \
+             whole.\nA repair would write generation {} holding the store rebuilt from what \
+             survived ({}), and then quarantine {} whole.",
+            corruption.file,
+            corruption.offset,
+            corruption.fault,
+            cut.generation + 1,
+            rebuilt_from(way_back),
+            corruption.file,
+        );
+    } else {
+        let _ = write!(
+            text,
+            "strata store {store}: the manifest {} is damaged at byte {} ({}).\n\
          A repair would write generation {} holding the {} bytes before it, and then quarantine \
          {} whole.\n  it drops: {}\n",
-        corruption.file,
-        corruption.offset,
-        corruption.fault,
-        cut.generation + 1,
-        corruption.offset,
-        corruption.file,
-        corruption.describe_loss()
-    );
+            corruption.file,
+            corruption.offset,
+            corruption.fault,
+            cut.generation + 1,
+            corruption.offset,
+            corruption.file,
+            corruption.describe_repair()
+        );
+    }
     for (stream, fence) in &cut.fences {
         let _ = writeln!(
             text,
@@ -279,6 +306,34 @@ fn render_repair_plan(store: &str, plan: &RepairPlan) -> String {
         let _ = writeln!(text, "  not a readable segment (not used): {path}");
     }
     text
+}
+
+/// What a rebuild brings back from, in a few words.
+fn rebuilt_from(way_back: &WayBack) -> String {
+    match way_back {
+        WayBack::Replay { from, n_frames } => format!(
+            "the {n_frames} frame(s) from byte {from} on, which hold the whole snapshot and \
+             everything appended after it; every acknowledged row is back"
+        ),
+        WayBack::Predecessor {
+            file,
+            n_appended,
+            n_beyond: 0,
+        } => format!(
+            "the snapshot taken again from {file} and the {n_appended} frame(s) appended after \
+             the damaged one; every acknowledged row is back"
+        ),
+        WayBack::Predecessor {
+            file,
+            n_appended,
+            n_beyond,
+        } => format!(
+            "the snapshot taken again from {file} and {n_appended} frame(s) appended after it; \
+             {n_beyond} frame(s) past a second failure could not be replayed and their positions \
+             are fenced"
+        ),
+        WayBack::Cut { why } => why.clone(),
+    }
 }
 
 fn render_quarantine(report: &QuarantineReport) -> String {

@@ -224,7 +224,13 @@ fn json_has_every_documented_field() {
     assert_eq!(keys(&report), expected);
     assert_eq!(
         keys(&report["manifest"]),
-        ["frames", "generation", "length", "trusted_length"]
+        [
+            "frames",
+            "generation",
+            "length",
+            "previous",
+            "trusted_length"
+        ]
     );
     assert_eq!(
         keys(&report["streams"][0]),

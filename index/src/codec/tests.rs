@@ -173,7 +173,7 @@ proptest! {
 
 #[test]
 fn header_is_magic_version_reserved() {
-    assert_eq!(&log_header(), b"STRATAMF\x02\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(&log_header(), b"STRATAMF\x03\x00\x00\x00\x00\x00\x00\x00");
     assert_eq!(
         &log_header_of(1),
         b"STRATAMF\x01\x00\x00\x00\x00\x00\x00\x00"
@@ -199,7 +199,7 @@ fn bad_headers_fault_at_zero() {
     let mut bad_magic = log_header();
     bad_magic[0] = b'X';
     let mut bad_version = log_header();
-    bad_version[8] = 3;
+    bad_version[8] = 4;
     let mut zero_version = log_header();
     zero_version[8] = 0;
     let mut bad_reserved = log_header();
@@ -213,7 +213,7 @@ fn bad_headers_fault_at_zero() {
         (&bad_magic[..], FaultReason::BadMagic { got: *b"XTRATAMF" }),
         (
             &bad_version[..],
-            FaultReason::UnsupportedVersion { version: 3 },
+            FaultReason::UnsupportedVersion { version: 4 },
         ),
         (
             &zero_version[..],
@@ -396,7 +396,7 @@ fn checksum_fault_names_expected_and_got() {
 
 #[test]
 fn unknown_body_version_and_empty_body() {
-    for version in [0, 3, 255] {
+    for version in [0, 4, 255] {
         let frame = frame_from_body(&[version, 0, 0, 0, 0]);
         assert_eq!(
             decode_frame(&frame),
@@ -417,10 +417,10 @@ fn trailing_bytes_inside_a_body_are_malformed() {
 
 #[test]
 fn unknown_tags_are_malformed_at_the_tag() {
-    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 13]));
+    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 14]));
     assert_eq!(
         malformed(&frame),
-        (14, "entry 1: unknown entry tag 13".to_owned())
+        (14, "entry 1: unknown entry tag 14".to_owned())
     );
     let frame = frame_from_body(&body(
         1,
@@ -768,6 +768,96 @@ fn a_lineage_is_a_version_2_body_and_only_in_a_format_2_manifest() {
     assert!(detail.contains("no Lineage"), "{detail}");
     // Cut anywhere inside it, never a shorter lineage.
     for cut in 15..body.len() {
+        assert!(
+            decode_frame(&frame_from_body(&body[..cut])).is_err(),
+            "cut at {cut}"
+        );
+    }
+}
+
+/// Format 3's one addition: a `Preamble` entry, tag 13, the only entry of a version-3 body, in
+/// a format-3 manifest only, and there only as the first frame (`generation.rs`).
+#[test]
+fn a_preamble_is_a_version_3_body_alone_and_only_in_a_format_3_manifest() {
+    let preamble = Preamble {
+        whole_len: 0x0102,
+        replaces: Some(ManifestState {
+            generation: 7,
+            end: 0x0304,
+            crc: 0xaabb_ccdd,
+        }),
+    };
+    let record = Record {
+        entries: vec![Entry::Preamble(preamble)],
+    };
+    let frame = encode_frame(&record);
+    let body = &frame[FRAME_HEADER_LEN..];
+    // Spelled out by hand: version 3, one entry, tag 13, then the fixed fields.
+    let mut expected = vec![3, 1, 0, 0, 0, 13];
+    expected.extend_from_slice(&0x0102u64.to_le_bytes());
+    expected.extend_from_slice(&7u32.to_le_bytes());
+    expected.extend_from_slice(&0x0304u64.to_le_bytes());
+    expected.extend_from_slice(&0xaabb_ccddu32.to_le_bytes());
+    assert_eq!(body, expected.as_slice());
+    assert_eq!(frame.len(), 38);
+    assert_eq!(decode_frame(&frame), Ok((record.clone(), frame.len())));
+
+    // None is all zeros, and only all zeros.
+    let none = encode_frame(&Record {
+        entries: vec![Entry::Preamble(Preamble {
+            whole_len: 0x0102,
+            replaces: None,
+        })],
+    });
+    assert_eq!(none.len(), 38);
+    assert!(none[FRAME_HEADER_LEN + 14..].iter().all(|&b| b == 0));
+    let mut half = none[FRAME_HEADER_LEN..].to_vec();
+    half[20] = 1; // a length with no generation
+    let (_, detail) = malformed(&frame_from_body(&half));
+    assert!(detail.contains("replaces no generation"), "{detail}");
+
+    // A whole length that ends inside the preamble itself says nothing true.
+    let mut short = body.to_vec();
+    short[6..14].copy_from_slice(&53u64.to_le_bytes());
+    let (_, detail) = malformed(&frame_from_body(&short));
+    assert!(detail.contains("inside the preamble"), "{detail}");
+
+    // In a format-3 manifest it is read; in a format-2 one the frame is refused.
+    assert_eq!(
+        parse_log(&[&log_header()[..], &frame].concat()).records,
+        vec![record.clone()]
+    );
+    let parsed = parse_log(&[&log_header_of(2)[..], &frame].concat());
+    assert_eq!(parsed.trusted_len, 16);
+    assert_eq!(
+        parsed.fault.map(|f| f.reason),
+        Some(FaultReason::Frame(FrameFault::VersionAboveLog {
+            version: 3,
+            log_version: 2
+        }))
+    );
+
+    // A lower body version holding it, or another entry beside it, is malformed.
+    let mut v2_body = body.to_vec();
+    v2_body[0] = 2;
+    let (_, detail) = malformed(&frame_from_body(&v2_body));
+    assert!(
+        detail.contains("Preamble (tag 13) in a version-2 body"),
+        "{detail}"
+    );
+    let beside = [
+        &[3u8, 2, 0, 0, 0][..],
+        &body[5..],
+        &[5u8, 9, 0, 0, 0, 0, 0, 0, 0][..],
+    ]
+    .concat();
+    let (_, detail) = malformed(&frame_from_body(&beside));
+    assert!(detail.contains("beside other entries"), "{detail}");
+    // A version-3 body holding no Preamble is not how this build writes one.
+    let (_, detail) = malformed(&frame_from_body(&[3, 0, 0, 0, 0]));
+    assert!(detail.contains("no Preamble"), "{detail}");
+    // Cut anywhere inside it, never a preamble.
+    for cut in 0..body.len() {
         assert!(
             decode_frame(&frame_from_body(&body[..cut])).is_err(),
             "cut at {cut}"

@@ -11,3 +11,4 @@
 mod boot;
 mod repair;
 mod support;
+mod whole_part;

@@ -157,6 +157,30 @@ fn the_seeds_are_valid_so_the_fuzzers_start_deep() {
     );
     assert_eq!(runs[0].states.len(), 2, "the header's end and one frame");
     assert_eq!(catalog.name_high(), 4);
+    // And the fixture of format 3: a rewritten generation whose preamble names the one it was
+    // taken from and where its part written whole ends, then a frame appended after it.
+    let (_, log) = manifests
+        .iter()
+        .find(|(p, _)| p.ends_with("preamble-v3.log"))
+        .unwrap();
+    assert_eq!(log[8..12], 3u32.to_le_bytes());
+    let parsed = strata_index::parse_log(log);
+    assert_eq!((parsed.records.len(), parsed.fault), (3, None));
+    let preamble = strata_index::preamble_of(&parsed.records[0]).unwrap();
+    let appended = strata_index::encode_frame(&parsed.records[2]).len() as u64;
+    assert_eq!(preamble.whole_len, log.len() as u64 - appended);
+    let replaced = preamble.replaces.unwrap();
+    assert_eq!((replaced.generation, replaced.end), (1, 38));
+    assert_eq!(
+        strata_index::written_whole(2, 3, parsed.records.first()),
+        strata_index::WrittenWhole::Through(preamble.whole_len)
+    );
+    let mut catalog = strata_index::Catalog::new();
+    for record in &parsed.records {
+        catalog.apply(record).unwrap();
+    }
+    assert_eq!(catalog.lineage().runs().len(), 1);
+    assert_eq!(catalog.name_high(), 4);
 }
 
 #[test]
