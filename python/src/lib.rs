@@ -51,6 +51,14 @@ create_exception!(
     StrataError,
     "A batch or a declaration was refused: nothing of it was kept, and the store is usable."
 );
+create_exception!(
+    strata,
+    SelectionError,
+    StrataError,
+    "A read or a retirement names nothing the store can answer: an unknown stream or track, \
+     more labels than the track has fields, a range given backwards, or a retirement of \
+     nothing. Nothing was read or changed."
+);
 
 /// The engine's error as the Python exception of its kind, carrying the engine's message.
 fn engine_error(err: EngineError) -> PyErr {
@@ -62,6 +70,12 @@ fn engine_error(err: EngineError) -> PyErr {
         | EngineError::Declaration { .. }
         | EngineError::StagingFull { .. }
         | EngineError::Trim { .. } => RefusedError::new_err(message),
+        EngineError::UnknownStream { .. }
+        | EngineError::UnknownTrack { .. }
+        | EngineError::TrackDepth { .. }
+        | EngineError::InvertedRange { .. }
+        | EngineError::RetireNamesNoTrack { .. }
+        | EngineError::NothingToRetire { .. } => SelectionError::new_err(message),
         _ => StrataError::new_err(message),
     }
 }
@@ -501,12 +515,30 @@ impl PyStore {
         })
     }
 
-    /// Retires the partitions of `stream` under `track` (a prefix) wholly.
-    fn retire(&self, py: Python<'_>, stream: &str, track: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let track = labels(track)?;
+    /// Retires the partitions of `stream` under `track` (a prefix) wholly; every track only
+    /// when asked by name, `all=True` (no track is refused, as the engine refuses it).
+    #[pyo3(signature = (stream, track = None, *, all = false))]
+    fn retire(
+        &self,
+        py: Python<'_>,
+        stream: &str,
+        track: Option<&Bound<'_, PyAny>>,
+        all: bool,
+    ) -> PyResult<usize> {
+        let track = track.map(labels).transpose()?.unwrap_or_default();
+        if all && !track.is_empty() {
+            return Err(PyValueError::new_err(
+                "retire takes a track or all=True, not both",
+            ));
+        }
         self.with(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
-            store.retire(stream, &selection).map(|s| s.floors.len())
+            let swept = if all {
+                store.retire_all(stream)
+            } else {
+                store.retire(stream, &selection)
+            };
+            swept.map(|s| s.floors.len())
         })
     }
 
@@ -515,7 +547,9 @@ impl PyStore {
         self.with(py, EngineStore::refresh)
     }
 
-    /// The highest position durable under `track` (a prefix) of `stream`, or `None`.
+    /// The position through which `stream` is durable, or `None`. A barrier covers every
+    /// partition, so every track shares it: `track` is checked (a bad label, or more labels
+    /// than the track has, is refused) and does not narrow it.
     #[pyo3(signature = (stream, track = None))]
     fn watermark(
         &self,
@@ -679,6 +713,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FloorError", py.get_type::<FloorError>())?;
     m.add("UnreadableError", py.get_type::<UnreadableError>())?;
     m.add("RefusedError", py.get_type::<RefusedError>())?;
+    m.add("SelectionError", py.get_type::<SelectionError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -132,7 +132,9 @@ def test_track_prefixes_select_their_partitions_in_publish_order(path):
         v = np.concatenate([arrays[k][2] for k in chosen])
         assert store.fold("probes", list(prefix), agg="max")["v"] == v.max()
         assert store.fold("probes", list(prefix), agg="count")["n"] == len(v)
-    assert store.query("probes", ("a", 3)).num_rows == 0
+    # A track never sealed is refused, naming the tracks there are: never an empty answer.
+    with pytest.raises(strata.SelectionError, match=r"its tracks: a,1, a,2, b,1"):
+        store.query("probes", ("a", 3))
     assert store.watermark("probes", "b") == 3
 
 

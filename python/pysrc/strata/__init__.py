@@ -19,13 +19,17 @@ object per value), sealed durable with one barrier; they come back as a pyarrow 
 
 Errors of the engine are :class:`StrataError` and its kinds: :class:`RefusedError` (a batch or
 a declaration refused; nothing of it kept), :class:`FloorError` (a read beneath retired rows),
-:class:`UnreadableError` (bytes on disk that fail their check: never wrong data).
+:class:`SelectionError` (a read or a retirement naming nothing the store holds: an unknown
+stream or track, a range given backwards), :class:`UnreadableError` (bytes on disk that fail
+their check: never wrong data). Each message is the engine's own, as the command line and
+`strata view` say it.
 """
 
 from ._strata import (
     ArrowStream,
     FloorError,
     RefusedError,
+    SelectionError,
     Store,
     StrataError,
     Survey,
@@ -37,6 +41,7 @@ __all__ = [
     "ArrowStream",
     "FloorError",
     "RefusedError",
+    "SelectionError",
     "Store",
     "StrataError",
     "Survey",

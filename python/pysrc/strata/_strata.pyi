@@ -66,6 +66,11 @@ class StrataError(Exception):
 class RefusedError(StrataError):
     """A batch or a declaration was refused: nothing of it was kept; the store is usable."""
 
+class SelectionError(StrataError):
+    """A read or a retirement names nothing the store can answer: an unknown stream or track,
+    more labels than the track has fields, a range given backwards, or a retirement of nothing.
+    Nothing was read or changed."""
+
 class FloorError(StrataError):
     """A read reached beneath a floor: the rows there were retired (trim_to, retention)."""
 
@@ -132,12 +137,15 @@ class Store:
     def trim_to(self, stream: str, horizon: int) -> int:
         """Retires every row of `stream` at or below position `horizon`; answers how many
         partitions' floors it raised. Reads beneath a floor raise FloorError."""
-    def retire(self, stream: str, track: Track) -> int:
-        """Retires the partitions under `track` wholly; answers how many floors it recorded."""
+    def retire(self, stream: str, track: Track = None, *, all: bool = False) -> int:
+        """Retires the partitions under `track` wholly; answers how many floors it recorded.
+        Every track only with `all=True`: no track is refused (SelectionError), as is a track
+        never sealed or one with nothing live."""
     def refresh(self) -> bool:
         """A reader follows what the writer made durable since; answers whether it moved."""
     def watermark(self, stream: str, track: Track = None) -> int | None:
-        """The highest durable position under `track`, or None."""
+        """The position through which `stream` is durable, or None. A barrier covers every
+        partition, so every track shares it: `track` is checked, and does not narrow it."""
     def query(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> pyarrow.Table:
         """Rows with positions in `start..=end` (both included) under `track`, in publish
         order: a `position` column, then every field in declaration order."""
