@@ -8,6 +8,7 @@
 //! stream, a range given backwards, a selection with nothing live (a stream every track of
 //! which was retired), and a retire with no track (which the read-only view does not take).
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use strata::{Config, EngineError, Store};
@@ -97,7 +98,8 @@ fn store() -> Scratch {
     s.ok(&DECLARE_CAPTURE, "");
     let mut csv = String::from("run,probe,t,value\n");
     for i in 0..100 {
-        csv.push_str(&format!("r1,p0,{},1.5\nr1,p5,{},2.5\n", i * 10, i * 10));
+        let t = i * 10;
+        writeln!(csv, "r1,p0,{t},1.5\nr1,p5,{t},2.5").unwrap();
     }
     s.ok(&["ingest", "capture", "-"], &csv);
     s.ok(&["retire", "capture", "--track", "r1,p0"], "");
