@@ -75,19 +75,34 @@ impl std::fmt::Debug for Input {
     }
 }
 
+/// The bytes at the start of an input that say its format.
+pub const MAGIC_BYTES: usize = 6;
+
 /// What the first bytes of `path` say it is: Parquet (`PAR1`), Arrow (`ARROW1`, or an IPC
 /// stream's continuation marker), or neither (`None`: CSV).
 pub fn sniff(path: &Path) -> Result<Option<Format>, Failure> {
-    let mut head = [0u8; 6];
+    let mut head = [0u8; MAGIC_BYTES];
     let mut file = File::open(path)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
     let n = read_up_to(&mut file, &mut head)
         .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
-    Ok(match &head[..n] {
+    Ok(format_of(&head[..n]))
+}
+
+/// The format an input's first bytes say it is (`None`: CSV).
+pub fn format_of(head: &[u8]) -> Option<Format> {
+    match head {
         [b'P', b'A', b'R', b'1', ..] => Some(Format::Parquet),
         b"ARROW1" | [0xFF, 0xFF, 0xFF, 0xFF, ..] => Some(Format::Arrow),
         _ => None,
-    })
+    }
+}
+
+/// Reads the first bytes of `read` (fewer at its end), to tell its format by.
+pub fn read_head(read: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut head = [0u8; MAGIC_BYTES];
+    let n = read_up_to(read, &mut head)?;
+    Ok(head[..n].to_vec())
 }
 
 fn read_up_to(read: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -140,25 +155,35 @@ impl Input {
                     Decoder::ArrowStream(reader)
                 }
             }
-            (Format::Arrow, None) => {
-                let read: Box<dyn Read> = Box::new(io::stdin().lock());
-                let reader = StreamReader::try_new_buffered(read, None)
-                    .map_err(|e| bad("Arrow IPC stream", &e))?;
-                Decoder::ArrowStream(reader)
-            }
+            (Format::Arrow, None) => return Input::stream(Box::new(io::stdin().lock()), name),
         };
+        Ok(Input::of(decoder, name))
+    }
+
+    /// An Arrow IPC stream read from `read` (standard input, its first bytes already read to
+    /// tell its format, and put back in front), named `name` in messages.
+    pub fn stream(read: Box<dyn Read>, name: String) -> Result<Input, Failure> {
+        let reader = StreamReader::try_new_buffered(read, None).map_err(|e| {
+            Failure::new(format!(
+                "{name} is not a readable Arrow IPC stream file: {e}"
+            ))
+        })?;
+        Ok(Input::of(Decoder::ArrowStream(reader), name))
+    }
+
+    fn of(decoder: Decoder, name: String) -> Input {
         let schema = match &decoder {
             Decoder::Parquet(r) => r.schema(),
             Decoder::ArrowFile(r) => r.schema(),
             Decoder::ArrowStream(r) => r.schema(),
         };
-        Ok(Input {
+        Input {
             decoder,
             schema,
             held: None,
             n_rows_read: 0,
             name,
-        })
+        }
     }
 
     /// The column names, as a CSV header would give them.

@@ -261,7 +261,9 @@ fn open_to_compact(
 }
 
 /// The input, opened as the format `--format` names, or as its first bytes say (CSV when they
-/// say neither Parquet nor Arrow; standard input is CSV unless `--format` says otherwise).
+/// say neither Parquet nor Arrow). Standard input is told by its first bytes too, which are
+/// put back in front of the rest: an Arrow IPC stream is read from it, and Parquet (whose footer
+/// is at its end) is refused, naming the file it needs, rather than parsed as CSV.
 enum Opened {
     Csv(Input),
     Columnar(Box<columnar::Input>),
@@ -285,7 +287,7 @@ fn open_input(path: Option<&Path>, format: Option<InputFormat>) -> Result<Opened
             Some(columnar::Format::Arrow) => InputFormat::Arrow,
             None => InputFormat::Csv,
         },
-        (None, None) => InputFormat::Csv,
+        (None, None) => return open_stdin(),
     };
     let columnar = match format {
         InputFormat::Csv => return open_csv(path).map(Opened::Csv),
@@ -293,6 +295,30 @@ fn open_input(path: Option<&Path>, format: Option<InputFormat>) -> Result<Opened
         InputFormat::Arrow => columnar::Format::Arrow,
     };
     columnar::Input::open(path, columnar).map(|input| Opened::Columnar(Box::new(input)))
+}
+
+/// Standard input, as its first bytes say it is.
+fn open_stdin() -> Result<Opened, Failure> {
+    let mut stdin = io::stdin().lock();
+    let head = columnar::read_head(&mut stdin)
+        .map_err(|e| Failure::new(format!("cannot read standard input: {e}")))?;
+    let format = columnar::format_of(&head);
+    let read: Box<dyn Read> = Box::new(io::Cursor::new(head).chain(stdin));
+    let name = "standard input".to_owned();
+    match format {
+        Some(columnar::Format::Parquet) => Err(Failure::new(
+            "standard input holds Parquet (it begins `PAR1`), which is read from a file (its \
+             footer is at the end): give the file's path instead of `-`",
+        )),
+        Some(columnar::Format::Arrow) => {
+            columnar::Input::stream(read, name).map(|input| Opened::Columnar(Box::new(input)))
+        }
+        None => Ok(Opened::Csv(Input {
+            read,
+            len_bytes: None,
+            name,
+        })),
+    }
 }
 
 fn open_csv(path: Option<&Path>) -> Result<Input, Failure> {

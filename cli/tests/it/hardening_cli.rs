@@ -228,3 +228,39 @@ fn a_view_past_the_reader_bound_refuses_naming_it() {
     assert_eq!(ingest.code, 0, "{ingest:?}");
     drop(readers);
 }
+
+/// #47 item 9: Parquet on standard input without `--format` is known by its magic bytes and
+/// refused, naming what to give instead (it was parsed as CSV: "invalid utf-8"); an Arrow IPC
+/// stream there is known the same way and ingested; CSV still is CSV.
+#[test]
+fn standard_input_is_told_by_its_first_bytes() {
+    let s = one_row();
+    s.ok(&["export", "s", "--format", "parquet", "rows.parquet"], "");
+    s.ok(&["export", "s", "--format", "arrow", "rows.arrow"], "");
+    let piped = |file: &str| {
+        let input = std::fs::File::open(s.dir.path().join(file)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["--store", "store", "ingest", "s", "-"])
+            .current_dir(s.dir.path())
+            .stdin(input)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, stderr) = piped("rows.parquet");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("standard input holds Parquet (it begins `PAR1`)")
+            && stderr.contains("give the file's path"),
+        "{stderr}"
+    );
+    // Nothing of it was kept: the store answers its one row.
+    let run = within_deadline(s.dir.path(), &["query", "s"], "");
+    assert_eq!(run.stdout, "position,t,v\n1,1,1.5\n");
+    // The export's row again, from an Arrow stream on standard input (at its own position,
+    // which a batch may share).
+    let (code, stderr) = piped("rows.arrow");
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = within_deadline(s.dir.path(), &["query", "s"], "");
+    assert_eq!(run.stdout, "position,t,v\n1,1,1.5\n1,1,1.5\n");
+}
