@@ -390,7 +390,8 @@ impl MemStream {
     }
 }
 
-/// Refuses a range whose start lies above its end, as a store does: by the values as written.
+/// Refuses a range whose start lies above its end, as a store does: by the values as written
+/// (the model's own reading of a range, apart from the engine's, as `least_in` is).
 fn inverted(range: &impl RangeBounds<u64>, reach: Reach) -> Result<(), EngineError> {
     let value = |bound: Bound<&u64>| match bound {
         Bound::Included(&v) | Bound::Excluded(&v) => Some(v),

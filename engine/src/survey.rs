@@ -169,10 +169,13 @@ impl Store {
     }
 
     /// The plan that answers a survey over `span` from `start` with `level_floors` in force,
-    /// or the floor it is refused at: the plan `Config::survey_fill` asks for, moved to the
-    /// finest level at or above it whose cells are whole from `start` (fewer, coarser cells fit
-    /// the budget too), so a survey is never refused on a floor a level that outlives the finer
-    /// ones still holds; refused with the least floor of those levels when none is.
+    /// or the floor it is refused at. First the plan `Config::survey_fill` asks for; a spent
+    /// plan whose level is retired beneath `start` gives way to the finest-level plan, which is
+    /// then answered or refused on the floors exactly as the contract's rule does (never a short
+    /// answer): moved to the finest level at or above it whose cells are whole from `start`
+    /// (fewer, coarser cells fit the budget too), so a survey is never refused on a floor a
+    /// level that outlives the finer ones still holds; refused with the least floor of those
+    /// levels when none is.
     fn survey_level(
         &self,
         level_floors: &LevelFloors,
@@ -182,46 +185,6 @@ impl Store {
         budget: u64,
         n_fields: usize,
     ) -> Result<Result<Plan, u64>, EngineError> {
-        let mut plan = self.survey_plan(level_floors, ladder, span, start, budget, n_fields)?;
-        if !level_floors.any() {
-            return Ok(Ok(plan));
-        }
-        let floors: Vec<(u8, Option<u64>)> = (plan.level..=LEVELS_MAX)
-            .map(|level| (level, level_floors.at(level)))
-            .collect();
-        Ok(
-            match floors
-                .iter()
-                .find(|(_, floor)| floor.is_none_or(|f| !beneath(start, f)))
-            {
-                Some(&(level, _)) => {
-                    if level != plan.level {
-                        plan.level = level;
-                        plan.group = 1;
-                    }
-                    Ok(plan)
-                }
-                None => Err(floors
-                    .iter()
-                    .filter_map(|&(_, f)| f)
-                    .min()
-                    .unwrap_or(u64::MAX)),
-            },
-        )
-    }
-
-    /// The plan `Config::survey_fill` asks for over `[lo, hi]`. A spent plan whose level is
-    /// retired beneath `start` gives way to the finest-level plan, which the caller then answers
-    /// or refuses on the floors exactly as the contract's rule does: never a short answer.
-    fn survey_plan(
-        &self,
-        level_floors: &LevelFloors,
-        ladder: &Ladder,
-        span: [u64; 2],
-        start: u64,
-        budget: u64,
-        n_fields: usize,
-    ) -> Result<Plan, EngineError> {
         let finest = plan(ladder, LEVELS_MAX, span, budget, n_fields).map_err(budget_error)?;
         let chosen = plan_with(
             self.config.survey_fill,
@@ -232,16 +195,30 @@ impl Store {
             n_fields,
         )
         .map_err(budget_error)?;
-        let retired = || {
-            level_floors
-                .at(chosen.level)
-                .is_some_and(|f| beneath(start, f))
-        };
-        Ok(if chosen != finest && retired() {
+        let retired = |level: u8| level_floors.at(level).is_some_and(|f| beneath(start, f));
+        let mut plan = if chosen != finest && retired(chosen.level) {
             finest
         } else {
             chosen
-        })
+        };
+        if !level_floors.any() {
+            return Ok(Ok(plan));
+        }
+        Ok(
+            match (plan.level..=LEVELS_MAX).find(|&level| !retired(level)) {
+                Some(level) => {
+                    if level != plan.level {
+                        plan.level = level;
+                        plan.group = 1;
+                    }
+                    Ok(plan)
+                }
+                None => Err((plan.level..=LEVELS_MAX)
+                    .filter_map(|level| level_floors.at(level))
+                    .min()
+                    .unwrap_or(u64::MAX)),
+            },
+        )
     }
 
     /// One statistic per measured field over the axis range. Level folds (`min max mean sum

@@ -6,10 +6,6 @@
 //! holds rows for that read (up to its bound), which the model (`MemorySeries`, fed alike)
 //! says independently of the store's catalog.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
 use proptest::prelude::*;
 use strata::segment::vfs::SimFs;
 use strata::{
@@ -17,7 +13,7 @@ use strata::{
     Stream, StreamDecl, TRACKS_NAMED_MAX, Value,
 };
 
-use crate::support::sim;
+use crate::support::{ready, sim};
 
 const S: &str = "capture";
 const RUNS: [&str; 2] = ["r1", "r2"];
@@ -34,17 +30,6 @@ fn decl() -> StreamDecl {
         .ladder(4, 2)
         .build()
         .unwrap()
-}
-
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("MemorySeries never waits"),
-    }
 }
 
 /// What happens to the store, in order.

@@ -10,11 +10,9 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
-use std::future::Future;
 use std::path::Path;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
+use crate::support::ready;
 use strata::segment::names::{NumberedName, READERS_DIR, SEG_DIR};
 use strata::segment::vfs::{RealFs, Vfs};
 use strata::{
@@ -52,17 +50,6 @@ fn rows_at(p: u64) -> Vec<Row> {
         rows.push(row("b", 2, k % 5 - 2));
     }
     rows
-}
-
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("MemorySeries never waits"),
-    }
 }
 
 /// The model of what a store holds through watermark `w`: every batch `0..=w`, replayed.

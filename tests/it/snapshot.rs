@@ -9,12 +9,9 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
-use std::future::Future;
 use std::ops::RangeInclusive;
-use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Waker};
 
 use proptest::prelude::*;
 use strata::recover::{Action, FindingKind};
@@ -24,7 +21,7 @@ use strata::{
     Series, Snapshot, Store, Stream, StreamDecl, Survey, Value,
 };
 
-use crate::support::{MODES, sim};
+use crate::support::{MODES, ready, sim};
 
 /// The measured stream: a track (`run`), an axis (`t`) and two `f64` fields, one of quarters
 /// and one of tenths (whose sums round, so a regrouped fold would show).
@@ -59,18 +56,6 @@ fn log_decl() -> StreamDecl {
 
 fn decls() -> [StreamDecl; 2] {
     [snap_decl(), log_decl()]
-}
-
-/// Polls a `MemorySeries` future, which never waits, to its end.
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("MemorySeries never waits"),
-    }
 }
 
 fn measured(run: &str, t: u64, k: i32) -> Row {
