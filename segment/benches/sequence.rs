@@ -27,6 +27,7 @@ fn scan(c: &mut Criterion) {
         ordinals: &ordinals,
         axis: None,
         columns: Vec::new(),
+        nulls: Vec::new(),
         cells: Vec::new(),
         stored_from: 0,
     });

@@ -39,6 +39,10 @@ fn main() -> std::io::Result<()> {
         root.join("segment/merged-seams.seg"),
         &merged_segment().bytes,
     )?;
+    write_new(
+        root.join("segment/validity-v7.seg"),
+        &validity_segment().bytes,
+    )?;
     write_new(root.join("manifest/lineage-v2.log"), &lineage_manifest())?;
     write_new(root.join("manifest/preamble-v3.log"), &preamble_manifest())?;
     std::fs::create_dir_all(root.join("packed"))?;
@@ -158,6 +162,7 @@ fn runs_segment() -> strata_segment::WrittenSegment {
         ordinals: &ordinals,
         axis: None,
         columns: vec![(2, ColumnData::U64(&values))],
+        nulls: Vec::new(),
         cells: Vec::new(),
         stored_from: 0,
     });
@@ -188,6 +193,58 @@ fn packed_segment() -> strata_segment::WrittenSegment {
             (3, ColumnData::I64(&deltas)),
             (4, ColumnData::F64(&values)),
         ],
+        nulls: Vec::new(),
+        cells: Vec::new(),
+        stored_from: 0,
+    });
+    writer.finish()
+}
+
+/// A partition with missing values (format 7): a packed `f64` column with NaN, infinities and
+/// two runs of null rows, a plain `i64` column with one null row, and a `u64` column without
+/// any (which has no validity block).
+fn validity_segment() -> strata_segment::WrittenSegment {
+    let mut writer = SegmentWriter::new();
+    let track = TrackKey::encode(&["probe_4"]).expect("a valid key");
+    let n = 200u64;
+    let positions: Vec<u64> = (0..n).map(|i| 1 + i / 40).collect();
+    let ordinals: Vec<u64> = (0..n).collect();
+    let axis: Vec<u64> = (0..n).map(|i| 10 * i).collect();
+    let counts: Vec<u64> = (0..n).map(|i| i % 5).collect();
+    let deltas: Vec<i64> = (0..12).map(|i| i - 6).collect();
+    let values: Vec<f64> = (0..n)
+        .map(|i| match i {
+            17 => f64::NAN,
+            18 => f64::INFINITY,
+            19 => f64::NEG_INFINITY,
+            i => (f64::from(u32::try_from(i).unwrap_or(0)) / 13.0)
+                .sin()
+                .round(),
+        })
+        .collect();
+    let value_nulls = [3..4u64, 100..160];
+    writer.add_partition(&PartitionInput {
+        stream: "sensor",
+        track: &track,
+        positions: &positions,
+        ordinals: &ordinals,
+        axis: Some(&axis),
+        columns: vec![(2, ColumnData::U64(&counts)), (4, ColumnData::F64(&values))],
+        nulls: vec![(4, &value_nulls)],
+        cells: Vec::new(),
+        stored_from: 0,
+    });
+    let short_track = TrackKey::encode(&["probe_5"]).expect("a valid key");
+    let short: Vec<u64> = (0..12).collect();
+    let delta_nulls = [11..12u64];
+    writer.add_partition(&PartitionInput {
+        stream: "sensor",
+        track: &short_track,
+        positions: &short,
+        ordinals: &short.iter().map(|o| o + n).collect::<Vec<_>>(),
+        axis: None,
+        columns: vec![(3, ColumnData::I64(&deltas))],
+        nulls: vec![(3, &delta_nulls)],
         cells: Vec::new(),
         stored_from: 0,
     });
@@ -226,6 +283,7 @@ fn merged_segment() -> strata_segment::WrittenSegment {
                 ordinals: &ordinals,
                 axis: Some(&axis[range.clone()]),
                 columns: vec![(2, ColumnData::F64(&values[range]))],
+                nulls: Vec::new(),
                 cells: Vec::new(),
                 stored_from: 0,
             });
@@ -315,6 +373,7 @@ fn seed_segment() -> strata_segment::WrittenSegment {
                     }),
                 ),
             ],
+            nulls: Vec::new(),
             cells: vec![FieldCells {
                 field: 2,
                 kind: NumKind::F64,

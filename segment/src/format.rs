@@ -19,7 +19,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 6;
+pub const SEGMENT_VERSION: u32 = 7;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
@@ -42,6 +42,11 @@ pub const PACKED_VERSION: u32 = 5;
 /// which a merge's inputs began, inside which a level folded from the rows is folded apart
 /// (docs/format.md, "Version 6").
 pub const SEAMS_VERSION: u32 = 6;
+/// The first version whose partitions may hold [`BlockKind::Validity`] blocks (a measured
+/// field's null rows), whose measured `f64` columns and cells may hold NaN and infinities, and
+/// whose levels fold only the values present (not null, not NaN), so a field's cells may add
+/// up to fewer than the partition's rows (docs/format.md, "Version 7").
+pub const VALIDITY_VERSION: u32 = 7;
 /// A block's bytes as they are: 8 bytes a number, little-endian.
 pub const ENCODING_PLAIN: u8 = 0;
 /// A block's numbers as pco chunks followed by a [`ChunkRecord`] per chunk and the chunk count.
@@ -198,6 +203,10 @@ pub enum BlockKind {
     /// side of each seam, each piece a link of a chain, so that it answers what the barriers
     /// answered before they were merged, bit for bit (docs/compaction.md).
     Seams = 8,
+    /// Validity (version 7 on): the null rows of one measured field's column, as runs of
+    /// LEB128 varints (`crate::validity`); `n_items` is the number of null rows. Only a column
+    /// with a null row has one.
+    Validity = 9,
 }
 
 impl BlockKind {
@@ -212,6 +221,7 @@ impl BlockKind {
             6 => Some(BlockKind::PositionRuns),
             7 => Some(BlockKind::OrdinalRuns),
             8 => Some(BlockKind::Seams),
+            9 => Some(BlockKind::Validity),
             _ => None,
         }
     }

@@ -376,6 +376,21 @@ fn read_all(bytes: &[u8]) {
             );
         }
         for &(field, _) in &info.measured {
+            if let Ok(nulls) = reader.nulls(part_idx, field) {
+                let runs = nulls.runs();
+                assert!(
+                    runs.iter()
+                        .all(|r| r.start < r.end && r.end <= info.entry.n_rows)
+                        && runs.windows(2).all(|w| w[0].end < w[1].start),
+                    "null runs empty, out of order, touching or past the rows"
+                );
+                assert_eq!(
+                    nulls.count_in(0..n_rows),
+                    runs.iter()
+                        .map(|r| (r.end - r.start) as usize)
+                        .sum::<usize>()
+                );
+            }
             for level in 0..info.entry.n_levels {
                 if let Ok(cells) = reader.cells(part_idx, field, level, 3..=u64::MAX - 3) {
                     assert!(cells.iter().all(|c| (3..=u64::MAX - 3).contains(&c.index)));

@@ -9,6 +9,7 @@ pub mod packed;
 pub mod reader;
 pub mod runs;
 pub mod twophase;
+pub mod validity;
 pub mod vfs;
 pub mod writer;
 
@@ -21,6 +22,7 @@ pub use packed::{ChunkCache, ChunkKey, Decoded, Packed};
 pub use reader::{Axis, Column, PartitionInfo, SegmentReader, VarColumn};
 pub use runs::{Sequence, SequenceIter};
 pub use twophase::{SyncedFile, TempFile, write_two_phase};
+pub use validity::Nulls;
 pub use writer::{
     ColumnData, CountingSink, FieldCells, FileSink, MergeSource, MergeWriteError, PartitionInput,
     RowsInput, RowsWritten, SegmentSink, SegmentSummary, SegmentWriter, VarData, WrittenSegment,

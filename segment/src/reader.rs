@@ -22,10 +22,11 @@ use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, ENCODING_PACKED,
     ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_ROWS, PACKED_VERSION,
     PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEAMS_VERSION, SEGMENT_MAGIC,
-    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
+    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION, VALIDITY_VERSION,
 };
 use crate::packed::{self, ChunkCache, Decoded, Packed};
 use crate::runs::Sequence;
+use crate::validity::{self, Nulls};
 
 const HEADER_LEN: usize = size_of::<Header>();
 const FOOTER_LEN: usize = size_of::<Footer>();
@@ -49,6 +50,10 @@ pub struct PartitionInfo {
     /// last row as a chain of its pieces (version 6 on; never before): a merge's output that
     /// had later segments when it was written. Every other cell's pieces fold into one.
     pub chained_from: Option<u8>,
+    /// Whether a measured value may be missing (version 7 on): a column may have null rows
+    /// (a validity block), an `f64` may be NaN or infinite, and a level folds only the values
+    /// present, so its cells may hold fewer rows than the partition.
+    pub holes: bool,
     blocks: Range<usize>,
 }
 
@@ -303,6 +308,8 @@ pub struct SegmentReader<B> {
     partitions: Vec<PartitionInfo>,
     blocks: Vec<BlockInfo>,
     verified: Vec<OnceLock<Result<(), BlockFault>>>,
+    /// Each validity block's runs, decoded on its first read (which checked them).
+    nulls: Vec<OnceLock<Vec<Range<u64>>>>,
     /// Where its decoded chunks are kept, and its number there.
     cache: Option<(Arc<dyn ChunkCache>, u64)>,
 }
@@ -341,6 +348,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         verify_crc(path, file, dir_offset, dir_len, "directory")?;
         let (partitions, blocks) = parse_directory(path, directory, dir_offset, version)?;
         let verified = blocks.iter().map(|_| OnceLock::new()).collect();
+        let nulls = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(SegmentReader {
             path: path.to_owned(),
             bytes,
@@ -348,6 +356,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             partitions,
             blocks,
             verified,
+            nulls,
             cache: None,
         })
     }
@@ -494,7 +503,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             offset: block.offset,
             kind: if axis { 1 } else { block.field_kind },
             ordered: axis,
-            finite: block.field_kind == 3 && part.measured.iter().any(|&(f, _)| f == block.field),
+            finite: block.field_kind == 3
+                && !part.holes
+                && part.measured.iter().any(|&(f, _)| f == block.field),
             data,
             table,
             cache: self
@@ -549,6 +560,28 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 }
             }
         }))
+    }
+
+    /// The null rows of `field`'s column in partition `part_idx`: none if the column has no
+    /// validity block (every file before version 7, and every column without a null).
+    ///
+    /// # Errors
+    /// A validity block that fails its crc or its checks.
+    pub fn nulls(&self, part_idx: usize, field: u16) -> Result<Nulls<'_>, SegmentError> {
+        let Some(block_idx) = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Validity && self.blocks[b].field == field)
+        else {
+            return Ok(Nulls::NONE);
+        };
+        let payload = self.verified_block(block_idx)?;
+        let block = self.blocks[block_idx];
+        let n_rows = self.partition(part_idx).entry.n_rows;
+        let runs = self.nulls[block_idx].get_or_init(|| {
+            validity::decode(payload, n_rows, block.n_items)
+                .expect("the block's first read checked its runs")
+        });
+        Ok(Nulls::new(runs))
     }
 
     /// The cells of `field` at `level` in partition `part_idx` whose index lies in `indexes`,
@@ -825,10 +858,20 @@ fn check_blocks(own: &[BlockInfo], n_rows: u64, has_axis: bool) -> Result<(), St
     let count = |kind: BlockKind| own.iter().filter(|b| b.kind.row_role() == kind).count();
     let rows_ok = own
         .iter()
-        .filter(|b| b.kind != BlockKind::Cells && b.kind != BlockKind::Seams)
+        .filter(|b| {
+            !matches!(
+                b.kind,
+                BlockKind::Cells | BlockKind::Seams | BlockKind::Validity
+            )
+        })
         .all(|b| b.n_items as u64 == n_rows);
+    let nulls_ok = own
+        .iter()
+        .filter(|b| b.kind == BlockKind::Validity)
+        .all(|b| b.n_items as u64 <= n_rows);
     if n_rows == 0
         || !rows_ok
+        || !nulls_ok
         || count(BlockKind::Positions) != 1
         || count(BlockKind::Ordinals) != 1
         || count(BlockKind::Axis) != usize::from(has_axis)
@@ -983,6 +1026,10 @@ fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockIn
                     .is_some_and(|o| o <= len),
                 (BlockKind::Cells, 0) => fixed_len(size_of::<CellRecord>()) && n_items > 0,
                 (BlockKind::Seams, 0) => version >= SEAMS_VERSION && fixed_len(8) && n_items > 0,
+                // A run takes two bytes at least and holds a row at least.
+                (BlockKind::Validity, 1..=3) => {
+                    version >= VALIDITY_VERSION && len >= 2 && n_items > 0
+                }
                 // At least one run, and no more runs than rows (each run holds one at least).
                 (BlockKind::PositionRuns | BlockKind::OrdinalRuns, 0) => {
                     let run = size_of::<RunRecord>();
@@ -1074,6 +1121,7 @@ fn parse_partition(
         .map(|b| (b.field, b.field_kind))
         .collect();
     check_fields(&measured, &columns)?;
+    check_validity(own, &columns)?;
     if count(BlockKind::Cells) == 1 && !has_axis {
         return Err("cells in a partition without an axis".into());
     }
@@ -1103,8 +1151,32 @@ fn parse_partition(
         chains: version >= CHAINS_VERSION,
         chained_from: (version >= SEAMS_VERSION && r.chained_from < r.n_levels)
             .then_some(r.chained_from),
+        holes: version >= VALIDITY_VERSION,
         blocks: range,
     })
+}
+
+/// Validity blocks (version 7 on; their kind is refused before): in strictly increasing field
+/// order, each of a number column the partition stores, of the column's kind.
+fn check_validity(own: &[BlockInfo], columns: &[(u16, u8)]) -> Result<(), String> {
+    let mut before: Option<u16> = None;
+    for block in own.iter().filter(|b| b.kind == BlockKind::Validity) {
+        let field = block.field;
+        if before.is_some_and(|b| b >= field) {
+            return Err(format!("validity of field {field} out of order or twice"));
+        }
+        before = Some(field);
+        // A stream without an axis stores no levels, so its partitions list no measured
+        // fields: a validity block needs only the number column it qualifies.
+        let column = columns.iter().find(|&&(f, _)| f == field);
+        if column.is_none_or(|&(_, kind)| kind != block.field_kind) {
+            return Err(format!(
+                "validity of field {field}, which has no number column of kind {}",
+                block.field_kind
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Columns in strictly increasing field order (one per field), measured fields likewise, and each

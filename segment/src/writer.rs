@@ -12,6 +12,7 @@ mod merge;
 mod sink;
 
 use std::io;
+use std::ops::Range;
 
 use strata_index::{FileEntry, FileName, PartitionEntry, TrackKey};
 use strata_levels::{Cell, NumKind};
@@ -105,6 +106,8 @@ pub struct PartitionInput<'a> {
     /// The stored columns: every field that is neither a track component (the key carries
     /// those) nor the axis (stored above), as `(field index, values)`, in declaration order.
     pub columns: Vec<(u16, ColumnData<'a>)>,
+    /// The null rows of measured columns that have any, as [`RowsInput::nulls`].
+    pub nulls: Vec<(u16, &'a [Range<u64>])>,
     /// Level cells, one entry per measured field in declaration order (empty without levels).
     pub cells: Vec<FieldCells<'a>>,
     /// The lowest level stored whole: levels beneath it hold only the cells that differ from
@@ -128,6 +131,10 @@ pub struct RowsInput<'a> {
     pub axis: Option<&'a [u64]>,
     /// The stored columns, as [`PartitionInput::columns`].
     pub columns: Vec<(u16, ColumnData<'a>)>,
+    /// The null rows of each measured column that has any, as `(field index, runs)`: runs of
+    /// row indexes, ascending, disjoint and not touching, in field order. The column holds a
+    /// placeholder in each null row (format 7: a validity block per such column).
+    pub nulls: Vec<(u16, &'a [Range<u64>])>,
 }
 
 impl<'a> PartitionInput<'a> {
@@ -140,6 +147,7 @@ impl<'a> PartitionInput<'a> {
             ordinals: self.ordinals,
             axis: self.axis,
             columns: self.columns.clone(),
+            nulls: self.nulls.clone(),
         }
     }
 }
@@ -431,6 +439,12 @@ impl<S: SegmentSink> SegmentWriter<S> {
                 }
             };
             self.push_numbers(BlockKind::Column, column.kind_code(), *field, numbers)?;
+        }
+        for &(field, runs) in &input.nulls {
+            let Some((_, column)) = input.columns.iter().find(|(f, _)| *f == field) else {
+                panic!("null rows of field {field}, which has no column");
+            };
+            self.push_validity(field, column.kind_code(), runs, n_rows)?;
         }
         let open = self.open.as_mut().expect("opened above");
         open.n_rows = n_rows as u64;
@@ -781,6 +795,38 @@ impl<S: SegmentSink> SegmentWriter<S> {
         payload: impl FnOnce(&mut Out<S>) -> io::Result<()>,
     ) -> io::Result<()> {
         self.push_encoded(kind, field_kind, field, n, ENCODING_PLAIN, payload)
+    }
+
+    /// Writes the validity block of `field`'s column (kind `kind_code`): its null rows, as
+    /// runs, in a partition of `n_rows` rows. No block for a column without a null row.
+    ///
+    /// # Panics
+    /// If the runs are out of order, touch, or end past the rows, or the column is not a number.
+    pub(crate) fn push_validity(
+        &mut self,
+        field: u16,
+        kind_code: u8,
+        runs: &[Range<u64>],
+        n_rows: usize,
+    ) -> io::Result<()> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        assert!((1..=3).contains(&kind_code), "only a number may be null");
+        assert!(
+            runs.last().is_some_and(|r| r.end <= n_rows as u64),
+            "null rows past the partition's"
+        );
+        let n_nulls: u64 = runs.iter().map(|r| r.end - r.start).sum();
+        let mut payload = Vec::new();
+        crate::validity::encode(runs, &mut payload);
+        self.push_block(
+            BlockKind::Validity,
+            kind_code,
+            field,
+            usize::try_from(n_nulls).expect("at most the rows"),
+            |out| out.put(&payload),
+        )
     }
 
     /// Writes one block whose payload is in `encoding`.

@@ -962,6 +962,7 @@ fn fsck_does_not_panic_on_a_65536_character_stored_label() {
         ordinals: &[0],
         axis: None,
         columns: vec![(1, strata_segment::ColumnData::I64(&[5]))],
+        nulls: Vec::new(),
         cells: Vec::new(),
         stored_from: 0,
     });

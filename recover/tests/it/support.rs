@@ -80,6 +80,7 @@ pub fn barrier(booted: &Booted, seq: u64, n_rows: u64) -> Barrier {
             ordinals: &ordinals,
             axis: None,
             columns: vec![(1, ColumnData::I64(&values))],
+            nulls: Vec::new(),
             cells: Vec::new(),
             stored_from: 0,
         });
@@ -128,6 +129,7 @@ pub fn merge(fs: &SimFs, booted: &Booted, run: &str, inputs: &[u64]) -> Barrier 
         ordinals: &ordinals,
         axis: None,
         columns: vec![(1, ColumnData::I64(&values))],
+        nulls: Vec::new(),
         cells: Vec::new(),
         stored_from: 0,
     });

@@ -71,7 +71,9 @@ pub(super) fn check_block_contents(
         BlockKind::Column if block.field_kind >= 4 => check_var(block, payload),
         BlockKind::Column => {
             let measured = part.measured.iter().any(|&(f, _)| f == block.field);
-            if measured && block.field_kind == 3 {
+            // From version 7 a measured f64 may be NaN or infinite; before, publish refused
+            // both, so a file of an earlier version holding one is not what was written.
+            if measured && block.field_kind == 3 && !part.holes {
                 let values: &[F64] = slice_of(payload);
                 if let Some(row_idx) = values.iter().position(|v| !v.get().is_finite()) {
                     return Err((row_idx * 8, "a measured f64 value is not finite".into()));
@@ -81,6 +83,9 @@ pub(super) fn check_block_contents(
         }
         BlockKind::Cells => check_cells(slice_of(payload), part),
         BlockKind::Seams => check_seams(slice_of(payload), entry.n_rows),
+        BlockKind::Validity => {
+            crate::validity::decode(payload, entry.n_rows, block.n_items).map(|_| ())
+        }
     }
 }
 
@@ -171,9 +176,12 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
     // A level beneath `stored_from` holds only the cells that differ from the fold of the raw
     // rows: some of its rows, never more than the partition's.
     let whole = |level: u8| level >= part.stored_from;
+    // From version 7 a level folds a field's present values only (not null, not NaN), so a
+    // field's cells hold at most the partition's rows, and a field with none has none.
+    let short = |n_rows: u64| n_rows != entry.n_rows && !part.holes;
     let close = |group: Option<((u16, u8), usize, u64)>| match group {
         Some(((field, level), at, n_rows))
-            if (whole(level) && n_rows != entry.n_rows) || n_rows > entry.n_rows =>
+            if (whole(level) && short(n_rows)) || n_rows > entry.n_rows =>
         {
             Err((
                 at,
@@ -225,7 +233,7 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
                 entry.n_rows
             ));
         }
-        check_points(r, kind, [axis_lo, axis_hi]).map_err(|what| (at, what))?;
+        check_points(r, kind, [axis_lo, axis_hi], part.holes).map_err(|what| (at, what))?;
         match &mut group {
             Some((g, _, n_rows)) if *g == (field, r.level) => {
                 // Both terms are at most n_rows (a u64), so this cannot overflow u64 twice over.
@@ -240,7 +248,8 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
     }
     close(group)?;
     let levels = usize::from(entry.n_levels.saturating_sub(part.stored_from));
-    if n_groups != part.measured.len() * levels {
+    let expected = part.measured.len() * levels;
+    if n_groups != expected && !(part.holes && n_groups < expected) {
         return Err((
             0,
             format!(
@@ -254,16 +263,27 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
 }
 
 /// A cell's four placed points: inside the partition's axis range, `first` leftmost and `last`
-/// rightmost, `min` and `max` the extreme values, `f64` values finite.
-fn check_points(r: &CellRecord, kind: NumKind, [lo, hi]: [u64; 2]) -> Result<(), String> {
+/// rightmost, `min` and `max` the extreme values, `f64` values finite (from version 7,
+/// `holes`: not NaN; an infinity is a value).
+fn check_points(
+    r: &CellRecord,
+    kind: NumKind,
+    [lo, hi]: [u64; 2],
+    holes: bool,
+) -> Result<(), String> {
     let point = |p: &PointRecord| (p.axis.get(), Num::from_le_bytes(kind, p.value));
     let [first, last, min, max] = [&r.first, &r.last, &r.min, &r.max].map(point);
     let points = [first, last, min, max];
+    let refused = |f: f64| if holes { f.is_nan() } else { !f.is_finite() };
     if points
         .iter()
-        .any(|&(_, v)| matches!(v, Num::F64(f) if !f.is_finite()))
+        .any(|&(_, v)| matches!(v, Num::F64(f) if refused(f)))
     {
-        return Err("a cell holds a value that is not finite".into());
+        return Err(if holes {
+            "a cell holds a NaN value".into()
+        } else {
+            "a cell holds a value that is not finite".into()
+        });
     }
     if points.iter().any(|&(axis, _)| axis < lo || axis > hi) {
         return Err(format!(

@@ -194,6 +194,23 @@ impl<S: SegmentSink> SegmentWriter<S> {
                 })?;
             }
         }
+        // Each numeric column's null rows: the inputs' runs, each moved past the rows before
+        // it, joined where one input's last rows and the next one's first are null.
+        for &(field, kind) in info.columns.iter().filter(|&&(_, kind)| kind <= 3) {
+            let mut runs: Vec<Range<u64>> = Vec::new();
+            let mut before = 0u64;
+            for s in sources {
+                let nulls = s
+                    .reader
+                    .nulls(s.part_idx, field)
+                    .map_err(MergeWriteError::Read)?;
+                for run in nulls.runs() {
+                    crate::validity::push_run(&mut runs, run.start + before..run.end + before);
+                }
+                before += entry_rows(s);
+            }
+            self.push_validity(field, kind, &runs, n_rows_usize)?;
+        }
         let open = self.open.as_mut().expect("opened above");
         open.n_rows = n_rows;
         open.positions = [info.entry.positions[0], last_entry.positions[1]];

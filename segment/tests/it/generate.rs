@@ -64,6 +64,7 @@ impl Part {
             ordinals: &self.ordinals,
             axis: self.axis.as_deref(),
             columns,
+            nulls: Vec::new(),
             cells: self
                 .cells
                 .iter()

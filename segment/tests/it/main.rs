@@ -18,3 +18,4 @@ mod packed;
 mod roundtrip;
 mod runs;
 mod streaming;
+mod validity;
