@@ -22,7 +22,7 @@ use arrow_array::{
     ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, LargeBinaryArray,
     LargeStringArray, RecordBatch, StringArray, UInt64Array,
 };
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use strata_index::{FieldKind, FileName, StreamDecl, TrackKey};
 use strata_levels::{Aggregate, Num, NumKind};
@@ -93,10 +93,16 @@ impl Building {
     }
 
     fn finish(self) -> Result<ArrayRef, ArrowError> {
+        self.finish_with(None)
+    }
+
+    /// The array, with `nulls` (a flag per row, true where null) as its validity if given.
+    fn finish_with(self, nulls: Option<Vec<bool>>) -> Result<ArrayRef, ArrowError> {
+        let nulls = nulls.map(|n| NullBuffer::from_iter(n.into_iter().map(|null| !null)));
         Ok(match self {
-            Building::U64(v) => Arc::new(UInt64Array::new(ScalarBuffer::from(v), None)),
-            Building::I64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v), None)),
-            Building::F64(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v), None)),
+            Building::U64(v) => Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
+            Building::I64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v), nulls)),
+            Building::F64(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v), nulls)),
             Building::Var {
                 offsets,
                 heap,
@@ -139,6 +145,11 @@ fn carries_position(decl: &StreamDecl) -> bool {
     decl.fields.iter().all(|f| f.name != POSITION_COLUMN)
 }
 
+/// Whether field `idx` of `decl` is measured (a number, neither the axis nor in the track).
+fn measured_idx(decl: &StreamDecl, idx: usize) -> bool {
+    u16::try_from(idx).is_ok_and(|idx| decl.measured().contains(&idx))
+}
+
 /// The schema of `decl`'s rows as [`Store::query_arrow`] answers them.
 pub fn arrow_schema(decl: &StreamDecl) -> SchemaRef {
     let position =
@@ -147,7 +158,9 @@ pub fn arrow_schema(decl: &StreamDecl) -> SchemaRef {
         .into_iter()
         .chain(decl.fields.iter().enumerate().map(|(idx, f)| {
             let track = decl.track.iter().any(|&t| usize::from(t) == idx);
-            Field::new(&f.name, data_type(f.kind, track), false)
+            // A measured value may be missing (null), nothing else may.
+            let measured = measured_idx(decl, idx);
+            Field::new(&f.name, data_type(f.kind, track), measured)
         }));
     let metadata = HashMap::from([
         (ARROW_STREAM_KEY.to_owned(), decl.id.clone()),
@@ -198,6 +211,9 @@ impl<'s> ArrowBatches<'s> {
                 Building::new(f.kind, track, self.rows_max.min(1 << 16))
             })
             .collect();
+        // Per field, a flag per row built so far, true where null: kept only once a run has
+        // a null row in the field (a batch without one carries no validity).
+        let mut nulls: Vec<Option<Vec<bool>>> = vec![None; decl.fields.len()];
         while positions.len() < self.rows_max {
             let (run, done) = match self.run.take() {
                 Some((run, done)) if done < run.len() => (run, done),
@@ -207,7 +223,19 @@ impl<'s> ArrowBatches<'s> {
                 },
             };
             let end = run.len().min(done + self.rows_max - positions.len());
+            let before = positions.len();
             copy_rows(decl, &run, done..end, &mut positions, &mut columns)?;
+            for idx in decl.measured() {
+                let slot = &mut nulls[usize::from(idx)];
+                match run.null_mask(idx, done..end) {
+                    Some(mask) => slot.get_or_insert_with(|| vec![false; before]).extend(mask),
+                    None => {
+                        if let Some(flags) = slot {
+                            flags.resize(positions.len(), false);
+                        }
+                    }
+                }
+            }
             self.run = Some((run, end));
         }
         if positions.is_empty() {
@@ -218,7 +246,12 @@ impl<'s> ArrowBatches<'s> {
             .then(|| Building::U64(positions).finish());
         let arrays = position
             .into_iter()
-            .chain(columns.into_iter().map(Building::finish))
+            .chain(
+                columns
+                    .into_iter()
+                    .zip(nulls)
+                    .map(|(column, nulls)| column.finish_with(nulls)),
+            )
             .collect::<Result<Vec<_>, _>>()
             .map_err(internal)?;
         RecordBatch::try_new(self.schema(), arrays)

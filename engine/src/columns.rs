@@ -6,9 +6,11 @@
 //! stages nothing. `tests/it/columns.rs` holds the two APIs to that, rule by rule and over
 //! generated batches.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use strata_index::{FieldKind, TrackKey, validate_label};
+use strata_segment::validity::push_run;
 
 use crate::error::EngineError;
 use crate::stage::{ColumnBuf, StreamState};
@@ -22,12 +24,18 @@ pub enum Values<'a> {
     U64(&'a [u64]),
     /// An `i64` field.
     I64(&'a [i64]),
-    /// An `f64` field (finite: NaN and infinities are refused, as in rows).
+    /// An `f64` field (NaN and infinities are stored as they are: levels skip NaN).
     F64(&'a [f64]),
     /// A `str` field.
     Str(&'a [&'a str]),
     /// A `bytes` field.
     Bytes(&'a [&'a [u8]]),
+    /// A measured `u64` field with missing values: `None` is null.
+    OptU64(&'a [Option<u64>]),
+    /// A measured `i64` field with missing values: `None` is null.
+    OptI64(&'a [Option<i64>]),
+    /// A measured `f64` field with missing values: `None` is null (NaN stays NaN).
+    OptF64(&'a [Option<f64>]),
 }
 
 impl Values<'_> {
@@ -38,6 +46,19 @@ impl Values<'_> {
             Values::F64(_) => FieldKind::F64,
             Values::Str(_) => FieldKind::Str,
             Values::Bytes(_) => FieldKind::Bytes,
+            Values::OptU64(_) => FieldKind::U64,
+            Values::OptI64(_) => FieldKind::I64,
+            Values::OptF64(_) => FieldKind::F64,
+        }
+    }
+
+    /// The first row whose value is null, if any.
+    fn first_null(&self) -> Option<usize> {
+        match self {
+            Values::OptU64(v) => v.iter().position(Option::is_none),
+            Values::OptI64(v) => v.iter().position(Option::is_none),
+            Values::OptF64(v) => v.iter().position(Option::is_none),
+            _ => None,
         }
     }
 
@@ -49,6 +70,9 @@ impl Values<'_> {
             Values::F64(v) => Values::F64(&v[..n_rows]),
             Values::Str(v) => Values::Str(&v[..n_rows]),
             Values::Bytes(v) => Values::Bytes(&v[..n_rows]),
+            Values::OptU64(v) => Values::OptU64(&v[..n_rows]),
+            Values::OptI64(v) => Values::OptI64(&v[..n_rows]),
+            Values::OptF64(v) => Values::OptF64(&v[..n_rows]),
         }
     }
 
@@ -59,6 +83,9 @@ impl Values<'_> {
             Values::F64(v) => v.len(),
             Values::Str(v) => v.len(),
             Values::Bytes(v) => v.len(),
+            Values::OptU64(v) => v.len(),
+            Values::OptI64(v) => v.len(),
+            Values::OptF64(v) => v.len(),
         }
     }
 
@@ -80,12 +107,36 @@ pub enum Column {
     U64(Vec<u64>),
     /// An `i64` field.
     I64(Vec<i64>),
-    /// An `f64` field (finite).
+    /// An `f64` field.
     F64(Vec<f64>),
     /// A `str` field.
     Str(Vec<String>),
     /// A `bytes` field.
     Bytes(Vec<Vec<u8>>),
+    /// A measured `u64` field with missing values: `None` is null.
+    OptU64(Vec<Option<u64>>),
+    /// A measured `i64` field with missing values: `None` is null.
+    OptI64(Vec<Option<i64>>),
+    /// A measured `f64` field with missing values: `None` is null.
+    OptF64(Vec<Option<f64>>),
+}
+
+impl From<Vec<Option<u64>>> for Column {
+    fn from(values: Vec<Option<u64>>) -> Column {
+        Column::OptU64(values)
+    }
+}
+
+impl From<Vec<Option<i64>>> for Column {
+    fn from(values: Vec<Option<i64>>) -> Column {
+        Column::OptI64(values)
+    }
+}
+
+impl From<Vec<Option<f64>>> for Column {
+    fn from(values: Vec<Option<f64>>) -> Column {
+        Column::OptF64(values)
+    }
 }
 
 impl From<Vec<u64>> for Column {
@@ -146,6 +197,9 @@ impl Column {
                 Column::F64(v) => Values::F64(v),
                 Column::Str(_) => Values::Str(strs),
                 Column::Bytes(_) => Values::Bytes(bytes),
+                Column::OptU64(v) => Values::OptU64(v),
+                Column::OptI64(v) => Values::OptI64(v),
+                Column::OptF64(v) => Values::OptF64(v),
             })
             .collect();
         f(&values)
@@ -240,7 +294,9 @@ impl StreamState {
         for (field_idx, field) in self.decl.fields.iter().enumerate() {
             let kind = match by_field[field_idx] {
                 Some(column) => column.kind(),
-                None => track_value(field_idx).map_or(field.kind, Value::kind),
+                None => track_value(field_idx)
+                    .and_then(Value::kind)
+                    .unwrap_or(field.kind),
             };
             if kind != field.kind {
                 return Err(refuse(
@@ -254,28 +310,21 @@ impl StreamState {
                 ));
             }
         }
-        // The first row with a value that is not finite, and in which field (declaration order).
-        let not_finite = (0..n_rows).find_map(|row| {
-            (0..n_fields).find_map(|field_idx| {
-                let v = match (by_field[field_idx], track_value(field_idx)) {
-                    (Some(Values::F64(c)), _) => c[row],
-                    (None, Some(Value::F64(v))) => *v,
-                    _ => return None,
-                };
-                (!v.is_finite()).then_some((row, field_idx, v))
-            })
+        // The first row whose axis is missing (the only stored number that may not be): a
+        // column with nulls handed in for it.
+        let missing_axis = self.decl.axis.and_then(|axis_idx| {
+            let row = by_field[usize::from(axis_idx)].and_then(Values::first_null)?;
+            Some((row, axis_idx))
         });
-        let finite_error = |(row, field_idx, v): (usize, usize, f64)| {
+        let missing_error = |(row, field_idx): (usize, u16)| {
             refuse(
                 row,
-                format!(
-                    "field {:?} is not finite: {v}",
-                    self.decl.fields[field_idx].name
-                ),
+                self.never_missing(field_idx)
+                    .expect("the axis is never missing"),
             )
         };
-        if let Some(bad) = not_finite.filter(|&(row, _, _)| row == 0) {
-            return Err(finite_error(bad));
+        if let Some(bad) = missing_axis.filter(|&(row, _)| row == 0) {
+            return Err(missing_error(bad));
         }
         let mut labels = Vec::with_capacity(self.decl.track.len());
         for (&field_idx, value) in self.decl.track.iter().zip(track) {
@@ -286,11 +335,18 @@ impl StreamState {
             labels.push(label);
         }
         let key = TrackKey::encode(&labels).map_err(|e| refuse(0, e.to_string()))?;
-        // Rows before the first value that is not finite: their axis, in order.
-        let checked_rows = not_finite.map_or(n_rows, |(row, _, _)| row);
+        // Rows before the first whose axis is missing: their axis, in order.
+        let checked_rows = missing_axis.map_or(n_rows, |(row, _)| row);
         if let Some(axis_idx) = self.decl.axis {
-            let Some(Values::U64(axis)) = by_field[usize::from(axis_idx)] else {
-                unreachable!("kinds were checked above: the axis is a u64 column")
+            let axis: Cow<'_, [u64]> = match by_field[usize::from(axis_idx)] {
+                Some(Values::U64(axis)) => Cow::Borrowed(axis),
+                Some(Values::OptU64(axis)) => Cow::Owned(
+                    axis[..checked_rows]
+                        .iter()
+                        .map(|a| a.unwrap_or(0))
+                        .collect(),
+                ),
+                _ => unreachable!("kinds were checked above: the axis is a u64 column"),
             };
             let previous = self
                 .last_axis
@@ -299,8 +355,8 @@ impl StreamState {
                 .or_else(|| durable_axis(&key));
             self.check_axis(axis_idx, &axis[..checked_rows], previous, floor_axis(&key))?;
         }
-        if let Some(bad) = not_finite {
-            return Err(finite_error(bad));
+        if let Some(bad) = missing_axis {
+            return Err(missing_error(bad));
         }
         let track_bytes: usize = track
             .iter()
@@ -420,19 +476,48 @@ impl StreamState {
         for (&field_idx, column) in others.iter().zip(columns) {
             by_field.insert(field_idx, column);
         }
-        if let Some(axis_idx) = self.decl.axis
-            && let Some(Values::U64(axis)) = by_field.get(&usize::from(axis_idx))
-        {
-            staged.axis.extend_from_slice(axis);
-            if let Some(&last) = axis.last() {
+        if let Some(axis_idx) = self.decl.axis {
+            match by_field.get(&usize::from(axis_idx)) {
+                Some(Values::U64(axis)) => staged.axis.extend_from_slice(axis),
+                Some(Values::OptU64(axis)) => staged.axis.extend(
+                    axis.iter()
+                        .map(|a| a.expect("validated: the axis is never null")),
+                ),
+                _ => unreachable!("validated: the axis is a u64 column"),
+            }
+            if let Some(&last) = staged.axis.last() {
                 self.last_axis.insert(checked.key, last);
             }
         }
-        for (buf, &field_idx) in staged.columns.iter_mut().zip(&self.stored) {
+        for ((buf, nulls), &field_idx) in staged
+            .columns
+            .iter_mut()
+            .zip(&mut staged.nulls)
+            .zip(&self.stored)
+        {
             let Some(column) = by_field.get(&usize::from(field_idx)) else {
                 unreachable!("a stored field is neither the track nor the axis: a column")
             };
+            let before = buf.len() as u64;
+            // A column with nulls: each null row takes a placeholder and joins the runs.
+            macro_rules! with_nulls {
+                ($b:expr, $c:expr) => {
+                    for (i, v) in $c.iter().enumerate() {
+                        match v {
+                            Some(v) => $b.push(*v),
+                            None => {
+                                let row = before + i as u64;
+                                $b.push($b.last().copied().unwrap_or_default());
+                                push_run(nulls, row..row + 1);
+                            }
+                        }
+                    }
+                };
+            }
             match (buf, column) {
+                (ColumnBuf::U64(b), Values::OptU64(c)) => with_nulls!(b, c),
+                (ColumnBuf::I64(b), Values::OptI64(c)) => with_nulls!(b, c),
+                (ColumnBuf::F64(b), Values::OptF64(c)) => with_nulls!(b, c),
                 (ColumnBuf::U64(b), Values::U64(c)) => b.extend_from_slice(c),
                 (ColumnBuf::I64(b), Values::I64(c)) => b.extend_from_slice(c),
                 (ColumnBuf::F64(b), Values::F64(c)) => b.extend_from_slice(c),

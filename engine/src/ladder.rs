@@ -7,9 +7,11 @@
 //! that straddles two barriers is stored once in each (two partial cells) and merged at read,
 //! older first; by the merge law that is the whole cell.
 
+use std::ops::Range;
 use strata_index::{FieldKind, StreamDecl};
 use strata_levels::{Cell, Ladder, Num, NumKind};
-use strata_segment::FieldCells;
+
+use strata_segment::{FieldCells, Nulls};
 
 use crate::stage::{ColumnBuf, Staged};
 
@@ -97,16 +99,50 @@ pub(crate) fn stored_from(counts: &[u64], top: u8, n_fields: u64, column_bytes: 
 }
 
 /// The cells of `level` that rows `axis` (with `shared` levels) of `column`, starting at row
-/// `start` of it, fold to.
+/// `start` of it, fold to: the rows whose value is present, neither null (`nulls`, runs of the
+/// column's rows) nor NaN. With none missing, the rows as they are.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn fold_column_to(
     ladder: &Ladder,
     field: u16,
     axis: &[u64],
     shared: &[u8],
     column: &ColumnBuf,
+    nulls: &[Range<u64>],
     start: usize,
     level: u8,
 ) -> Vec<Cell> {
+    let rows = start..start + axis.len();
+    let null = Nulls::new(nulls);
+    let nan = |row: usize| matches!(column, ColumnBuf::F64(v) if v[row].is_nan());
+    let missing = |row: usize| null.contains(row) || nan(row);
+    if null.count_in(rows.clone()) > 0 || rows.clone().any(nan) {
+        // Fold the present rows alone, as rows of their own.
+        let keep: Vec<usize> = rows.filter(|&row| !missing(row)).collect();
+        let kept_axis: Vec<u64> = keep.iter().map(|&row| axis[row - start]).collect();
+        let kept_shared = ladder.shared_levels(&kept_axis);
+        return match column {
+            ColumnBuf::U64(v) => ladder.fold_rows_to(
+                field,
+                &kept_axis,
+                &kept_shared,
+                |i| Num::U64(v[keep[i]]),
+                level,
+            ),
+            ColumnBuf::I64(v) => ladder.fold_rows_to(
+                field,
+                &kept_axis,
+                &kept_shared,
+                |i| Num::I64(v[keep[i]]),
+                level,
+            ),
+            ColumnBuf::F64(v) => {
+                let values: Vec<f64> = keep.iter().map(|&row| v[row]).collect();
+                ladder.fold_f64_rows_to(field, &kept_axis, &kept_shared, &values, level)
+            }
+            ColumnBuf::Var { .. } => Vec::new(),
+        };
+    }
     match column {
         ColumnBuf::U64(v) => {
             ladder.fold_rows_to(field, axis, shared, |i| Num::U64(v[start + i]), level)
@@ -167,6 +203,7 @@ pub(crate) fn fold_partition(
                     &staged.axis,
                     &shared,
                     column,
+                    &staged.nulls[column_idx],
                     0,
                     from,
                 ));

@@ -421,11 +421,12 @@ fn axis(decl: &StreamDecl, row: &Row) -> u64 {
     }
 }
 
+/// A measured value that is present (not null, not NaN), as a level folds it.
 fn num(value: &Value) -> Option<Num> {
     match value {
         Value::U64(v) => Some(Num::U64(*v)),
         Value::I64(v) => Some(Num::I64(*v)),
-        Value::F64(v) => Some(Num::F64(*v)),
+        Value::F64(v) if !v.is_nan() => Some(Num::F64(*v)),
         _ => None,
     }
 }
@@ -472,16 +473,20 @@ fn check(
             ));
         }
         for (field, value) in decl.fields.iter().zip(row) {
-            if value.kind() != field.kind {
+            if value.kind().is_some_and(|kind| kind != field.kind) {
                 return Err(refuse(
                     row_idx,
                     format!("field {:?} has the wrong kind", field.name),
                 ));
             }
-            if matches!(value, Value::F64(v) if !v.is_finite()) {
+            let measured = decl
+                .measured()
+                .iter()
+                .any(|&m| decl.fields[usize::from(m)].name == field.name);
+            if *value == Value::Null && !measured {
                 return Err(refuse(
                     row_idx,
-                    format!("field {:?} is not finite", field.name),
+                    format!("field {:?} is missing, and it may not be", field.name),
                 ));
             }
         }

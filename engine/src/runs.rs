@@ -177,6 +177,15 @@ impl ColumnRun {
         })
     }
 
+    /// Which of rows `rows` of the run (run-relative) hold no value in field `field_idx`: a
+    /// flag per row, true where it is null (format 7); `None` if none is (every column of an
+    /// earlier file, every field the partition stores no column of). An `f64` NaN is a value
+    /// here, not null.
+    pub fn null_mask(&self, field_idx: u16, rows: Range<usize>) -> Option<Vec<bool>> {
+        let nulls = verified(self.segment.nulls(self.part_idx, field_idx));
+        nulls.mask(self.rows.start + rows.start..self.rows.start + rows.end)
+    }
+
     /// Appends rows `rows` of the run (run-relative) as rows of `decl`'s fields, resolving
     /// every column once for them all.
     fn rows_into(
@@ -210,11 +219,13 @@ impl ColumnRun {
                         .map(Source::Axis)
                         .ok_or_else(|| mismatch(path, "no axis block"));
                 }
+                let nulls = self.null_mask(field_idx, rows.clone());
                 self.column(field_idx)
-                    .map(|column| Source::Column(column, field.kind))
+                    .map(|column| Source::Column(column, field.kind, nulls))
                     .ok_or_else(|| mismatch(path, format!("no column for field {:?}", field.name)))
             })
             .collect::<Result<Vec<Source<'_>>, EngineError>>()?;
+        let first = rows.start;
         let mut positions = verified(self.segment.positions(self.part_idx))
             .iter_from(self.rows.start + rows.start)
             .take(rows.len());
@@ -224,7 +235,10 @@ impl ColumnRun {
                 let value = match source {
                     Source::Track(value) => Some(value.clone()),
                     Source::Axis(axis) => axis.get(row_idx).map(|a| Value::U64(a.get())),
-                    Source::Column(column, kind) => column_value(*column, *kind, row_idx),
+                    Source::Column(_, _, Some(nulls)) if nulls[row_idx - first] => {
+                        Some(Value::Null)
+                    }
+                    Source::Column(column, kind, _) => column_value(*column, *kind, row_idx),
                 };
                 values.push(value.ok_or_else(|| {
                     mismatch(
@@ -258,7 +272,8 @@ impl std::fmt::Debug for ColumnRun {
 enum Source<'a> {
     Track(Value),
     Axis(&'a [U64]),
-    Column(Column<'a>, FieldKind),
+    /// A stored column, its kind, and which of the rows being built are null.
+    Column(Column<'a>, FieldKind, Option<Vec<bool>>),
 }
 
 fn column_value(column: Column<'_>, kind: FieldKind, row_idx: usize) -> Option<Value> {
@@ -648,6 +663,7 @@ fn resolve(decl: &StreamDecl, reader: &OpenSegment, part_idx: usize) -> Result<(
                 .column(part_idx, field_idx)
                 .map_err(unreadable)?
                 .ok_or_else(|| mismatch(path, format!("no column for field {:?}", field.name)))?;
+            reader.nulls(part_idx, field_idx).map_err(unreadable)?;
             if column.kind_code() == field.kind.code() {
                 column.len()
             } else {

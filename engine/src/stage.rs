@@ -4,8 +4,10 @@
 //! refused batch leaves no trace. Staging touches no file.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 
 use strata_index::{FieldKind, StreamDecl, TrackKey, validate_label};
+use strata_segment::validity::push_run;
 use strata_segment::{ColumnData, RowsInput, VarData};
 
 use crate::error::EngineError;
@@ -38,7 +40,9 @@ impl ColumnBuf {
         }
     }
 
-    fn push(&mut self, value: &Value) {
+    /// Appends `value`; answers whether it was null (a placeholder stands in its place: the
+    /// value before it in the column, or zero, which costs a packed column least).
+    fn push(&mut self, value: &Value) -> bool {
         match (self, value) {
             (ColumnBuf::U64(c), Value::U64(v)) => c.push(*v),
             (ColumnBuf::I64(c), Value::I64(v)) => c.push(*v),
@@ -51,7 +55,32 @@ impl ColumnBuf {
                 heap.extend_from_slice(v);
                 offsets.push(heap.len() as u64);
             }
+            (column, Value::Null) => {
+                column.push_placeholder();
+                return true;
+            }
             (column, value) => unreachable!("validated: {value:?} into {column:?}"),
+        }
+        false
+    }
+
+    /// Appends the value a null row holds in the column: the one before it, or zero.
+    pub(crate) fn push_placeholder(&mut self) {
+        match self {
+            ColumnBuf::U64(c) => c.push(c.last().copied().unwrap_or(0)),
+            ColumnBuf::I64(c) => c.push(c.last().copied().unwrap_or(0)),
+            ColumnBuf::F64(c) => c.push(c.last().copied().unwrap_or(0.0)),
+            ColumnBuf::Var { .. } => unreachable!("validated: only a number may be missing"),
+        }
+    }
+
+    /// Rows in the column.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ColumnBuf::U64(c) => c.len(),
+            ColumnBuf::I64(c) => c.len(),
+            ColumnBuf::F64(c) => c.len(),
+            ColumnBuf::Var { offsets, .. } => offsets.len() - 1,
         }
     }
 
@@ -84,6 +113,9 @@ pub(crate) struct Staged {
     pub axis: Vec<u64>,
     /// One buffer per stored column, in the stream's stored-column order.
     pub columns: Vec<ColumnBuf>,
+    /// Per stored column, the runs of rows (indexes into this partition's staged rows,
+    /// ascending) whose value is null: the column holds a placeholder there.
+    pub nulls: Vec<Vec<Range<u64>>>,
 }
 
 /// A stream's declaration, what follows from it, and its staged rows.
@@ -244,19 +276,23 @@ impl StreamState {
                     row.len()
                 )));
             }
-            for (field, value) in self.decl.fields.iter().zip(row) {
-                if value.kind() != field.kind {
-                    return Err(refuse(format!(
-                        "field {:?} is {}, got {} value",
-                        field.name,
-                        field.kind.with_article(),
-                        value.kind().with_article()
-                    )));
-                }
-                if let Value::F64(v) = value
-                    && !v.is_finite()
-                {
-                    return Err(refuse(format!("field {:?} is not finite: {v}", field.name)));
+            for ((field_idx, field), value) in self.decl.fields.iter().enumerate().zip(row) {
+                match value.kind() {
+                    Some(kind) if kind != field.kind => {
+                        return Err(refuse(format!(
+                            "field {:?} is {}, got {} value",
+                            field.name,
+                            field.kind.with_article(),
+                            kind.with_article()
+                        )));
+                    }
+                    Some(_) => {}
+                    None => {
+                        let field_idx = u16::try_from(field_idx).expect("at most FIELDS_MAX");
+                        if let Some(reason) = self.never_missing(field_idx) {
+                            return Err(refuse(reason));
+                        }
+                    }
                 }
             }
             let mut labels = Vec::with_capacity(self.decl.track.len());
@@ -321,6 +357,33 @@ impl StreamState {
                 .iter()
                 .map(|&i| ColumnBuf::new(self.decl.fields[usize::from(i)].kind))
                 .collect(),
+            nulls: vec![Vec::new(); self.stored.len()],
+        }
+    }
+
+    /// Why field `field_idx` may not be missing (null), or `None` if it may: only a measured
+    /// field (a number that is neither the axis nor a track component) may.
+    pub(crate) fn never_missing(&self, field_idx: u16) -> Option<String> {
+        let field = &self.decl.fields[usize::from(field_idx)];
+        if self.decl.axis == Some(field_idx) {
+            Some(format!(
+                "field {:?} is missing, and it is the axis: every row needs one",
+                field.name
+            ))
+        } else if self.decl.track.contains(&field_idx) {
+            Some(format!(
+                "field {:?} is missing, and it is a track component: every row needs a label",
+                field.name
+            ))
+        } else if !field.kind.is_numeric() {
+            Some(format!(
+                "field {:?} is missing, and it is {}: only a measured u64, i64 or f64 field may \
+                 be missing",
+                field.name,
+                field.kind.with_article()
+            ))
+        } else {
+            None
         }
     }
 
@@ -339,6 +402,13 @@ impl StreamState {
                 .zip(&rows.columns)
                 .map(|(&field, column)| (field, column.data()))
                 .collect(),
+            nulls: self
+                .stored
+                .iter()
+                .zip(&rows.nulls)
+                .filter(|(_, runs)| !runs.is_empty())
+                .map(|(&field, runs)| (field, runs.as_slice()))
+                .collect(),
         }
     }
 
@@ -355,8 +425,16 @@ impl StreamState {
                 staged.axis.push(axis);
                 self.last_axis.insert(key, axis);
             }
-            for (column, &field_idx) in staged.columns.iter_mut().zip(&self.stored) {
-                column.push(&row[usize::from(field_idx)]);
+            for ((column, nulls), &field_idx) in staged
+                .columns
+                .iter_mut()
+                .zip(&mut staged.nulls)
+                .zip(&self.stored)
+            {
+                let row_idx = column.len() as u64;
+                if column.push(&row[usize::from(field_idx)]) {
+                    push_run(nulls, row_idx..row_idx + 1);
+                }
             }
         }
         self.note_position(position, rows.len());

@@ -669,10 +669,24 @@ impl Store {
                     Some(column) => column.numbers(start..end).map_err(unreadable)?,
                     None => None,
                 };
+                // Percentiles rank the values present: not null, not NaN.
+                let nulls = reader.nulls(part_idx, field).map_err(unreadable)?;
+                let nulls = nulls.mask(start..end);
+                let present = |i: &usize| nulls.as_ref().is_none_or(|n| !n[*i]);
                 match numbers {
-                    Some(Decoded::U64(c)) => values.extend(c.iter().map(|v| Num::U64(v.get()))),
-                    Some(Decoded::I64(c)) => values.extend(c.iter().map(|v| Num::I64(v.get()))),
-                    Some(Decoded::F64(c)) => values.extend(c.iter().map(|v| Num::F64(v.get()))),
+                    Some(Decoded::U64(c)) => {
+                        values.extend((0..c.len()).filter(present).map(|i| Num::U64(c[i].get())))
+                    }
+                    Some(Decoded::I64(c)) => {
+                        values.extend((0..c.len()).filter(present).map(|i| Num::I64(c[i].get())))
+                    }
+                    Some(Decoded::F64(c)) => values.extend(
+                        (0..c.len())
+                            .filter(present)
+                            .map(|i| c[i].get())
+                            .filter(|v| !v.is_nan())
+                            .map(Num::F64),
+                    ),
                     None => {
                         return Err(EngineError::Unreadable {
                             source: strata_segment::SegmentError::mismatch(
@@ -896,6 +910,8 @@ pub(crate) fn file_rows(
     })?;
     let info = &reader.partitions()[part_idx];
     let chained = info.chained_from.zip(info.entry.axis.map(|[_, last]| last));
+    let nulls = reader.nulls(part_idx, field).map_err(unreadable)?;
+    let (axis, numbers, cuts) = present_rows(axis, numbers, cuts, nulls.mask(start..end));
     Ok(FoldRows {
         shared: ladder.shared_levels(&axis),
         axis,
@@ -903,6 +919,33 @@ pub(crate) fn file_rows(
         cuts,
         chained,
     })
+}
+
+/// The rows a level folds: those whose value is present, neither null (`nulls`, a flag per
+/// row) nor an `f64` NaN. Answers their axis, their values and the cuts moved to the rows
+/// that remain (a piece whose rows are all missing becomes empty, and folds to no cell). As it
+/// was given when every value is present.
+pub(crate) fn present_rows(
+    axis: Vec<u64>,
+    numbers: Decoded,
+    cuts: Vec<usize>,
+    nulls: Option<Vec<bool>>,
+) -> (Vec<u64>, Decoded, Vec<usize>) {
+    let nan = |row: usize| matches!(&numbers, Decoded::F64(c) if c[row].get().is_nan());
+    let missing = |row: usize| nulls.as_ref().is_some_and(|n| n[row]) || nan(row);
+    if !(0..axis.len()).any(missing) {
+        return (axis, numbers, cuts);
+    }
+    let keep: Vec<usize> = (0..axis.len()).filter(|&row| !missing(row)).collect();
+    let mut kept = Decoded::with_capacity(numbers.kind_code(), keep.len());
+    for &row in &keep {
+        kept.append_rows(&numbers, row..row + 1);
+    }
+    let cuts = cuts
+        .iter()
+        .map(|&cut| keep.partition_point(|&row| row < cut))
+        .collect();
+    (keep.iter().map(|&row| axis[row]).collect(), kept, cuts)
 }
 
 /// The cells of `level` that `rows` fold to, each piece between two cuts (seams) folded apart,

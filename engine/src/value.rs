@@ -6,33 +6,67 @@ use serde::{Deserialize, Serialize};
 use strata_index::FieldKind;
 
 /// One value of a declared field.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Equality is what a read promises: a value comes back as it was published, so NaN equals
+/// NaN here (and only NaN), unlike `f64`'s own `==`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Value {
     /// A `u64` field.
     U64(u64),
     /// An `i64` field.
     I64(i64),
-    /// An `f64` field (finite when measured: publish refuses NaN and infinities).
+    /// An `f64` field. A measured one may hold NaN or an infinity: both are stored as they
+    /// are; levels fold the values that are present (an infinity is a value, NaN is not).
     F64(f64),
     /// A `str` field.
     Str(String),
     /// A `bytes` field.
     Bytes(Vec<u8>),
+    /// A missing value of a measured field (`u64`, `i64` or `f64`, neither the axis nor a
+    /// track component): the row is stored whole, this field of it as null, and levels fold
+    /// the field's present values. JSON `null`. A track label or the axis is never missing.
+    Null,
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::U64(a), Value::U64(b)) => a == b,
+            (Value::I64(a), Value::I64(b)) => a == b,
+            (Value::F64(a), Value::F64(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::Null, Value::Null) => true,
+            _ => false,
+        }
+    }
 }
 
 /// One row: a value per declared field, in declaration order.
 pub type Row = Vec<Value>;
 
 impl Value {
-    /// The kind of field this value fits.
-    pub fn kind(&self) -> FieldKind {
+    /// The kind of field this value fits; `None` for [`Value::Null`], which fits any measured
+    /// field.
+    pub fn kind(&self) -> Option<FieldKind> {
         match self {
-            Value::U64(_) => FieldKind::U64,
-            Value::I64(_) => FieldKind::I64,
-            Value::F64(_) => FieldKind::F64,
-            Value::Str(_) => FieldKind::Str,
-            Value::Bytes(_) => FieldKind::Bytes,
+            Value::U64(_) => Some(FieldKind::U64),
+            Value::I64(_) => Some(FieldKind::I64),
+            Value::F64(_) => Some(FieldKind::F64),
+            Value::Str(_) => Some(FieldKind::Str),
+            Value::Bytes(_) => Some(FieldKind::Bytes),
+            Value::Null => None,
+        }
+    }
+
+    /// Whether the value is missing: null, or an `f64` NaN. A level folds every value of a
+    /// measured field that is not missing; an infinity is a value.
+    pub fn is_missing(&self) -> bool {
+        match self {
+            Value::Null => true,
+            Value::F64(v) => v.is_nan(),
+            _ => false,
         }
     }
 
@@ -45,7 +79,7 @@ impl Value {
             Value::U64(v) => Some(v.to_string()),
             Value::I64(v) => Some(v.to_string()),
             Value::Str(v) => Some(v.clone()),
-            Value::F64(_) | Value::Bytes(_) => None,
+            Value::F64(_) | Value::Bytes(_) | Value::Null => None,
         }
     }
 
@@ -73,6 +107,7 @@ impl fmt::Display for Value {
                 }
                 Ok(())
             }
+            Value::Null => Ok(()),
         }
     }
 }

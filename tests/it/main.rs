@@ -19,6 +19,7 @@ mod embedding;
 mod engine;
 mod errors;
 mod levels;
+mod missing;
 mod model;
 mod narrowing;
 mod open_segments;

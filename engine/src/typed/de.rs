@@ -217,6 +217,7 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer {
                 bytes.end()?;
                 Ok(typed)
             }
+            Value::Null => visitor.visit_none(),
         }
     }
 
@@ -232,7 +233,10 @@ impl<'de> de::Deserializer<'de> for ValueDeserializer {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Fault> {
-        visitor.visit_some(self)
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(

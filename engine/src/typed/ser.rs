@@ -681,7 +681,11 @@ impl<'d> ser::Serializer for FieldSerializer<'d> {
         }
     }
     fn serialize_none(self) -> Result<Value, Fault> {
-        self.wrong("none")
+        // A missing value: publish takes it in a measured field and refuses it elsewhere.
+        match self.kind {
+            FieldKind::U64 | FieldKind::I64 | FieldKind::F64 => Ok(Value::Null),
+            _ => self.wrong("none"),
+        }
     }
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Value, Fault> {
         value.serialize(self)
