@@ -85,6 +85,9 @@ pub struct Batch {
     pub lines: Vec<u64>,
     /// One per field that is not part of the track, in declaration order (the axis included).
     pub(super) columns: Vec<Column>,
+    /// Per column, the rows (ascending) whose value is missing: an empty CSV cell, an Arrow
+    /// null. The column holds a placeholder there; it is published as null.
+    pub(super) nulls: Vec<Vec<usize>>,
     pub(super) runs: Vec<Run>,
     /// The last row's track cells as they were written, one after another, and where each
     /// ends: a row whose cells are the same bytes continues its run, with nothing parsed.
@@ -104,6 +107,12 @@ impl Batch {
                 .iter()
                 .filter(|field| field.track_slot.is_none())
                 .map(|field| Column::new(field.kind))
+                .collect(),
+            nulls: layout
+                .fields()
+                .iter()
+                .filter(|field| field.track_slot.is_none())
+                .map(|_| Vec::new())
                 .collect(),
             runs: Vec::new(),
             last_track: Vec::new(),
@@ -192,7 +201,8 @@ impl Batch {
         if !same_track {
             track.resize(layout.track_columns().len(), Value::U64(0));
         }
-        let mut columns = self.columns.iter_mut();
+        let row = self.lines.len();
+        let mut columns = self.columns.iter_mut().zip(&mut self.nulls);
         for field in layout.fields() {
             let bytes = cell(record, field.column);
             if let Some(slot) = field.track_slot {
@@ -201,10 +211,14 @@ impl Batch {
                 }
                 continue;
             }
-            let Some(column) = columns.next() else {
+            let Some((column, nulls)) = columns.next() else {
                 unreachable!("a column per field that is not part of the track")
             };
-            push_cell(column, field, bytes)?;
+            if push_missing(column, bytes) {
+                nulls.push(row);
+            } else {
+                push_cell(column, field, bytes)?;
+            }
         }
         let position = match given_position {
             Some(position) => position,
@@ -254,15 +268,28 @@ impl Batch {
                 })
                 .collect();
             let (mut texts, mut blobs) = (texts.iter(), blobs.iter());
+            // A number column with a missing value among these rows, as `Option`s.
+            let optional: Vec<Option<Optional>> = self
+                .columns
+                .iter()
+                .zip(&self.nulls)
+                .map(|(c, nulls)| Optional::of(c, nulls, &rows))
+                .collect();
             let columns: Vec<Values<'_>> = self
                 .columns
                 .iter()
-                .map(|c| match c {
-                    Column::U64(v) => Values::U64(&v[rows.clone()]),
-                    Column::I64(v) => Values::I64(&v[rows.clone()]),
-                    Column::F64(v) => Values::F64(&v[rows.clone()]),
-                    Column::Str { .. } => Values::Str(texts.next().map_or(&[][..], Vec::as_slice)),
-                    Column::Bytes { .. } => {
+                .zip(&optional)
+                .map(|(c, optional)| match (c, optional) {
+                    (_, Some(Optional::U64(v))) => Values::OptU64(v),
+                    (_, Some(Optional::I64(v))) => Values::OptI64(v),
+                    (_, Some(Optional::F64(v))) => Values::OptF64(v),
+                    (Column::U64(v), None) => Values::U64(&v[rows.clone()]),
+                    (Column::I64(v), None) => Values::I64(&v[rows.clone()]),
+                    (Column::F64(v), None) => Values::F64(&v[rows.clone()]),
+                    (Column::Str { .. }, None) => {
+                        Values::Str(texts.next().map_or(&[][..], Vec::as_slice))
+                    }
+                    (Column::Bytes { .. }, None) => {
                         Values::Bytes(blobs.next().map_or(&[][..], Vec::as_slice))
                     }
                 })
@@ -290,6 +317,56 @@ impl Batch {
         }
         Ok(())
     }
+}
+
+/// A number column's values for some rows, with `None` where a value is missing.
+enum Optional {
+    U64(Vec<Option<u64>>),
+    I64(Vec<Option<i64>>),
+    F64(Vec<Option<f64>>),
+}
+
+impl Optional {
+    /// `column`'s `rows` with their `nulls` (batch rows, ascending); `None` if none of the
+    /// rows is null.
+    fn of(column: &Column, nulls: &[usize], rows: &Range<usize>) -> Option<Optional> {
+        let first = nulls.partition_point(|&r| r < rows.start);
+        let nulls = &nulls[first..nulls.partition_point(|&r| r < rows.end)];
+        if nulls.is_empty() {
+            return None;
+        }
+        fn with<T: Copy>(values: &[T], nulls: &[usize], rows: &Range<usize>) -> Vec<Option<T>> {
+            let mut out: Vec<Option<T>> = values[rows.clone()].iter().copied().map(Some).collect();
+            for &row in nulls {
+                out[row - rows.start] = None;
+            }
+            out
+        }
+        Some(match column {
+            Column::U64(v) => Optional::U64(with(v, nulls, rows)),
+            Column::I64(v) => Optional::I64(with(v, nulls, rows)),
+            Column::F64(v) => Optional::F64(with(v, nulls, rows)),
+            Column::Str { .. } | Column::Bytes { .. } => {
+                unreachable!("only a number column records missing values")
+            }
+        })
+    }
+}
+
+/// A missing value (an empty cell, spaces alone) in a number column: pushes a placeholder and
+/// answers true. Anything else, and any cell of a text column, is left to `push_cell`. The
+/// engine takes the null in a measured field and refuses it, naming the field, in the axis.
+pub(super) fn push_missing(column: &mut Column, bytes: &[u8]) -> bool {
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        return false;
+    }
+    match column {
+        Column::U64(values) => values.push(0),
+        Column::I64(values) => values.push(0),
+        Column::F64(values) => values.push(0.0),
+        Column::Str { .. } | Column::Bytes { .. } => return false,
+    }
+    true
 }
 
 /// Parses one cell onto the end of its column.

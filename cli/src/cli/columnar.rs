@@ -379,6 +379,8 @@ where
         .iter()
         .enumerate()
         .map(|(i, &v)| {
+            // A null slot holds no value to check: whatever is there stands in for it.
+            let v = if array.is_null(i) { 0 } else { v };
             T::Native::try_from(v)
                 .map_err(|_| refuse(first_row + i as u64, name, format!("{v} {misfit}")))
         })
@@ -493,12 +495,27 @@ fn append(
         .map(|(cells, (slot, kind, name))| (slot, cells, kind, name))
         .collect();
     by_slot.sort_unstable_by_key(|&(slot, ..)| slot);
-    let mut columns = batch.columns.iter_mut();
+    let rows_before = batch.n_rows();
+    let mut columns = batch.columns.iter_mut().zip(&mut batch.nulls);
     for field in layout.fields().iter().filter(|f| f.track_slot.is_none()) {
         let name = field.name.as_str();
-        let array = column(field.column)?;
-        let Some(out) = columns.next() else {
+        let Some((out, nulls)) = columns.next() else {
             unreachable!("a column per field that is not part of the track")
+        };
+        // A number may be missing (null): the engine stores it so in a measured field, and
+        // refuses it, naming the field, in the axis. Text may not.
+        let array = if matches!(out, Column::U64(_) | Column::I64(_) | Column::F64(_)) {
+            let array = slice.column(field.column);
+            if array.null_count() > 0 {
+                nulls.extend(
+                    (0..array.len())
+                        .filter(|&i| array.is_null(i))
+                        .map(|i| rows_before + i),
+                );
+            }
+            array
+        } else {
+            column(field.column)?
         };
         match out {
             Column::U64(v) => v.extend(u64s(array.as_ref(), name, first_row)?),

@@ -6,7 +6,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use strata::{Config, EngineError, StoredRow};
+use strata::{Config, EngineError, StoredRow, Value};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell, declares_position};
@@ -135,7 +135,14 @@ fn write_json(
             }
             serde_json::to_writer(&mut out, name)?;
             out.write_all(b":")?;
-            serde_json::to_writer(&mut out, value)?;
+            match value {
+                // JSON has no NaN or infinity (serde_json would write `null`, the word for a
+                // missing value): they are the strings the read answers use for them.
+                Value::F64(v) if !v.is_finite() => {
+                    serde_json::to_writer(&mut out, super::json::non_finite_word(*v))?;
+                }
+                value => serde_json::to_writer(&mut out, value)?,
+            }
         }
         out.write_all(b"}")?;
     }
