@@ -18,6 +18,7 @@ mod damaged_reads;
 mod embedding;
 mod engine;
 mod errors;
+mod fixture_v6;
 mod levels;
 mod missing;
 mod model;
