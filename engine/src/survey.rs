@@ -941,10 +941,14 @@ pub(crate) fn present_rows(
     for &row in &keep {
         kept.append_rows(&numbers, row..row + 1);
     }
-    let cuts = cuts
+    // A cut that falls at either end of the rows kept, or on another, parts nothing now (the
+    // piece on one side is empty), and is dropped: `fold_decoded` takes each cut inside.
+    let mut cuts: Vec<usize> = cuts
         .iter()
         .map(|&cut| keep.partition_point(|&row| row < cut))
+        .filter(|&cut| cut > 0 && cut < keep.len())
         .collect();
+    cuts.dedup();
     (keep.iter().map(|&row| axis[row]).collect(), kept, cuts)
 }
 
