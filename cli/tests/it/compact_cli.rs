@@ -901,7 +901,7 @@ fn two_long_steps(s: &Scratch) -> Vec<StoredRow> {
                 Value::U64(x) => x.to_string(),
                 Value::I64(x) => x.to_string(),
                 Value::F64(x) => format!("{x:?}"),
-                Value::Bytes(_) => unreachable!(),
+                Value::Bytes(_) | Value::Null => unreachable!(),
             })
             .collect();
         writeln!(csv, "{}", text.join(",")).unwrap();

@@ -20,6 +20,7 @@ mod levels_cli;
 mod limits;
 mod manifest_damage;
 mod messages_cli;
+mod missing_cli;
 mod mistakes_cli;
 mod position_cli;
 mod read_only_cli;
