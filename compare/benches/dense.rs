@@ -50,6 +50,8 @@ struct DataSet {
     name: &'static str,
     axis: Vec<u64>,
     fields: Vec<(&'static str, Vec<f64>)>,
+    /// Rows of the first field that are missing (null), if any: published as `None` (#48).
+    nulls: Option<Vec<bool>>,
 }
 
 impl DataSet {
@@ -94,6 +96,7 @@ fn random_walk(n: usize) -> DataSet {
         name: "random walk",
         axis: (0..n as u64).collect(),
         fields: vec![("v", values)],
+        nulls: None,
     }
 }
 
@@ -121,6 +124,18 @@ fn sensor(n: usize) -> DataSet {
                     .collect(),
             ),
         ],
+        nulls: None,
+    }
+}
+
+/// `ds` with 1% of its first field's values null, at random rows (a fixed seed).
+fn with_holes(ds: &DataSet) -> DataSet {
+    let mut rng = Rng(0x0bad_5eed_0bad_5eed);
+    DataSet {
+        name: ds.name,
+        axis: ds.axis.clone(),
+        fields: ds.fields.clone(),
+        nulls: Some((0..ds.n_rows()).map(|_| rng.next() % 100 == 0).collect()),
     }
 }
 
@@ -130,6 +145,7 @@ fn noise(n: usize) -> DataSet {
         name: "noise (full precision)",
         axis: (0..n as u64).collect(),
         fields: vec![("v", (0..n).map(|_| rng.normal()).collect())],
+        nulls: None,
     }
 }
 
@@ -179,8 +195,16 @@ fn strata_run(ds: &DataSet, steps: bool) -> StrataRun {
     let (mut steps_taken, mut step_inputs, mut step_bytes) = (0u64, 0u64, 0u64);
     for (position, start) in (0..ds.n_rows()).step_by(BARRIER_ROWS).enumerate() {
         let end = (start + BARRIER_ROWS).min(ds.n_rows());
+        let optional: Option<Vec<Option<f64>>> = ds.nulls.as_ref().map(|nulls| {
+            (start..end)
+                .map(|row| (!nulls[row]).then_some(ds.fields[0].1[row]))
+                .collect()
+        });
         let mut columns = vec![Values::U64(&ds.axis[start..end])];
         columns.extend(ds.fields.iter().map(|(_, v)| Values::F64(&v[start..end])));
+        if let Some(optional) = &optional {
+            columns[1] = Values::OptF64(optional);
+        }
         let began = Instant::now();
         store
             .publish_columns("s", position as u64, &[], &columns)
@@ -304,17 +328,30 @@ fn assert_reads_back(store: &Store, ds: &DataSet) {
             ds.name
         );
         for (i, (name, values)) in ds.fields.iter().enumerate() {
-            let Some(Column::F64(got)) = run.column(1 + u16::try_from(i).expect("few fields"))
-            else {
+            let field = 1 + u16::try_from(i).expect("few fields");
+            let Some(Column::F64(got)) = run.column(field) else {
                 panic!("{name} is an f64 column");
             };
             assert!(
                 got.iter()
                     .map(|v| v.get().to_bits())
-                    .eq(values[row..row + run.len()].iter().map(|v| v.to_bits())),
+                    .zip(&values[row..row + run.len()])
+                    .enumerate()
+                    .all(|(j, (got, want))| {
+                        let null = i == 0 && ds.nulls.as_ref().is_some_and(|n| n[row + j]);
+                        null || got == want.to_bits()
+                    }),
                 "{}: {name} at row {row}",
                 ds.name
             );
+            let nulls = run.null_mask(field, 0..run.len());
+            let want: Option<Vec<bool>> = ds
+                .nulls
+                .as_ref()
+                .filter(|_| i == 0)
+                .map(|n| n[row..row + run.len()].to_vec())
+                .filter(|n| n.iter().any(|&x| x));
+            assert_eq!(nulls, want, "{}: {name}'s nulls at row {row}", ds.name);
         }
         row += run.len();
     }
@@ -675,6 +712,33 @@ fn table(sets: &[DataSet], out: Option<&Path>) {
     );
 }
 
+/// Missing values (#48): each data set's store once compacted, as it is and with 1% of its
+/// first field null at random rows, in one run. A column without a null stores what format 6
+/// stored (`tests/it/damaged_reads.rs` holds that byte for byte); a null costs its row's
+/// validity run and whatever its placeholder (the value before it) changes in the packed
+/// column.
+fn holes_table(sets: &[DataSet]) {
+    println!(
+        "| data ({} rows) | strata B/row, no value missing | 1% of `{}` null | difference B/row | target |",
+        sets[0].n_rows(),
+        sets[0].fields[0].0
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for ds in sets {
+        let n = ds.n_rows();
+        let whole = per_row(strata_run(ds, true).bytes, n);
+        let holes = per_row(strata_run(&with_holes(ds), true).bytes, n);
+        println!(
+            "| {} | {whole:.3} | {holes:.3} | {:+.3} | <= +0.100 |",
+            ds.name,
+            holes - whole
+        );
+    }
+    println!(
+        "(every file of the store once compacted, levels included, every row and every null read back and compared)"
+    );
+}
+
 /// The codec study that chose pco (docs/format.md): each codec over the raw columns, in
 /// barrier-sized blocks and whole columns, beside Parquet at two zstd levels.
 fn codec_table(sets: &[DataSet]) {
@@ -839,7 +903,13 @@ fn main() {
     if let Some(out) = &out {
         std::fs::create_dir_all(out).expect("the output folder");
     }
+    if std::env::var_os("STRATA_DENSE_HOLES").is_some() {
+        // The missing-values table alone (#48).
+        holes_table(&sets);
+        return;
+    }
     table(&sets, out.as_deref());
+    holes_table(&sets);
     if std::env::var_os("STRATA_DENSE_CODECS").is_some() {
         codec_table(&sets);
         pco_levels_table(&sets);
