@@ -171,7 +171,11 @@ impl<'s> ArrowBatches<'s> {
         Arc::clone(&self.schema)
     }
 
-    fn new(store: &'s Store, stream: &str, runs: QueryRuns<'s>) -> Result<Self, EngineError> {
+    pub(crate) fn new(
+        store: &'s Store,
+        stream: &str,
+        runs: QueryRuns<'s>,
+    ) -> Result<Self, EngineError> {
         let decl = &stream_state(&store.streams, stream)?.decl;
         Ok(ArrowBatches {
             decl,

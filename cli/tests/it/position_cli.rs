@@ -67,6 +67,7 @@ fn store_declaring_position(dir: &Path) {
         track: Vec::new(),
         axis: None,
         ladder: DEFAULT_LADDER,
+        time: None,
     };
     let mut store = Store::create(dir, Config::default(), &[decl]).unwrap();
     store
