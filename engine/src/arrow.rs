@@ -98,7 +98,7 @@ impl Building {
 
     /// The array, with `nulls` (a flag per row, true where null) as its validity if given.
     fn finish_with(self, nulls: Option<Vec<bool>>) -> Result<ArrayRef, ArrowError> {
-        let nulls = nulls.map(|n| NullBuffer::from_iter(n.into_iter().map(|null| !null)));
+        let nulls = nulls.map(|n| n.into_iter().map(|null| !null).collect::<NullBuffer>());
         Ok(match self {
             Building::U64(v) => Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
             Building::I64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v), nulls)),
@@ -184,7 +184,11 @@ impl<'s> ArrowBatches<'s> {
         Arc::clone(&self.schema)
     }
 
-    fn new(store: &'s Store, stream: &str, runs: QueryRuns<'s>) -> Result<Self, EngineError> {
+    pub(crate) fn new(
+        store: &'s Store,
+        stream: &str,
+        runs: QueryRuns<'s>,
+    ) -> Result<Self, EngineError> {
         let decl = &stream_state(&store.streams, stream)?.decl;
         Ok(ArrowBatches {
             decl,

@@ -41,14 +41,11 @@ pub enum Values<'a> {
 impl Values<'_> {
     fn kind(&self) -> FieldKind {
         match self {
-            Values::U64(_) => FieldKind::U64,
-            Values::I64(_) => FieldKind::I64,
-            Values::F64(_) => FieldKind::F64,
+            Values::U64(_) | Values::OptU64(_) => FieldKind::U64,
+            Values::I64(_) | Values::OptI64(_) => FieldKind::I64,
+            Values::F64(_) | Values::OptF64(_) => FieldKind::F64,
             Values::Str(_) => FieldKind::Str,
             Values::Bytes(_) => FieldKind::Bytes,
-            Values::OptU64(_) => FieldKind::U64,
-            Values::OptI64(_) => FieldKind::I64,
-            Values::OptF64(_) => FieldKind::F64,
         }
     }
 

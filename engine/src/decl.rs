@@ -1,6 +1,11 @@
 //! Declaring streams: fields in order, up to four of them as the track, at most one u64 axis.
 
-use strata_index::{FieldDecl, FieldKind, LadderSpec, StreamDecl};
+use strata_index::{
+    FieldDecl, FieldKind, LadderSpec, Record, StreamDecl, TimeUnit, check_header, format_of,
+};
+use strata_segment::ManifestWriter;
+use strata_segment::read_manifest;
+use strata_segment::vfs::Vfs;
 
 use crate::error::EngineError;
 
@@ -29,6 +34,7 @@ pub struct Stream {
     track: Vec<String>,
     axis: Option<String>,
     ladder: LadderSpec,
+    time: Option<TimeUnit>,
 }
 
 impl Stream {
@@ -40,6 +46,7 @@ impl Stream {
             track: Vec::new(),
             axis: None,
             ladder: DEFAULT_LADDER,
+            time: None,
         }
     }
 
@@ -64,6 +71,17 @@ impl Stream {
     #[must_use]
     pub fn axis(mut self, field: impl Into<String>) -> Stream {
         self.axis = Some(field.into());
+        self
+    }
+
+    /// Names the one `u64` axis field and says it counts `unit`s since the Unix epoch: the
+    /// faces read and print it as a time (RFC 3339, Arrow's `Timestamp(unit, UTC)`, numpy's
+    /// `datetime64`); the engine stores and compares it as the same `u64`. Recorded in the
+    /// manifest (format 4): reopening with another unit, or none, is a conflict.
+    #[must_use]
+    pub fn time_axis(mut self, field: impl Into<String>, unit: TimeUnit) -> Stream {
+        self.axis = Some(field.into());
+        self.time = Some(unit);
         self
     }
 
@@ -107,6 +125,7 @@ impl Stream {
             track,
             axis,
             ladder: self.ladder,
+            time: self.time,
         };
         decl.validate().map_err(|e| bad(e.to_string()))?;
         Ok(decl)
@@ -125,7 +144,8 @@ pub fn parse_kind(word: &str) -> Option<FieldKind> {
     }
 }
 
-/// A declaration in words: `run:str t:u64 value:f64; track (run); axis t; ladder 64x8`.
+/// A declaration in words: `run:str t:u64 value:f64; track (run); axis t; ladder 64x8`, the
+/// axis followed by its unit when it is time (`axis t (time, us)`).
 pub fn describe(decl: &StreamDecl) -> String {
     let fields: Vec<String> = decl
         .fields
@@ -138,14 +158,55 @@ pub fn describe(decl: &StreamDecl) -> String {
             .map_or("?", |f| f.name.as_str())
     };
     let track: Vec<&str> = decl.track.iter().map(|&idx| name(idx)).collect();
+    let time = decl
+        .time
+        .map_or_else(String::new, |unit| format!(" (time, {unit})"));
     format!(
-        "{}; track ({}); axis {}; ladder {}x{}",
+        "{}; track ({}); axis {}{time}; ladder {}x{}",
         fields.join(" "),
         track.join(", "),
         decl.axis.map_or("none", name),
         decl.ladder.base,
         decl.ladder.fanout
     )
+}
+
+/// Whether `record`, a declaration's frame, needs a newer manifest format than the generation
+/// `manifest` appends to: a time axis's declaration (format 4) in a generation an earlier build
+/// wrote. Such a generation cannot take the frame (this build would refuse it on the next boot,
+/// a body version above the header's), so the store writes a new generation of this build's
+/// format instead, whose snapshot holds the declaration. Reads the generation's header only then.
+pub(crate) fn needs_newer_format(
+    vfs: &dyn Vfs,
+    manifest: &ManifestWriter,
+    record: &Record,
+) -> Result<bool, EngineError> {
+    let needs = format_of(std::slice::from_ref(record));
+    if needs <= strata_index::LOG_VERSION_MIN {
+        return Ok(false);
+    }
+    let bytes = read_manifest(vfs, manifest.generation()).map_err(EngineError::read)?;
+    let format = check_header(&bytes).map_err(|reason| EngineError::Internal {
+        reason: format!("the manifest booted from has a bad header: {reason}"),
+    })?;
+    Ok(format < needs)
+}
+
+/// The refusal of a time axis's declaration that the manifest's rewrite (to a format that holds
+/// it) could not record yet: files retired while readers in other processes read them wait to
+/// be removed, and a rewrite would forget them.
+pub(crate) fn upgrade_deferred(streams: &[StreamDecl]) -> EngineError {
+    let stream = streams
+        .iter()
+        .find(|decl| decl.time.is_some())
+        .map_or_else(String::new, |decl| decl.id.clone());
+    EngineError::Declaration {
+        stream,
+        reason: "a time axis needs the manifest in format 4, which this store's manifest is \
+                 rewritten to; the rewrite waits for readers in other processes to let go of \
+                 retired files: open it again once they have closed"
+            .to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -181,6 +242,7 @@ mod tests {
             track: Vec::new(),
             axis: None,
             ladder: DEFAULT_LADDER,
+            time: None,
         };
         assert_eq!(recorded.validate(), Ok(()));
     }

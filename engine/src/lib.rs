@@ -48,6 +48,7 @@ mod survey;
 mod trim;
 mod typed;
 mod value;
+mod within;
 
 #[cfg(feature = "arrow")]
 pub use arrow::{
@@ -71,7 +72,7 @@ pub use series::{BeneathWindow, Series};
 pub use served::{ServeConfig, Served};
 pub use snapshot::Snapshot;
 pub use store::{Metrics, Store};
-pub use strata_index::{FieldKind, StreamDecl};
+pub use strata_index::{FieldKind, StreamDecl, TimeUnit};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point, SurveyFill};
 pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};

@@ -129,6 +129,23 @@ impl ColumnRun {
         positions.iter_from(self.rows.start).take(self.len())
     }
 
+    /// The run narrowed to its rows whose axis value lies in `lo..=hi`, which are consecutive
+    /// (the axis is non-decreasing within a partition); `None` if it holds none of them. A run
+    /// of a stream without an axis is kept whole.
+    fn within_axis(mut self, [lo, hi]: [u64; 2]) -> Option<ColumnRun> {
+        let Some(axis) = self.axis() else {
+            return Some(self);
+        };
+        let start = axis.partition_point(|a| a.get() < lo);
+        let end = axis.partition_point(|a| a.get() <= hi);
+        if start >= end {
+            return None;
+        }
+        let first = self.rows.start;
+        self.rows = first + start..first + end;
+        Some(self)
+    }
+
     /// The axis values of the run's rows; `None` if the stream has no axis.
     pub fn axis(&self) -> Option<&[U64]> {
         if let Some((from, unpacked)) = &self.unpacked
@@ -305,15 +322,19 @@ pub struct QueryRuns<'s> {
     exhausted: Option<usize>,
     /// An error was yielded: nothing follows it.
     failed: bool,
+    /// The axis values the read wants, inclusive (`None`: every one): each run is narrowed to
+    /// its rows within them, and a run holding none is skipped.
+    axis: Option<[u64; 2]>,
 }
 
 impl QueryRuns<'_> {
-    fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         QueryRuns {
             cursors: Vec::new(),
             heap: BinaryHeap::new(),
             exhausted: None,
             failed: false,
+            axis: None,
         }
     }
 }
@@ -322,6 +343,22 @@ impl Iterator for QueryRuns<'_> {
     type Item = Result<ColumnRun, EngineError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match (self.next_whole()?, self.axis) {
+                (Ok(run), Some(span)) => {
+                    if let Some(run) = run.within_axis(span) {
+                        return Some(Ok(run));
+                    }
+                }
+                (item, _) => return Some(item),
+            }
+        }
+    }
+}
+
+impl QueryRuns<'_> {
+    /// The next run in publish order, whole: the heap's next cursor's run.
+    fn next_whole(&mut self) -> Option<Result<ColumnRun, EngineError>> {
         if self.failed {
             return None;
         }
@@ -430,6 +467,20 @@ impl Store {
         hi: u64,
         only: Option<FileName>,
     ) -> Result<QueryRuns<'s>, EngineError> {
+        self.runs_within(decl, prefix, [lo, hi], only, None)
+    }
+
+    /// [`Store::runs_over`] of the rows whose axis value also lies in `axis` (inclusive), when
+    /// given: a segment whose axis range misses it is never opened, and each run is narrowed
+    /// to its rows inside it.
+    pub(crate) fn runs_within<'s>(
+        &'s self,
+        decl: &'s StreamDecl,
+        prefix: &TrackKey,
+        [lo, hi]: [u64; 2],
+        only: Option<FileName>,
+        axis: Option<[u64; 2]>,
+    ) -> Result<QueryRuns<'s>, EngineError> {
         let mut cursors = Vec::new();
         let views: Vec<_> = self
             .catalog
@@ -448,6 +499,10 @@ impl Store {
             let files: Vec<FileName> = view
                 .segments(strata_index::Tier::Raw)
                 .filter(|(_, entry)| entry.positions[1] >= lo && entry.positions[0] <= hi)
+                .filter(|(_, entry)| match (axis, entry.axis) {
+                    (Some([from, to]), Some([first, last])) => last >= from && first <= to,
+                    _ => true,
+                })
                 .map(|(name, _)| name)
                 .filter(|&name| only.is_none_or(|only| only == name))
                 .collect();
@@ -479,6 +534,7 @@ impl Store {
             heap,
             exhausted: None,
             failed: false,
+            axis,
         })
     }
 
@@ -491,6 +547,15 @@ impl Store {
         positions: impl std::ops::RangeBounds<u64>,
     ) -> Result<QueryRows<'s>, EngineError> {
         let runs = self.query_runs(stream, selection, positions)?;
+        self.rows_of(stream, runs)
+    }
+
+    /// The rows of `runs`, a read of `stream`'s, one at a time.
+    pub(crate) fn rows_of<'s>(
+        &'s self,
+        stream: &str,
+        runs: QueryRuns<'s>,
+    ) -> Result<QueryRows<'s>, EngineError> {
         let decl = &stream_state(&self.streams, stream)?.decl;
         Ok(QueryRows {
             decl,

@@ -473,7 +473,7 @@ impl Store {
                 }
             };
         let read_only = opening == Opening::ReadOnly;
-        declare_streams(
+        let upgrade = declare_streams(
             &mut catalog,
             &mut manifest,
             vfs.as_ref(),
@@ -504,6 +504,12 @@ impl Store {
         let mut store = Store::assemble(vfs, config, catalog, writer, report);
         store.unreadable = unreadable;
         store.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
+        // A declaration the manifest's format cannot hold (a time axis in a generation an
+        // earlier build wrote) is recorded by a new generation of this build's format, whose
+        // snapshot holds it: the catalog already does.
+        if upgrade && !store.rewrite_manifest()? {
+            return Err(crate::decl::upgrade_deferred(streams));
+        }
         Ok(store)
     }
 
@@ -1205,7 +1211,9 @@ fn check_before_boot(
 
 /// Checks each of `streams` against the recorded declarations (a conflict is refused) and
 /// `config`'s retention against them, then records the streams not recorded yet, in one frame,
-/// so that a refusal writes nothing; a read-only store declares them in memory only.
+/// so that a refusal writes nothing; a read-only store declares them in memory only. Answers
+/// whether the frame was left for a rewrite to record instead, the manifest's format being too
+/// old to hold it (`decl::needs_newer_format`).
 fn declare_streams(
     catalog: &mut Catalog,
     manifest: &mut ManifestWriter,
@@ -1213,7 +1221,7 @@ fn declare_streams(
     streams: &[StreamDecl],
     config: &Config,
     read_only: bool,
-) -> Result<(), EngineError> {
+) -> Result<bool, EngineError> {
     let mut declare = Vec::new();
     for decl in streams {
         decl.validate().map_err(|e| EngineError::Declaration {
@@ -1245,6 +1253,9 @@ fn declare_streams(
             })?;
         // A read-only store declares in memory only: a stream it never recorded holds
         // nothing, and reads of it answer as a writable open's would, empty.
+        if !read_only && crate::decl::needs_newer_format(vfs, manifest, &record)? {
+            return Ok(true);
+        }
         if !read_only {
             let manifest_len = manifest.len();
             if let Err(error) = manifest.append(&record) {
@@ -1254,7 +1265,7 @@ fn declare_streams(
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Refuses a retention naming a stream neither recorded nor being declared, or one no sweep

@@ -675,10 +675,10 @@ impl Store {
                 let present = |i: &usize| nulls.as_ref().is_none_or(|n| !n[*i]);
                 match numbers {
                     Some(Decoded::U64(c)) => {
-                        values.extend((0..c.len()).filter(present).map(|i| Num::U64(c[i].get())))
+                        values.extend((0..c.len()).filter(present).map(|i| Num::U64(c[i].get())));
                     }
                     Some(Decoded::I64(c)) => {
-                        values.extend((0..c.len()).filter(present).map(|i| Num::I64(c[i].get())))
+                        values.extend((0..c.len()).filter(present).map(|i| Num::I64(c[i].get())));
                     }
                     Some(Decoded::F64(c)) => values.extend(
                         (0..c.len())

@@ -1,16 +1,18 @@
 //! The manifest's bytes: a header, then checksummed frames, one [`Record`] per frame.
 //!
 //! ```text
-//! header: magic "STRATAMF" (8) | format version u32 LE (1 to 3) | reserved u32 LE (= 0)
+//! header: magic "STRATAMF" (8) | format version u32 LE (1 to 4) | reserved u32 LE (= 0)
 //! frame:  len u32 LE | crc u32 LE | body (len bytes)
 //!         crc = crc32c(len bytes ++ body)
-//! body:   version u8 (1 to 3) | n_entries u32 LE | entries, each tag u8 + payload
+//! body:   version u8 (1 to 4) | n_entries u32 LE | entries, each tag u8 + payload
 //! ```
 //!
 //! Format 2 adds one entry kind, `Lineage` (tag 12), which only a body of version 2 may hold;
 //! format 3 adds `Preamble` (tag 13), the only entry of a body of version 3, which may only be a
-//! manifest's first frame ([`crate::generation`]). A frame is written in the lowest body version
-//! that holds its entries (1 unless it holds a `Lineage` or a `Preamble`), and a body's version
+//! manifest's first frame ([`crate::generation`]); format 4 adds `DeclareTime` (tag 14), the
+//! declaration of a stream whose axis is time, which only a body of version 4 may hold. A frame
+//! is written in the lowest body version that holds its entries (1 unless it holds a
+//! `Lineage`, a `Preamble` or a `DeclareTime`), and a body's version
 //! may not pass its manifest's: so a build that knows only an older format refuses a newer
 //! manifest whole by its header, and still reads an older manifest this build appended to.
 //!
@@ -25,14 +27,14 @@ use crate::key::TrackKey;
 use crate::lineage::{Lineage, LineageRun, ManifestState};
 use crate::record::{
     Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Preamble,
-    Record, Retirement, StreamDecl, Tier,
+    Record, Retirement, StreamDecl, Tier, TimeUnit,
 };
 
 /// The manifest file's magic bytes.
 pub const LOG_MAGIC: [u8; 8] = *b"STRATAMF";
 /// The manifest format version this build writes (for every new generation); it reads
 /// [`LOG_VERSION_MIN`] up to this.
-pub const LOG_VERSION: u32 = 3;
+pub const LOG_VERSION: u32 = 4;
 /// The oldest manifest format version this build reads.
 pub const LOG_VERSION_MIN: u32 = 1;
 /// Length of the manifest header.
@@ -42,8 +44,12 @@ pub const FRAME_HEADER_LEN: usize = 8;
 /// The largest frame body; a longer declared length is a fault, never an allocation.
 pub const FRAME_BODY_MAX: usize = 64 * 1024 * 1024;
 /// The newest body version this build writes and reads (it reads the older ones too): 2 adds
-/// `Lineage`, 3 adds `Preamble`.
-pub const BODY_VERSION: u8 = 3;
+/// `Lineage`, 3 adds `Preamble`, 4 adds `DeclareTime`.
+pub const BODY_VERSION: u8 = 4;
+/// The first manifest format that records a time axis's unit (`DeclareTime`, tag 14): a
+/// declaration with a [`crate::TimeUnit`] is appended only to a generation of this format or
+/// later (an older one is rewritten first).
+pub const TIME_FORMAT: u32 = 4;
 
 // Entry tags. Never renumber: they are on disk.
 const TAG_DECLARE: u8 = 1;
@@ -59,6 +65,7 @@ const TAG_HISTORY: u8 = 10;
 const TAG_FLOOR: u8 = 11;
 const TAG_LINEAGE: u8 = 12;
 const TAG_PREAMBLE: u8 = 13;
+const TAG_DECLARE_TIME: u8 = 14;
 
 // Tier kinds inside a Retire payload.
 const TIER_RAW: u8 = 0;
@@ -536,7 +543,27 @@ fn entry_version(entry: &Entry) -> u8 {
     match entry {
         Entry::Lineage(_) => 2,
         Entry::Preamble(_) => 3,
+        Entry::Declare(decl) if decl.time.is_some() => 4,
         _ => 1,
+    }
+}
+
+/// The oldest manifest format that may hold every entry of `records`: what a generation must
+/// be to have them appended ([`TIME_FORMAT`] for a time axis's declaration).
+pub fn format_of(records: &[Record]) -> u32 {
+    records
+        .iter()
+        .map(|record| u32::from(body_version_of(&record.entries)))
+        .max()
+        .unwrap_or(1)
+}
+
+/// The name and tag of the entry that needs body version `version`, for messages.
+fn entry_of_version(version: u8) -> (&'static str, u8) {
+    match version {
+        2 => ("Lineage", TAG_LINEAGE),
+        3 => ("Preamble", TAG_PREAMBLE),
+        _ => ("DeclareTime", TAG_DECLARE_TIME),
     }
 }
 
@@ -551,10 +578,7 @@ fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
         let entry = get_entry(&mut r).map_err(|m| m.within(format_args!("entry {entry_idx}")))?;
         let needs = entry_version(&entry);
         if version < needs {
-            let (name, tag) = match entry {
-                Entry::Preamble(_) => ("Preamble", TAG_PREAMBLE),
-                _ => ("Lineage", TAG_LINEAGE),
-            };
+            let (name, tag) = entry_of_version(needs);
             return Err(Malformed::new(
                 at,
                 format!("entry {entry_idx}: a {name} (tag {tag}) in a version-{version} body"),
@@ -579,7 +603,7 @@ fn decode_entries(body: &[u8], version: u8) -> Result<Record, Malformed> {
     let lowest = body_version_of(&entries);
     if version != lowest {
         // Only a higher version than its entries need is left to refuse here.
-        let missing = if version == 3 { "Preamble" } else { "Lineage" };
+        let (missing, _) = entry_of_version(version);
         return Err(Malformed::new(
             0,
             format!(
@@ -620,10 +644,19 @@ fn put_range(buf: &mut Vec<u8>, [lo, hi]: [u64; 2]) {
 
 fn put_entry(buf: &mut Vec<u8>, entry: &Entry) {
     match entry {
-        Entry::Declare(decl) => {
-            buf.push(TAG_DECLARE);
-            put_decl(buf, decl);
-        }
+        Entry::Declare(decl) => match decl.time {
+            None => {
+                buf.push(TAG_DECLARE);
+                put_decl(buf, decl);
+            }
+            // A time axis's unit follows the declaration's bytes, under a tag of its own, so a
+            // declaration without one keeps the bytes of format 1.
+            Some(unit) => {
+                buf.push(TAG_DECLARE_TIME);
+                put_decl(buf, decl);
+                buf.push(unit.code());
+            }
+        },
         Entry::AddFile(file) => {
             buf.push(TAG_ADD_FILE);
             put_file(buf, file);
@@ -927,6 +960,19 @@ fn get_entry(r: &mut Reader<'_>) -> Result<Entry, Malformed> {
     let at = r.pos;
     match r.u8("entry tag")? {
         TAG_DECLARE => get_decl(r).map(Entry::Declare),
+        TAG_DECLARE_TIME => {
+            let mut decl = get_decl(r)?;
+            let at = r.pos;
+            let code = r.u8("time unit")?;
+            let Some(unit) = TimeUnit::from_code(code) else {
+                return Err(Malformed::new(
+                    at,
+                    format!("time unit: unknown code {code}"),
+                ));
+            };
+            decl.time = Some(unit);
+            Ok(Entry::Declare(decl))
+        }
         TAG_ADD_FILE => get_file(r).map(Entry::AddFile),
         TAG_RETIRE => {
             let file = r.u64("retired file name")?;
@@ -1118,6 +1164,7 @@ fn get_decl(r: &mut Reader<'_>) -> Result<StreamDecl, Malformed> {
         track,
         axis,
         ladder,
+        time: None,
     })
 }
 

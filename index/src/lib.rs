@@ -27,8 +27,9 @@ pub use catalog::{
 };
 pub use codec::{
     BODY_VERSION, FRAME_BODY_MAX, FRAME_HEADER_LEN, Fault, FaultReason, FrameFault, LOG_HEADER_LEN,
-    LOG_MAGIC, LOG_VERSION, LOG_VERSION_MIN, ParsedLog, StrayFrame, check_header, decode_frame,
-    decode_frame_in, encode_frame, log_header, log_header_of, parse_log, scan_frames, split_record,
+    LOG_MAGIC, LOG_VERSION, LOG_VERSION_MIN, ParsedLog, StrayFrame, TIME_FORMAT, check_header,
+    decode_frame, decode_frame_in, encode_frame, format_of, log_header, log_header_of, parse_log,
+    scan_frames, split_record,
 };
 pub use generation::{
     PREAMBLE_FORMAT, PREAMBLE_FRAME_LEN, WrittenWhole, generation_bytes, is_preamble, preamble_of,
@@ -42,7 +43,7 @@ pub use lineage::{
 };
 pub use record::{
     DeclError, Entry, FIELDS_MAX, FieldDecl, FieldKind, FileEntry, FileName, Floor, History,
-    LadderSpec, PartitionEntry, Preamble, Record, Retirement, StreamDecl, Tier,
+    LadderSpec, PartitionEntry, Preamble, Record, Retirement, StreamDecl, Tier, TimeUnit,
 };
 pub use selection::{
     LABEL_ESCAPE, LABEL_SEPARATOR, SelectionTextError, parse_selection, selection_text,

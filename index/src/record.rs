@@ -108,6 +108,80 @@ pub struct LadderSpec {
     pub fanout: u64,
 }
 
+/// What one step of a time axis is: the axis counts these since the Unix epoch
+/// (1970-01-01T00:00:00Z). Recorded in the declaration (manifest format 4, docs/format.md);
+/// the engine stores and compares the axis as the same `u64` either way, and the faces (the
+/// command line, Arrow and Parquet, Python) read and print it as a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[non_exhaustive]
+pub enum TimeUnit {
+    /// Seconds (on-disk code 1).
+    Seconds,
+    /// Milliseconds (code 2).
+    Millis,
+    /// Microseconds (code 3).
+    Micros,
+    /// Nanoseconds (code 4).
+    Nanos,
+}
+
+impl TimeUnit {
+    /// Every unit, coarsest first.
+    pub const ALL: [TimeUnit; 4] = [Self::Seconds, Self::Millis, Self::Micros, Self::Nanos];
+
+    /// The on-disk code, 1..=4.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Seconds => 1,
+            Self::Millis => 2,
+            Self::Micros => 3,
+            Self::Nanos => 4,
+        }
+    }
+
+    /// The unit for an on-disk code; `None` for anything outside 1..=4.
+    pub fn from_code(code: u8) -> Option<TimeUnit> {
+        Self::ALL.into_iter().find(|unit| unit.code() == code)
+    }
+
+    /// How many of this unit make one second.
+    pub fn per_second(self) -> u64 {
+        match self {
+            Self::Seconds => 1,
+            Self::Millis => 1_000,
+            Self::Micros => 1_000_000,
+            Self::Nanos => 1_000_000_000,
+        }
+    }
+
+    /// The unit's short name as declarations write it: `s`, `ms`, `us`, `ns`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Seconds => "s",
+            Self::Millis => "ms",
+            Self::Micros => "us",
+            Self::Nanos => "ns",
+        }
+    }
+
+    /// The unit for a short name: `s`, `ms`, `us` (or `µs`), `ns`.
+    pub fn parse(name: &str) -> Option<TimeUnit> {
+        match name {
+            "s" => Some(Self::Seconds),
+            "ms" => Some(Self::Millis),
+            "us" | "\u{b5}s" | "\u{3bc}s" => Some(Self::Micros),
+            "ns" => Some(Self::Nanos),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TimeUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A stream's declaration, recorded durably the first time the stream is opened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StreamDecl {
@@ -121,6 +195,9 @@ pub struct StreamDecl {
     pub axis: Option<u16>,
     /// The level grid. Durable: cells on disk depend on it.
     pub ladder: LadderSpec,
+    /// `Some` if the axis is time since the Unix epoch in this unit; `None` keeps it a plain
+    /// `u64`, as every declaration before manifest format 4 reads. Only with an axis.
+    pub time: Option<TimeUnit>,
 }
 
 /// Why a stream declaration was refused. Field positions are 0-based indexes into `fields`; the
@@ -211,6 +288,11 @@ pub enum DeclError {
         /// The field's name.
         name: String,
     },
+    /// A time unit is declared but no axis.
+    TimeWithoutAxis {
+        /// The unit declared.
+        unit: TimeUnit,
+    },
     /// `ladder.base` is 0 or `ladder.fanout` is below 2.
     Ladder {
         /// The declared ladder.
@@ -286,6 +368,10 @@ impl fmt::Display for DeclError {
             Self::AxisIsTrack { name, .. } => {
                 write!(f, "field {name:?} is both the axis and a track field")
             }
+            Self::TimeWithoutAxis { unit } => write!(
+                f,
+                "a time unit ({unit}) is declared but no axis: the unit says what the axis counts"
+            ),
             Self::Ladder { ladder } => write!(
                 f,
                 "ladder base {} fanout {}: base must be >= 1 and fanout >= 2",
@@ -372,7 +458,10 @@ impl StreamDecl {
 
     fn validate_axis(&self) -> Result<(), DeclError> {
         let Some(field_idx) = self.axis else {
-            return Ok(());
+            return match self.time {
+                Some(unit) => Err(DeclError::TimeWithoutAxis { unit }),
+                None => Ok(()),
+            };
         };
         let Some(field) = self.fields.get(usize::from(field_idx)) else {
             return Err(DeclError::AxisOutOfRange {

@@ -6,7 +6,7 @@ use crate::key::TrackKey;
 use crate::lineage::{Lineage, LineageRun};
 use crate::record::{
     Entry, FieldDecl, FieldKind, FileEntry, Floor, History, LadderSpec, PartitionEntry, Record,
-    Retirement, StreamDecl, Tier,
+    Retirement, StreamDecl, Tier, TimeUnit,
 };
 
 /// Labels that share prefixes, cross the separator's neighbourhood, and use multi-byte scripts,
@@ -70,17 +70,21 @@ pub fn any_decl() -> impl Strategy<Value = StreamDecl> {
         proptest::collection::vec(any::<u16>(), 0..6),
         any::<Option<u16>>(),
         any::<(u64, u64)>(),
+        proptest::option::of(proptest::sample::select(TimeUnit::ALL.to_vec())),
     )
-        .prop_map(|(id, fields, track, axis, (base, fanout))| StreamDecl {
-            id,
-            fields: fields
-                .into_iter()
-                .map(|(name, kind)| FieldDecl { name, kind })
-                .collect(),
-            track,
-            axis,
-            ladder: LadderSpec { base, fanout },
-        })
+        .prop_map(
+            |(id, fields, track, axis, (base, fanout), time)| StreamDecl {
+                id,
+                fields: fields
+                    .into_iter()
+                    .map(|(name, kind)| FieldDecl { name, kind })
+                    .collect(),
+                track,
+                axis,
+                ladder: LadderSpec { base, fanout },
+                time,
+            },
+        )
 }
 
 fn any_partition() -> impl Strategy<Value = PartitionEntry> {

@@ -123,7 +123,8 @@ fn config_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Config> {
 
 /// A stream declared as plain Python: `{"name": "capture", "fields": {"run": "str", "t": "u64",
 /// "value": "f64"}, "track": ["run"], "axis": "t", "ladder": (1, 4)}`; `fields` may also be a
-/// list of `(name, kind)` pairs, and `track`, `axis` and `ladder` may be left out.
+/// list of `(name, kind)` pairs, and `track`, `axis` and `ladder` may be left out. `"time":
+/// "us"` (or `s`, `ms`, `ns`) says the axis is time since the Unix epoch in that unit (#48).
 fn decl_of(spec: &Bound<'_, PyAny>) -> PyResult<StreamDecl> {
     let spec = spec.cast::<PyDict>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -133,9 +134,10 @@ fn decl_of(spec: &Bound<'_, PyAny>) -> PyResult<StreamDecl> {
     })?;
     for key in spec.keys() {
         let key: String = key.extract()?;
-        if !["name", "fields", "track", "axis", "ladder"].contains(&key.as_str()) {
+        if !["name", "fields", "track", "axis", "time", "ladder"].contains(&key.as_str()) {
             return Err(PyValueError::new_err(format!(
-                "a stream declaration has no key {key:?} (one of name fields track axis ladder)"
+                "a stream declaration has no key {key:?} (one of name fields track axis time \
+                 ladder)"
             )));
         }
     }
@@ -173,7 +175,23 @@ fn decl_of(spec: &Bound<'_, PyAny>) -> PyResult<StreamDecl> {
     if let Some(axis) = spec.get_item("axis")?
         && !axis.is_none()
     {
-        stream = stream.axis(axis.extract::<String>()?);
+        let axis = axis.extract::<String>()?;
+        stream = match spec.get_item("time")?.filter(|time| !time.is_none()) {
+            Some(time) => {
+                let word: String = time.extract()?;
+                let unit = strata::TimeUnit::parse(&word).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "stream {name:?}: unknown time unit {word:?} (one of s ms us ns)"
+                    ))
+                })?;
+                stream.time_axis(axis, unit)
+            }
+            None => stream.axis(axis),
+        };
+    } else if spec.get_item("time")?.is_some_and(|time| !time.is_none()) {
+        return Err(PyValueError::new_err(format!(
+            "stream {name:?}: \"time\" says what the axis counts, and no \"axis\" is declared"
+        )));
     }
     if let Some(ladder) = spec.get_item("ladder")?
         && !ladder.is_none()
@@ -207,6 +225,9 @@ fn decl_to_py<'py>(py: Python<'py>, decl: &StreamDecl) -> PyResult<Bound<'py, Py
         "axis",
         decl.axis.map(|f| decl.fields[usize::from(f)].name.clone()),
     )?;
+    if let Some(unit) = decl.time {
+        spec.set_item("time", unit.name())?;
+    }
     spec.set_item("ladder", (decl.ladder.base, decl.ladder.fanout))?;
     Ok(spec)
 }

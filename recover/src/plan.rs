@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use strata_index::{
-    Catalog, FaultReason, FileName, LOG_HEADER_LEN, LOG_VERSION, Preamble, Record, WrittenWhole,
-    check_header, decode_frame, parse_log, preamble_of, scan_frames, written_whole,
+    Catalog, FaultReason, FileName, LOG_HEADER_LEN, LOG_VERSION, PREAMBLE_FORMAT, Preamble, Record,
+    WrittenWhole, check_header, decode_frame, parse_log, preamble_of, scan_frames, written_whole,
 };
 use strata_segment::names::{
     FileKind, NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name, parse_manifest_name,
@@ -406,7 +406,7 @@ impl Planner {
                 8,
                 format!(
                     "its header names manifest format {}, but its first frame is a preamble, \
-                     which only format {LOG_VERSION} holds: the header is damaged",
+                     which only format {PREAMBLE_FORMAT} or later holds: the header is damaged",
                     self.log_version
                 ),
             ));

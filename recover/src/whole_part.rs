@@ -23,7 +23,7 @@
 use std::fmt;
 
 use strata_index::{
-    Catalog, FaultReason, LINEAGE_STATES_DEFAULT, LOG_HEADER_LEN, LOG_VERSION, PREAMBLE_FORMAT,
+    Catalog, FaultReason, LINEAGE_STATES_DEFAULT, LOG_HEADER_LEN, PREAMBLE_FORMAT,
     PREAMBLE_FRAME_LEN, Preamble, StrayFrame, decode_frame, decode_frame_in, is_preamble,
     parse_log, preamble_of, scan_frames, whole_state,
 };
@@ -328,10 +328,10 @@ pub(crate) fn header_damaged(bytes: &[u8], reason: &FaultReason) -> bool {
     damage && first_frame_decodes(bytes)
 }
 
-/// Whether the header names a format older than its first frame's: a generation of this build's
-/// format (which begins with a preamble) whose version field is what is damaged.
+/// Whether the header names a format older than its first frame's: a generation of a format
+/// that begins with a preamble (3 or later) whose version field is what is damaged.
 pub(crate) fn version_damaged(bytes: &[u8], log_version: u32) -> bool {
-    log_version < LOG_VERSION
+    log_version < PREAMBLE_FORMAT
         && bytes
             .get(LOG_HEADER_LEN..)
             .and_then(|rest| decode_frame(rest).ok())

@@ -77,6 +77,7 @@ fn main() -> std::io::Result<()> {
         track: vec![0],
         axis: Some(1),
         ladder: LadderSpec { base: 4, fanout: 4 },
+        time: None,
     };
     let records = [
         Record {

@@ -387,7 +387,7 @@ fn read_all(bytes: &[u8]) {
                 assert_eq!(
                     nulls.count_in(0..n_rows),
                     runs.iter()
-                        .map(|r| (r.end - r.start) as usize)
+                        .map(|r| usize::try_from(r.end - r.start).unwrap_or(usize::MAX))
                         .sum::<usize>()
                 );
             }

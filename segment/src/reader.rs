@@ -567,6 +567,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     ///
     /// # Errors
     /// A validity block that fails its crc or its checks.
+    ///
+    /// # Panics
+    /// Never: the block's first read checked what its decode relies on.
     pub fn nulls(&self, part_idx: usize, field: u16) -> Result<Nulls<'_>, SegmentError> {
         let Some(block_idx) = self
             .block_range(part_idx)

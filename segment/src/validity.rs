@@ -164,7 +164,11 @@ impl<'a> Nulls<'a> {
         self.runs[first..]
             .iter()
             .take_while(move |r| r.start < hi)
-            .map(move |r| (r.start.max(lo) - lo) as usize..(r.end.min(hi) - lo) as usize)
+            .map(move |r| {
+                // Both ends lie inside `rows`, a range of `usize`s.
+                let at = |v: u64| usize::try_from(v - lo).unwrap_or(usize::MAX);
+                at(r.start.max(lo))..at(r.end.min(hi))
+            })
     }
 
     /// A flag per row of `rows`, true where the row is null; `None` if none of them is.

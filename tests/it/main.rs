@@ -39,4 +39,5 @@ mod served_reads;
 mod snapshot;
 mod support;
 mod survey_fill;
+mod time_axis;
 mod trim;

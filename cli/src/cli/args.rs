@@ -136,15 +136,43 @@ pub struct AdoptArgs {
     pub discard_bucket_history: bool,
 }
 
-/// `trim STREAM --to POSITION`.
+/// `trim STREAM (--to AXIS|TIME | --to-position P)`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("horizon").required(true).args(["to", "to_position"])))]
 pub struct TrimArgs {
     /// The stream to trim.
     pub stream: String,
-    /// The horizon: rows at or below this position are retired (at most the stream's
-    /// watermark).
-    #[arg(long, value_name = "POSITION")]
-    pub to: u64,
+    /// The horizon as an axis value (an integer, or for a time axis an RFC 3339 time): rows at
+    /// positions up to the last one whose rows all lie at or below it are retired (a trim
+    /// retires whole positions).
+    #[arg(long, value_name = "AXIS|TIME")]
+    pub to: Option<String>,
+    /// The horizon as a position: rows at or below it are retired (at most the stream's
+    /// watermark). Before #48 this was `--to`.
+    #[arg(long, value_name = "P")]
+    pub to_position: Option<u64>,
+}
+
+/// Which rows a read selects (#48): an axis range and a position range, each end optional and
+/// inclusive, the same flags in every command. An axis value is an integer, or for a stream
+/// whose axis is time (`declare --time UNIT`) an RFC 3339 time too; a time range's ends are
+/// rounded inward to the unit.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RangeArgs {
+    /// The lowest axis value to select (inclusive): an integer, or an RFC 3339 time for a time
+    /// axis (`2026-12-01T00:00:00Z`).
+    #[arg(long, value_name = "AXIS|TIME")]
+    pub from: Option<String>,
+    /// The highest axis value to select (inclusive): an integer, or an RFC 3339 time.
+    #[arg(long, value_name = "AXIS|TIME")]
+    pub to: Option<String>,
+    /// The lowest position to select (inclusive). Before #48, `query --from` and `export
+    /// --from`.
+    #[arg(long, value_name = "P")]
+    pub from_position: Option<u64>,
+    /// The highest position to select (inclusive). Before #48, `query --to` and `export --to`.
+    #[arg(long, value_name = "P")]
+    pub to_position: Option<u64>,
 }
 
 /// `retire STREAM (--track A,B | --all) [--format table|json]`.
@@ -188,7 +216,8 @@ pub struct RetentionArgs {
     pub format: ReadFormat,
 }
 
-/// `declare STREAM --field NAME:KIND ... [--track F1,F2] [--axis F] [--ladder BASE:FANOUT]`.
+/// `declare STREAM --field NAME:KIND ... [--track F1,F2] [--axis F [--time UNIT]]
+/// [--ladder BASE:FANOUT]`.
 #[derive(Debug, Args)]
 pub struct DeclareArgs {
     /// The stream's id.
@@ -202,6 +231,12 @@ pub struct DeclareArgs {
     /// The one u64 axis field.
     #[arg(long, value_name = "FIELD")]
     pub axis: Option<String>,
+    /// The axis is time since the Unix epoch in this unit: s, ms, us (or µs) or ns. It is then
+    /// printed as RFC 3339 in UTC, read as RFC 3339 or the integer, and exported as Arrow's
+    /// `Timestamp(UNIT, "UTC")`. Recorded with the declaration (a store an earlier build made
+    /// is rewritten in manifest format 4, which earlier builds do not open).
+    #[arg(long, value_name = "UNIT", requires = "axis", value_parser = parse_time_unit)]
+    pub time: Option<strata::TimeUnit>,
     /// The level ladder: level-0 cells BASE axis units wide, each level FANOUT times wider.
     #[arg(long, value_name = "BASE:FANOUT", value_parser = parse_ladder)]
     pub ladder: Option<(u64, u64)>,
@@ -247,7 +282,8 @@ pub enum InputFormat {
     Arrow,
 }
 
-/// `query STREAM [--track a,b] [--from P] [--to P] [--format csv|json]`.
+/// `query STREAM [--track a,b] [--from A] [--to B] [--from-position P] [--to-position P]
+/// [--format csv|json]`.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
     /// The stream to read.
@@ -256,12 +292,8 @@ pub struct QueryArgs {
     /// within a label is written `\,`, a backslash `\\`).
     #[arg(long, value_name = "A,B", value_parser = parse_track)]
     pub track: Option<TrackArg>,
-    /// The lowest position to answer (inclusive).
-    #[arg(long, value_name = "P")]
-    pub from: Option<u64>,
-    /// The highest position to answer (inclusive).
-    #[arg(long, value_name = "P")]
-    pub to: Option<u64>,
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// The output format.
     #[arg(long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
@@ -276,8 +308,8 @@ pub enum Format {
     Json,
 }
 
-/// `export STREAM [--track A,B] [--from P] [--to P] [--survey BUDGET] --format parquet|arrow
-/// OUT|-`.
+/// `export STREAM [--track A,B] [--from A] [--to B] [--from-position P] [--to-position P]
+/// [--survey BUDGET] --format parquet|arrow OUT|-`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The stream to export.
@@ -286,12 +318,8 @@ pub struct ExportArgs {
     /// within a label is written `\,`, a backslash `\\`).
     #[arg(long, value_name = "A,B", value_parser = parse_track)]
     pub track: Option<TrackArg>,
-    /// The lowest position to export (inclusive); with --survey, the lowest axis value.
-    #[arg(long, value_name = "P")]
-    pub from: Option<u64>,
-    /// The highest position to export (inclusive); with --survey, the highest axis value.
-    #[arg(long, value_name = "P")]
-    pub to: Option<u64>,
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Export a survey's buckets at this point budget (a row per bucket: the field, the four
     /// placed points, count, sum and sum_sq) instead of the rows.
     #[arg(long, value_name = "BUDGET")]
@@ -338,12 +366,10 @@ pub struct AxisRangeArgs {
     /// within a label is written `\,`, a backslash `\\`).
     #[arg(long, value_name = "A,B", value_parser = parse_track)]
     pub track: Option<TrackArg>,
-    /// The lowest axis value to cover (inclusive); the recorded lowest when absent.
-    #[arg(long, value_name = "A")]
-    pub from: Option<u64>,
-    /// The highest axis value to cover (inclusive); the recorded highest when absent.
-    #[arg(long, value_name = "B")]
-    pub to: Option<u64>,
+    /// The axis range (the recorded lowest and highest where absent); a levelled read is over
+    /// the axis, so a position range is refused, naming the axis flags.
+    #[command(flatten)]
+    pub range: RangeArgs,
 }
 
 /// `survey STREAM [--track A,B] [--from A] [--to B] --budget N [--fill finest|spend]
@@ -471,6 +497,11 @@ pub fn parse_aggregate(word: &str) -> Result<Aggregate, String> {
              (nearest-rank percentiles; the median is p50)"
         )
     })
+}
+
+fn parse_time_unit(word: &str) -> Result<strata::TimeUnit, String> {
+    strata::TimeUnit::parse(word)
+        .ok_or_else(|| format!("unknown time unit {word:?} (one of s ms us ns)"))
 }
 
 fn parse_lifetime(word: &str) -> Result<LifetimeSpec, String> {

@@ -28,8 +28,8 @@ use strata::arrow_array::types::{
     UInt32Type, UInt64Type,
 };
 use strata::arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
-use strata::arrow_schema::SchemaRef;
-use strata::{FieldKind, Value};
+use strata::arrow_schema::{DataType, SchemaRef};
+use strata::{FieldKind, TimeUnit, Value};
 
 use super::Failure;
 use super::batch::{BadRow, Batch, Column, Run};
@@ -387,6 +387,61 @@ where
         .collect()
 }
 
+/// A timestamp column's values (#48) as `unit`s since the epoch, for a time axis: the column's
+/// own unit converted exactly (a value finer than `unit`, or before the epoch, is refused at
+/// its row). The time zone does not matter: Arrow's timestamps count from the epoch in UTC.
+fn times(
+    array: &dyn Array,
+    unit: TimeUnit,
+    name: &str,
+    first_row: u64,
+) -> Result<Vec<u64>, BadRow> {
+    use strata::arrow_array::types::{
+        TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+        TimestampSecondType,
+    };
+    use strata::arrow_schema::TimeUnit as Arrow;
+    let (values, per_second): (&[i64], u64) = match array.data_type() {
+        DataType::Timestamp(Arrow::Second, _) => {
+            (array.as_primitive::<TimestampSecondType>().values(), 1)
+        }
+        DataType::Timestamp(Arrow::Millisecond, _) => (
+            array.as_primitive::<TimestampMillisecondType>().values(),
+            1_000,
+        ),
+        DataType::Timestamp(Arrow::Microsecond, _) => (
+            array.as_primitive::<TimestampMicrosecondType>().values(),
+            1_000_000,
+        ),
+        _ => (
+            array.as_primitive::<TimestampNanosecondType>().values(),
+            1_000_000_000,
+        ),
+    };
+    let ours = unit.per_second();
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let bad = |why: &str| refuse(first_row + i as u64, name, format!("{v} {why}"));
+            let v = u64::try_from(v).map_err(|_| bad("is before the Unix epoch"))?;
+            if per_second >= ours {
+                let factor = per_second / ours;
+                if v % factor != 0 {
+                    return Err(bad(&format!(
+                        "is finer than the axis's unit ({})",
+                        super::time::symbol(unit)
+                    )));
+                }
+                Ok(v / factor)
+            } else {
+                v.checked_mul(ours / per_second)
+                    .ok_or_else(|| bad("is past the last time a u64 axis holds"))
+            }
+        })
+        .collect()
+}
+
 fn wrong_type(array: &dyn Array, name: &str, first_row: u64, kind: &str) -> BadRow {
     refuse(
         first_row,
@@ -518,7 +573,12 @@ fn append(
             column(field.column)?
         };
         match out {
-            Column::U64(v) => v.extend(u64s(array.as_ref(), name, first_row)?),
+            Column::U64(v) => match field.time {
+                Some(unit) if matches!(array.data_type(), DataType::Timestamp(..)) => {
+                    v.extend(times(array.as_ref(), unit, name, first_row)?);
+                }
+                _ => v.extend(u64s(array.as_ref(), name, first_row)?),
+            },
             Column::I64(v) => v.extend(i64s(array.as_ref(), name, first_row)?),
             Column::F64(v) => {
                 if let Some(a) = array.as_primitive_opt::<Float64Type>() {

@@ -14,8 +14,11 @@ pub fn run(dir: &Path, args: &DeclareArgs) -> Result<ExitCode, Failure> {
         stream = stream.field(name, *kind);
     }
     stream = stream.track(&args.track);
-    if let Some(axis) = &args.axis {
-        stream = stream.axis(axis);
+    match (&args.axis, args.time) {
+        (Some(axis), Some(unit)) => stream = stream.time_axis(axis, unit),
+        (Some(axis), None) => stream = stream.axis(axis),
+        // clap requires --axis with --time.
+        (None, _) => {}
     }
     if let Some((base, fanout)) = args.ladder {
         stream = stream.ladder(base, fanout);

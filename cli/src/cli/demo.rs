@@ -206,7 +206,7 @@ fn declaration() -> Result<strata::StreamDecl, Failure> {
         .fold(Stream::new(STREAM), |s, &(name, kind)| s.field(name, kind));
     Ok(stream
         .track(["run", "probe"])
-        .axis("t")
+        .time_axis("t", strata::TimeUnit::Micros)
         .ladder(SAMPLES_PER_CELL * SAMPLE_INTERVAL_US, LADDER_FANOUT)
         .build()?)
 }

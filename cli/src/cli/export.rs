@@ -30,6 +30,8 @@ use strata::arrow_schema::Schema;
 use strata::{ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, Config, EngineError, describe};
 
 use super::args::{ExportArgs, ExportCompression, ExportFormat};
+use super::range::{Selected, axis_only, note_missed};
+use super::timestamps::Timestamper;
 use super::{
     Failure, count, declared, grouped, open_to_read, quiet_pipe, selection, tell_watermark,
 };
@@ -49,29 +51,58 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
     let selection = selection(args.track.as_ref());
-    let from = args.from.unwrap_or(0);
-    let to = args.to.unwrap_or(u64::MAX);
+    // A survey's buckets are over the axis: a position range is refused for it.
+    let selected = match args.survey {
+        Some(_) => Selected {
+            axis: axis_only(&args.range, decl, "export --survey")?,
+            positions: (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+        },
+        None => Selected::of(&args.range, decl)?,
+    };
     let mut sink = Sink::create(&args.output, to_stdout, args)?;
     let written = if let Some(budget) = args.survey {
         {
-            let batch = store.survey_arrow(&args.stream, &selection, axis_range(args), budget)?;
+            let batch = store.survey_arrow(&args.stream, &selection, selected.axis, budget)?;
             let schema = with_declaration(&batch.schema(), decl);
             let batch = batch
                 .with_schema(Arc::clone(&schema))
                 .map_err(|e| Failure::new(format!("cannot label the survey's batch: {e}")))?;
+            let (schema, batch) = match Timestamper::new(&schema, decl, true) {
+                Some(times) => {
+                    let batch = times.apply(&batch).map_err(Failure::new)?;
+                    (Arc::clone(times.schema()), batch)
+                }
+                None => (schema, batch),
+            };
             sink.start(&schema, decl)?;
             sink.write(&batch).map(|()| batch.num_rows() as u64)
         }
     } else {
         {
-            let batches = store.query_arrow(&args.stream, &selection, from..=to)?;
-            sink.start(&batches.schema(), decl)?;
+            let batches = store.query_arrow_within(
+                &args.stream,
+                &selection,
+                selected.positions,
+                selected.axis,
+            )?;
+            let times = Timestamper::new(&batches.schema(), decl, false);
+            let schema = times
+                .as_ref()
+                .map_or_else(|| batches.schema(), |t| Arc::clone(t.schema()));
+            sink.start(&schema, decl)?;
             let mut n_rows = 0u64;
             let mut written = Ok(());
             for batch in batches {
-                let batch = match batch {
-                    Ok(batch) => batch,
-                    Err(error) => {
+                let batch = match (batch, &times) {
+                    (Ok(batch), None) => batch,
+                    (Ok(batch), Some(times)) => match times.apply(&batch) {
+                        Ok(batch) => batch,
+                        Err(reason) => {
+                            written = Err(Stop::Write(io::Error::other(reason)));
+                            break;
+                        }
+                    },
+                    (Err(error), _) => {
                         written = Err(Stop::Read(error));
                         break;
                     }
@@ -102,6 +133,9 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
             };
         }
     };
+    if n_rows == 0 {
+        note_missed(&store, decl, &selection, &selected);
+    }
     let what = if args.survey.is_some() {
         count(n_rows, "bucket", "buckets")
     } else {
@@ -123,14 +157,6 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
     );
     tell_watermark(&store, &args.stream);
     Ok(ExitCode::SUCCESS)
-}
-
-/// A survey's axis range: an end not given is unbounded (clamped to the rows recorded), as
-/// `strata survey` asks.
-fn axis_range(args: &ExportArgs) -> (std::ops::Bound<u64>, std::ops::Bound<u64>) {
-    let bound =
-        |end: Option<u64>| end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
-    (bound(args.from), bound(args.to))
 }
 
 /// The schema with the stream and its declaration in its metadata (a survey's batch carries

@@ -16,13 +16,24 @@ use std::process::ExitCode;
 use strata::{Config, FieldStat, Num};
 
 use super::args::{FoldArgs, ReadFormat};
-use super::{Failure, axis_bounds, exact, json, open_to_read, print, selection, tell_watermark};
+use super::range::{Selected, note_missed};
+use super::{
+    Failure, axis_bounds, declared, exact, json, open_to_read, print, selection, tell_watermark,
+};
 
 pub fn run(source: &super::Source, args: &FoldArgs) -> Result<ExitCode, Failure> {
-    let axis = axis_bounds(&args.range);
     let store = open_to_read(source, Config::default())?;
+    let decl = declared(&store, &args.range.stream)?;
+    let axis = axis_bounds(&args.range, decl, "fold")?;
     let selection = selection(args.range.track.as_ref());
     let stats = store.fold(&args.range.stream, &selection, axis, args.agg)?;
+    if stats.iter().all(|stat| stat.value.is_none()) {
+        let selected = Selected {
+            axis,
+            positions: (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+        };
+        note_missed(&store, decl, &selection, &selected);
+    }
     let text = match args.format {
         ReadFormat::Table => lines(&stats),
         ReadFormat::Json => {

@@ -26,12 +26,16 @@ mod json;
 mod parse;
 mod progress;
 mod query;
+mod range;
 mod remote;
 mod retention;
 mod retire;
 mod seal;
 mod survey;
 mod svg;
+mod time;
+mod time_ticks;
+mod timestamps;
 mod trim;
 mod units;
 mod view;
@@ -298,12 +302,17 @@ fn partition_name<S: AsRef<str>>(stream: &str, labels: &[S]) -> String {
     }
 }
 
-/// The axis bounds `--from`/`--to` name, both inclusive. An absent end stays unbounded, so the
-/// engine clamps it to the selection's recorded axis range (an explicit `0..=u64::MAX` would plan
-/// over the whole u64 axis instead). `--from` above `--to` the engine refuses (exit 2).
-fn axis_bounds(range: &AxisRangeArgs) -> (Bound<u64>, Bound<u64>) {
-    let bound = |end: Option<u64>| end.map_or(Bound::Unbounded, Bound::Included);
-    (bound(range.from), bound(range.to))
+/// The axis bounds `--from`/`--to` name, both inclusive, read against `decl` (a time for a
+/// time axis); a position range is refused (`range::axis_only`). An absent end stays unbounded,
+/// so the engine clamps it to the selection's recorded axis range (an explicit `0..=u64::MAX`
+/// would plan over the whole u64 axis instead). `--from` above `--to` the engine refuses
+/// (exit 2).
+fn axis_bounds(
+    range: &AxisRangeArgs,
+    decl: &StreamDecl,
+    command: &str,
+) -> Result<(Bound<u64>, Bound<u64>), Failure> {
+    range::axis_only(&range.range, decl, command)
 }
 
 /// Opens the store in `dir` with the streams it recorded; a missing store is an error, never

@@ -37,6 +37,8 @@ pub struct Field {
     pub kind: FieldKind,
     /// Its place in the track (the declaration's order), if it is a track field.
     pub track_slot: Option<usize>,
+    /// The unit of a time axis (#48), if this field is one: its cells may be RFC 3339 times.
+    pub time: Option<strata::TimeUnit>,
 }
 
 impl Layout {
@@ -65,11 +67,13 @@ impl Layout {
                 .position(|n| *n == field.name)
                 .ok_or_else(|| format!("the header has no column for field {:?}", field.name))?;
             let track_slot = decl.track.iter().position(|&t| usize::from(t) == field_idx);
+            let is_axis = decl.axis.is_some_and(|axis| usize::from(axis) == field_idx);
             fields.push(Field {
                 column,
                 name: field.name.clone(),
                 kind: field.kind,
                 track_slot,
+                time: decl.time.filter(|_| is_axis),
             });
         }
         let track_columns = decl
@@ -132,6 +136,14 @@ pub fn position(text: &str) -> Result<u64, String> {
 impl Field {
     /// A cell of this field as a value; the error names the field and the text.
     pub fn value(&self, text: &str) -> Result<Value, String> {
+        if let Some(unit) = self.time
+            && text.trim().parse::<u64>().is_err()
+        {
+            // A time axis's cell: the integer, or an RFC 3339 time exact in the unit.
+            return super::time::parse(text, unit, super::time::Round::Exact)
+                .map(Value::U64)
+                .map_err(|why| format!("field {:?}: {why}", self.name));
+        }
         value(self.kind, text).map_err(|why| {
             format!(
                 "field {:?}: {text:?} is not {}{why}",

@@ -6,26 +6,32 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use strata::{Config, EngineError, StoredRow, Value};
+use strata::{Config, EngineError, StoredRow, TimeUnit, Value};
 
 use super::args::{Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell, declares_position};
+use super::range::{Selected, note_missed};
 use super::{Failure, declared, open_to_read, quiet_pipe, selection, tell_watermark};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
 
 pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure> {
-    let from = args.from.unwrap_or(0);
-    let to = args.to.unwrap_or(u64::MAX);
     // A query reads each file once, in order: a file done with is let go (unmapped) rather
     // than cached, so the pages of what was printed leave the process as the rows do.
     let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.stream)?;
     let selection = selection(args.track.as_ref());
+    let selected = Selected::of(&args.range, decl)?;
     // The selection, the range and the floors are checked here, before anything is written.
-    let rows = store.query_iter(&args.stream, &selection, from..=to)?;
+    let rows =
+        store.query_iter_within(&args.stream, &selection, selected.positions, selected.axis)?;
+    // A time axis is printed as RFC 3339 in the CSV (which ingest reads back); JSON keeps the
+    // integer.
+    let time_axis = super::time::unit_of(decl)
+        .zip(decl.axis)
+        .map(|(unit, idx)| (usize::from(idx), unit));
     let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
     // A stream declared before `position` was reserved may have a field of that name: a
     // column or key of it is the field, and the rows' positions are left out, so nothing is
@@ -41,11 +47,14 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
     }
     let out = BufWriter::new(io::stdout().lock());
     let written = match args.format {
-        Format::Csv => write_csv(out, &names, with_position, rows),
+        Format::Csv => write_csv(out, &names, with_position, time_axis, rows),
         Format::Json => write_json(out, &names, with_position, rows),
     };
     match written {
-        Ok(()) => {
+        Ok(n_rows) => {
+            if n_rows == 0 {
+                note_missed(&store, decl, &selection, &selected);
+            }
             tell_watermark(&store, &args.stream);
             Ok(ExitCode::SUCCESS)
         }
@@ -77,13 +86,16 @@ impl From<serde_json::Error> for Stop {
 }
 
 /// A header `position,<fields...>` (the fields alone without `with_position`), then one record
-/// per row.
+/// per row; a time axis (`time_axis`: its field index and unit) as RFC 3339. Answers the rows
+/// written.
 fn write_csv(
     out: impl Write,
     names: &[&str],
     with_position: bool,
+    time_axis: Option<(usize, TimeUnit)>,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
-) -> Result<(), Stop> {
+) -> Result<u64, Stop> {
+    let mut n_rows = 0u64;
     let mut writer = csv::Writer::from_writer(out);
     let position = with_position.then_some(POSITION_COLUMN);
     let header = position.into_iter().chain(names.iter().copied());
@@ -98,10 +110,23 @@ fn write_csv(
             }
         };
         let position = with_position.then(|| row.position.to_string());
-        let cells = position.into_iter().chain(row.values.iter().map(cell));
-        writer.write_record(cells).map_err(csv_io)?;
+        let cells =
+            row.values
+                .iter()
+                .enumerate()
+                .map(|(field_idx, value)| match (time_axis, value) {
+                    (Some((axis_idx, unit)), Value::U64(v)) if axis_idx == field_idx => {
+                        super::time::format(*v, unit)
+                    }
+                    _ => cell(value),
+                });
+        writer
+            .write_record(position.into_iter().chain(cells))
+            .map_err(csv_io)?;
+        n_rows += 1;
     }
-    Ok(writer.flush()?)
+    writer.flush()?;
+    Ok(n_rows)
 }
 
 /// One JSON array, an object per row on its own line: `position` first (unless not
@@ -112,7 +137,7 @@ fn write_json(
     names: &[&str],
     with_position: bool,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
-) -> Result<(), Stop> {
+) -> Result<u64, Stop> {
     out.write_all(b"[")?;
     let mut n_rows = 0u64;
     for row in rows {
@@ -147,7 +172,8 @@ fn write_json(
         out.write_all(b"}")?;
     }
     out.write_all(if n_rows == 0 { b"]\n" } else { b"\n]\n" })?;
-    Ok(out.flush()?)
+    out.flush()?;
+    Ok(n_rows)
 }
 
 /// csv's error as the I/O error beneath it, so a closed pipe stays recognisable.

@@ -22,12 +22,19 @@ use super::{
 };
 
 pub fn run(source: &super::Source, args: &SurveyArgs) -> Result<ExitCode, Failure> {
-    let axis = axis_bounds(&args.range);
     let config = Config::default().survey_fill(args.fill.fill());
     let store = open_to_read(source, config)?;
     let decl = declared(&store, &args.range.stream)?;
+    let axis = axis_bounds(&args.range, decl, "survey")?;
     let selection = selection(args.range.track.as_ref());
     let survey = store.survey(&args.range.stream, &selection, axis, args.budget)?;
+    if rows_beneath(&survey) == 0 {
+        let selected = super::range::Selected {
+            axis,
+            positions: (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+        };
+        super::range::note_missed(&store, decl, &selection, &selected);
+    }
     let scope = Scope {
         decl,
         selection: &selection,
@@ -81,13 +88,29 @@ impl Scope<'_> {
             .map(|&(_, unit)| unit)
     }
 
+    /// The axis's unit: the caller's, else a time axis's declared one (`µs`).
     pub fn axis_unit(&self) -> Option<&str> {
         self.unit(&self.axis_name())
+            .or_else(|| super::time::unit_of(self.decl).map(super::time::symbol))
+    }
+
+    /// An axis value as the tables print it: RFC 3339 for a time axis, else grouped digits.
+    pub fn axis_text(&self, value: u64) -> String {
+        match super::time::unit_of(self.decl) {
+            Some(unit) => super::time::format(value, unit),
+            None => grouped(value),
+        }
     }
 
     /// `t 0 .. 99.999 s`: the axis range the survey covers, or `t: no rows in this range`.
     pub fn range(&self, survey: &Survey) -> String {
         match survey.span {
+            Some([lo, hi]) if super::time::unit_of(self.decl).is_some() => format!(
+                "{} {} .. {}",
+                self.axis_name(),
+                self.axis_text(lo),
+                self.axis_text(hi)
+            ),
             Some([lo, hi]) => format!(
                 "{} {}",
                 self.axis_name(),
@@ -187,6 +210,7 @@ pub fn picture<'a>(survey: &'a Survey, scope: &'a Scope<'_>) -> Picture<'a> {
         axis_name: scope.axis_name(),
         axis_unit: scope.axis_unit(),
         units: scope.units,
+        time: super::time::unit_of(scope.decl),
         bucket_width: scope.bucket_width(survey),
         survey,
     }
@@ -201,19 +225,21 @@ pub fn table(survey: &Survey, scope: &Scope<'_>) -> String {
         scope.tracks(),
         scope.answered(survey)
     );
-    let axis = match scope.axis_unit() {
-        Some(unit) => format!("{} ({unit})", scope.axis_name()),
-        None => scope.axis_name(),
+    let axis = match (super::time::unit_of(scope.decl), scope.axis_unit()) {
+        (Some(_), _) => format!("{} (UTC)", scope.axis_name()),
+        (None, Some(unit)) => format!("{} ({unit})", scope.axis_name()),
+        (None, None) => scope.axis_name(),
     };
     for field in &survey.fields {
-        out.push_str(&field_table(field, &axis, &scope.axis_name()));
+        out.push_str(&field_table(field, &axis, scope));
     }
     out
 }
 
 /// `FIELD: N buckets`, then a row per bucket: where it lies on the axis, its first and last
 /// values, its min and max with where they occurred, its count and mean.
-fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> String {
+fn field_table(field: &FieldBuckets, axis_header: &str, scope: &Scope<'_>) -> String {
+    let axis_name = scope.axis_name();
     let n = field.buckets.len();
     let mut out = format!(
         "{}: {n} bucket{}\n",
@@ -238,8 +264,8 @@ fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> Stri
         "count",
         "mean",
     ];
-    let min = placed(&field.buckets, |b| b.min);
-    let max = placed(&field.buckets, |b| b.max);
+    let min = placed(&field.buckets, |b| b.min, scope);
+    let max = placed(&field.buckets, |b| b.max, scope);
     let rows: Vec<[String; 7]> = field
         .buckets
         .iter()
@@ -247,7 +273,11 @@ fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> Stri
         .zip(max)
         .map(|((b, min), max)| {
             [
-                format!("{}..{}", grouped(b.first.axis), grouped(b.last.axis)),
+                format!(
+                    "{}..{}",
+                    scope.axis_text(b.first.axis),
+                    scope.axis_text(b.last.axis)
+                ),
                 compact(b.first.value),
                 compact(b.last.value),
                 min,
@@ -286,12 +316,16 @@ fn field_table(field: &FieldBuckets, axis_header: &str, axis_name: &str) -> Stri
 
 /// `value @ axis` for one placed point of every bucket, the values right-aligned and the axes
 /// left-aligned so that the `@` signs line up.
-fn placed(buckets: &[Bucket], pick: impl Fn(&Bucket) -> strata::Point) -> Vec<String> {
+fn placed(
+    buckets: &[Bucket],
+    pick: impl Fn(&Bucket) -> strata::Point,
+    scope: &Scope<'_>,
+) -> Vec<String> {
     let cells: Vec<(String, String)> = buckets
         .iter()
         .map(|b| {
             let point = pick(b);
-            (compact(point.value), grouped(point.axis))
+            (compact(point.value), scope.axis_text(point.axis))
         })
         .collect();
     let value_width = cells.iter().map(|c| c.0.len()).max().unwrap_or(0);

@@ -95,6 +95,9 @@ pub struct Picture<'a> {
     pub axis_unit: Option<&'a str>,
     /// `(field, unit)` for the measured fields whose unit the caller knows (`("temp", "°C")`).
     pub units: &'a [(&'a str, &'a str)],
+    /// The declared unit of a time axis (#48): its ticks are then dates and times in UTC
+    /// (`time_ticks.rs`) rather than numbers.
+    pub time: Option<strata::TimeUnit>,
     /// Each bucket's width in axis units; with it, a skipped bucket is drawn as a gap. `None`
     /// where one bucket covers the whole axis.
     pub bucket_width: Option<u128>,
@@ -279,16 +282,22 @@ fn panel(out: &mut String, field: &FieldBuckets, picture: &Picture<'_>, top_px: 
         frame(out, &plot);
         return;
     }
-    let (x, x_ticks) = axis_ticks(
-        axis_extent(&field.buckets, picture.survey.span),
-        plot.width(),
-        picture.axis_unit,
-    );
+    let extent = axis_extent(&field.buckets, picture.survey.span);
+    let (x, x_ticks) = match picture.time {
+        Some(unit) => time_axis_ticks(extent, plot.width(), unit),
+        None => axis_ticks(extent, plot.width(), picture.axis_unit),
+    };
     let y = ValueScale::new(value_extent(&field.buckets), plot.height());
     let runs = runs(&field.buckets, picture.bucket_width);
     gaps(out, &plot, &x, &runs);
     grid(out, &plot, &x, &x_ticks, &y);
-    axis_caption(out, &plot, picture, x_ticks.offset, x_ticks.scale_name);
+    axis_caption(
+        out,
+        &plot,
+        picture,
+        x_ticks.offset,
+        x_ticks.scale_name.as_deref(),
+    );
     if let Some(offset) = &y.offset {
         // The value labels count from an offset: say so above the plot's right end, as the
         // axis's caption does below it.
@@ -460,7 +469,7 @@ fn frame(out: &mut String, plot: &Plot) {
 }
 
 /// Grid lines with their labels: axis values below the plot, field values to its left.
-fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks<'_>, y: &ValueScale) {
+fn grid(out: &mut String, plot: &Plot, x: &AxisScale, x_ticks: &AxisTicks, y: &ValueScale) {
     let _ = write!(out, "<g stroke=\"{GRID_STROKE}\" stroke-width=\"1\">");
     for &(axis, _) in &x_ticks.ticks {
         let px = plot.x(x.fraction_wide(axis));
@@ -564,10 +573,40 @@ impl AxisScale {
 /// Axis ticks and their labels; with an offset, each label is `axis - offset`. `scale_name` is
 /// the unit the labels are written in, where the axis's unit is known.
 #[derive(Debug)]
-struct AxisTicks<'a> {
+struct AxisTicks {
     ticks: Vec<(u128, String)>,
     offset: Option<u64>,
-    scale_name: Option<&'a str>,
+    scale_name: Option<String>,
+}
+
+/// A time axis's scale and ticks: dates and times at round calendar steps (`time_ticks.rs`),
+/// the caption naming UTC (and the day, while every tick lies in one).
+fn time_axis_ticks(
+    [lo, hi]: [u64; 2],
+    width_px: f64,
+    unit: strata::TimeUnit,
+) -> (AxisScale, AxisTicks) {
+    let (ticks, caption) = super::time_ticks::ticks(
+        [lo, hi],
+        unit,
+        width_px,
+        X_TICK_SPACING_PX,
+        LABEL_CHAR_PX,
+        LABEL_GAP_PX,
+    );
+    let first = ticks.first().map_or(u128::from(lo), |t| t.0);
+    let last = ticks.last().map_or(u128::from(hi), |t| t.0);
+    (
+        AxisScale {
+            lo: first.min(u128::from(lo)),
+            hi: last.max(u128::from(hi)),
+        },
+        AxisTicks {
+            ticks,
+            offset: None,
+            scale_name: Some(caption),
+        },
+    )
 }
 
 /// The scale for the data `[lo, hi]` and its ticks: round steps about `X_TICK_SPACING_PX` apart,
@@ -576,10 +615,10 @@ struct AxisTicks<'a> {
 /// or with an SI suffix (`20M`) where no unit is known. Where whole values would be long or
 /// would not fit between ticks (a narrow window of a huge axis, such as nanosecond timestamps),
 /// the labels count from a round offset below the span instead.
-fn axis_ticks([lo, hi]: [u64; 2], width_px: f64, unit: Option<&str>) -> (AxisScale, AxisTicks<'_>) {
+fn axis_ticks([lo, hi]: [u64; 2], width_px: f64, unit: Option<&str>) -> (AxisScale, AxisTicks) {
     debug_assert!(lo <= hi);
     let (lo, hi) = (u128::from(lo), u128::from(hi));
-    let scale_name = |step: u128| units::scale_dividing(step, unit).name;
+    let scale_name = |step: u128| units::scale_dividing(step, unit).name.map(str::to_owned);
     let label = |value: u128, step: u128| {
         if unit.is_some_and(units::is_time) {
             units::number_in(value, units::scale_dividing(step, unit))
@@ -1064,6 +1103,7 @@ mod tests {
             axis_name: "t".to_owned(),
             axis_unit: None,
             units: &[],
+            time: None,
             bucket_width,
             survey,
         })
@@ -1709,6 +1749,7 @@ mod tests {
             axis_name: "t".to_owned(),
             axis_unit: Some("µs"),
             units: &[("temp", "°C")],
+            time: None,
             bucket_width: Some(10),
             survey: &survey,
         });

@@ -332,15 +332,33 @@ fn selection(params: &HashMap<String, String>) -> Result<Vec<String>, Refusal> {
     }
 }
 
-/// The axis range `from` and `to` name; an absent end is unbounded. One given backwards the
-/// engine refuses, as it does for every face.
+/// The range parameters, as the command line's flags (#48): `from`/`to` bound the axis (an
+/// integer, or for a time axis an RFC 3339 time), `from_position`/`to_position` positions,
+/// which a survey or fold (over the axis) refuses, naming the axis ones.
+fn range_args(params: &HashMap<String, String>) -> Result<super::args::RangeArgs, Refusal> {
+    Ok(super::args::RangeArgs {
+        from: params.get("from").cloned(),
+        to: params.get("to").cloned(),
+        from_position: number(params, "from_position")?,
+        to_position: number(params, "to_position")?,
+    })
+}
+
+/// The axis range `range` names for a levelled read of `decl`'s stream; an absent end is
+/// unbounded. One given backwards the engine refuses, as it does for every face.
 fn axis(
-    params: &HashMap<String, String>,
+    range: &super::args::RangeArgs,
+    decl: &strata::StreamDecl,
+    endpoint: &str,
 ) -> Result<(std::ops::Bound<u64>, std::ops::Bound<u64>), Refusal> {
-    let (from, to) = (number(params, "from")?, number(params, "to")?);
-    let bound =
-        |end: Option<u64>| end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
-    Ok((bound(from), bound(to)))
+    super::range::axis_only(range, decl, endpoint).map_err(|failure| {
+        bad(failure
+            .to_string()
+            .replace("--from-position", "from_position")
+            .replace("--to-position", "to_position")
+            .replace("--from", "from")
+            .replace("--to", "to"))
+    })
 }
 
 /// Runs `read` on a store (refreshed first if its view is older than `REFRESH_EVERY`, or than
@@ -401,6 +419,7 @@ async fn streams(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<
                     "fields": decl.fields.iter().map(|f| json!({"name": f.name, "kind": f.kind.to_string()})).collect::<Vec<_>>(),
                     "track": decl.track.iter().map(|&t| name(t)).collect::<Vec<_>>(),
                     "axis": decl.axis.map(name),
+                    "time": decl.time.map(strata::TimeUnit::name),
                     "measured": decl.measured().into_iter().map(name).collect::<Vec<_>>(),
                     "declaration": describe(decl),
                 })
@@ -435,10 +454,21 @@ async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
 }
 
 async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
-    let params = params(&uri, &["stream", "track", "from", "to", "budget"])?;
+    let params = params(
+        &uri,
+        &[
+            "stream",
+            "track",
+            "from",
+            "to",
+            "from_position",
+            "to_position",
+            "budget",
+        ],
+    )?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
-    let range = axis(&params)?;
+    let range = range_args(&params)?;
     let budget =
         number(&params, "budget")?.ok_or_else(|| bad("parameter \"budget\" is missing"))?;
     if budget == 0 || budget > BUDGET_MAX {
@@ -449,6 +479,7 @@ async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
     read(view, move |store| {
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
         let decl = store.declaration(&stream)?;
+        let range = axis(&range, decl, "survey")?;
         let survey = store.survey(&stream, &labels, range, budget)?;
         let scope = Scope {
             decl,
@@ -463,15 +494,27 @@ async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
 }
 
 async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
-    let params = params(&uri, &["stream", "track", "from", "to", "agg"])?;
+    let params = params(
+        &uri,
+        &[
+            "stream",
+            "track",
+            "from",
+            "to",
+            "from_position",
+            "to_position",
+            "agg",
+        ],
+    )?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
-    let range = axis(&params)?;
+    let range = range_args(&params)?;
     let word = required(&params, "agg")?;
     let aggregate: Aggregate =
         super::args::parse_aggregate(word).map_err(|e| bad(format!("agg={word:?}: {e}")))?;
     read(view, move |store| {
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
+        let range = axis(&range, store.declaration(&stream)?, "fold")?;
         let stats = store.fold(&stream, &labels, range, aggregate)?;
         json::fold(&stats).map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
     })

@@ -197,7 +197,10 @@ fn json_round_trips_every_kind_exactly() {
         first_line.starts_with("{\"position\":1,\"site\":\"north\",\"t\":10,\"delta\""),
         "{first_line}"
     );
-    let empty = s.ok(&["query", "m", "--format", "json", "--from", "99"], "");
+    let empty = s.ok(
+        &["query", "m", "--format", "json", "--from-position", "99"],
+        "",
+    );
     assert_eq!(
         serde_json::from_str::<Json>(&empty.stdout).unwrap(),
         serde_json::json!([])
@@ -304,7 +307,7 @@ fn a_position_column_groups_rows_and_positions_otherwise_continue() {
         &["ingest", "c", "-"],
         "run,probe,t,v\na,p,3,4.5\nb,q,2,5.5\n",
     );
-    let rows = s.ok(&["query", "c", "--from", "10"], "");
+    let rows = s.ok(&["query", "c", "--from-position", "10"], "");
     assert_eq!(body(&rows), ["10,a,p,3,4.5", "11,b,q,2,5.5"]);
 }
 
@@ -383,12 +386,15 @@ fn query_narrows_by_track_prefix_and_position_range() {
     );
     let probe = s.ok(&["query", "c", "--track", "r1,p1"], "");
     assert_eq!(body(&probe), ["1,r1,p1,1,1.0", "4,r1,p1,2,4.0"]);
-    let span = s.ok(&["query", "c", "--from", "2", "--to", "4"], "");
+    let span = s.ok(
+        &["query", "c", "--from-position", "2", "--to-position", "4"],
+        "",
+    );
     assert_eq!(
         body(&span),
         ["2,r1,p2,1,2.0", "3,r10,p1,1,3.0", "4,r1,p1,2,4.0"]
     );
-    let both = s.ok(&["query", "c", "--track", "r1", "--to", "2"], "");
+    let both = s.ok(&["query", "c", "--track", "r1", "--to-position", "2"], "");
     assert_eq!(body(&both), ["1,r1,p1,1,1.0", "2,r1,p2,1,2.0"]);
     // A track that holds nothing is refused, not answered with a bare header (#14).
     let none = s.run(&["query", "c", "--track", "r3"]);
@@ -402,7 +408,7 @@ fn query_narrows_by_track_prefix_and_position_range() {
 
     let too_deep = s.run(&["query", "c", "--track", "a,b,c"]);
     assert_eq!(too_deep.code, 1, "{too_deep:?}");
-    let backwards = s.run(&["query", "c", "--from", "5", "--to", "4"]);
+    let backwards = s.run(&["query", "c", "--from-position", "5", "--to-position", "4"]);
     assert_eq!(backwards.code, 2, "a usage error: {backwards:?}");
 }
 
@@ -924,7 +930,10 @@ fn a_bad_cell_is_named_before_exhausted_positions() {
 fn the_last_position_u64_max_is_assigned_as_the_store_takes_it() {
     let s = one_position_left();
     s.ok(&["ingest", "k", "-"], "id,t,x\n1,2,2.0\n");
-    let rows = s.ok(&["query", "k", "--from", "18446744073709551615"], "");
+    let rows = s.ok(
+        &["query", "k", "--from-position", "18446744073709551615"],
+        "",
+    );
     assert_eq!(body(&rows), ["18446744073709551615,1,2,2.0"]);
     let run = s.run_with(&["ingest", "k", "-"], "id,t,x\n1,3,3.0\n");
     assert_eq!(run.code, 1, "{run:?}");

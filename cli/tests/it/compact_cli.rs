@@ -90,7 +90,14 @@ fn answers(s: &Scratch) -> Vec<(String, String)> {
         let words = |w: &[&str]| w.iter().map(|&w| w.to_owned()).collect::<Vec<_>>();
         reads.push(with_track(words(&["query", "c"])));
         reads.push(with_track(words(&[
-            "query", "c", "--from", "777", "--to", "15000", "--format", "json",
+            "query",
+            "c",
+            "--from-position",
+            "777",
+            "--to-position",
+            "15000",
+            "--format",
+            "json",
         ])));
         for budget in ["8", "64", "2000"] {
             reads.push(with_track(words(&[
@@ -1061,6 +1068,6 @@ fn compact_under_retention_brings_a_backlog_down_to_the_file_bound() {
     let again = s.ok(&["compact"], "");
     assert!(again.stdout.contains("steps: 0;"), "{}", again.stdout);
     // What the retention kept reads back whole: positions 10001..=20000.
-    let rows = s.ok(&["query", "capture", "--from", "10001"], "");
+    let rows = s.ok(&["query", "capture", "--from-position", "10001"], "");
     assert_eq!(rows.stdout.lines().count(), 1 + 10_000);
 }

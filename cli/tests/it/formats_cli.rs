@@ -287,7 +287,14 @@ fn a_narrowed_export_holds_exactly_what_the_narrowed_query_prints() {
     let s = Scratch::new();
     let cwd = s.dir.path();
     generate(&cwd.join("store"), 20_000);
-    let narrow = ["--track", "r1", "--from", "5000", "--to", "15000"];
+    let narrow = [
+        "--track",
+        "r1",
+        "--from-position",
+        "5000",
+        "--to-position",
+        "15000",
+    ];
     let mut query = vec!["--store", "store", "query", "m"];
     query.extend(narrow);
     std::fs::write(cwd.join("rows.csv"), ok(cwd, &query).stdout).unwrap();
@@ -324,7 +331,14 @@ fn a_narrowed_export_holds_exactly_what_the_narrowed_query_prints() {
 const READS: [&[&str]; 9] = [
     &["query", "m", "--format", "csv"],
     &[
-        "query", "m", "--track", "r0,7", "--from", "100", "--to", "9000",
+        "query",
+        "m",
+        "--track",
+        "r0,7",
+        "--from-position",
+        "100",
+        "--to-position",
+        "9000",
     ],
     &["survey", "m", "--budget", "400", "--format", "json"],
     &[

@@ -83,7 +83,7 @@ const COMMANDS: [(&[&str], &str); 6] = [
     (&["fold", "s", "--agg", "count"], ""),
     (&["survey", "s", "--budget", "64"], ""),
     (&["compact"], ""),
-    (&["trim", "s", "--to", "0"], ""),
+    (&["trim", "s", "--to-position", "0"], ""),
     (&["ingest", "s", "-"], "t,v\n2,2.5\n"),
 ];
 

@@ -153,7 +153,7 @@ fn a_listed_track_types_back_as_its_track() {
     assert_eq!(rows(&comma), ["1,\"r0,p1\",x,10,1.5"], "{comma:?}");
 
     // The partitions a trim lists are spelt the same way.
-    let trim = s.ok(&["trim", "capture", "--to", "1"], "");
+    let trim = s.ok(&["trim", "capture", "--to-position", "1"], "");
     assert!(
         trim.stdout
             .contains(r"capture 'r0\,p1,x': position 2, axis 11"),

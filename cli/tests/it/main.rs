@@ -30,6 +30,7 @@ mod remote_cli;
 mod remote_parquet_cli;
 mod retention_cli;
 mod survey_cli;
+mod time_cli;
 mod trim_cli;
 mod view_cli;
 

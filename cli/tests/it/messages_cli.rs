@@ -65,7 +65,7 @@ fn every_command_taking_a_stream_names_the_declared_streams() {
         &["query", "nosuch"],
         &["survey", "nosuch", "--budget", "8"],
         &["fold", "nosuch", "--agg", "max"],
-        &["trim", "nosuch", "--to", "1"],
+        &["trim", "nosuch", "--to-position", "1"],
         &["retire", "nosuch", "--all"],
         &["retention", "nosuch", "--clear"],
     ];

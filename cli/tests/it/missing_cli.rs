@@ -3,6 +3,7 @@
 //! to what DuckDB answers over the same file with NaN and NULL skipped, as pandas skips them.
 //! Every expected value is DuckDB's (run by `python3`, as CI installs it), never strata's.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -59,7 +60,7 @@ fn logger_csv() -> String {
                 5..10 => pressure.clear(),
                 _ => {}
             }
-            csv.push_str(&format!("{sensor},{t},{temperature},{pressure}\n"));
+            writeln!(csv, "{sensor},{t},{temperature},{pressure}").unwrap();
         }
     }
     csv
@@ -161,29 +162,7 @@ fn a_loggers_csv_with_nan_and_empty_cells_ingests_whole_and_folds_as_duckdb_skip
     let ingest = s.run(&["ingest", "logger", "logger.csv"]);
     assert_eq!(ingest.code, 0, "{ingest:?}");
 
-    // Cell for cell: the query prints every row as the file held it.
-    let query = s.ok(&["query", "logger", "--format", "csv"], "");
-    let mut back = csv::Reader::from_reader(query.stdout.as_bytes());
-    let mut given = csv::Reader::from_reader(csv.as_bytes());
-    let header: Vec<String> = back.headers().unwrap().iter().map(str::to_owned).collect();
-    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let (sensor, t, temperature, pressure) =
-        (at("sensor"), at("t"), at("temperature"), at("pressure"));
-    let mut n = 0u64;
-    for (got, want) in back.records().zip(given.records()) {
-        let (got, want) = (got.unwrap(), want.unwrap());
-        assert_eq!((&got[sensor], &got[t]), (&want[0], &want[1]), "row {n}");
-        for (g, w) in [(temperature, 2), (pressure, 3)] {
-            assert!(
-                same_number(number(&got[g]), number(&want[w])),
-                "row {n}: {:?} printed for {:?}",
-                &got[g],
-                &want[w]
-            );
-        }
-        n += 1;
-    }
-    assert_eq!(n, ROWS * 3, "rows read back");
+    reads_back_cell_for_cell(&s, &csv);
 
     let survey = s.ok(
         &[
@@ -265,4 +244,31 @@ fn a_loggers_csv_with_nan_and_empty_cells_ingests_whole_and_folds_as_duckdb_skip
             );
         }
     }
+}
+
+/// The query prints every row as the file held it: sensor and time as written, each measured
+/// cell empty where it was empty, NaN where it was NaN, and the same float otherwise.
+fn reads_back_cell_for_cell(s: &Scratch, csv: &str) {
+    let query = s.ok(&["query", "logger", "--format", "csv"], "");
+    let mut back = csv::Reader::from_reader(query.stdout.as_bytes());
+    let mut given = csv::Reader::from_reader(csv.as_bytes());
+    let header: Vec<String> = back.headers().unwrap().iter().map(str::to_owned).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (sensor, t, temperature, pressure) =
+        (at("sensor"), at("t"), at("temperature"), at("pressure"));
+    let mut n = 0u64;
+    for (got, want) in back.records().zip(given.records()) {
+        let (got, want) = (got.unwrap(), want.unwrap());
+        assert_eq!((&got[sensor], &got[t]), (&want[0], &want[1]), "row {n}");
+        for (g, w) in [(temperature, 2), (pressure, 3)] {
+            assert!(
+                same_number(number(&got[g]), number(&want[w])),
+                "row {n}: {:?} printed for {:?}",
+                &got[g],
+                &want[w]
+            );
+        }
+        n += 1;
+    }
+    assert_eq!(n, ROWS * 3, "rows read back");
 }

@@ -67,6 +67,7 @@ fn store_declaring_position(dir: &Path) {
         track: Vec::new(),
         axis: None,
         ladder: DEFAULT_LADDER,
+        time: None,
     };
     let mut store = Store::create(dir, Config::default(), &[decl]).unwrap();
     store
@@ -91,7 +92,7 @@ fn a_stream_declaring_position_reads_back_unambiguously_in_csv_and_json() {
         csv.stderr
     );
     // Positions still bound the rows read.
-    let second = s.ok(&["query", "p", "--from", "2"], "");
+    let second = s.ok(&["query", "p", "--from-position", "2"], "");
     assert_eq!(second.stdout, "position,v\n90,2.5\n", "{second:?}");
 
     let json = s.ok(&["query", "p", "--format", "json"], "");
@@ -107,7 +108,7 @@ fn a_stream_declaring_position_reads_back_unambiguously_in_csv_and_json() {
         again.stderr.contains("declares a field named \"position\""),
         "{again:?}"
     );
-    let all = s.ok(&["query", "p", "--from", "3"], "");
+    let all = s.ok(&["query", "p", "--from-position", "3"], "");
     assert_eq!(all.stdout, "position,v\n70,1.5\n90,2.5\n", "{all:?}");
     let seal = s.ok(&["seal"], "");
     assert_eq!(seal.stdout, "p: watermark 4\n");

@@ -26,14 +26,23 @@ fn store() -> Scratch {
     }
     s.ok(&["ingest", "s", "-", "--seal-every", "100"], &csv);
     s.ok(&["compact"], "");
-    s.ok(&["trim", "s", "--to", "2"], "");
+    s.ok(&["trim", "s", "--to-position", "2"], "");
     s
 }
 
 const READS: [&[&str]; 8] = [
-    &["query", "s", "--from", "3"],
-    &["query", "s", "--track", "north", "--from", "5", "--to", "7"],
-    &["query", "s", "--from", "0"],
+    &["query", "s", "--from-position", "3"],
+    &[
+        "query",
+        "s",
+        "--track",
+        "north",
+        "--from-position",
+        "5",
+        "--to-position",
+        "7",
+    ],
+    &["query", "s", "--from-position", "0"],
     &["survey", "s", "--budget", "64"],
     &[
         "survey", "s", "--budget", "400", "--format", "json", "--from", "90",

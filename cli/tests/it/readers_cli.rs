@@ -13,7 +13,14 @@ use super::read_only_cli::copy_tree;
 
 const READS: [&[&str]; 4] = [
     &[
-        "query", "s", "--track", "north", "--from", "3", "--to", "40",
+        "query",
+        "s",
+        "--track",
+        "north",
+        "--from-position",
+        "3",
+        "--to-position",
+        "40",
     ],
     &["survey", "s", "--budget", "64", "--format", "json"],
     &["fold", "s", "--agg", "mean"],

@@ -66,7 +66,14 @@ impl Scene {
         let p = position.to_string();
         self.ok(
             &[
-                "--remote", &self.url, "query", "capture", "--from", &p, "--to", &p,
+                "--remote",
+                &self.url,
+                "query",
+                "capture",
+                "--from-position",
+                &p,
+                "--to-position",
+                &p,
             ],
             "",
         )

@@ -47,7 +47,7 @@ fn read_remote(s: &Scratch, url: &str, args: &[&str]) -> super::cli::Run {
 
 const READS: [&[&str]; 6] = [
     &["query", "s"],
-    &["query", "s", "--track", "north", "--from", "2"],
+    &["query", "s", "--track", "north", "--from-position", "2"],
     &["survey", "s", "--budget", "64"],
     &[
         "survey", "s", "--budget", "400", "--format", "json", "--from", "90",
@@ -108,7 +108,7 @@ fn writers_publish_and_reads_from_the_bucket_answer_as_the_store() {
         &csv(200, 300),
     );
     write(&s, &url, &["compact"], "");
-    write(&s, &url, &["trim", "s", "--to", "1"], "");
+    write(&s, &url, &["trim", "s", "--to-position", "1"], "");
     let answered = same_reads(&s, &url);
     assert!(
         (1..READS.len()).contains(&answered),
@@ -252,7 +252,14 @@ fn a_summary_lost_to_a_full_stdout_fails_no_durable_work_and_still_publishes() {
     let trim = to_a_full_stdout(
         &s,
         &[
-            "--store", "store", "--remote", &url, "trim", "s", "--to", "10",
+            "--store",
+            "store",
+            "--remote",
+            &url,
+            "trim",
+            "s",
+            "--to-position",
+            "10",
         ],
     );
     assert_eq!(trim.code, 5, "{trim:?}");
@@ -283,7 +290,7 @@ fn a_summary_lost_to_a_full_stdout_fails_no_durable_work_and_still_publishes() {
         "{}",
         retire.stderr
     );
-    let gone = s.run(&["query", "s", "--track", "north", "--from", "11"]);
+    let gone = s.run(&["query", "s", "--track", "north", "--from-position", "11"]);
     assert_eq!(gone.code, 4, "the retirement is durable: {gone:?}");
     assert!(gone.stderr.contains("was retired"), "{}", gone.stderr);
 }

@@ -140,7 +140,7 @@ fn duckdb_reads_the_parquet_a_remote_publish_wrote_as_strata_folds_it() {
     assert_eq!(agree(&s, &bucket), 10_000);
     // A trim retires the raw rows at or below a position (the levels keep them, so the folds
     // still count them): the glob then holds exactly the rows `strata query` prints.
-    run(with(&["trim", "capture", "--to", "2500"]), "");
+    run(with(&["trim", "capture", "--to-position", "2500"]), "");
     run(with(&["compact"]), "");
     let duck = duckdb_per_track(&bucket);
     let mut rows = 0;
@@ -148,7 +148,14 @@ fn duckdb_reads_the_parquet_a_remote_publish_wrote_as_strata_folds_it() {
         let track = format!("{run_label},{probe}");
         let printed = s
             .ok(
-                &["query", "capture", "--track", &track, "--from", "2501"],
+                &[
+                    "query",
+                    "capture",
+                    "--track",
+                    &track,
+                    "--from-position",
+                    "2501",
+                ],
                 "",
             )
             .stdout

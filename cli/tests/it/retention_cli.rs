@@ -213,7 +213,7 @@ fn retention_set_then_compact_sweeps_and_reads_beneath_exit_4() {
         &["ingest", "c", "-", "--seal-every", "50", "--no-compact"],
         &rows(40, 1000),
     );
-    s.ok(&["query", "c", "--from", "1"], "");
+    s.ok(&["query", "c", "--from-position", "1"], "");
 
     let compact = s.ok(&["compact"], "");
     assert!(
@@ -223,7 +223,7 @@ fn retention_set_then_compact_sweeps_and_reads_beneath_exit_4() {
     );
     // The newest axis value is 1039: rows wholly below 939 are past. Every partition's raw
     // floor rose; reading from position 1 reaches beneath them.
-    let query = s.run(&["query", "c", "--from", "1"]);
+    let query = s.run(&["query", "c", "--from-position", "1"]);
     assert_eq!(query.code, 4, "{query:?}");
     assert!(query.stderr.contains("floor"), "{}", query.stderr);
     let p50 = s.run(&["fold", "c", "--agg", "p50"]);
@@ -241,7 +241,7 @@ fn retention_set_then_compact_sweeps_and_reads_beneath_exit_4() {
         .map(|p| p["raw_floor"].as_u64().unwrap())
         .max()
         .unwrap();
-    s.ok(&["query", "c", "--from", &floor.to_string()], "");
+    s.ok(&["query", "c", "--from-position", &floor.to_string()], "");
 
     // A second compact has nothing past its lifetime.
     let again = s.ok(&["compact"], "");
@@ -456,7 +456,7 @@ fn a_malformed_retention_file_is_a_clear_error_never_a_panic() {
         // The file is left for a person to fix.
         assert_eq!(std::fs::read_to_string(retention_path(&s)).unwrap(), text);
         // Reads do not need it; fsck says what is wrong and still reports.
-        s.ok(&["query", "c", "--to", "3"], "");
+        s.ok(&["query", "c", "--to-position", "3"], "");
         let human = s.ok(&["fsck"], "").stdout;
         assert!(
             human.contains("Retention: retention.json is malformed")
@@ -510,7 +510,10 @@ fn a_read_of_a_retired_track_says_it_was_retired_and_offers_no_narrowing() {
         assert!(!run.stderr.contains("narrow"), "{args:?}: {}", run.stderr);
     }
     // From above its floor, the retired track answers what is there: nothing yet.
-    let above = s.ok(&["query", "c", "--track", "r0,p0", "--from", "201"], "");
+    let above = s.ok(
+        &["query", "c", "--track", "r0,p0", "--from-position", "201"],
+        "",
+    );
     assert_eq!(above.stdout, "position,run,probe,t,v\n", "{above:?}");
     // A prefix holding a retired track and a live one: nothing lies at or above the floor the
     // retired one set, so the refusal offers no range from it (which answered nothing, #47) but
@@ -537,7 +540,14 @@ fn a_read_of_a_retired_track_says_it_was_retired_and_offers_no_narrowing() {
     let last = last.to_string();
     let followed = s.ok(
         &[
-            "query", "c", "--track", "r0,p1", "--from", &first, "--to", &last,
+            "query",
+            "c",
+            "--track",
+            "r0,p1",
+            "--from-position",
+            &first,
+            "--to-position",
+            &last,
         ],
         "",
     );

@@ -20,20 +20,20 @@ fn the_cli_trims_and_a_read_beneath_the_floor_exits_4() {
     }
     s.ok(&["ingest", "s", "-", "--seal-every", "4"], &csv);
 
-    let trim = s.ok(&["trim", "s", "--to", "4"], "");
+    let trim = s.ok(&["trim", "s", "--to-position", "4"], "");
     assert!(
         trim.stdout.contains("s north: position 5, axis 50")
             && trim.stdout.contains("s south: position 5, axis 60"),
         "{}",
         trim.stdout
     );
-    let again = s.ok(&["trim", "s", "--to", "3"], "");
+    let again = s.ok(&["trim", "s", "--to-position", "3"], "");
     assert!(again.stdout.contains("nothing to trim"), "{}", again.stdout);
 
     let query = s.run(&["query", "s"]);
     assert_eq!(query.code, 4, "{query:?}");
     assert!(query.stderr.contains("position 5"), "{}", query.stderr);
-    let above = s.ok(&["query", "s", "--from", "5"], "");
+    let above = s.ok(&["query", "s", "--from-position", "5"], "");
     assert_eq!(above.stdout.lines().count(), 1 + 6, "{}", above.stdout);
 
     let p50 = s.run(&["fold", "s", "--agg", "p50"]);
@@ -44,7 +44,7 @@ fn the_cli_trims_and_a_read_beneath_the_floor_exits_4() {
     assert!(mean.stdout.contains("v: 10"), "{}", mean.stdout);
     s.ok(&["survey", "s", "--budget", "40"], "");
 
-    let beyond = s.run(&["trim", "s", "--to", "11"]);
+    let beyond = s.run(&["trim", "s", "--to-position", "11"]);
     assert_eq!(beyond.code, 1, "{beyond:?}");
     assert!(
         beyond.stderr.contains("to 11") && beyond.stderr.contains("watermark 10"),
@@ -68,9 +68,9 @@ fn a_trim_to_the_last_position_leaves_nothing_and_the_refusal_says_so() {
         &["ingest", "s", "-"],
         &format!("position,site,t,v\n7,north,10,1.5\n{max},north,20,2.5\n"),
     );
-    s.ok(&["trim", "s", "--to", &max], "");
+    s.ok(&["trim", "s", "--to-position", &max], "");
     for from in ["0", "7", max.as_str()] {
-        let query = s.run(&["query", "s", "--from", from]);
+        let query = s.run(&["query", "s", "--from-position", from]);
         assert_eq!(query.code, 4, "--from {from}: {query:?}");
         assert!(query.stdout.is_empty(), "{query:?}");
         assert!(

@@ -64,7 +64,7 @@ fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
         (
             "/api/survey?stream=capture&budget=40&form=100".into(),
             400,
-            "unknown parameter \"form\": this endpoint takes stream, track, from, to, budget",
+            "unknown parameter \"form\": this endpoint takes stream, track, from, to, from_position, to_position, budget",
         ),
         (
             "/api/watermark?stream=capture&track=a".into(),

@@ -133,6 +133,7 @@ fn decl(fields: &[(&str, FieldKind)]) -> StreamDecl {
         track: Vec::new(),
         axis: None,
         ladder: DEFAULT_LADDER,
+        time: None,
     }
 }
 

@@ -34,6 +34,7 @@ fn decl(id: &str, depth: usize, axis: bool) -> StreamDecl {
             base: 10,
             fanout: 4,
         },
+        time: None,
     }
 }
 

@@ -173,7 +173,7 @@ proptest! {
 
 #[test]
 fn header_is_magic_version_reserved() {
-    assert_eq!(&log_header(), b"STRATAMF\x03\x00\x00\x00\x00\x00\x00\x00");
+    assert_eq!(&log_header(), b"STRATAMF\x04\x00\x00\x00\x00\x00\x00\x00");
     assert_eq!(
         &log_header_of(1),
         b"STRATAMF\x01\x00\x00\x00\x00\x00\x00\x00"
@@ -199,7 +199,7 @@ fn bad_headers_fault_at_zero() {
     let mut bad_magic = log_header();
     bad_magic[0] = b'X';
     let mut bad_version = log_header();
-    bad_version[8] = 4;
+    bad_version[8] = 5;
     let mut zero_version = log_header();
     zero_version[8] = 0;
     let mut bad_reserved = log_header();
@@ -213,7 +213,7 @@ fn bad_headers_fault_at_zero() {
         (&bad_magic[..], FaultReason::BadMagic { got: *b"XTRATAMF" }),
         (
             &bad_version[..],
-            FaultReason::UnsupportedVersion { version: 4 },
+            FaultReason::UnsupportedVersion { version: 5 },
         ),
         (
             &zero_version[..],
@@ -253,6 +253,7 @@ fn golden_frame_bytes() {
                 track: vec![0],
                 axis: Some(1),
                 ladder: LadderSpec { base: 1, fanout: 2 },
+                time: None,
             }),
             Entry::AddFile(FileEntry {
                 name: 7,
@@ -396,7 +397,7 @@ fn checksum_fault_names_expected_and_got() {
 
 #[test]
 fn unknown_body_version_and_empty_body() {
-    for version in [0, 4, 255] {
+    for version in [0, 5, 255] {
         let frame = frame_from_body(&[version, 0, 0, 0, 0]);
         assert_eq!(
             decode_frame(&frame),
@@ -417,10 +418,10 @@ fn trailing_bytes_inside_a_body_are_malformed() {
 
 #[test]
 fn unknown_tags_are_malformed_at_the_tag() {
-    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 14]));
+    let frame = frame_from_body(&body(2, &[5, 1, 0, 0, 0, 0, 0, 0, 0, 15]));
     assert_eq!(
         malformed(&frame),
-        (14, "entry 1: unknown entry tag 14".to_owned())
+        (14, "entry 1: unknown entry tag 15".to_owned())
     );
     let frame = frame_from_body(&body(
         1,
@@ -863,4 +864,89 @@ fn a_preamble_is_a_version_3_body_alone_and_only_in_a_format_3_manifest() {
             "cut at {cut}"
         );
     }
+}
+
+/// Format 4's one addition: a declaration whose axis is time is tag 14, the declaration's bytes
+/// then the unit's code, in a version-4 body, in a format-4 manifest only; one without a unit
+/// keeps tag 1's bytes and body version 1, so an older build still reads it.
+#[test]
+fn a_time_declaration_is_tag_14_in_a_version_4_body_only_in_a_format_4_manifest() {
+    let decl = |time| StreamDecl {
+        id: "s".to_owned(),
+        fields: vec![FieldDecl {
+            name: "t".to_owned(),
+            kind: FieldKind::U64,
+        }],
+        track: vec![],
+        axis: Some(0),
+        ladder: LadderSpec { base: 1, fanout: 2 },
+        time,
+    };
+    #[rustfmt::skip]
+    let payload: Vec<u8> = [
+        &[1u8, 0, 0, 0][..], b"s",                                  // id
+        &[1, 0, 0, 0], &[1, 0, 0, 0], b"t", &[1],               // fields
+        &[0, 0, 0, 0],                                          // track
+        &[1], &[0, 0],                                          // axis
+        &[1, 0, 0, 0, 0, 0, 0, 0], &[2, 0, 0, 0, 0, 0, 0, 0],   // ladder
+    ]
+    .concat();
+    for (unit, code) in [
+        (TimeUnit::Seconds, 1u8),
+        (TimeUnit::Millis, 2),
+        (TimeUnit::Micros, 3),
+        (TimeUnit::Nanos, 4),
+    ] {
+        let record = Record {
+            entries: vec![Entry::Declare(decl(Some(unit)))],
+        };
+        let frame = encode_frame(&record);
+        let expected = [&[4u8, 1, 0, 0, 0, 14][..], &payload, &[code]].concat();
+        assert_eq!(&frame[FRAME_HEADER_LEN..], expected.as_slice(), "{unit}");
+        assert_eq!(decode_frame(&frame), Ok((record.clone(), frame.len())));
+        assert_eq!(format_of(std::slice::from_ref(&record)), 4);
+        // Read in a format-4 manifest; refused by its body version in any older one.
+        assert_eq!(
+            parse_log(&[&log_header()[..], &frame].concat()).records,
+            vec![record.clone()]
+        );
+        for older in 1..=3 {
+            let parsed = parse_log(&[&log_header_of(older)[..], &frame].concat());
+            assert_eq!(parsed.trusted_len, 16);
+            assert_eq!(
+                parsed.fault.map(|f| f.reason),
+                Some(FaultReason::Frame(FrameFault::VersionAboveLog {
+                    version: 4,
+                    log_version: older
+                }))
+            );
+        }
+    }
+    // Without a unit: tag 1, body version 1, readable in a format-1 manifest.
+    let plain = Record {
+        entries: vec![Entry::Declare(decl(None))],
+    };
+    let frame = encode_frame(&plain);
+    let expected = [&[1u8, 1, 0, 0, 0, 1][..], &payload].concat();
+    assert_eq!(&frame[FRAME_HEADER_LEN..], expected.as_slice());
+    assert_eq!(format_of(std::slice::from_ref(&plain)), 1);
+    assert_eq!(
+        parse_log(&[&log_header_of(1)[..], &frame].concat()).records,
+        vec![plain]
+    );
+    // An unknown unit code, a missing one, tag 14 in a lower body, and a version-4 body with
+    // no time declaration are malformed.
+    let bad_unit = [&[4u8, 1, 0, 0, 0, 14][..], &payload, &[5]].concat();
+    let (at, detail) = malformed(&frame_from_body(&bad_unit));
+    assert_eq!(at, bad_unit.len() - 1);
+    assert!(detail.contains("time unit: unknown code 5"), "{detail}");
+    let no_unit = [&[4u8, 1, 0, 0, 0, 14][..], &payload].concat();
+    let (_, detail) = malformed(&frame_from_body(&no_unit));
+    assert!(detail.contains("time unit"), "{detail}");
+    let low = [&[1u8, 1, 0, 0, 0, 14][..], &payload, &[3]].concat();
+    let (at, detail) = malformed(&frame_from_body(&low));
+    assert_eq!(at, 5);
+    assert!(detail.contains("DeclareTime (tag 14)"), "{detail}");
+    let (_, detail) = malformed(&frame_from_body(&[4, 0, 0, 0, 0]));
+    assert!(detail.contains("no DeclareTime"), "{detail}");
 }

@@ -23,6 +23,7 @@ fn decl() -> StreamDecl {
         track: vec![0, 1, 6],
         axis: Some(2),
         ladder: LadderSpec { base: 1, fanout: 2 },
+        time: None,
     }
 }
 
@@ -291,4 +292,44 @@ fn kinds_take_their_article() {
     .map(FieldKind::with_article)
     .collect();
     assert_eq!(said, ["a u64", "an i64", "an f64", "a str", "a bytes"]);
+}
+
+#[test]
+fn a_time_unit_needs_an_axis() {
+    let mut timed = decl();
+    timed.time = Some(TimeUnit::Micros);
+    assert_eq!(timed.validate(), Ok(()));
+    timed.axis = None;
+    assert_eq!(
+        timed.validate(),
+        Err(DeclError::TimeWithoutAxis {
+            unit: TimeUnit::Micros
+        })
+    );
+    assert_eq!(
+        timed.validate().unwrap_err().to_string(),
+        "a time unit (us) is declared but no axis: the unit says what the axis counts"
+    );
+}
+
+#[test]
+fn time_unit_codes_names_and_scales() {
+    let table = [
+        (TimeUnit::Seconds, 1, "s", 1),
+        (TimeUnit::Millis, 2, "ms", 1_000),
+        (TimeUnit::Micros, 3, "us", 1_000_000),
+        (TimeUnit::Nanos, 4, "ns", 1_000_000_000),
+    ];
+    for (unit, code, name, per_second) in table {
+        assert_eq!(unit.code(), code);
+        assert_eq!(TimeUnit::from_code(code), Some(unit));
+        assert_eq!(unit.name(), name);
+        assert_eq!(TimeUnit::parse(name), Some(unit));
+        assert_eq!(unit.per_second(), per_second);
+    }
+    assert_eq!(TimeUnit::parse("µs"), Some(TimeUnit::Micros));
+    for code in [0, 5, 255] {
+        assert_eq!(TimeUnit::from_code(code), None);
+    }
+    assert_eq!(TimeUnit::parse("sec"), None);
 }

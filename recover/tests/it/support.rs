@@ -32,6 +32,7 @@ pub fn decl() -> StreamDecl {
         track: vec![0],
         axis: None,
         ladder: LadderSpec { base: 1, fanout: 4 },
+        time: None,
     }
 }
 
