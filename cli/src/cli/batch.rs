@@ -335,13 +335,6 @@ impl Optional {
         if nulls.is_empty() {
             return None;
         }
-        fn with<T: Copy>(values: &[T], nulls: &[usize], rows: &Range<usize>) -> Vec<Option<T>> {
-            let mut out: Vec<Option<T>> = values[rows.clone()].iter().copied().map(Some).collect();
-            for &row in nulls {
-                out[row - rows.start] = None;
-            }
-            out
-        }
         Some(match column {
             Column::U64(v) => Optional::U64(with(v, nulls, rows)),
             Column::I64(v) => Optional::I64(with(v, nulls, rows)),
@@ -351,6 +344,15 @@ impl Optional {
             }
         })
     }
+}
+
+/// `values[rows]` with `None` at `nulls` (batch rows inside `rows`).
+fn with<T: Copy>(values: &[T], nulls: &[usize], rows: &Range<usize>) -> Vec<Option<T>> {
+    let mut out: Vec<Option<T>> = values[rows.clone()].iter().copied().map(Some).collect();
+    for &row in nulls {
+        out[row - rows.start] = None;
+    }
+    out
 }
 
 /// A missing value (an empty cell, spaces alone) in a number column: pushes a placeholder and

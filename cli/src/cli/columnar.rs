@@ -517,6 +517,28 @@ fn labels(
     })
 }
 
+/// A number column's array, its nulls noted as the batch's rows (`rows_before` on) in `nulls`:
+/// a number may be missing, which the engine stores so in a measured field and refuses, naming
+/// the field, in the axis. `None` for a text column, which may not be null.
+fn nullable<'a>(
+    out: &Column,
+    array: &'a ArrayRef,
+    rows_before: usize,
+    nulls: &mut Vec<usize>,
+) -> Option<&'a ArrayRef> {
+    if !matches!(out, Column::U64(_) | Column::I64(_) | Column::F64(_)) {
+        return None;
+    }
+    if array.null_count() > 0 {
+        nulls.extend(
+            (0..array.len())
+                .filter(|&i| array.is_null(i))
+                .map(|i| rows_before + i),
+        );
+    }
+    Some(array)
+}
+
 /// Appends `slice`'s rows (the first numbered `first_row`) to `batch`.
 fn append(
     batch: &mut Batch,
@@ -557,20 +579,9 @@ fn append(
         let Some((out, nulls)) = columns.next() else {
             unreachable!("a column per field that is not part of the track")
         };
-        // A number may be missing (null): the engine stores it so in a measured field, and
-        // refuses it, naming the field, in the axis. Text may not.
-        let array = if matches!(out, Column::U64(_) | Column::I64(_) | Column::F64(_)) {
-            let array = slice.column(field.column);
-            if array.null_count() > 0 {
-                nulls.extend(
-                    (0..array.len())
-                        .filter(|&i| array.is_null(i))
-                        .map(|i| rows_before + i),
-                );
-            }
-            array
-        } else {
-            column(field.column)?
+        let array = match nullable(out, slice.column(field.column), rows_before, nulls) {
+            Some(array) => array,
+            None => column(field.column)?,
         };
         match out {
             Column::U64(v) => match field.time {
