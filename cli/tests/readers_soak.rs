@@ -492,9 +492,9 @@ fn check_cli(
             M,
             "--track",
             "a",
-            "--from",
+            "--from-position",
             &p.to_string(),
-            "--to",
+            "--to-position",
             &p.to_string(),
         ],
     );

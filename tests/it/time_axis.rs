@@ -181,7 +181,7 @@ fn an_axis_range_selects_the_rows_whose_axis_lies_in_it() {
     assert_eq!(whole, store.query("logger", &[], 3..=9).unwrap());
     // Backwards is refused as any range is.
     assert!(matches!(
-        store.query_iter_within("logger", &[], .., 9..=3),
+        store.query_iter_within("logger", &[], .., (Bound::Included(9), Bound::Included(3))),
         Err(EngineError::InvertedRange {
             start: 9,
             end: 3,

@@ -387,6 +387,20 @@ where
         .collect()
 }
 
+/// A `u64` field's values: a time axis's from a timestamp column too ([`times`]).
+fn u64s_of(
+    field: &super::parse::Field,
+    array: &dyn Array,
+    first_row: u64,
+) -> Result<Vec<u64>, BadRow> {
+    match field.time {
+        Some(unit) if matches!(array.data_type(), DataType::Timestamp(..)) => {
+            times(array, unit, &field.name, first_row)
+        }
+        _ => u64s(array, &field.name, first_row),
+    }
+}
+
 /// A timestamp column's values (#48) as `unit`s since the epoch, for a time axis: the column's
 /// own unit converted exactly (a value finer than `unit`, or before the epoch, is refused at
 /// its row). The time zone does not matter: Arrow's timestamps count from the epoch in UTC.
@@ -584,12 +598,7 @@ fn append(
             None => column(field.column)?,
         };
         match out {
-            Column::U64(v) => match field.time {
-                Some(unit) if matches!(array.data_type(), DataType::Timestamp(..)) => {
-                    v.extend(times(array.as_ref(), unit, name, first_row)?);
-                }
-                _ => v.extend(u64s(array.as_ref(), name, first_row)?),
-            },
+            Column::U64(v) => v.extend(u64s_of(field, array.as_ref(), first_row)?),
             Column::I64(v) => v.extend(i64s(array.as_ref(), name, first_row)?),
             Column::F64(v) => {
                 if let Some(a) = array.as_primitive_opt::<Float64Type>() {

@@ -90,30 +90,7 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
                 .as_ref()
                 .map_or_else(|| batches.schema(), |t| Arc::clone(t.schema()));
             sink.start(&schema, decl)?;
-            let mut n_rows = 0u64;
-            let mut written = Ok(());
-            for batch in batches {
-                let batch = match (batch, &times) {
-                    (Ok(batch), None) => batch,
-                    (Ok(batch), Some(times)) => match times.apply(&batch) {
-                        Ok(batch) => batch,
-                        Err(reason) => {
-                            written = Err(Stop::Write(io::Error::other(reason)));
-                            break;
-                        }
-                    },
-                    (Err(error), _) => {
-                        written = Err(Stop::Read(error));
-                        break;
-                    }
-                };
-                n_rows += batch.num_rows() as u64;
-                if let Err(stop) = sink.write(&batch) {
-                    written = Err(stop);
-                    break;
-                }
-            }
-            written.map(|()| n_rows)
+            write_rows(&mut sink, batches, times.as_ref())
         }
     };
     let n_rows = match written.and_then(|n_rows| sink.finish(&args.output).map(|()| n_rows)) {
@@ -157,6 +134,28 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
     );
     tell_watermark(&store, &args.stream);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes every batch of `batches` into `sink` (a time axis as timestamps, with `times`), and
+/// answers the rows written.
+fn write_rows(
+    sink: &mut Sink,
+    batches: impl Iterator<Item = Result<RecordBatch, EngineError>>,
+    times: Option<&Timestamper>,
+) -> Result<u64, Stop> {
+    let mut n_rows = 0u64;
+    for batch in batches {
+        let batch = batch.map_err(Stop::Read)?;
+        let batch = match times {
+            Some(times) => times
+                .apply(&batch)
+                .map_err(|reason| Stop::Write(io::Error::other(reason)))?,
+            None => batch,
+        };
+        n_rows += batch.num_rows() as u64;
+        sink.write(&batch)?;
+    }
+    Ok(n_rows)
 }
 
 /// The schema with the stream and its declaration in its metadata (a survey's batch carries

@@ -1453,11 +1453,7 @@ mod tests {
     fn axis_labels(lo: u64, hi: u64, unit: Option<&str>) -> (Vec<String>, Option<u64>, String) {
         let (_, ticks) = axis_ticks([lo, hi], 800.0, unit);
         let labels = ticks.ticks.into_iter().map(|(_, l)| l).collect();
-        (
-            labels,
-            ticks.offset,
-            ticks.scale_name.unwrap_or_default().to_owned(),
-        )
+        (labels, ticks.offset, ticks.scale_name.unwrap_or_default())
     }
 
     #[test]

@@ -41,9 +41,8 @@ pub fn ticks(
         .unwrap_or_else(|| DAY_NS * span_ns.div_ceil(DAY_NS).max(1));
     let first = lo_ns / step_ns * step_ns;
     let last = hi_ns.div_ceil(step_ns) * step_ns;
-    let values: Vec<u128> = (0..)
+    let values: Vec<u128> = (0..=(last - first) / step_ns)
         .map(|k| first + k * step_ns)
-        .take_while(|&tick| tick <= last)
         .collect();
     let one_day = first / DAY_NS == last / DAY_NS
         || (last % DAY_NS == 0 && first / DAY_NS + 1 == last / DAY_NS);
@@ -76,7 +75,7 @@ fn candidates(per_unit_ns: u128) -> Vec<u128> {
     while decade < NS_PER_S {
         for m in [1, 2, 5] {
             let step = m * decade;
-            if step >= per_unit_ns && step < NS_PER_S && step % per_unit_ns == 0 {
+            if step >= per_unit_ns && step < NS_PER_S && step.is_multiple_of(per_unit_ns) {
                 steps.push(step);
             }
         }
@@ -95,9 +94,9 @@ fn candidates(per_unit_ns: u128) -> Vec<u128> {
 fn label_len(step_ns: u128) -> usize {
     if step_ns >= DAY_NS {
         10
-    } else if step_ns % (60 * NS_PER_S) == 0 {
+    } else if step_ns.is_multiple_of(60 * NS_PER_S) {
         5
-    } else if step_ns % NS_PER_S == 0 {
+    } else if step_ns.is_multiple_of(NS_PER_S) {
         8
     } else {
         9 + fraction_digits(step_ns)
@@ -108,7 +107,7 @@ fn label_len(step_ns: u128) -> usize {
 fn fraction_digits(step_ns: u128) -> usize {
     let mut digits = 9;
     let mut step = step_ns;
-    while digits > 0 && step % 10 == 0 {
+    while digits > 0 && step.is_multiple_of(10) {
         step /= 10;
         digits -= 1;
     }
@@ -133,9 +132,9 @@ fn label(tick_ns: u128, step_ns: u128, with_date: bool) -> String {
     if step_ns >= DAY_NS {
         return time.format("%Y-%m-%d").to_string();
     }
-    let clock = if step_ns % (60 * NS_PER_S) == 0 {
+    let clock = if step_ns.is_multiple_of(60 * NS_PER_S) {
         time.format("%H:%M").to_string()
-    } else if step_ns % NS_PER_S == 0 {
+    } else if step_ns.is_multiple_of(NS_PER_S) {
         time.format("%H:%M:%S").to_string()
     } else {
         let digits = fraction_digits(step_ns);

@@ -3,6 +3,7 @@
 //! CSV, answers `--from`/`--to` given as times in every command, and exports its axis as a
 //! timestamp DuckDB and pyarrow read as one; `--from-position`/`--to-position` select positions.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -49,9 +50,9 @@ fn logger() -> Scratch {
                 format!("2026-12-01T01:00:{secs:02}.500+01:00")
             }
         };
-        csv.push_str(&format!("a,{text},{half_second}\n"));
+        let _ = writeln!(csv, "a,{text},{half_second}");
         if half_second % 2 == 0 {
-            csv.push_str(&format!("b,{t},-{half_second}\n"));
+            let _ = writeln!(csv, "b,{t},-{half_second}");
         }
     }
     s.ok(&["ingest", "log", "--seal-every", "7"], &csv);
@@ -62,34 +63,9 @@ fn body(text: &str) -> Vec<&str> {
     text.lines().skip(1).collect()
 }
 
-#[test]
-fn a_time_axis_ingests_rfc_3339_and_prints_it() {
-    let s = logger();
-    let declared = s.ok(
-        &[
-            "declare",
-            "log",
-            "--field",
-            "sensor:str",
-            "--field",
-            "t:u64",
-            "--field",
-            "v:f64",
-            "--track",
-            "sensor",
-            "--axis",
-            "t",
-            "--time",
-            "us",
-        ],
-        "",
-    );
-    assert!(
-        declared.stdout.contains("axis t (time, us)"),
-        "{declared:?}"
-    );
-    // Another unit is a conflict with the recorded declaration.
-    let conflict = s.run(&[
+/// `declare log` as `logger` declares it, with `unit`.
+fn declare_log(s: &Scratch, unit: &str) -> super::cli::Run {
+    s.run(&[
         "declare",
         "log",
         "--field",
@@ -103,8 +79,21 @@ fn a_time_axis_ingests_rfc_3339_and_prints_it() {
         "--axis",
         "t",
         "--time",
-        "ms",
-    ]);
+        unit,
+    ])
+}
+
+#[test]
+fn a_time_unit_is_part_of_the_declaration() {
+    let s = logger();
+    let declared = declare_log(&s, "us");
+    assert_eq!(declared.code, 0, "{declared:?}");
+    assert!(
+        declared.stdout.contains("axis t (time, us)"),
+        "{declared:?}"
+    );
+    // Another unit is a conflict with the recorded declaration.
+    let conflict = declare_log(&s, "ms");
     assert_eq!(conflict.code, 1, "{conflict:?}");
     assert!(
         conflict
@@ -112,7 +101,17 @@ fn a_time_axis_ingests_rfc_3339_and_prints_it() {
             .contains("conflicts with the recorded declaration"),
         "{conflict:?}"
     );
+    let unknown = declare_log(&s, "days");
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("unknown time unit \"days\""),
+        "{unknown:?}"
+    );
+}
 
+#[test]
+fn a_time_axis_ingests_rfc_3339_and_prints_it() {
+    let s = logger();
     // Ingest numbers rows from 1: a at 1, 3, 4, 6, ..., b at 2, 5, ...
     let csv = s.ok(&["query", "log", "--track", "a", "--to-position", "3"], "");
     assert_eq!(
