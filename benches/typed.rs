@@ -94,6 +94,7 @@ fn json_from_row(decl: &StreamDecl, values: Row) -> Sample {
                 Value::Bytes(v) => {
                     Json::Array(v.into_iter().map(|b| Json::Number(b.into())).collect())
                 }
+                Value::Null => Json::Null,
             };
             (field.name.clone(), json)
         })

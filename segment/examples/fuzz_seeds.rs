@@ -223,7 +223,7 @@ fn validity_segment() -> strata_segment::WrittenSegment {
                 .round(),
         })
         .collect();
-    let value_nulls = [3..4u64, 100..160];
+    let value_nulls: &[std::ops::Range<u64>] = &[3..4, 100..160];
     writer.add_partition(&PartitionInput {
         stream: "sensor",
         track: &track,
@@ -231,13 +231,14 @@ fn validity_segment() -> strata_segment::WrittenSegment {
         ordinals: &ordinals,
         axis: Some(&axis),
         columns: vec![(2, ColumnData::U64(&counts)), (4, ColumnData::F64(&values))],
-        nulls: vec![(4, &value_nulls)],
+        nulls: vec![(4, value_nulls)],
         cells: Vec::new(),
         stored_from: 0,
     });
     let short_track = TrackKey::encode(&["probe_5"]).expect("a valid key");
     let short: Vec<u64> = (0..12).collect();
-    let delta_nulls = [11..12u64];
+    // One null row, the last: a run of one.
+    let delta_nulls: Vec<std::ops::Range<u64>> = std::iter::once(11..12).collect();
     writer.add_partition(&PartitionInput {
         stream: "sensor",
         track: &short_track,

@@ -200,6 +200,11 @@ pub fn push_run(runs: &mut Vec<Range<u64>>, run: Range<u64>) {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::single_range_in_vec_init,
+    reason = "test code: generated sizes are small, and a run is a range"
+)]
 mod tests {
     use proptest::prelude::*;
 

@@ -331,7 +331,7 @@ fn a_field_missing_in_every_row_of_a_cell_is_a_gap_there_while_the_other_field_d
         .unwrap();
     let count: Vec<(String, Option<f64>)> = count
         .into_iter()
-        .map(|s| (s.field, s.value.map(|v| v.as_f64())))
+        .map(|s| (s.field, s.value.map(Num::as_f64)))
         .collect();
     assert_eq!(
         count,
@@ -360,7 +360,7 @@ fn a_field_with_no_value_present_folds_to_nothing_and_reads_back_null() {
         .fold("s", &[], .., Aggregate::parse("min").unwrap())
         .unwrap();
     assert_eq!(min[0].value, None, "{min:?}");
-    assert_eq!(min[1].value.map(|v| v.as_f64()), Some(1.0));
+    assert_eq!(min[1].value.map(Num::as_f64), Some(1.0));
     let back = store.query("s", &[], ..).unwrap();
     assert!(back.iter().all(|r| r.values[2] == Value::Null));
     let survey = store.survey("s", &[], .., 400).unwrap();

@@ -531,6 +531,24 @@ fn labels(
     })
 }
 
+/// `name`'s values appended to `v`: from a `Float64` column as they are, a `Float32` one
+/// widened (exactly).
+fn f64s_into(
+    v: &mut Vec<f64>,
+    array: &dyn Array,
+    name: &str,
+    first_row: u64,
+) -> Result<(), BadRow> {
+    if let Some(a) = array.as_primitive_opt::<Float64Type>() {
+        v.extend_from_slice(a.values());
+    } else if let Some(a) = array.as_primitive_opt::<Float32Type>() {
+        v.extend(a.values().iter().map(|&x| f64::from(x)));
+    } else {
+        return Err(wrong_type(array, name, first_row, "f64"));
+    }
+    Ok(())
+}
+
 /// A number column's array, its nulls noted as the batch's rows (`rows_before` on) in `nulls`:
 /// a number may be missing, which the engine stores so in a measured field and refuses, naming
 /// the field, in the axis. `None` for a text column, which may not be null.
@@ -600,15 +618,7 @@ fn append(
         match out {
             Column::U64(v) => v.extend(u64s_of(field, array.as_ref(), first_row)?),
             Column::I64(v) => v.extend(i64s(array.as_ref(), name, first_row)?),
-            Column::F64(v) => {
-                if let Some(a) = array.as_primitive_opt::<Float64Type>() {
-                    v.extend_from_slice(a.values());
-                } else if let Some(a) = array.as_primitive_opt::<Float32Type>() {
-                    v.extend(a.values().iter().map(|&x| f64::from(x)));
-                } else {
-                    return Err(wrong_type(array.as_ref(), name, first_row, "f64"));
-                }
-            }
+            Column::F64(v) => f64s_into(v, array.as_ref(), name, first_row)?,
             Column::Str { heap, ends } => {
                 for value in var_values(array.as_ref(), true, name, first_row)? {
                     // Arrow's strings are UTF-8 (checked when they were decoded).

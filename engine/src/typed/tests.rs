@@ -75,6 +75,7 @@ fn oracle_to_json(value: Value) -> Json {
         Value::F64(v) => Number::from_f64(v).map_or(Json::Null, Json::Number),
         Value::Str(v) => Json::String(v),
         Value::Bytes(v) => Json::Array(v.into_iter().map(|b| Json::Number(b.into())).collect()),
+        Value::Null => Json::Null,
     }
 }
 
