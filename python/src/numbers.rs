@@ -181,7 +181,7 @@ fn arrow_zeroed<'py>(
             let values: Vec<f32> = array
                 .as_primitive::<Float16Type>()
                 .iter()
-                .map(|v| v.map_or(0.0, |h| h.to_f32()))
+                .map(|v| v.unwrap_or_default().to_f32())
                 .collect();
             PyArray1::from_vec(py, values).into_any()
         }
@@ -260,6 +260,9 @@ fn accepts(kind: FieldKind, letter: &str) -> bool {
     )
 }
 
+/// An object column's numbers, missing rows filled with 0, and its mask; or why it is not numbers.
+type Filled<'py> = Result<(Bound<'py, PyAny>, Option<Mask>), String>;
+
 /// An object column (a list numpy made objects of, a pandas `object` column, a masked array of
 /// objects) as numbers, read row by row: a number is kept, a missing value (`None`, what pandas
 /// calls missing and is not a number — `pd.NA`, `NaT` —, a row `known` masks) is filled with 0
@@ -270,7 +273,7 @@ fn objects_as_numbers<'py>(
     values: &Bound<'py, PyAny>,
     kind: FieldKind,
     known: Option<&Mask>,
-) -> PyResult<Result<(Bound<'py, PyAny>, Option<Mask>), String>> {
+) -> PyResult<Filled<'py>> {
     let py = values.py();
     let real = py.import("numbers")?.getattr("Real")?;
     let zero = 0_u8.into_pyobject(py)?;
