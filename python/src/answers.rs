@@ -97,10 +97,30 @@ pub(crate) fn column_to_numpy<'py>(
         }
         PyArray1::from_vec(py, all).into_any()
     }
+    /// A measured field with nulls as a numpy masked array: a null row masked (the value
+    /// beneath is the engine's placeholder, never data), NaN unmasked.
+    fn masked<'py>(
+        py: Python<'py>,
+        values: Bound<'py, PyAny>,
+        chunks: &[&dyn Array],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if chunks.iter().all(|c| c.null_count() == 0) {
+            return Ok(values);
+        }
+        let mut mask = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
+        for chunk in chunks {
+            mask.extend((0..chunk.len()).map(|idx| chunk.is_null(idx)));
+        }
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("mask", PyArray1::from_vec(py, mask))?;
+        py.import("numpy")?
+            .getattr("ma")?
+            .call_method("masked_array", (values,), Some(&kwargs))
+    }
     Ok(match data_type {
-        DataType::UInt64 => primitive::<UInt64Type>(py, chunks),
-        DataType::Int64 => primitive::<Int64Type>(py, chunks),
-        DataType::Float64 => primitive::<Float64Type>(py, chunks),
+        DataType::UInt64 => masked(py, primitive::<UInt64Type>(py, chunks), chunks)?,
+        DataType::Int64 => masked(py, primitive::<Int64Type>(py, chunks), chunks)?,
+        DataType::Float64 => masked(py, primitive::<Float64Type>(py, chunks), chunks)?,
         DataType::Dictionary(_, _) => {
             // A track's labels: each chunk's few labels as Python objects once, spread over
             // its rows by numpy's `take` of the keys (references to those objects, none new).
@@ -309,13 +329,14 @@ impl PySurvey {
             .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(field.to_owned()))
     }
 
-    /// How many buckets answer (the same for every field).
+    /// How many buckets answer: the most any field has (a field has no bucket where it holds
+    /// no present value, and so may have fewer).
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let fields = self.fields.bind(py);
-        match fields.values().iter().next() {
-            Some(arrays) => arrays.get_item("count")?.len(),
-            None => Ok(0),
+        let mut most = 0;
+        for arrays in self.fields.bind(py).values().iter() {
+            most = most.max(arrays.get_item("count")?.len()?);
         }
+        Ok(most)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

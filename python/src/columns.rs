@@ -5,22 +5,21 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, make_array};
 use arrow_pyarrow::FromPyArrow;
 use arrow_schema::DataType;
-use numpy::PyReadonlyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyDict;
 use strata::{FieldKind, StreamDecl, Values};
 
-use crate::missing::{first_masked, first_null, missing_value, pandas_missing};
-use crate::numbers::numbers;
+use crate::missing::{arrow_mask, masked_mask, never_missing, pandas_mask};
+use crate::numbers::{Numbers, numbers};
 use crate::{StrataError, not_utf8, type_name};
 
 /// One field's values for `publish`, held as the engine borrows them.
 pub(crate) enum Held<'py> {
-    U64(PyReadonlyArray1<'py, u64>),
-    I64(PyReadonlyArray1<'py, i64>),
-    F64(PyReadonlyArray1<'py, f64>),
+    U64(Numbers<'py, u64>),
+    I64(Numbers<'py, i64>),
+    F64(Numbers<'py, f64>),
     Str(Var<PyBackedStr>),
     Bytes(Var<PyBackedBytes>),
 }
@@ -54,8 +53,9 @@ pub(crate) fn arrow_of(column: &Bound<'_, PyAny>) -> PyResult<Option<arrow_array
 
 /// A `str` or `bytes` column: an Arrow array of one of `arrow_types` (read in place), else a
 /// sequence of Python objects each extracted as `P` (`str` or `bytes`). A missing value (an
-/// Arrow null, a `None`, what pandas' `isna` calls missing) or another object is refused naming
-/// its row, and so is a `str` that is not valid UTF-8.
+/// Arrow null, a numpy masked slot, a `None`, what pandas' `isna` calls missing) is refused
+/// naming its row, as the engine refuses a null there: only a measured number may be missing.
+/// So is another object, and a `str` that is not valid UTF-8.
 fn variable<P>(
     py: Python<'_>,
     field: &str,
@@ -67,6 +67,13 @@ where
     P: for<'a, 'py> FromPyObject<'a, 'py>,
 {
     let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
+    let missing = |row: usize, how: &str| {
+        let role = format!(
+            "{}: only a measured u64, i64 or f64 field may be missing",
+            kind.with_article()
+        );
+        refuse(never_missing(row, how, &role))
+    };
     if let Some(array) = arrow_of(column)? {
         if !arrow_types.contains(array.data_type()) {
             return Err(refuse(format!(
@@ -74,25 +81,26 @@ where
                 array.data_type()
             )));
         }
-        if let Some(row) = first_null(array.as_ref()) {
-            return Err(refuse(missing_value(row, "null")));
+        if let Some(mask) = arrow_mask(array.as_ref()) {
+            return Err(missing(mask.first(), mask.how));
         }
         return Ok(Var::Arrow(array));
     }
     // A numpy masked slot, and pandas' NA or NaN for a missing str, would show in the rows as
     // objects of another type.
     let numpy = py.import("numpy")?;
-    let masked = first_masked(&numpy, column)?;
-    let missing = pandas_missing(&numpy, column)?;
+    if let Some(mask) = masked_mask(&numpy, column)? {
+        return Err(missing(mask.first(), mask.how));
+    }
+    if let Some(mask) = pandas_mask(column)? {
+        return Err(missing(mask.first(), mask.how));
+    }
     let mut out = Vec::new();
     for (idx, item) in column.try_iter()?.enumerate() {
         let item = item?;
         let row = idx + 1;
-        if masked == Some(row) {
-            return Err(refuse(missing_value(row, "masked")));
-        }
-        if item.is_none() || missing == Some(row) {
-            return Err(refuse(missing_value(row, "null")));
+        if item.is_none() {
+            return Err(missing(row, "null"));
         }
         let Ok(value) = item.extract::<P>() else {
             let not_utf8 = if kind == FieldKind::Str {
@@ -166,10 +174,14 @@ pub(crate) fn gather<'py>(
         };
         given += 1;
         let name = field.name.as_str();
+        // The axis is never missing (the engine's own words for a null there); a measured
+        // number may be.
+        let role = (decl.axis == Some(u16::try_from(idx).unwrap_or(u16::MAX)))
+            .then_some("the axis: every row needs one");
         held.push(match field.kind {
-            FieldKind::U64 => Held::U64(numbers(py, name, field.kind, &column)?),
-            FieldKind::I64 => Held::I64(numbers(py, name, field.kind, &column)?),
-            FieldKind::F64 => Held::F64(numbers(py, name, field.kind, &column)?),
+            FieldKind::U64 => Held::U64(numbers(py, name, field.kind, role, &column)?),
+            FieldKind::I64 => Held::I64(numbers(py, name, field.kind, role, &column)?),
+            FieldKind::F64 => Held::F64(numbers(py, name, field.kind, role, &column)?),
             FieldKind::Str => Held::Str(variable(
                 py,
                 name,
@@ -240,9 +252,12 @@ pub(crate) fn values<'v>(
         .zip(strs.iter().zip(bytes))
         .map(|(h, (s, b))| {
             Ok(match h {
-                Held::U64(a) => Values::U64(a.as_slice().map_err(not_contiguous)?),
-                Held::I64(a) => Values::I64(a.as_slice().map_err(not_contiguous)?),
-                Held::F64(a) => Values::F64(a.as_slice().map_err(not_contiguous)?),
+                Held::U64(Numbers::Dense(a)) => Values::U64(a.as_slice().map_err(not_contiguous)?),
+                Held::U64(Numbers::Nullable(v)) => Values::OptU64(v),
+                Held::I64(Numbers::Dense(a)) => Values::I64(a.as_slice().map_err(not_contiguous)?),
+                Held::I64(Numbers::Nullable(v)) => Values::OptI64(v),
+                Held::F64(Numbers::Dense(a)) => Values::F64(a.as_slice().map_err(not_contiguous)?),
+                Held::F64(Numbers::Nullable(v)) => Values::OptF64(v),
                 Held::Str(_) => Values::Str(s),
                 Held::Bytes(_) => Values::Bytes(b),
             })

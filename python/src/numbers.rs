@@ -1,23 +1,51 @@
 //! A number field's column as a contiguous numpy array of the field's dtype: borrowed when it is
 //! one already, else converted once, vectorised, after the checks that keep every value as the
 //! caller gave it. A missing value (a numpy masked slot, a pandas NA, an Arrow or Polars null, a
-//! `None`) is refused as missing, before numpy could make NaN or the slot's hidden value of it;
-//! a value the field cannot hold exactly is refused naming its row; a column of another kind is
-//! refused by the dtype its caller gave it, not the one numpy would convert it to.
+//! `None`) is found before numpy could make NaN or the slot's hidden value of it, and is stored
+//! as null (#48) — or refused naming its row where the field may not be missing (the axis). A
+//! NaN is a value, stored as NaN. A value the field cannot hold exactly is refused naming its
+//! row; a column of another kind is refused by the dtype its caller gave it, not the one numpy
+//! would convert it to.
 
-use arrow_array::Array;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrowPrimitiveType};
 use arrow_schema::DataType;
 use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict};
+use pyo3::types::{PyBool, PyDict, PyList};
 use strata::FieldKind;
 
 use crate::columns::arrow_of;
 use crate::missing::{
-    first_masked, first_null, first_true, is_masked, missing_value, pandas_missing,
+    Mask, arrow_mask, first_true, is_masked, masked_mask, never_missing, pandas_mask,
+    pandas_missing_object,
 };
 use crate::type_name;
+
+/// A number field's values as the engine takes them: a contiguous array when every row holds a
+/// value, else each row's value or `None` for a missing one (the engine's `Values::Opt*`).
+pub(crate) enum Numbers<'py, T: Element> {
+    Dense(PyReadonlyArray1<'py, T>),
+    Nullable(Vec<Option<T>>),
+}
+
+/// How a column's missing rows are filled with a harmless 0 before numpy converts it, once its
+/// dtype is known to be numbers: the filled rows are then left out by the mask.
+enum Fill {
+    /// numpy converts the column as it is.
+    None,
+    /// A pandas extension dtype with NA: `fillna(0)`, which keeps the dtype (numpy would make
+    /// `float64` of an `Int64` column with NA, or objects).
+    Pandas,
+    /// An Arrow array with nulls: its values read in place, each null as 0 (numpy, through
+    /// pyarrow or Polars, would make `float64` of an integer column with nulls).
+    Arrow(arrow_array::ArrayRef),
+}
 
 /// A column as its caller made it, before numpy converts it.
 struct Source<'py> {
@@ -27,39 +55,57 @@ struct Source<'py> {
     /// numpy's `dtype.kind` for that dtype (`i`, `u`, `f`, `b`, `O`, …); empty for an Arrow
     /// type that is not a number.
     letter: String,
-    /// The first row (1-based) that holds no value, and what the caller calls it.
-    missing: Option<(usize, &'static str)>,
+    /// The rows that hold no value, if any.
+    mask: Option<Mask>,
     /// Whether the values are numpy objects (a list numpy made objects of, a pandas `object`
-    /// column), whose rows say more of what is wrong than their dtype does.
+    /// column), each row then read as a number or a missing value.
     objects: bool,
     /// The values through `numpy.asarray`, made at once for a numpy array or a column numpy
-    /// alone can describe. A pandas or Arrow column is converted only once it is known to hold
-    /// no missing value: numpy makes NaN (or objects) of one, and a wider dtype of the column.
+    /// alone can describe (a masked array's masked slots filled with 0 first). A pandas or
+    /// Arrow column is converted only once its dtype is known to be numbers, as `fill` says.
     values: Option<Bound<'py, PyAny>>,
+    fill: Fill,
 }
 
 impl<'py> Source<'py> {
     fn of(numpy: &Bound<'py, PyModule>, column: &Bound<'py, PyAny>) -> PyResult<Self> {
         if column.is_instance(&numpy.getattr("ndarray")?)? {
-            // A masked array's values, the masked slots' among them: numpy drops the mask.
-            let values = numpy.call_method1("asarray", (column,))?;
-            let missing = first_masked(numpy, column)?.map(|row| (row, "masked"));
-            return Self::numpy(values, missing);
+            let mask = masked_mask(numpy, column)?;
+            // A masked array's values, the masked slots' among them: numpy drops the mask. The
+            // masked slots' hidden values are replaced first, so no check reads them.
+            let values = if mask.is_some() {
+                numpy.call_method1("asarray", (column.call_method1("filled", (0,))?,))?
+            } else {
+                numpy.call_method1("asarray", (column,))?
+            };
+            return Self::numpy(values, mask);
         }
         if let Some(array) = arrow_of(column)? {
+            let mask = arrow_mask(array.as_ref());
             return Ok(Source {
                 dtype: arrow_dtype(column, array.data_type()),
                 letter: arrow_letter(array.data_type()).to_owned(),
-                missing: first_null(array.as_ref()).map(|row| (row, "null")),
+                fill: if mask.is_some() {
+                    Fill::Arrow(array)
+                } else {
+                    Fill::None
+                },
+                mask,
                 objects: false,
                 values: None,
             });
         }
         if let Some((dtype, of_numpy)) = pandas_dtype(numpy, column)? {
+            let mask = pandas_mask(column)?;
             return Ok(Source {
                 dtype: dtype.str()?.to_string(),
                 letter: dtype.getattr("kind")?.extract()?,
-                missing: pandas_missing(numpy, column)?.map(|row| (row, "null")),
+                fill: if mask.is_some() && !of_numpy {
+                    Fill::Pandas
+                } else {
+                    Fill::None
+                },
+                mask,
                 objects: of_numpy,
                 values: None,
             });
@@ -68,24 +114,103 @@ impl<'py> Source<'py> {
     }
 
     /// A column numpy describes: its dtype is numpy's.
-    fn numpy(values: Bound<'py, PyAny>, missing: Option<(usize, &'static str)>) -> PyResult<Self> {
+    fn numpy(values: Bound<'py, PyAny>, mask: Option<Mask>) -> PyResult<Self> {
         let dtype = values.getattr("dtype")?;
         let letter: String = dtype.getattr("kind")?.extract()?;
         Ok(Source {
             dtype: dtype.str()?.to_string(),
             objects: letter == "O",
             letter,
-            missing,
+            mask,
             values: Some(values),
+            fill: Fill::None,
         })
     }
+
+    /// The values as numpy makes them, missing rows filled with 0 as `fill` says.
+    fn values(
+        &self,
+        numpy: &Bound<'py, PyModule>,
+        column: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(values) = &self.values {
+            return Ok(values.clone());
+        }
+        match &self.fill {
+            Fill::None => numpy.call_method1("asarray", (column,)),
+            Fill::Pandas => numpy.call_method1("asarray", (column.call_method1("fillna", (0,))?,)),
+            Fill::Arrow(array) => arrow_zeroed(numpy, array.as_ref())?.ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "an Arrow column of type {} is not numbers",
+                    array.data_type()
+                ))
+            }),
+        }
+    }
+}
+
+/// An Arrow array of numbers as a numpy array, each null as 0 (a dictionary decoded by its
+/// keys); `None` for an array that is not numbers. A 16-bit float becomes a 32-bit one, which
+/// holds it exactly.
+fn arrow_zeroed<'py>(
+    numpy: &Bound<'py, PyModule>,
+    array: &dyn Array,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn zeroed<'py, T: ArrowPrimitiveType>(py: Python<'py>, array: &dyn Array) -> Bound<'py, PyAny>
+    where
+        T::Native: Element,
+    {
+        let values: Vec<T::Native> = array
+            .as_primitive::<T>()
+            .iter()
+            .map(Option::unwrap_or_default)
+            .collect();
+        PyArray1::from_vec(py, values).into_any()
+    }
+    let py = numpy.py();
+    Ok(Some(match array.data_type() {
+        DataType::Int8 => zeroed::<Int8Type>(py, array),
+        DataType::Int16 => zeroed::<Int16Type>(py, array),
+        DataType::Int32 => zeroed::<Int32Type>(py, array),
+        DataType::Int64 => zeroed::<Int64Type>(py, array),
+        DataType::UInt8 => zeroed::<UInt8Type>(py, array),
+        DataType::UInt16 => zeroed::<UInt16Type>(py, array),
+        DataType::UInt32 => zeroed::<UInt32Type>(py, array),
+        DataType::UInt64 => zeroed::<UInt64Type>(py, array),
+        DataType::Float16 => {
+            let values: Vec<f32> = array
+                .as_primitive::<Float16Type>()
+                .iter()
+                .map(|v| v.unwrap_or_default().to_f32())
+                .collect();
+            PyArray1::from_vec(py, values).into_any()
+        }
+        DataType::Float32 => zeroed::<Float32Type>(py, array),
+        DataType::Float64 => zeroed::<Float64Type>(py, array),
+        DataType::Dictionary(_, _) => {
+            let dict = array.as_any_dictionary();
+            let Some(values) = arrow_zeroed(numpy, dict.values().as_ref())? else {
+                return Ok(None);
+            };
+            if dict.values().is_empty() {
+                // No values: every key is null, every row 0.
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("dtype", values.getattr("dtype")?)?;
+                numpy.call_method("zeros", (array.len(),), Some(&kwargs))?
+            } else {
+                let keys = PyArray1::from_vec(py, dict.normalized_keys());
+                values.call_method1("take", (keys,))?
+            }
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// A pandas column's dtype where pandas, not numpy, knows what it holds: an extension dtype
 /// (`Int64`, `Float64`, `boolean`, `string`, `int64[pyarrow]`, …), whose missing values numpy
 /// would turn into NaN or objects, or numpy's `object`, which holds pandas' missing values as
 /// objects (then with `true`: the dtype is numpy's). A numpy-backed number column is left to
-/// numpy: its NaN is a value, which the engine refuses by name.
+/// numpy: its NaN is a value, stored as NaN.
 fn pandas_dtype<'py>(
     numpy: &Bound<'py, PyModule>,
     column: &Bound<'py, PyAny>,
@@ -135,31 +260,58 @@ fn accepts(kind: FieldKind, letter: &str) -> bool {
     )
 }
 
-/// Why an object column (a list numpy made objects of, or a pandas `object` column) is not
-/// numbers, by its first row that is not one: a missing value (`None`, or what pandas calls
-/// missing, at `missing`) or an object of another type. `None` when every row is a number (an
-/// integer too large for numpy, say): the column is then refused by its dtype.
-fn first_non_number(
-    values: &Bound<'_, PyAny>,
+/// An object column's numbers, missing rows filled with 0, and its mask; or why it is not numbers.
+type Filled<'py> = Result<(Bound<'py, PyAny>, Option<Mask>), String>;
+
+/// An object column (a list numpy made objects of, a pandas `object` column, a masked array of
+/// objects) as numbers, read row by row: a number is kept, a missing value (`None`, what pandas
+/// calls missing and is not a number — `pd.NA`, `NaT` —, a row `known` masks) is filled with 0
+/// and masked; a float NaN is a number. `Err` names the first row that is neither, as the reason
+/// to refuse the column.
+fn objects_as_numbers<'py>(
+    numpy: &Bound<'py, PyModule>,
+    values: &Bound<'py, PyAny>,
     kind: FieldKind,
-    missing: Option<usize>,
-) -> PyResult<Option<String>> {
-    let real = values.py().import("numbers")?.getattr("Real")?;
+    known: Option<&Mask>,
+) -> PyResult<Filled<'py>> {
+    let py = values.py();
+    let real = py.import("numbers")?.getattr("Real")?;
+    let zero = 0_u8.into_pyobject(py)?;
+    let filled = PyList::empty(py);
+    let mut rows = Vec::new();
+    let mut first_how = None;
     for (idx, item) in values.try_iter()?.enumerate() {
         let item = item?;
-        let row = idx + 1;
-        if item.is_none() || missing == Some(row) {
-            return Ok(Some(missing_value(row, "null")));
-        }
+        let known_how = known
+            .filter(|m| m.rows.get(idx) == Some(&true))
+            .map(|m| m.how);
         // A bool is an int to Python, but not a number of a field's kind.
-        if item.is_instance_of::<PyBool>() || !item.is_instance(&real)? {
-            return Ok(Some(format!(
-                "row {row} is a {}, not {kind}",
+        let number = !item.is_instance_of::<PyBool>() && item.is_instance(&real)?;
+        let how = if known_how == Some("masked") {
+            Some("masked")
+        } else if item.is_none() {
+            Some("null")
+        } else if number {
+            None
+        } else if known_how.is_some() || pandas_missing_object(&item)? {
+            Some("null")
+        } else {
+            return Ok(Err(format!(
+                "row {} is a {}, not {kind}",
+                idx + 1,
                 type_name(&item)
             )));
+        };
+        if let Some(how) = how {
+            first_how.get_or_insert(how);
+            filled.append(&zero)?;
+        } else {
+            filled.append(&item)?;
         }
+        rows.push(how.is_some());
     }
-    Ok(None)
+    let mask = first_how.and_then(|how| Mask::of(rows, how));
+    Ok(Ok((numpy.call_method1("asarray", (filled,))?, mask)))
 }
 
 /// The first value of `values` (of numpy kind `letter`) that f64 would round, as the reason to
@@ -254,61 +406,68 @@ fn cannot_hold(row: usize, value: &str, nearest: f64) -> String {
     )
 }
 
-/// A column for a number field of `kind` as a contiguous array of `T`: borrowed when it is one
-/// already (and not a masked array), else converted once where the conversion keeps every
-/// value: unsigned from non-negative signed, signed from unsigned up to `i64::MAX` (both checked
-/// with numpy's vectorised min and max), f64 from any number it holds exactly.
-pub(crate) fn numbers<'py, T: Element>(
+/// A column for a number field of `kind` as the engine takes it: a contiguous array of `T`,
+/// borrowed when it is one already (and not a masked array), else converted once where the
+/// conversion keeps every value: unsigned from non-negative signed, signed from unsigned up to
+/// `i64::MAX` (both checked with numpy's vectorised min and max), f64 from any number it holds
+/// exactly. A column with missing values answers each row's value or `None`; `role` says why
+/// this field may not be missing (the axis), and then one is refused naming its row.
+pub(crate) fn numbers<'py, T: Element + Copy>(
     py: Python<'py>,
     field: &str,
     kind: FieldKind,
+    role: Option<&str>,
     column: &Bound<'py, PyAny>,
-) -> PyResult<PyReadonlyArray1<'py, T>> {
+) -> PyResult<Numbers<'py, T>> {
     let numpy = py.import("numpy")?;
     // A masked array is an ndarray too; borrowing it would keep what lies beneath its mask.
     if let Ok(array) = column.cast::<PyArray1<T>>()
         && array.is_contiguous()
         && !is_masked(&numpy, column)?
     {
-        return Ok(array.readonly());
+        return Ok(Numbers::Dense(array.readonly()));
     }
     let refuse = |why: String| PyValueError::new_err(format!("field {field:?} ({kind}): {why}"));
-    let source = Source::of(&numpy, column)?;
+    let not_numbers =
+        |dtype: &str| refuse(format!("a column of dtype {dtype} is not {kind} numbers"));
+    let mut source = Source::of(&numpy, column)?;
     if let Some(values) = &source.values {
         one_dimensional(values, &refuse)?;
     }
-    if !accepts(kind, &source.letter) {
-        if source.objects {
-            let values = match &source.values {
-                Some(values) => values.clone(),
-                None => numpy.call_method1("asarray", (column,))?,
-            };
-            if let Some(why) = first_non_number(&values, kind, source.missing.map(|m| m.0))? {
-                return Err(refuse(why));
+    if source.objects {
+        let values = source.values(&numpy, column)?;
+        match objects_as_numbers(&numpy, &values, kind, source.mask.as_ref())? {
+            Err(why) => return Err(refuse(why)),
+            Ok((filled, mask)) => {
+                source.mask = mask;
+                source.letter = filled.getattr("dtype")?.getattr("kind")?.extract()?;
+                source.values = Some(filled);
+                source.fill = Fill::None;
             }
         }
-        return Err(refuse(format!(
-            "a column of dtype {} is not {kind} numbers",
-            source.dtype
-        )));
     }
-    if let Some((row, how)) = source.missing {
-        return Err(refuse(missing_value(row, how)));
+    if !accepts(kind, &source.letter) {
+        return Err(not_numbers(&source.dtype));
     }
-    let array = match source.values {
-        Some(values) => values,
-        None => numpy.call_method1("asarray", (column,))?,
-    };
+    if let (Some(mask), Some(role)) = (&source.mask, role) {
+        return Err(refuse(never_missing(mask.first(), mask.how, role)));
+    }
+    let array = source.values(&numpy, column)?;
     one_dimensional(&array, &refuse)?;
     // What numpy made of a pandas or Arrow column, checked again: its kind decides the checks.
     let letter: String = array.getattr("dtype")?.getattr("kind")?.extract()?;
     if !accepts(kind, &letter) {
-        return Err(refuse(format!(
-            "a column of dtype {} is not {kind} numbers",
-            source.dtype
-        )));
+        return Err(not_numbers(&source.dtype));
     }
     let len: usize = array.len()?;
+    if let Some(mask) = &source.mask
+        && mask.rows.len() != len
+    {
+        return Err(refuse(format!(
+            "the column has {len} values and a mask of {} rows",
+            mask.rows.len()
+        )));
+    }
     if len > 0 && kind == FieldKind::U64 && letter == "i" {
         let min: i64 = array.call_method0("min")?.extract()?;
         if min < 0 {
@@ -337,7 +496,20 @@ pub(crate) fn numbers<'py, T: Element>(
     let kwargs = PyDict::new(py);
     kwargs.set_item("dtype", numpy::dtype::<T>(py))?;
     let converted = numpy.call_method("ascontiguousarray", (array,), Some(&kwargs))?;
-    Ok(converted.cast::<PyArray1<T>>()?.readonly())
+    let converted = converted.cast::<PyArray1<T>>()?.readonly();
+    let Some(mask) = source.mask else {
+        return Ok(Numbers::Dense(converted));
+    };
+    let values = converted
+        .as_slice()
+        .map_err(|err| PyValueError::new_err(format!("a column is not contiguous: {err}")))?;
+    Ok(Numbers::Nullable(
+        values
+            .iter()
+            .zip(&mask.rows)
+            .map(|(&value, &missing)| (!missing).then_some(value))
+            .collect(),
+    ))
 }
 
 fn one_dimensional(values: &Bound<'_, PyAny>, refuse: &impl Fn(String) -> PyErr) -> PyResult<()> {

@@ -127,9 +127,12 @@ class Store:
     def publish(self, stream: str, position: int, track: Track, columns: Mapping[str, ColumnLike]) -> None:
         """Stages a batch of rows at `position` for `track`: `columns` maps every field but
         the track's (the axis included) to its values, all as long. Nothing is durable until
-        `seal`. A refused batch (RefusedError, or ValueError for a column that cannot be given
-        as the field's kind without changing a value: a missing value, a masked slot, a value
-        f64 cannot hold exactly, a str that is not valid UTF-8) stages nothing."""
+        `seal`. In a measured number field a missing value (a masked slot, a pandas NA, an
+        Arrow or Polars null, a None) is stored as null; NaN and the infinities are values,
+        stored as they are. A refused batch (RefusedError, or ValueError for a column that
+        cannot be given as the field's kind without changing a value: a missing axis, str or
+        bytes value, a value f64 cannot hold exactly, a str that is not valid UTF-8) stages
+        nothing."""
     def seal(self) -> dict[str, int | None]:
         """Makes everything staged durable with one barrier; answers each stream's watermark."""
     def compact(self) -> int:
@@ -153,7 +156,8 @@ class Store:
         """`query`'s rows behind the Arrow PyCapsule interface, for Polars
         (`polars.DataFrame(…)`), DuckDB or nanoarrow without a pyarrow Table."""
     def query_numpy(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> dict[str, npt.NDArray[Any]]:
-        """`query`'s rows as numpy arrays (numbers typed; `str` and `bytes` as object arrays)."""
+        """`query`'s rows as numpy arrays (numbers typed; `str` and `bytes` as object arrays);
+        a number field with a null row as a numpy masked array, the null rows masked."""
     def survey(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None, budget: int = 4000) -> Survey:
         """The finest cells over axis `start..=end` whose points fit `budget` (4 a bucket,
         for each measured field)."""
@@ -166,7 +170,8 @@ class Store:
         agg: str = "mean",
     ) -> dict[str, int | float | None]:
         """One statistic per measured field over axis `start..=end`: `agg` one of min max mean
-        sum count p0..p100 (nearest rank). `None` where the range holds no rows."""
+        sum count p0..p100 (nearest rank), over the values present (a null or a NaN is
+        skipped; `count` counts the values present). `None` where the range holds none."""
     def close(self) -> None:
         """Lets go of the store; later calls raise StrataError."""
     def __enter__(self) -> Store: ...
