@@ -121,6 +121,7 @@ pub(crate) fn column_to_numpy<'py>(
         DataType::UInt64 => masked(py, primitive::<UInt64Type>(py, chunks), chunks)?,
         DataType::Int64 => masked(py, primitive::<Int64Type>(py, chunks), chunks)?,
         DataType::Float64 => masked(py, primitive::<Float64Type>(py, chunks), chunks)?,
+        DataType::Timestamp(unit, _) => crate::times::timestamps_to_numpy(py, *unit, chunks)?,
         DataType::Dictionary(_, _) => {
             // A track's labels: each chunk's few labels as Python objects once, spread over
             // its rows by numpy's `take` of the keys (references to those objects, none new).

@@ -176,8 +176,17 @@ pub(crate) fn gather<'py>(
         let name = field.name.as_str();
         // The axis is never missing (the engine's own words for a null there); a measured
         // number may be.
-        let role = (decl.axis == Some(u16::try_from(idx).unwrap_or(u16::MAX)))
-            .then_some("the axis: every row needs one");
+        let is_axis = decl.axis == Some(u16::try_from(idx).unwrap_or(u16::MAX));
+        let role = is_axis.then_some("the axis: every row needs one");
+        // Times for the axis: converted to the declared unit's integers, or refused where the
+        // axis is a plain u64 (#48). Integers go on as numbers either way.
+        if is_axis && let Some(stamps) = crate::times::stamps(py, &column)? {
+            let Some(unit) = decl.time else {
+                return Err(crate::times::not_a_time_axis(stream, name, &stamps.dtype));
+            };
+            held.push(Held::U64(crate::times::axis(py, name, unit, &stamps)?));
+            continue;
+        }
         held.push(match field.kind {
             FieldKind::U64 => Held::U64(numbers(py, name, field.kind, role, &column)?),
             FieldKind::I64 => Held::I64(numbers(py, name, field.kind, role, &column)?),

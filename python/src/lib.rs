@@ -13,6 +13,7 @@ mod answers;
 mod columns;
 mod missing;
 mod numbers;
+mod times;
 
 use std::ops::Bound as Edge;
 use std::sync::{Mutex, MutexGuard};
@@ -373,8 +374,10 @@ impl PyStore {
             let batches = store.query_arrow(stream, &selection, range(start, end))?;
             let schema = batches.schema();
             let batches = batches.collect::<Result<Vec<RecordBatch>, _>>()?;
-            Ok((batches, schema))
+            let decl = store.declaration(stream)?.clone();
+            Ok((batches, schema, decl))
         })
+        .and_then(|(batches, schema, decl)| times::timestamped(&decl, batches, schema))
     }
 
     fn decl(&self, py: Python<'_>, stream: &str) -> PyResult<StreamDecl> {
