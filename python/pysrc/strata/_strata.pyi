@@ -132,7 +132,8 @@ class Store:
         stored as they are. A refused batch (RefusedError, or ValueError for a column that
         cannot be given as the field's kind without changing a value: a missing axis, str or
         bytes value, a value f64 cannot hold exactly, a str that is not valid UTF-8) stages
-        nothing."""
+        nothing. The axis of a stream declared with a `"time"` unit also takes times (numpy
+        `datetime64`, pandas datetimes, Arrow `timestamp`), each converted exactly to the unit."""
     def seal(self) -> dict[str, int | None]:
         """Makes everything staged durable with one barrier; answers each stream's watermark."""
     def compact(self) -> int:
@@ -151,7 +152,8 @@ class Store:
         partition, so every track shares it: `track` is checked, and does not narrow it."""
     def query(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> pyarrow.Table:
         """Rows with positions in `start..=end` (both included) under `track`, in publish
-        order: a `position` column, then every field in declaration order."""
+        order: a `position` column, then every field in declaration order (a time axis as
+        `timestamp[unit, tz=UTC]`; `query_numpy` gives it as `datetime64[unit]`)."""
     def query_stream(self, stream: str, track: Track = None, start: int | None = None, end: int | None = None) -> ArrowStream:
         """`query`'s rows behind the Arrow PyCapsule interface, for Polars
         (`polars.DataFrame(…)`), DuckDB or nanoarrow without a pyarrow Table."""
