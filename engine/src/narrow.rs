@@ -13,6 +13,7 @@ use strata_index::{PartitionEntry, Tier, TrackKey};
 use strata_levels::LEVELS_MAX;
 
 use crate::error::{EngineError, HeldTrack, Narrowing, TRACKS_NAMED_MAX};
+use crate::read::beneath;
 use crate::store::Store;
 
 /// What a refused read reaches, which decides what a track holds for it and the unit of its
@@ -41,6 +42,29 @@ impl Reach {
 }
 
 impl Store {
+    /// Refuses a read of raw rows of `stream` under `prefix` from axis value `start` on, if it
+    /// reaches beneath the raw floor's axis value of any partition it covers (a percentile's,
+    /// a query by axis range), with the narrowing that answers instead. Catalog only.
+    pub(crate) fn refuse_beneath_raw_axis(
+        &self,
+        stream: &str,
+        prefix: &TrackKey,
+        start: u64,
+    ) -> Result<(), EngineError> {
+        let Some(floor) = self
+            .raw_floor(stream, prefix, true)
+            .filter(|&f| beneath(start, f))
+        else {
+            return Ok(());
+        };
+        Err(
+            self.beneath_floor(stream, prefix, floor, Reach::RawAxis, |key, [start, _]| {
+                self.raw_floor(stream, key, true)
+                    .filter(|&f| beneath(start, f))
+            }),
+        )
+    }
+
     /// The refusal of a read of `stream` under `prefix` beneath `floor`, with its narrowing:
     /// `refused` is the read's own floor check of one key over a range (the floor it is
     /// refused at, if any). Catalog only, no read.

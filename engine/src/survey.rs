@@ -258,21 +258,7 @@ impl Store {
         // keeps, so they answer beneath it.
         if let (Some([lo, _]), false) = (check, aggregate.folds_levels()) {
             let start = if from_origin { 0 } else { lo };
-            if let Some(floor) = self
-                .raw_floor(stream, &prefix, true)
-                .filter(|&f| beneath(start, f))
-            {
-                return Err(self.beneath_floor(
-                    stream,
-                    &prefix,
-                    floor,
-                    Reach::RawAxis,
-                    |key, [start, _]| {
-                        self.raw_floor(stream, key, true)
-                            .filter(|&f| beneath(start, f))
-                    },
-                ));
-            }
+            self.refuse_beneath_raw_axis(stream, &prefix, start)?;
         }
         if let (Some([lo, hi]), true) = (check, aggregate.folds_levels())
             && let Some(floor) = fold_floor(&level_floors, &ladder, [lo, hi], from_origin)

@@ -18,7 +18,7 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::error::EngineError;
 use crate::narrow::Reach;
-use crate::read::{beneath, inclusive, refuse_inverted};
+use crate::read::{inclusive, refuse_inverted};
 use crate::runs::{QueryRows, QueryRuns};
 use crate::store::{Store, stream_state};
 
@@ -65,21 +65,7 @@ impl Store {
         let (Some(span), Some((axis_lo, axis_hi))) = (span, inclusive(axis)) else {
             return Ok(QueryRuns::empty());
         };
-        if let Some(floor) = self
-            .raw_floor(stream, &prefix, true)
-            .filter(|&f| beneath(axis_lo, f))
-        {
-            return Err(self.beneath_floor(
-                stream,
-                &prefix,
-                floor,
-                Reach::RawAxis,
-                |key, [start, _]| {
-                    self.raw_floor(stream, key, true)
-                        .filter(|&f| beneath(start, f))
-                },
-            ));
-        }
+        self.refuse_beneath_raw_axis(stream, &prefix, axis_lo)?;
         self.runs_within(decl, &prefix, span, None, Some([axis_lo, axis_hi]))
     }
 

@@ -179,22 +179,10 @@ fn a_loggers_csv_with_nan_and_empty_cells_ingests_whole_and_folds_as_duckdb_skip
         for field in ["temperature", "pressure"] {
             let want = &expected["stats"][format!("{sensor}/{field}")];
             let fold = |agg: &str| -> f64 {
-                let run = s.ok(
-                    &[
-                        "fold", "logger", "--track", sensor, "--agg", agg, "--format", "json",
-                    ],
-                    "",
-                );
-                let stats: Json = serde_json::from_str(&run.stdout).unwrap();
-                let stat = stats
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|s| s["field"] == field)
-                    .unwrap();
-                stat["value"]
+                let value = folded(&s, &["logger", "--track", sensor], field, agg);
+                value
                     .as_f64()
-                    .unwrap_or_else(|| panic!("{agg} of {field}: {stat}"))
+                    .unwrap_or_else(|| panic!("{agg} of {field}: {value}"))
             };
             let what = format!("{sensor}/{field}");
             for agg in ["count", "min", "max", "p50", "p99"] {
@@ -275,4 +263,106 @@ fn survey_buckets_are_duckdbs(survey: &Json, expected: &Json, width: u64) {
             );
         }
     }
+}
+
+/// DuckDB over `strata export`'s Parquet: `count(v)`, `count(*)`, `min`, `max` and `avg` of
+/// each measured field, one JSON object per field on stdout.
+const OVER_EXPORT: &str = r"
+import sys, json, duckdb
+path = sys.argv[1]
+con = duckdb.connect()
+out = {}
+for field in sys.argv[2:]:
+    n, rows, lo, hi, mean = con.execute(
+        f'select count({field}), count(*), min({field}), max({field}), avg({field}) '
+        f'from read_parquet(?)', [path]).fetchall()[0]
+    out[field] = {'count': n, 'rows': rows, 'min': lo, 'max': hi, 'mean': mean}
+print(json.dumps(out))
+";
+
+#[test]
+fn duckdb_over_the_export_counts_min_max_and_mean_as_strata_folds() {
+    let s = Scratch::new();
+    s.ok(
+        &[
+            "declare", "m", "--field", "site:str", "--field", "t:u64", "--field", "v:f64",
+            "--field", "n:i64", "--track", "site", "--axis", "t",
+        ],
+        "",
+    );
+    let mut csv = String::from("site,t,v,n\n");
+    let mut rng = Rng(42);
+    for t in 0..5_000u64 {
+        let v = if rng.per_mille() < 30 {
+            String::new()
+        } else {
+            format!("{}", (t % 97) as f64 / 4.0)
+        };
+        let n = if rng.per_mille() < 10 {
+            String::new()
+        } else {
+            format!("{}", (t % 13) as i64 - 6)
+        };
+        writeln!(csv, "a,{t},{v},{n}").unwrap();
+    }
+    s.ok(&["ingest", "m", "-"], &csv);
+    s.ok(&["export", "m", "--format", "parquet", "m.parquet"], "");
+    let out = Command::new("python3")
+        .args(["-c", OVER_EXPORT, "m.parquet", "v", "n"])
+        .current_dir(s.dir.path())
+        .output()
+        .expect("python3 runs (CI installs it with duckdb: see .ci/run)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let duck: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = s.ok(&["query", "m", "--format", "json"], "");
+    let rows: Json = serde_json::from_str(&rows.stdout).unwrap();
+    for field in ["v", "n"] {
+        let want = &duck[field];
+        assert_eq!(
+            want["rows"].as_u64(),
+            Some(rows.as_array().unwrap().len() as u64)
+        );
+        let fold = |agg: &str| folded(&s, &["m"], field, agg);
+        assert!(
+            want["count"].as_u64().unwrap() < 5_000,
+            "{field}: the data has nulls"
+        );
+        assert_eq!(
+            fold("count").as_u64(),
+            want["count"].as_u64(),
+            "{field} count"
+        );
+        for (agg, key) in [("min", "min"), ("max", "max")] {
+            let bits = |v: &Json| v.as_f64().map(f64::to_bits);
+            assert_eq!(bits(&fold(agg)), bits(&want[key]), "{field} {agg}");
+        }
+        let (got, duck_mean) = (
+            fold("mean").as_f64().unwrap(),
+            want["mean"].as_f64().unwrap(),
+        );
+        assert!(
+            close(got, duck_mean, 1e-12),
+            "{field} mean: {got} against {duck_mean}"
+        );
+    }
+}
+
+/// `strata fold SELECTION --agg AGG --format json`'s value for `field`.
+fn folded(s: &Scratch, selection: &[&str], field: &str, agg: &str) -> Json {
+    let mut args = vec!["fold"];
+    args.extend_from_slice(selection);
+    args.extend_from_slice(&["--agg", agg, "--format", "json"]);
+    let run = s.ok(&args, "");
+    let stats: Json = serde_json::from_str(&run.stdout).unwrap();
+    let stat = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["field"] == field)
+        .unwrap_or_else(|| panic!("no {field} in {stats}"));
+    stat["value"].clone()
 }
