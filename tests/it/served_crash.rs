@@ -1505,18 +1505,22 @@ fn fault_run(mode: RenameMode, fault: Option<(u64, Fault)>) -> FaultRun {
             Err(_) => told.seals_refused += 1,
         }
         // The steps the barrier granted run while nothing waits: until the store is poisoned
-        // (a snapshot taken after says so) or nothing has moved for a while.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let (mut last, mut quiet) = (fs.ops(), 0);
-        while Instant::now() < deadline && quiet < 20 {
+        // (a snapshot taken after says so) or nothing has moved for a while. "A while" is a
+        // span of time, not a count of polls: on a loaded machine (CI building beside it) the
+        // worker can sit descheduled for tens of milliseconds between two operations, and 20
+        // polls of 1 ms once ended a run before its fault was reached.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (mut last, mut moved) = (fs.ops(), Instant::now());
+        while Instant::now() < deadline && moved.elapsed() < Duration::from_millis(250) {
             let read = served.read(|snapshot| snapshot.watermark("a", &[])).await;
             if matches!(read, Ok(Err(EngineError::Poisoned { .. }))) {
                 poisoned = true;
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
-            quiet = if fs.ops() == last { quiet + 1 } else { 0 };
-            last = fs.ops();
+            if fs.ops() != last {
+                (last, moved) = (fs.ops(), Instant::now());
+            }
         }
         steps = served
             .metrics()
