@@ -296,12 +296,12 @@ fn duckdb_over_the_export_counts_min_max_and_mean_as_strata_folds() {
         let v = if rng.per_mille() < 30 {
             String::new()
         } else {
-            format!("{}", (t % 97) as f64 / 4.0)
+            format!("{}", f64::from((t % 97) as u8) / 4.0)
         };
         let n = if rng.per_mille() < 10 {
             String::new()
         } else {
-            format!("{}", (t % 13) as i64 - 6)
+            format!("{}", i64::from((t % 13) as u8) - 6)
         };
         writeln!(csv, "a,{t},{v},{n}").unwrap();
     }
