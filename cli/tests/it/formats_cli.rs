@@ -576,7 +576,7 @@ base = dict(run=['a', 'b', 'c'], probe=[1, 2, 3], t=[1, 2, 3], u=[1, 2, 3], i=[-
 def write(name, **changes):
     columns = dict(base, **changes)
     pq.write_table(pa.table({k: v for k, v in columns.items() if v is not None}), name)
-write('null.parquet', f=[0.5, None, 2.5])
+write('null.parquet', s=['x', None, 'z'])
 write('wrong.parquet', f=['0.5', '1.5', '2.5'])
 write('missing.parquet', s=None)
 write('negative.parquet', u=[1, 2, -3])
@@ -585,7 +585,8 @@ write('extra.parquet', extra=[1, 2, 3])
 write('good.parquet')
 ";
     python(cwd, script, &[], None);
-    refused(cwd, "null.parquet", &[], &["row 2", "column \"f\"", "null"]);
+    // A null in a measured number is a missing value (#48, missing_cli.rs); in text it is not.
+    refused(cwd, "null.parquet", &[], &["row 2", "column \"s\"", "null"]);
     refused(
         cwd,
         "wrong.parquet",
