@@ -35,7 +35,7 @@ pub use strata_engine::{
     Narrowing, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns,
     READER_PROCESSES_LIMIT, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,
     StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept, TRACKS_NAMED_MAX,
-    TimeUnit, Trimmed, Value, Values, conformance, describe, parse_kind,
+    TimeUnit, Trimmed, Value, Values, View, conformance, describe, parse_kind,
 };
 /// Arrow out of the store (docs/formats.md): the `arrow` feature, off by default, which brings
 /// arrow-rs's array and schema crates (re-exported as `strata::arrow_array` and

@@ -31,8 +31,8 @@ use strata_segment::Column;
 use crate::decl::{POSITION_COLUMN, describe};
 use crate::error::EngineError;
 use crate::runs::{ColumnRun, QueryRuns};
-use crate::store::{Store, stream_state};
 use crate::survey::{FieldStat, Survey};
+use crate::view::View;
 
 /// The schema metadata key naming the stream a batch came from.
 pub const ARROW_STREAM_KEY: &str = "strata:stream";
@@ -185,11 +185,11 @@ impl<'s> ArrowBatches<'s> {
     }
 
     pub(crate) fn new(
-        store: &'s Store,
+        store: &'s View,
         stream: &str,
         runs: QueryRuns<'s>,
     ) -> Result<Self, EngineError> {
-        let decl = &stream_state(&store.streams, stream)?.decl;
+        let decl = store.declaration(stream)?;
         Ok(ArrowBatches {
             decl,
             schema: arrow_schema(decl),
@@ -512,7 +512,7 @@ pub fn fold_to_arrow(
     RecordBatch::try_new(Arc::new(schema), columns).map_err(internal)
 }
 
-impl Store {
+impl View {
     /// The rows [`Store::query`] answers, as Arrow batches of at most
     /// [`crate::Config::arrow_batch_rows`] rows, in publish order, streamed from the query's
     /// runs (memory holds a batch, not the answer). The selection and the floor are checked
@@ -538,7 +538,7 @@ impl Store {
         stream: &str,
         name: FileName,
     ) -> Result<ArrowBatches<'_>, EngineError> {
-        let decl = &stream_state(&self.streams, stream)?.decl;
+        let decl = self.declaration(stream)?;
         let runs = self.runs_over(decl, &TrackKey::ROOT, 0, u64::MAX, Some(name))?;
         ArrowBatches::new(self, stream, runs)
     }

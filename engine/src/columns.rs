@@ -591,7 +591,7 @@ impl Store {
             Positions::Same(_) => "publish_columns",
             Positions::Each(_) => "publish_columns_at",
         })?;
-        let catalog = &self.catalog;
+        let catalog = &self.view.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let track = state.track_values(track)?;
         let track = track.as_slice();
@@ -660,7 +660,7 @@ impl Store {
         room_to_stage(
             writer!(self).staged_bytes,
             checked.bytes,
-            self.config.staged_bytes_max,
+            self.view.config.staged_bytes_max,
         )?;
         Ok(Accepted {
             store: self,

@@ -51,9 +51,10 @@ use crate::ladder::{FieldLevels, LevelStorage, field_cells, ladder_of, num_kind,
 use crate::lifetime::Lifetime;
 use crate::open_segments::OpenSegment;
 use crate::read::unreadable;
-use crate::snapshot::{Snapshot, remove_segments};
+use crate::snapshot::remove_segments;
 use crate::store::{Committing, Store, write_and_claim};
 use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
+use crate::view::View;
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,8 +266,7 @@ impl Store {
             }
             Err(MergeError::Poisons(error)) => return Err(self.poison(error)),
         };
-        self.catalog = Arc::new(catalog);
-        self.version += 1;
+        self.install(catalog);
         writer!(self).metrics.compaction_steps += 1;
         writer!(self).metrics.compaction_bytes_read +=
             pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
@@ -461,15 +461,18 @@ impl Store {
         }
         None
     }
+}
 
+/// What a compaction step reads, from the view it was picked in: run on `Served`'s worker.
+impl View {
     /// The picked segments' partitions, opened and checked against the catalog and the
     /// declaration (the columns a merge moves are the declared ones, of the declared kinds).
     fn merge_inputs(&self, pick: &Pick) -> Result<Vec<MergeInput>, EngineError> {
-        let state = &self.streams[&pick.stream];
-        let declared: Vec<(u16, u8)> = state
-            .stored
-            .iter()
-            .map(|&f| (f, state.decl.fields[usize::from(f)].kind.code()))
+        let decl = self.declaration(&pick.stream)?;
+        let declared: Vec<(u16, u8)> = decl
+            .stored()
+            .into_iter()
+            .map(|f| (f, decl.fields[usize::from(f)].kind.code()))
             .collect();
         let mut inputs = Vec::with_capacity(pick.inputs.len());
         let view = self
@@ -532,7 +535,7 @@ impl Store {
         if let (false, Some([_, hi])) =
             (levels.is_empty(), inputs.last().and_then(|i| i.entry.axis))
         {
-            let ladder = ladder_of(&self.streams[&pick.stream].decl);
+            let ladder = ladder_of(self.declaration(&pick.stream).map_err(MergeFailure::Read)?);
             let top = levels[0].levels.len() - 1;
             let top = u8::try_from(top).expect("at most 65 levels");
             let seams = output_seams(inputs, &ladder, stored_from).map_err(MergeFailure::Read)?;
@@ -570,7 +573,7 @@ impl Store {
         inputs: &[MergeInput],
         column_bytes: u64,
     ) -> Result<(u8, Vec<FieldLevels>), EngineError> {
-        let decl = &self.streams[&pick.stream].decl;
+        let decl = self.declaration(&pick.stream)?;
         let (Some([lo, _]), Some([_, hi])) = (
             inputs.first().and_then(|i| i.entry.axis),
             inputs.last().and_then(|i| i.entry.axis),
@@ -662,7 +665,9 @@ impl Store {
         }
         Ok((from, fields))
     }
+}
 
+impl Store {
     /// Removes the inputs (of a merge, or segments a trim retired) the durable record left
     /// wholly retired, then syncs `seg/` so that a crash does not bring them back (boot would
     /// remove them again, but report them); answers them. One a snapshot taken before the
@@ -694,12 +699,6 @@ impl Store {
         let vfs = Arc::clone(&self.vfs);
         remove_segments(vfs.as_ref(), names).map_err(|error| self.poison(error))
     }
-
-    /// Poisons the store with `error` (a copy kept for every later request); answers it.
-    pub(crate) fn poison(&mut self, error: EngineError) -> EngineError {
-        self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
-        error
-    }
 }
 
 /// A compaction step planned ([`Store::start_compaction`]): the pick, the output's name, a
@@ -707,7 +706,7 @@ impl Store {
 /// take meanwhile) and the manifest's writer. [`Merging::run`] merges, writes and claims it,
 /// touching nothing of the store, so that `Served` runs it on its worker.
 pub(crate) struct Merging {
-    snapshot: Snapshot,
+    snapshot: View,
     pick: Pick,
     name: FileName,
     manifest: ManifestWriter,

@@ -76,11 +76,11 @@ impl Store {
         let log_version = plan.log_version;
         pin.move_to(at)?;
         let mut store = Store::reading(vfs, config, plan.catalog, report);
-        store.unreadable = plan.unreadable;
+        store.view.unreadable = Arc::new(plan.unreadable);
         store.follow = Some(Follow {
             pin,
             log_version,
-            versions: VecDeque::from([(store.version, at)]),
+            versions: VecDeque::from([(store.view.version, at)]),
         });
         Ok(store)
     }
@@ -119,16 +119,16 @@ impl Store {
         };
         let changed = now != at;
         if let Some(catalog) = catalog.filter(|_| changed) {
-            let before = std::mem::replace(&mut self.catalog, Arc::new(catalog));
+            let before = std::mem::replace(&mut self.view.catalog, Arc::new(catalog));
             let gone: Vec<FileName> = before
                 .live_files()
                 .map(|file| file.name)
                 .filter(|&name| self.catalog.file(name).is_none() || self.catalog.is_retired(name))
                 .collect();
-            self.version += 1;
-            self.streams = stream_states(&self.catalog);
+            self.view.version += 1;
+            self.streams = stream_states(&self.view.catalog);
             self.evict_readers(&gone);
-            self.seen = now;
+            self.view.seen = now;
         }
         // The pin says the oldest position anything here may still read at: the oldest
         // snapshot's, or now.

@@ -26,6 +26,7 @@ pub mod conformance;
 mod decl;
 mod decoded_chunks;
 mod error;
+mod floors;
 mod follow;
 pub mod fuzzing;
 mod ladder;
@@ -48,6 +49,7 @@ mod survey;
 mod trim;
 mod typed;
 mod value;
+mod view;
 mod within;
 
 #[cfg(feature = "arrow")]
@@ -70,7 +72,6 @@ pub use runs::{ColumnRun, QueryRows, QueryRuns};
 pub use series::{BeneathWindow, Series};
 #[cfg(feature = "served")]
 pub use served::{ServeConfig, Served};
-pub use snapshot::Snapshot;
 pub use store::{Metrics, Store};
 pub use strata_index::{FieldKind, StreamDecl, TimeUnit};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point, SurveyFill};
@@ -78,5 +79,6 @@ pub use strata_segment::{Resource, SegmentError};
 pub use survey::{FieldBuckets, FieldStat, Survey};
 pub use trim::Trimmed;
 pub use value::{Row, Value};
+pub use view::{Snapshot, View};
 #[cfg(feature = "arrow")]
 pub use {arrow_array, arrow_schema};

@@ -14,7 +14,7 @@ use strata_levels::LEVELS_MAX;
 
 use crate::error::{EngineError, HeldTrack, Narrowing, TRACKS_NAMED_MAX};
 use crate::read::beneath;
-use crate::store::Store;
+use crate::view::View;
 
 /// What a refused read reaches, which decides what a track holds for it and the unit of its
 /// floor: positions of raw rows (a query), axis values of raw rows (a percentile), or axis
@@ -41,7 +41,7 @@ impl Reach {
     }
 }
 
-impl Store {
+impl View {
     /// Refuses a read of raw rows of `stream` under `prefix` from axis value `start` on, if it
     /// reaches beneath the raw floor's axis value of any partition it covers (a percentile's,
     /// a query by axis range), with the narrowing that answers instead. Catalog only.
@@ -77,9 +77,8 @@ impl Store {
         refused: impl Fn(&TrackKey, [u64; 2]) -> Option<u64>,
     ) -> EngineError {
         let with_tracks = self
-            .streams
-            .get(stream)
-            .is_some_and(|state| !state.decl.track.is_empty());
+            .stream(stream)
+            .is_some_and(|decl| !decl.track.is_empty());
         let candidates = self.catalog.partitions(stream, prefix).filter_map(|view| {
             let entries: Vec<&PartitionEntry> = if reach.raw() {
                 view.segments(Tier::Raw).map(|(_, entry)| entry).collect()

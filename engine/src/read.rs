@@ -11,8 +11,8 @@ use strata_segment::{SegmentError, SegmentReader};
 use crate::error::EngineError;
 use crate::narrow::Reach;
 use crate::open_segments::OpenSegment;
-use crate::store::{Store, stream_state};
 use crate::value::Row;
+use crate::view::View;
 
 /// One row read back: the position it was published at, and its values in declaration order.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +23,7 @@ pub struct StoredRow {
     pub values: Row,
 }
 
-impl Store {
+impl View {
     /// The rows of `stream` under `selection` (the track's components, outermost first, or any
     /// prefix; empty for every partition) whose position lies in `positions`, in publish order:
     /// within a partition and across the partitions a prefix covers. Reads see what seals made
@@ -68,7 +68,7 @@ impl Store {
                 },
             ));
         }
-        let decl = &stream_state(&self.streams, stream)?.decl;
+        let decl = self.declaration(stream)?;
         Ok(Some((decl, prefix, lo, hi)))
     }
 

@@ -21,8 +21,9 @@ use strata_index::{
 use strata_levels::{LEVELS_MAX, Ladder};
 
 use crate::error::EngineError;
+use crate::floors::{effective_level_floor, past_cell};
 use crate::ladder::ladder_of;
-use crate::store::{Store, cut_partial_frame, stream_floor, stream_state};
+use crate::store::{Store, stream_floor, stream_state};
 
 /// What one sweep or `retire` recorded for one stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,27 +312,7 @@ impl Store {
         // live — reads refused there, honestly, and the next sweep or retire finishes — never
         // a tier retired beneath no floor.
         for record in split_record(Record { entries }, FRAME_BODY_MAX / 2) {
-            // Applied first, so a record the catalog refuses (our bug) never reaches the disk;
-            // if the append below fails the store is poisoned, and a poisoned store answers
-            // nothing from this catalog.
-            self.catalog_mut()
-                .apply(&record)
-                .map_err(|e| EngineError::Internal {
-                    reason: format!("a retirement's own record was refused: {e}"),
-                })?;
-            let manifest_len = writer!(self).manifest.len();
-            if let Err(error) = writer!(self).manifest.append(&record) {
-                let frame_bytes = strata_index::encode_frame(&record).len() as u64;
-                cut_partial_frame(
-                    self.vfs.as_ref(),
-                    &writer!(self).manifest,
-                    manifest_len,
-                    frame_bytes,
-                );
-                let error = EngineError::write(error);
-                self.poisoned = Some(std::sync::Arc::new(error.duplicate()));
-                return Err(error);
-            }
+            self.commit(&record, "a retirement")?;
         }
         let floor = stream_floor(&self.catalog, stream);
         if let Some(state) = self.streams.get_mut(stream) {
@@ -347,51 +328,6 @@ impl Store {
             retired,
             removed,
         })
-    }
-
-    /// The folded floors level reads of `stream` under `prefix` answer to, per level: the
-    /// highest of its partitions' records. A level a file folds from its raw rows
-    /// (`LevelStorage::Adaptive`) has the floor a stored one would: a file keeps its rows as
-    /// long as any of its levels is live (a segment's cells lie beside its rows, and a rewrite
-    /// copies both), so a raw floor retires the rows from raw reads, never the levels folded
-    /// from them.
-    pub(crate) fn level_floors(
-        &self,
-        stream: &str,
-        prefix: &TrackKey,
-        ladder: &Ladder,
-    ) -> LevelFloors {
-        LevelFloors {
-            ladder: *ladder,
-            recorded: self
-                .catalog
-                .floors(stream, prefix)
-                .filter(|(_, floors)| !floors.levels.is_empty())
-                .map(|(_, floors)| floors.levels.clone())
-                .collect(),
-        }
-    }
-}
-
-/// The folded floors of one read's partitions ([`Store::level_floors`]).
-pub(crate) struct LevelFloors {
-    ladder: Ladder,
-    /// Each partition's recorded level floors.
-    recorded: Vec<BTreeMap<u8, u64>>,
-}
-
-impl LevelFloors {
-    /// Whether any level has a floor.
-    pub(crate) fn any(&self) -> bool {
-        !self.recorded.is_empty()
-    }
-
-    /// The floor of `level` (`None`: nothing of it was ever retired).
-    pub(crate) fn at(&self, level: u8) -> Option<u64> {
-        self.recorded
-            .iter()
-            .filter_map(|levels| effective_level_floor(levels, &self.ladder, level))
-            .max()
     }
 }
 
@@ -450,39 +386,6 @@ fn raised_raw_floor(
         position: Some(before.map_or(position, |f| f.position.max(position))),
         axis: axis.map(|a| before.and_then(|f| f.axis).map_or(a, |b| b.max(a))),
     }
-}
-
-/// A partition's floor at `level` from the level floors its records hold. Records restate every
-/// level from 0 up to the highest any segment of the partition stored, so above the highest
-/// recorded level the floor is that level's, moved up to the start of a cell of `level` (a
-/// read there lifts the top cells of segments that stop beneath it).
-pub(crate) fn effective_level_floor(
-    levels: &BTreeMap<u8, u64>,
-    ladder: &Ladder,
-    level: u8,
-) -> Option<u64> {
-    if let Some(&floor) = levels.get(&level) {
-        return Some(floor);
-    }
-    let (_, &floor) = levels.range(..level).next_back()?;
-    Some(round_up(ladder, level, floor))
-}
-
-/// The start of the first cell of `level` that begins at or above `axis` (`u64::MAX` past
-/// the last cell).
-fn round_up(ladder: &Ladder, level: u8, axis: u64) -> u64 {
-    let cell = ladder.cell(axis, level);
-    match ladder.span(level, cell) {
-        Some([start, _]) if start == axis => axis,
-        _ => past_cell(ladder, level, axis),
-    }
-}
-
-/// The start of the cell of `level` after the one holding `axis` (`u64::MAX` if none follows).
-fn past_cell(ladder: &Ladder, level: u8, axis: u64) -> u64 {
-    ladder
-        .span(level, ladder.cell(axis, level))
-        .map_or(u64::MAX, |[_, end]| end.saturating_add(1))
 }
 
 /// The level floors of one partition after retiring tiers that answered level `k` up to the

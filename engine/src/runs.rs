@@ -20,8 +20,8 @@ use zerocopy::little_endian::U64;
 use crate::error::EngineError;
 use crate::open_segments::OpenSegment;
 use crate::read::{StoredRow, mismatch, unreadable};
-use crate::store::{Store, stream_state};
 use crate::value::Value;
+use crate::view::View;
 
 /// Rows `QueryRows` builds at a time from a run: what rows on top of runs hold beyond the run.
 const ROWS_PER_CHUNK: usize = 1024;
@@ -437,7 +437,7 @@ impl Iterator for QueryRows<'_> {
     }
 }
 
-impl Store {
+impl View {
     /// The rows [`Store::query`] answers, as runs: each run one partition's consecutive rows in
     /// one segment with their columns as slices of the mapped file, in publish order (runs of
     /// several partitions are merged by ordinal, a run at a time). The selection and the floor
@@ -556,7 +556,7 @@ impl Store {
         stream: &str,
         runs: QueryRuns<'s>,
     ) -> Result<QueryRows<'s>, EngineError> {
-        let decl = &stream_state(&self.streams, stream)?.decl;
+        let decl = self.declaration(stream)?;
         Ok(QueryRows {
             decl,
             runs,
@@ -568,7 +568,7 @@ impl Store {
 
 /// A partition's rows, a segment at a time, opening each file as it is reached.
 struct Cursor<'s> {
-    store: &'s Store,
+    store: &'s View,
     decl: &'s StreamDecl,
     track: Arc<TrackKey>,
     /// The positions the read wants, inclusive.

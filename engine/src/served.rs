@@ -26,11 +26,12 @@ use crate::error::EngineError;
 use crate::read::StoredRow;
 use crate::retention::Swept;
 use crate::series::{BeneathWindow, Series, no_buckets, no_stats, or_nothing};
-use crate::snapshot::{Snapshot, remove_segments};
+use crate::snapshot::remove_segments;
 use crate::store::{Metrics, Sealed, Store};
 use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::trim::Trimmed;
 use crate::value::Row;
+use crate::view::Snapshot;
 
 /// How a served store runs. `ServeConfig::default()` is a sane start; the builder methods,
 /// one per field and named after it, change it (`ServeConfig::default().seal_interval(None)`).

@@ -1,24 +1,21 @@
-//! Snapshots: reads of one catalog version, off the writer's thread.
+//! Views handed out, and the removals that wait for them.
 //!
-//! A [`Snapshot`] is a read-only store over the catalog version current when it was taken: it
-//! answers every read a [`Store`] answers (`query`, `survey`, `fold`, watermarks, floors) and
-//! refuses every write, and it is `Send`, so a read can run on another thread while the store
-//! goes on publishing, sealing, compacting and retiring. It shares the store's file system,
-//! its cache of open segments and its counters; what it does not share is the catalog, which
-//! the store replaces (copying it if a snapshot holds it) rather than changes.
+//! [`Store::view`] (or its older name `snapshot`) hands out a [`View`] of the catalog version
+//! current when it was taken: it answers every read a [`Store`] answers (`query`, `survey`,
+//! `fold`, watermarks, floors), it is `Clone + Send + Sync`, so reads run on other threads
+//! while the store goes on publishing, sealing, compacting and retiring. It shares the store's
+//! file system, its cache of open segments and its counters; what it does not share is the
+//! catalog, which the store replaces (copying it if a view holds it) rather than changes.
 //!
 //! **Deferred removal.** A version names files; compaction and retention remove files once a
 //! record retires them. An unlinked file cannot be opened by name, and segments are mapped
-//! lazily, so a file a snapshot may still read is not removed while the snapshot lives: each
-//! snapshot pins its version (`Pins`), and a file retired at version `v` is removed only
+//! lazily, so a file a view may still read is not removed while the view lives: each
+//! view handed out pins its version (`Pins`), and a file retired at version `v` is removed only
 //! once no snapshot older than `v` is left (LevelDB's `Version` references and RocksDB's
 //! obsolete-file list work this way). Until then it waits in `Writer::removals`, and the
 //! manifest is not rewritten (a rewrite forgets retired files, and boot removes only the
 //! retired files its manifest names). A crash meanwhile loses nothing: the record that retired
 //! the file is durable, and boot removes it.
-
-use std::ops::Deref;
-use std::sync::{Arc, PoisonError};
 
 use strata_index::FileName;
 use strata_segment::SegmentError;
@@ -26,78 +23,23 @@ use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::vfs::Vfs;
 
 use crate::error::EngineError;
-use crate::pins::{Pin, Removal};
+use crate::pins::Removal;
 use crate::readers::{ManifestPosition, oldest_reader};
 use crate::store::Store;
-
-/// A read-only view of a store at one catalog version: every `&self` read of [`Store`]
-/// (through `Deref`) answers as the store answered when the snapshot was taken, however the
-/// store changes meanwhile; nothing of it can write (`Deref` gives no `&mut`). Cheap to take
-/// (reference counts, and copies of the streams' declarations and of boot's list of
-/// unreadable files). Its `metrics()` count its own reads' cells and the shared gauges, not
-/// the store's barriers. While it lives, files retired after it was taken stay on disk (see
-/// the module's documentation), the manifest is not rewritten, and it holds the store's lock:
-/// the folder cannot be opened for writing again until it is dropped, even once the store is.
-/// Hold one for a read, not for the life of a program.
-pub struct Snapshot {
-    store: Store,
-    pin: Pin,
-}
-
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("version", &self.pin.version)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Deref for Snapshot {
-    type Target = Store;
-
-    fn deref(&self) -> &Store {
-        &self.store
-    }
-}
+use crate::view::View;
 
 impl Store {
-    /// A snapshot of what the store has made durable now: reads of it answer at the current
-    /// watermarks whatever the store does next (see [`Snapshot`]). Rows staged and not sealed
-    /// are not in it, as they are in no read. A poisoned store's snapshot answers `Poisoned`.
-    pub fn snapshot(&self) -> Snapshot {
-        let streams = self
-            .streams
-            .iter()
-            .map(|(id, state)| (id.clone(), state.reading_copy()))
-            .collect();
-        let store = Store {
-            vfs: Arc::clone(&self.vfs),
-            catalog: Arc::clone(&self.catalog),
-            version: self.version,
-            pins: Arc::clone(&self.pins),
-            // A snapshot only reads: no writer, and the position its catalog is at.
-            writer: None,
-            seen: self.manifest_position(),
-            unreadable: self.unreadable.clone(),
-            // The store's lock, shared: a store reopened while a snapshot lives is `Locked`,
-            // so no other writer removes files the snapshot may map.
-            lock: self.lock.clone(),
-            // A reader's pin stays with the reader; the snapshot's version is in its
-            // `versions`, which hold the pin back while the snapshot lives (`follow.rs`).
-            follow: None,
-            streams,
-            poisoned: self.poisoned.clone(),
-            readers: Arc::clone(&self.readers),
-            live_maps: Arc::clone(&self.live_maps),
-            cells_read: Arc::clone(&self.cells_read),
-            chunks: Arc::clone(&self.chunks),
-            report: Arc::clone(&self.report),
-            config: Arc::clone(&self.config),
-        };
-        Snapshot {
-            store,
-            pin: self.pins.pin(self.version),
-        }
+    /// A view of what the store has made durable now, for reads on any thread: it answers at
+    /// the current watermarks whatever the store does next, and pins its version (see
+    /// [`View`]). Rows staged and not sealed are not in it, as they are in no read. A poisoned
+    /// store's view answers `Poisoned`. Cheap: reference counts and one pin.
+    pub fn view(&self) -> View {
+        self.view.pinned(self.manifest_position())
+    }
+
+    /// The same as [`Store::view`], by its older name.
+    pub fn snapshot(&self) -> View {
+        self.view()
     }
 
     /// Snapshots alive now (the store's own and `Served`'s reads).
@@ -187,24 +129,12 @@ impl Store {
         removed.map_err(|error| self.poison(error))
     }
 
-    /// Lets go of the cached readers of `names` (their files are about to go; a read holding
-    /// one keeps it).
-    pub(crate) fn evict_readers(&self, names: &[FileName]) {
-        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
-        for &name in names {
-            readers.remove(name);
-        }
-    }
-
     /// Queues `name`, retired by the version now current and the manifest frame that ends
     /// where the manifest does now, for removal once nothing can read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
+        let version = self.view.version;
         let at = writer!(self).manifest_position();
-        writer!(self).removals.push(Removal {
-            version: self.version,
-            at,
-            name,
-        });
+        writer!(self).removals.push(Removal { version, at, name });
     }
 }
 

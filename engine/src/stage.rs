@@ -162,11 +162,7 @@ impl StreamState {
         fence: Option<u64>,
         floor: u64,
     ) -> StreamState {
-        let coordinate = |i: u16| decl.axis == Some(i) || decl.track.contains(&i);
-        let stored = (0..decl.fields.len())
-            .filter_map(|i| u16::try_from(i).ok())
-            .filter(|&i| !coordinate(i))
-            .collect();
+        let stored = decl.stored();
         StreamState {
             decl,
             stored,
@@ -192,21 +188,6 @@ impl StreamState {
             next_ordinal: self.next_ordinal,
             last_position: self.last_position,
             staged_position: self.staged_position.take(),
-            fence: self.fence,
-            last_axis: HashMap::new(),
-            floor: self.floor,
-        }
-    }
-
-    /// A copy for a snapshot's reads: everything but the staged rows (reads see none).
-    pub(crate) fn reading_copy(&self) -> StreamState {
-        StreamState {
-            decl: self.decl.clone(),
-            stored: self.stored.clone(),
-            staged: BTreeMap::new(),
-            next_ordinal: self.next_ordinal,
-            last_position: self.last_position,
-            staged_position: None,
             fence: self.fence,
             last_axis: HashMap::new(),
             floor: self.floor,

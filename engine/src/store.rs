@@ -2,19 +2,19 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::ops::Deref;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use strata_index::{
     Catalog, Entry, FRAME_BODY_MAX, FileName, LOG_HEADER_LEN, Record, StreamDecl, TrackKey,
-    encode_frame, split_record, validate_label, whole_state,
+    encode_frame, split_record, whole_state,
 };
 use strata_recover::{
     Booted, Report, Viewed, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
 };
 use strata_segment::names::{NumberedName, SEG_DIR, TMP_DIR};
-use strata_segment::vfs::{Counting, RealFs, RenameMode, SyncCounts, Vfs, VfsLock};
+use strata_segment::vfs::{Counting, RealFs, SyncCounts, Vfs};
 use strata_segment::{
     CountingSink, FileSink, ManifestWriter, SegmentError, SegmentSink, SegmentSummary,
     SegmentWriter, SyncedFile, TempFile, read_manifest, rewrite_manifest, truncate_manifest,
@@ -22,14 +22,13 @@ use strata_segment::{
 
 use crate::config::Config;
 use crate::decl::describe;
-use crate::decoded_chunks::DecodedChunks;
-use crate::error::{EngineError, FailedBarrier, StreamIntact, TRACKS_NAMED_MAX};
+use crate::error::{EngineError, FailedBarrier, StreamIntact};
 use crate::ladder::{LevelStorage, field_cells, fold_partition};
-use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
-use crate::pins::{Pins, Removal};
+use crate::pins::Removal;
 use crate::readers::{Follow, ManifestPosition, oldest_reader};
 use crate::stage::StreamState;
 use crate::value::Row;
+use crate::view::View;
 
 /// What the store has done since it was opened, measured as it happened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,43 +132,28 @@ fn folder_error(dir: &Path, source: std::io::Error) -> EngineError {
 /// An open store. One writer per folder: a writable open takes an exclusive lock; read-only
 /// opens share it.
 pub struct Store {
-    pub(crate) vfs: Arc<Counting>,
-    /// The catalog's current version: swapped (or copied on write, if a snapshot holds it) at
-    /// each record applied, never changed under a snapshot (`snapshot.rs`).
-    pub(crate) catalog: Arc<Catalog>,
-    /// Counts the catalog's versions: raised at every change, so a snapshot's version tells
-    /// which retired files it may still read.
-    pub(crate) version: u64,
-    /// The versions snapshots hold, so that a file they may read is not removed under them.
-    pub(crate) pins: Arc<Pins>,
+    /// The read half, at the current version: every read of the store is a method of it
+    /// (reached through `Deref`), and [`Store::view`] hands out pinned copies of it.
+    pub(crate) view: View,
     /// What only the writer has: the manifest it appends to, staging's size, the files it is
     /// yet to remove, compaction's place, its counters. `None` for a store that only reads
-    /// (opened read-only, a snapshot, a reader in another process): every write is refused.
+    /// (opened read-only, a reader in another process): every write is refused.
     pub(crate) writer: Option<Writer>,
-    /// The manifest position a store without a writer answers at: what it read (a read-only
-    /// open, a reader) or what its writer had appended (a snapshot). A writer's own moves
-    /// with every record (`Writer::manifest_position`).
-    pub(crate) seen: ManifestPosition,
-    pub(crate) unreadable: BTreeMap<FileName, String>,
-    /// The store's lock: exclusive for a writable store; shared, or `None` for a store without
-    /// a `LOCK` file, for a read-only one.
-    pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
     /// A reader in another process's pin and where it follows the manifest
     /// ([`Store::open_reader`]); `None` for every other store.
     pub(crate) follow: Option<Follow>,
+    /// Each stream's staging and the positions it has published: the write half's.
     pub(crate) streams: BTreeMap<String, StreamState>,
-    pub(crate) poisoned: Option<Arc<EngineError>>,
-    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
-    pub(crate) readers: Arc<Mutex<OpenSegments<Arc<OpenSegment>>>>,
-    /// Every segment map alive, cached or held by a read.
-    pub(crate) live_maps: Arc<LiveMaps>,
-    /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
-    pub(crate) cells_read: Arc<AtomicU64>,
-    /// Packed chunks decoded by reads, kept for reads that come back to them, at most
-    /// `config.decoded_chunks_bytes_max`.
-    pub(crate) chunks: Arc<DecodedChunks>,
-    pub(crate) report: Arc<Report>,
-    pub(crate) config: Arc<Config>,
+}
+
+/// A store is the read half at its current version plus the writer's state: every read of a
+/// [`View`] is a read of the store.
+impl Deref for Store {
+    type Target = View;
+
+    fn deref(&self) -> &View {
+        &self.view
+    }
 }
 
 /// The writer's own state ([`Store::writer`]): one owner, the store that writes; a snapshot
@@ -502,8 +486,8 @@ impl Store {
             )
         });
         let mut store = Store::assemble(vfs, config, catalog, writer, report);
-        store.unreadable = unreadable;
-        store.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
+        store.view.unreadable = Arc::new(unreadable);
+        store.view.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
         // A declaration the manifest's format cannot hold (a time axis in a generation an
         // earlier build wrote) is recorded by a new generation of this build's format, whose
         // snapshot holds it: the catalog already does.
@@ -533,102 +517,36 @@ impl Store {
         writer: Option<Writer>,
         report: Report,
     ) -> Store {
-        let seen = ManifestPosition {
-            generation: report.generation,
-            len: report.trusted_len,
-        };
         Store {
-            vfs,
             streams: stream_states(&catalog),
-            catalog: Arc::new(catalog),
-            version: 0,
-            pins: Arc::default(),
+            view: View::new(vfs, config, catalog, report),
             writer,
-            seen,
-            unreadable: BTreeMap::new(),
-            lock: None,
             follow: None,
-            poisoned: None,
-            readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
-            live_maps: Arc::new(LiveMaps::default()),
-            cells_read: Arc::default(),
-            chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
-            report: Arc::new(report),
-            config: Arc::new(config),
         }
-    }
-
-    /// The declarations of every stream, recorded order (by id).
-    pub fn streams(&self) -> impl Iterator<Item = &StreamDecl> {
-        self.streams.values().map(|s| &s.decl)
-    }
-
-    /// The declaration of `stream`.
-    pub fn stream(&self, stream: &str) -> Option<&StreamDecl> {
-        self.streams.get(stream).map(|s| &s.decl)
-    }
-
-    /// The declaration of `stream`, or the refusal every face gives a stream the store does
-    /// not declare ([`EngineError::UnknownStream`], naming those it does).
-    pub fn declaration(&self, stream: &str) -> Result<&StreamDecl, EngineError> {
-        stream_state(&self.streams, stream).map(|state| &state.decl)
-    }
-
-    /// The file system the store lives on (its folder, or a simulated one), for a tier that
-    /// copies the store's files elsewhere: strata-remote's publisher reads the manifest and the
-    /// claimed segments through it. Reading is safe while the store is open; writing or removing
-    /// a store file through it is not.
-    pub fn vfs(&self) -> Arc<dyn Vfs> {
-        Arc::clone(&self.vfs) as Arc<dyn Vfs>
-    }
-
-    /// How the store's file system renames without replacing: `Unprobed` until the first
-    /// rename (a seal's), then `Noreplace`, or `LinkUnlink` where the file system refuses
-    /// `RENAME_NOREPLACE` (docs/format.md).
-    pub fn rename_mode(&self) -> RenameMode {
-        self.vfs.rename_mode()
-    }
-
-    /// What boot found when this store was opened.
-    pub fn boot_report(&self) -> &Report {
-        &self.report
-    }
-
-    /// What the store's records say, derived by the same `Catalog::apply` boot replays: its
-    /// files, live or retired, and each partition's live segments. Read-only, for tools that
-    /// count and report (`strata compact` prints live files before and after).
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
     }
 
     /// What the store has done since it was opened.
     pub fn metrics(&self) -> Metrics {
-        let (segments_open, segment_evictions) = {
-            let readers = self
-                .readers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            (readers.len() as u64, readers.evictions())
+        let read = self.view.metrics();
+        let Some(writer) = &self.writer else {
+            return read;
         };
-        let chunks = self.chunks.counts();
+        // The writer counts what it wrote; the view, the gauges every opening's reads share.
         Metrics {
-            file_syncs: self.vfs.counts().file_syncs(),
-            dir_syncs: self.vfs.counts().dir_syncs(),
-            cells_read: self.cells_read.load(Ordering::Relaxed),
-            segments_open,
-            segment_evictions,
-            segments_mapped: self.live_maps.now(),
-            segments_mapped_peak: self.live_maps.peak(),
-            snapshots: self.pins.count() as u64,
-            removals_pending: self.writer.as_ref().map_or(0, |w| w.removals.len() as u64),
-            decoded_chunks_bytes: chunks.bytes,
-            decoded_chunk_hits: chunks.hits,
-            decoded_chunk_misses: chunks.misses,
-            decoded_chunk_evictions: chunks.evictions,
-            ..self
-                .writer
-                .as_ref()
-                .map_or_else(Metrics::default, |w| w.metrics)
+            removals_pending: writer.removals.len() as u64,
+            file_syncs: read.file_syncs,
+            dir_syncs: read.dir_syncs,
+            cells_read: read.cells_read,
+            segments_open: read.segments_open,
+            segment_evictions: read.segment_evictions,
+            segments_mapped: read.segments_mapped,
+            segments_mapped_peak: read.segments_mapped_peak,
+            snapshots: read.snapshots,
+            decoded_chunks_bytes: read.decoded_chunks_bytes,
+            decoded_chunk_hits: read.decoded_chunk_hits,
+            decoded_chunk_misses: read.decoded_chunk_misses,
+            decoded_chunk_evictions: read.decoded_chunk_evictions,
+            ..writer.metrics
         }
     }
 
@@ -646,7 +564,7 @@ impl Store {
         rows: &[Row],
     ) -> Result<(), EngineError> {
         self.check_writable("publish")?;
-        let catalog = &self.catalog;
+        let catalog = &self.view.catalog;
         let state = stream_state_mut(&mut self.streams, stream)?;
         let (keys, batch_bytes) = state.validate(
             position,
@@ -657,7 +575,7 @@ impl Store {
         room_to_stage(
             writer!(self).staged_bytes,
             batch_bytes,
-            self.config.staged_bytes_max,
+            self.view.config.staged_bytes_max,
         )?;
         state.stage(position, rows, keys);
         writer!(self).staged_bytes += batch_bytes;
@@ -683,23 +601,6 @@ impl Store {
             .keys()
             .map(|id| (id.clone(), self.catalog.watermark(id)))
             .collect())
-    }
-
-    /// The position through which `stream` is durable, as recorded (no barrier). A barrier
-    /// covers every partition, so every selection of a stream shares its watermark. `None`:
-    /// nothing of it is durable yet.
-    pub fn watermark(&self, stream: &str, selection: &[&str]) -> Result<Option<u64>, EngineError> {
-        self.selection_key(stream, selection)?;
-        Ok(self.catalog.watermark(stream))
-    }
-
-    /// The fence of `stream`: positions at or below it are never assigned to rows again,
-    /// because an operator's repair cut records that had acknowledged rows there (`engine-fsck
-    /// repair`). `None` unless a repair set one. A fence outlives the stream's declaration: a
-    /// stream declared again after its declaring frame was cut keeps it.
-    pub fn fence(&self, stream: &str) -> Result<Option<u64>, EngineError> {
-        self.selection_key(stream, &[])?;
-        Ok(self.streams[stream].fence)
     }
 
     /// The position the next batch of `stream` gets when the caller has no position of its
@@ -803,13 +704,11 @@ impl Store {
                     sealed.version, self.version
                 ),
             };
-            self.poisoned = Some(Arc::new(error.duplicate()));
-            return Err(error);
+            return Err(self.poison(error));
         }
         match sealed.outcome {
             Ok((catalog, segment_len)) => {
-                self.catalog = Arc::new(catalog);
-                self.version += 1;
+                self.install(catalog);
                 writer!(self).sweep_due = true;
                 writer!(self).metrics.barriers += 1;
                 writer!(self).metrics.rows_sealed += sealed.rows;
@@ -826,10 +725,7 @@ impl Store {
                 writer!(self).staged_bytes = sealed.staged_bytes;
                 Err(error)
             }
-            Err(error) => {
-                self.poisoned = Some(Arc::new(error.duplicate()));
-                Err(error)
-            }
+            Err(error) => Err(self.poison(error)),
         }
     }
 
@@ -889,24 +785,7 @@ impl Store {
         let record = Record {
             entries: vec![Entry::NameHigh(through)],
         };
-        self.catalog_mut()
-            .apply(&record)
-            .map_err(|e| EngineError::Internal {
-                reason: format!("a name reservation's own record was refused: {e}"),
-            })?;
-        let manifest_len = writer!(self).manifest.len();
-        if let Err(error) = writer!(self).manifest.append(&record) {
-            let frame_bytes = encode_frame(&record).len() as u64;
-            cut_partial_frame(
-                self.vfs.as_ref(),
-                &writer!(self).manifest,
-                manifest_len,
-                frame_bytes,
-            );
-            let error = EngineError::write(error);
-            self.poisoned = Some(Arc::new(error.duplicate()));
-            return Err(error);
-        }
+        self.commit(&record, "a name reservation")?;
         writer!(self).next_name = through + 1;
         Ok(true)
     }
@@ -978,16 +857,53 @@ impl Store {
                 writer!(self).manifest_base_len = manifest.len();
                 writer!(self).retired_since_measure = false;
                 writer!(self).manifest = manifest;
-                self.catalog = Arc::new(rebuilt);
-                self.version += 1;
+                self.install(rebuilt);
                 Ok(true)
             }
-            Err(error) => {
-                let error = EngineError::write(error);
-                self.poisoned = Some(Arc::new(error.duplicate()));
-                Err(error)
-            }
+            Err(error) => Err(self.poison(EngineError::write(error))),
         }
+    }
+
+    /// Commits `record` (`what` names it in a refusal): applied to the next catalog version
+    /// first, so a record the catalog refuses (our bug) never reaches the disk, then appended
+    /// to the manifest, durable when this returns. A failed append cuts the frame's partial
+    /// bytes off (best effort) and poisons the store: the catalog already holds the record, and
+    /// a poisoned store answers nothing from it. The one path of every record a write appends
+    /// on the store's own thread (a name reservation, a sweep's, a retirement's, a trim's);
+    /// a barrier and a compaction step claim their files through [`write_and_claim`] off it,
+    /// and the store installs the catalog they built ([`Store::install`]).
+    pub(crate) fn commit(&mut self, record: &Record, what: &str) -> Result<(), EngineError> {
+        self.catalog_mut()
+            .apply(record)
+            .map_err(|e| EngineError::Internal {
+                reason: format!("{what}'s own record was refused: {e}"),
+            })?;
+        let manifest_len = writer!(self).manifest.len();
+        if let Err(error) = writer!(self).manifest.append(record) {
+            let frame_bytes = encode_frame(record).len() as u64;
+            cut_partial_frame(
+                self.view.vfs.as_ref(),
+                &writer!(self).manifest,
+                manifest_len,
+                frame_bytes,
+            );
+            return Err(self.poison(EngineError::write(error)));
+        }
+        Ok(())
+    }
+
+    /// Poisons the store with `error` (a copy kept for every later request); answers it.
+    pub(crate) fn poison(&mut self, error: EngineError) -> EngineError {
+        self.view.poisoned = Some(Arc::new(error.duplicate()));
+        error
+    }
+
+    /// Installs `catalog`, the next version, which a barrier or a compaction step built and
+    /// claimed off the store's thread (`write_and_claim`): reads through the store answer from
+    /// it from here on; views taken before keep theirs.
+    pub(crate) fn install(&mut self, catalog: Catalog) {
+        self.view.catalog = Arc::new(catalog);
+        self.view.version += 1;
     }
 
     /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store,
@@ -1018,8 +934,8 @@ impl Store {
     /// The catalog to apply a record to: the next version, copied first if a snapshot holds
     /// the current one (the snapshot keeps what it had).
     pub(crate) fn catalog_mut(&mut self) -> &mut Catalog {
-        self.version += 1;
-        Arc::make_mut(&mut self.catalog)
+        self.view.version += 1;
+        Arc::make_mut(&mut self.view.catalog)
     }
 
     /// Whether the store only reads: opened with [`Store::open_read_only`] or
@@ -1027,88 +943,6 @@ impl Store {
     /// write is refused.
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
-    }
-
-    /// `EngineError::Poisoned` if an earlier failed write poisoned the store: every write is
-    /// refused until it is reopened, and what the failed write left on disk may not be durable,
-    /// so nothing should copy the store elsewhere (strata-remote's publisher asks this first).
-    pub fn check_poison(&self) -> Result<(), EngineError> {
-        match &self.poisoned {
-            Some(cause) => Err(EngineError::Poisoned {
-                cause: Arc::clone(cause),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The track key a selection names: the stream's track components, outermost first, or a
-    /// prefix of them; numbers as decimal labels. Refused (typed) for an unknown stream, more
-    /// labels than the stream has track fields, or a label no track can hold.
-    pub(crate) fn selection_key(
-        &self,
-        stream: &str,
-        selection: &[&str],
-    ) -> Result<TrackKey, EngineError> {
-        // A failed barrier was applied to the catalog before its writes failed: a poisoned store
-        // must not answer from it.
-        self.check_poison()?;
-        let state = stream_state(&self.streams, stream)?;
-        let track = &state.decl.track;
-        if selection.len() > track.len() {
-            return Err(EngineError::TrackDepth {
-                stream: stream.to_owned(),
-                selection: selection.iter().map(|&l| l.to_owned()).collect(),
-                fields: track
-                    .iter()
-                    .map(|&idx| state.decl.fields[usize::from(idx)].name.clone())
-                    .collect(),
-            });
-        }
-        // Each label is checked here, where the field it selects has a name to give; what
-        // `encode` checks besides is the depth, which the length check above already bounds.
-        for (label, &field_idx) in selection.iter().zip(track) {
-            validate_label(label).map_err(|error| EngineError::BadRead {
-                reason: format!(
-                    "the selection's label for track field {:?}: {error}",
-                    state.decl.fields[usize::from(field_idx)].name
-                ),
-            })?;
-        }
-        TrackKey::encode(selection).map_err(|e| EngineError::BadRead {
-            reason: e.to_string(),
-        })
-    }
-
-    /// [`Store::selection_key`], refused besides when the selection names labels under which
-    /// nothing of the stream was ever sealed ([`EngineError::UnknownTrack`]): no partition, live
-    /// or retired. What a read or a retirement selects by; the empty selection always passes
-    /// (a stream with nothing sealed answers nothing, which is no mistake).
-    pub(crate) fn selected(
-        &self,
-        stream: &str,
-        selection: &[&str],
-    ) -> Result<TrackKey, EngineError> {
-        let prefix = self.selection_key(stream, selection)?;
-        if selection.is_empty()
-            || self.catalog.partitions(stream, &prefix).next().is_some()
-            || self.catalog.floors(stream, &prefix).next().is_some()
-        {
-            return Ok(prefix);
-        }
-        let mut tracks: Vec<Vec<String>> = self
-            .catalog
-            .partitions(stream, &TrackKey::ROOT)
-            .take(TRACKS_NAMED_MAX + 1)
-            .map(|p| p.track().labels().map(str::to_owned).collect())
-            .collect();
-        let more = tracks.len() > TRACKS_NAMED_MAX;
-        tracks.truncate(TRACKS_NAMED_MAX);
-        Err(EngineError::UnknownTrack {
-            stream: stream.to_owned(),
-            selection: selection.iter().map(|&l| l.to_owned()).collect(),
-            tracks,
-            more,
-        })
     }
 }
 

@@ -17,11 +17,11 @@ use strata_segment::vfs::Mapped;
 use strata_segment::{Decoded, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
+use crate::floors::LevelFloors;
 use crate::ladder::{ladder_of, num_kind};
 use crate::narrow::Reach;
 use crate::read::{beneath, highest, inclusive, lowest, refuse_inverted, unreadable};
-use crate::retention::LevelFloors;
-use crate::store::Store;
+use crate::view::View;
 
 /// One measured field's buckets, ascending by `first.axis`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -59,7 +59,7 @@ pub struct FieldStat {
     pub value: Option<Num>,
 }
 
-impl Store {
+impl View {
     /// Buckets of every measured field of `stream` under `selection` over the axis range, at the
     /// finest level whose cells over the span fit `budget` points (4 points a bucket), or as
     /// `Config::survey_fill` chooses. Whole cells answer, so a boundary bucket may fold rows
@@ -361,7 +361,7 @@ impl Store {
         selection: &[&str],
     ) -> Result<(&StreamDecl, TrackKey), EngineError> {
         let prefix = self.selected(stream, selection)?;
-        let decl = &self.streams[stream].decl;
+        let decl = self.declaration(stream)?;
         if decl.axis.is_none() {
             return Err(EngineError::BadRead {
                 reason: format!(
@@ -603,7 +603,7 @@ impl Store {
                 entry.track, entry.stream
             )));
         }
-        let decl = &self.streams[&entry.stream].decl;
+        let decl = self.declaration(&entry.stream)?;
         let declared: Vec<(u16, NumKind)> = decl
             .measured()
             .into_iter()

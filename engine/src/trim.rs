@@ -265,14 +265,4 @@ impl Store {
             .map_err(unreadable)?;
         Ok([axis[0], axis[1]])
     }
-
-    /// The highest raw floor of the partitions beneath `prefix` (a read covering them all is
-    /// whole only at or above it): position, or axis value with `axis`. `None`: no floor.
-    pub(crate) fn raw_floor(&self, stream: &str, prefix: &TrackKey, axis: bool) -> Option<u64> {
-        self.catalog
-            .floors(stream, prefix)
-            .filter_map(|(_, floors)| floors.raw)
-            .filter_map(|raw| if axis { raw.axis } else { Some(raw.position) })
-            .max()
-    }
 }

@@ -20,9 +20,9 @@ use crate::error::EngineError;
 use crate::narrow::Reach;
 use crate::read::{inclusive, refuse_inverted};
 use crate::runs::{QueryRows, QueryRuns};
-use crate::store::{Store, stream_state};
+use crate::view::View;
 
-impl Store {
+impl View {
     /// The rows [`Store::query_runs`] answers for `positions`, of those whose axis value lies
     /// in `axis` too: an unbounded `axis` (`..`) is `query_runs` itself. A bounded one on a
     /// stream without an axis is refused ([`EngineError::BadRead`]). Refused, like a query,
@@ -45,7 +45,7 @@ impl Store {
         let prefix = self.selected(stream, selection)?;
         refuse_inverted(&positions, Reach::Positions)?;
         refuse_inverted(&axis, Reach::RawAxis)?;
-        let decl = &stream_state(&self.streams, stream)?.decl;
+        let decl = self.declaration(stream)?;
         if decl.axis.is_none() {
             return Err(EngineError::BadRead {
                 reason: format!(
@@ -84,7 +84,7 @@ impl Store {
 }
 
 #[cfg(feature = "arrow")]
-impl Store {
+impl View {
     /// The rows [`Store::query_runs_within`] answers, as Arrow batches (as
     /// [`Store::query_arrow`] builds them).
     pub fn query_arrow_within<'s>(

@@ -485,6 +485,18 @@ impl StreamDecl {
         Ok(())
     }
 
+    /// The stored fields: every field that is neither the axis nor a track component (each a
+    /// column of the raw rows), in declaration order.
+    pub fn stored(&self) -> Vec<u16> {
+        (0..=u16::MAX)
+            .zip(&self.fields)
+            .filter(|&(field_idx, _)| {
+                self.axis != Some(field_idx) && !self.track.contains(&field_idx)
+            })
+            .map(|(field_idx, _)| field_idx)
+            .collect()
+    }
+
     /// The measured fields: every numeric field (`U64`, `I64`, `F64`) that is neither the axis
     /// nor a track component, in declaration order.
     ///

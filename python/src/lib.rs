@@ -4,10 +4,14 @@
 //! tables, and the GIL is released while the engine works (seal, compact, trim, retire, query,
 //! survey, fold, open).
 //!
-//! The store lives behind a `Mutex`: Python may call one `Store` from several threads, and the
-//! engine's `Store` answers one call at a time. The lock is only ever taken with the GIL released
-//! (inside `Python::detach`) or, by `publish`, with the GIL held for a copy that never waits for
-//! the GIL, so no thread holds one and waits for the other.
+//! Reads run on a `strata::View` of the store, taken as the read starts and read with the GIL
+//! released and no lock held: two Python threads read at once. Writes (publish, seal, compact,
+//! trim, retire, refresh) go through the engine's `Store` behind a `Mutex`, one at a time; each
+//! lets go of the view reads take before it and takes a new one after it, so a read never
+//! answers from before a write that returned. The locks are only ever taken with the GIL
+//! released (inside `Python::detach`) or, by `publish`, with the GIL held for a copy that never
+//! waits for the GIL, so no thread holds one and waits for the other; `inner` is taken before
+//! `current` wherever both are.
 
 mod answers;
 mod columns;
@@ -24,7 +28,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyUnicodeEncodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use strata::{Aggregate, Config, EngineError, Store as EngineStore, Stream, StreamDecl};
+use strata::{Aggregate, Config, EngineError, Store as EngineStore, Stream, StreamDecl, View};
 
 use crate::answers::{PyArrowStream, PySurvey, column_to_numpy, num_to_py};
 
@@ -322,6 +326,9 @@ fn range(start: Option<u64>, end: Option<u64>) -> (Edge<u64>, Edge<u64>) {
 struct PyStore {
     /// `None` once closed.
     inner: Mutex<Option<EngineStore>>,
+    /// The view reads take, as of the last write; `None` before the first read, while a write
+    /// runs, and once closed (a read that finds none takes one from `inner`).
+    current: Mutex<Option<View>>,
     /// Where it lives, for messages and `repr`.
     path: String,
 }
@@ -334,6 +341,7 @@ impl PyStore {
     fn new(store: EngineStore, path: String) -> PyStore {
         PyStore {
             inner: Mutex::new(Some(store)),
+            current: Mutex::new(None),
             path,
         }
     }
@@ -346,7 +354,14 @@ impl PyStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Runs `f` on the store with the GIL released.
+    fn current(&self) -> MutexGuard<'_, Option<View>> {
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs the write `f` on the store with the GIL released; reads wait for it only if they
+    /// start while it runs and find no view.
     fn with<T: Send>(
         &self,
         py: Python<'_>,
@@ -355,7 +370,34 @@ impl PyStore {
         py.detach(|| {
             let mut guard = self.lock();
             let store = guard.as_mut().ok_or_else(|| closed(&self.path))?;
-            f(store).map_err(engine_error)
+            // Let go first: a view pinned at the version before would hold back the removal
+            // of files the write retires.
+            *self.current() = None;
+            let answer = f(store).map_err(engine_error);
+            *self.current() = Some(store.view());
+            answer
+        })
+    }
+
+    /// Runs the read `f` on a view of the store with the GIL released, holding no lock while
+    /// it runs.
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&View) -> Result<T, EngineError> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let cached = self.current().clone();
+            let view = if let Some(view) = cached {
+                view
+            } else {
+                let guard = self.lock();
+                let store = guard.as_ref().ok_or_else(|| closed(&self.path))?;
+                let view = store.view();
+                *self.current() = Some(view.clone());
+                view
+            };
+            f(&view).map_err(engine_error)
         })
     }
 
@@ -369,7 +411,7 @@ impl PyStore {
         end: Option<u64>,
     ) -> PyResult<(Vec<RecordBatch>, SchemaRef)> {
         let track = track.map(labels).transpose()?.unwrap_or_default();
-        self.with(py, |store| {
+        self.read(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             let batches = store.query_arrow(stream, &selection, range(start, end))?;
             let schema = batches.schema();
@@ -381,7 +423,7 @@ impl PyStore {
     }
 
     fn decl(&self, py: Python<'_>, stream: &str) -> PyResult<StreamDecl> {
-        self.with(py, |store| store.declaration(stream).cloned())
+        self.read(py, |store| store.declaration(stream).cloned())
     }
 }
 
@@ -487,7 +529,7 @@ impl PyStore {
     /// The declared streams, each as the dict it is declared with.
     fn streams<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let decls: Vec<StreamDecl> =
-            self.with(py, |store| Ok(store.streams().cloned().collect()))?;
+            self.read(py, |store| Ok(store.streams().cloned().collect()))?;
         let list = PyList::empty(py);
         for decl in &decls {
             list.append(decl_to_py(py, decl)?)?;
@@ -582,7 +624,7 @@ impl PyStore {
         track: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<u64>> {
         let track = track.map(labels).transpose()?.unwrap_or_default();
-        self.with(py, |store| {
+        self.read(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             store.watermark(stream, &selection)
         })
@@ -664,7 +706,7 @@ impl PyStore {
         budget: u64,
     ) -> PyResult<PySurvey> {
         let track = track.map(labels).transpose()?.unwrap_or_default();
-        let (survey, decl) = self.with(py, |store| {
+        let (survey, decl) = self.read(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             let survey = store.survey(stream, &selection, range(start, end), budget)?;
             let decl = store.stream(stream).cloned();
@@ -692,7 +734,7 @@ impl PyStore {
             ))
         })?;
         let track = track.map(labels).transpose()?.unwrap_or_default();
-        let stats = self.with(py, |store| {
+        let stats = self.read(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             store.fold(stream, &selection, range(start, end), aggregate)
         })?;
@@ -709,7 +751,12 @@ impl PyStore {
     /// Closes the store (a writer's lock, a reader's pin); further calls are refused.
     fn close(&self, py: Python<'_>) {
         // Dropping a store lets go of its lock or pin (and may remove a reader's pin file).
-        py.detach(|| drop(self.lock().take()));
+        py.detach(|| {
+            let store = self.lock().take();
+            // The view holds the store's lock too.
+            *self.current() = None;
+            drop(store);
+        });
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

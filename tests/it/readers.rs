@@ -17,7 +17,7 @@ use strata::segment::names::{NumberedName, READERS_DIR, SEG_DIR};
 use strata::segment::vfs::{RealFs, Vfs};
 use strata::{
     Aggregate, Config, EngineError, FieldKind, MemorySeries, Row, Series, ServeConfig, Served,
-    Store, Stream, StreamDecl, Value,
+    Store, Stream, StreamDecl, Value, View,
 };
 
 const S: &str = "m";
@@ -77,7 +77,7 @@ fn text<T: Debug, E: Debug>(answer: Result<T, E>) -> String {
 
 /// Every read the reader answers, against the model at the reader's own watermark: queries,
 /// surveys and folds, over each selection. Opening every file it claims.
-fn assert_answers_at_watermark(reader: &Store) {
+fn assert_answers_at_watermark(reader: &View) {
     let w = reader.watermark(S, &[]).unwrap();
     let model = model_at(w);
     let top = w.unwrap_or(0);
@@ -119,7 +119,7 @@ fn segments_on_disk(dir: &Path) -> BTreeSet<u64> {
         .collect()
 }
 
-fn live_in(store: &Store) -> BTreeSet<u64> {
+fn live_in(store: &View) -> BTreeSet<u64> {
     store.catalog().live_files().map(|file| file.name).collect()
 }
 

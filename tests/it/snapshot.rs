@@ -18,7 +18,7 @@ use strata::recover::{Action, FindingKind};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
     Aggregate, Config, EngineError, FieldKind, FieldStat, Lifetime, MemorySeries, Retention, Row,
-    Series, Snapshot, Store, Stream, StreamDecl, Survey, Value,
+    Series, Snapshot, Store, Stream, StreamDecl, Survey, Value, View,
 };
 
 use crate::support::{MODES, ready, sim};
@@ -163,7 +163,7 @@ fn fold_outcome(fields: Fields, answer: Result<Vec<FieldStat>, EngineError>) -> 
     }))
 }
 
-/// The reads a store, a snapshot (through `Deref`) and the model all answer.
+/// The reads a store (its view, through `Deref`), a view handed out and the model all answer.
 trait Reads {
     fn query(&self, stream: &str, selection: &[&str], positions: RangeInclusive<u64>) -> Answer;
     fn survey(&self, f: Fields, sel: &[&str], axis: RangeInclusive<u64>, budget: u64) -> Answer;
@@ -171,18 +171,33 @@ trait Reads {
     fn cells(&self, f: Fields, sel: &[&str], level: u8, axis: RangeInclusive<u64>) -> Answer;
 }
 
-impl Reads for Store {
+impl Reads for View {
     fn query(&self, stream: &str, selection: &[&str], positions: RangeInclusive<u64>) -> Answer {
-        outcome(Store::query(self, stream, selection, positions))
+        outcome(View::query(self, stream, selection, positions))
     }
     fn survey(&self, f: Fields, sel: &[&str], axis: RangeInclusive<u64>, budget: u64) -> Answer {
-        survey_outcome(f, Store::survey(self, S, sel, axis, budget))
+        survey_outcome(f, View::survey(self, S, sel, axis, budget))
     }
     fn fold(&self, f: Fields, sel: &[&str], axis: RangeInclusive<u64>, kind: Aggregate) -> Answer {
-        fold_outcome(f, Store::fold(self, S, sel, axis, kind))
+        fold_outcome(f, View::fold(self, S, sel, axis, kind))
     }
     fn cells(&self, f: Fields, sel: &[&str], level: u8, axis: RangeInclusive<u64>) -> Answer {
-        outcome(Store::level_cells(self, S, sel, f.cells_of(), level, axis))
+        outcome(View::level_cells(self, S, sel, f.cells_of(), level, axis))
+    }
+}
+
+impl Reads for Store {
+    fn query(&self, stream: &str, selection: &[&str], positions: RangeInclusive<u64>) -> Answer {
+        Reads::query(&**self, stream, selection, positions)
+    }
+    fn survey(&self, f: Fields, sel: &[&str], axis: RangeInclusive<u64>, budget: u64) -> Answer {
+        Reads::survey(&**self, f, sel, axis, budget)
+    }
+    fn fold(&self, f: Fields, sel: &[&str], axis: RangeInclusive<u64>, kind: Aggregate) -> Answer {
+        Reads::fold(&**self, f, sel, axis, kind)
+    }
+    fn cells(&self, f: Fields, sel: &[&str], level: u8, axis: RangeInclusive<u64>) -> Answer {
+        Reads::cells(&**self, f, sel, level, axis)
     }
 }
 
@@ -321,7 +336,7 @@ fn on_disk(fs: &SimFs) -> BTreeSet<u64> {
 }
 
 /// The files a store's (or snapshot's) catalog names live.
-fn live(store: &Store) -> BTreeSet<u64> {
+fn live(store: &View) -> BTreeSet<u64> {
     store.catalog().live_files().map(|f| f.name).collect()
 }
 
@@ -427,7 +442,7 @@ fn retire_everything(store: &mut Store, model: &mut MemorySeries) -> Retired {
 
 /// The store's own answers after [`retire_everything`]: beneath its floors refused, above them
 /// the model's rows; its watermark moved on.
-fn assert_new_state(store: &Store, model: &MemorySeries) {
+fn assert_new_state(store: &View, model: &MemorySeries) {
     let top = N + 7;
     assert_eq!(store.watermark(S, &[]).unwrap(), Some(top));
     for selection in [&[][..], &["a"], &["b"], &["c"]] {
@@ -501,7 +516,7 @@ fn held_through_retirement(open_segments_max: usize) -> Held {
     assert_eq!(snapshot.watermark(S, &[]).unwrap(), Some(N - 1));
     assert_eq!(snapshot.watermark(LOG, &["x"]).unwrap(), Some(N - 1));
     assert_answers(
-        &answers(&*snapshot, Fields::All, N - 1, top_axis(N), false),
+        &answers(&snapshot, Fields::All, N - 1, top_axis(N), false),
         &expected,
         "the snapshot after every retirement",
     );
@@ -674,7 +689,7 @@ fn a_crash_while_removals_wait_for_a_snapshot_leaves_them_to_boot() {
         // The live store goes on: the snapshot still answers as the model did when it was
         // taken; once it is dropped, the next write removes the files and the rewrite runs.
         assert_answers(
-            &answers(&*snapshot, Fields::All, N - 1, top_axis(N), false),
+            &answers(&snapshot, Fields::All, N - 1, top_axis(N), false),
             &expected,
             "the snapshot",
         );
@@ -712,7 +727,7 @@ fn a_snapshot_read_on_another_thread_while_the_store_compacts_answers_exactly() 
                 // Read once more after the store is done, so one read follows every removal
                 // the store would have made.
                 let last = done.load(Ordering::Acquire);
-                let got = answers(&*snapshot, Fields::All, N - 1, top_axis(N), false);
+                let got = answers(&snapshot, Fields::All, N - 1, top_axis(N), false);
                 assert_answers(&got, &expected, &format!("read {reads} on the thread"));
                 reads += 1;
                 if reads == 1 {
@@ -921,7 +936,7 @@ fn snapshot_case(ops: &[Op], retain: bool) -> Result<Census, TestCaseError> {
                     prop_assert_eq!(got, expected, "op {}: the store's {}", i, what);
                 }
                 let snapshot = store.snapshot();
-                let own = answers(&*snapshot, Fields::All, top_position, top_axis, true);
+                let own = answers(&snapshot, Fields::All, top_position, top_axis, true);
                 prop_assert_eq!(&own, &recorded, "op {}: the snapshot as taken", i);
                 census.taken += 1;
                 held.push(Held1 {
@@ -965,7 +980,7 @@ fn snapshot_case(ops: &[Op], retain: bool) -> Result<Census, TestCaseError> {
                     named.difference(&disk).collect::<Vec<_>>()
                 );
                 prop_assert_eq!(h.snapshot.watermark(S, &[]).unwrap(), h.watermark);
-                let got = answers(&*h.snapshot, Fields::All, h.top_position, h.top_axis, true);
+                let got = answers(&h.snapshot, Fields::All, h.top_position, h.top_axis, true);
                 for ((what, got), (_, recorded)) in got.iter().zip(&h.recorded) {
                     prop_assert_eq!(got, recorded, "op {}: snapshot {}'s {}", i, n, what);
                 }

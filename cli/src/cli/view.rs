@@ -2,10 +2,12 @@
 //! JSON API over a store, so a browser pans and zooms over any track, each view a budgeted
 //! survey (#34, docs/view.md).
 //!
-//! The store is opened as a reader (`Store::open_reader`: no lock, beside a writer in another
-//! process) and refreshed before a request when the last refresh is older than
-//! `REFRESH_EVERY`; a store without a `LOCK` (a copy) or on a read-only mount is opened
-//! read-only. The API:
+//! The store is opened once, as a reader (`Store::open_reader`: no lock, one pin, beside a
+//! writer in another process), and refreshed before a request when the last refresh is older
+//! than `REFRESH_EVERY`; a store without a `LOCK` (a copy) or on a read-only mount is opened
+//! read-only. Each request reads from a [`strata::View`] of that one opening, taken as it
+//! starts: reads run on as many threads as there are cores, none waiting for another or for a
+//! refresh. The API:
 //!
 //! - `GET /api/streams`: every stream's declaration (fields and kinds, track, axis, measured).
 //! - `GET /api/tracks?stream=S[&track=A,B]`: the tracks under a prefix (at most `TRACKS_MAX`).
@@ -16,7 +18,8 @@
 //! What a request can grow is bounded: the query string (`QUERY_BYTES_MAX`), a survey's budget
 //! (`BUDGET_MAX` points), the requests answered at once (`REQUESTS_MAX`; more are refused with
 //! 503, never queued without bound), the reads running at once (one a core, at most
-//! `READ_SLOTS_MAX`: the rest of the admitted requests wait for a slot), and the tracks listed.
+//! `READ_SLOTS_MAX`: the rest of the admitted requests wait for a slot; each a thread of the
+//! blocking pool, over the one opening), and the tracks listed.
 //! So are the connections held at once (`CONNECTIONS_MAX`; more are answered 503 and closed)
 //! and how long each waits on its client (`HEAD_DEADLINE_MS`, `STALL_DEADLINE_MS`): `conn.rs`.
 //! Every refusal is a 4xx (or 503) with one line saying why; only GET (and HEAD) is answered;
@@ -38,7 +41,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
-use strata::{Aggregate, Config, EngineError, Store, describe};
+use strata::{Aggregate, Config, EngineError, Store, View, describe};
 
 use super::args::ViewArgs;
 use super::survey::Scope;
@@ -70,7 +73,7 @@ pub const STALL_DEADLINE_MS: u64 = 10_000;
 /// refused with 431). A browser's head, cookies and all, is a few KiB; a query string is at
 /// most `QUERY_BYTES_MAX`.
 pub const HEAD_BYTES_MAX: usize = 32 * 1024;
-/// The most reads running at once, each on a store of its own, whatever the cores.
+/// The most reads running at once (threads reading the one opening), whatever the cores.
 pub const READ_SLOTS_MAX: usize = 8;
 /// The most tracks `/api/tracks` lists.
 pub const TRACKS_MAX: usize = 10_000;
@@ -81,22 +84,22 @@ const INDEX_HTML: &str = include_str!("view/index.html");
 const VIEW_JS: &str = include_str!("view/view.js");
 
 /// The served store.
-struct View {
-    /// One opening of the store a read slot: a `Store` answers one read at a time, so each
-    /// slot reads its own (each a reader with its own pin, refreshed on its own).
-    stores: Vec<Mutex<Served>>,
-    /// The furthest manifest position any of them has read to: one behind it refreshes before
-    /// it answers, so no answer is older than one given before it.
-    newest: Mutex<strata::ManifestPosition>,
+struct Server {
+    /// The one opening of the store, and when it last followed the manifest: locked only to
+    /// refresh it (by one request at a time; the others read `current` meanwhile).
+    opening: Mutex<Opening>,
+    /// The view reads take: the opening's, as of its last refresh. Replaced only by a newer
+    /// one, so no answer is older than one given before it.
+    current: Mutex<View>,
     /// `REQUESTS_MAX` requests admitted at once.
     permits: tokio::sync::Semaphore,
-    /// Reads running at once, one a store: as many as cores, so admitted requests queue for
-    /// a core rather than each holding a thread and its read's memory.
+    /// Reads running at once: as many as cores, so admitted requests queue for a core rather
+    /// than each holding a thread and its read's memory.
     slots: Arc<tokio::sync::Semaphore>,
     dir: PathBuf,
 }
 
-struct Served {
+struct Opening {
     store: Store,
     refreshed: Instant,
 }
@@ -138,22 +141,15 @@ impl From<EngineError> for Refusal {
 }
 
 pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
-    let slots = read_slots();
-    let stores = (0..slots)
-        .map(|slot| {
-            open(dir, slot == 0).map(|store| {
-                Mutex::new(Served {
-                    store,
-                    refreshed: Instant::now(),
-                })
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    let view = Arc::new(View {
-        stores,
-        newest: Mutex::new(strata::ManifestPosition::default()),
+    let store = open(dir)?;
+    let server = Arc::new(Server {
+        current: Mutex::new(store.view()),
+        opening: Mutex::new(Opening {
+            store,
+            refreshed: Instant::now(),
+        }),
         permits: tokio::sync::Semaphore::new(REQUESTS_MAX),
-        slots: Arc::new(tokio::sync::Semaphore::new(slots)),
+        slots: Arc::new(tokio::sync::Semaphore::new(read_slots())),
         dir: dir.to_owned(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -162,7 +158,7 @@ pub fn run(dir: &Path, args: &ViewArgs) -> Result<ExitCode, Failure> {
         .enable_time()
         .build()
         .map_err(|e| Failure::new(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(serve(view, args.addr, args.open))
+    runtime.block_on(serve(server, args.addr, args.open))
 }
 
 /// Opens `url` in the desktop's browser, without waiting for it; a failure is only said.
@@ -187,7 +183,7 @@ fn open_in_browser(url: &str) {
     }
 }
 
-/// How many reads run at once (and stores are open): the cores this process may use, at most
+/// How many reads run at once: the cores this process may use, at most
 /// `READ_SLOTS_MAX`.
 fn read_slots() -> usize {
     slots_for(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
@@ -200,14 +196,13 @@ fn slots_for(cores: usize) -> usize {
 
 /// Opens the store as `strata query` does: a reader beside a writer, or read-only where no
 /// writer can run, and never a read-only open that would hold the lock a writer needs (a
-/// reader refused for another reason refuses the view, naming it). Only the first opening says
-/// what damage it found: the others would say it again.
-fn open(dir: &Path, first: bool) -> Result<Store, Failure> {
-    super::open_dir_to_read(dir, Config::default(), first)
+/// reader refused for another reason refuses the view, naming it), saying what damage it found.
+fn open(dir: &Path) -> Result<Store, Failure> {
+    super::open_dir_to_read(dir, Config::default(), true)
         .map_err(|failure| Failure::new(format!("cannot view: {failure}")))
 }
 
-async fn serve(view: Arc<View>, addr: SocketAddr, open: bool) -> Result<ExitCode, Failure> {
+async fn serve(view: Arc<Server>, addr: SocketAddr, open: bool) -> Result<ExitCode, Failure> {
     let app = Router::new()
         .route(
             "/",
@@ -244,7 +239,7 @@ fn page(body: &'static str, kind: &'static str) -> Response {
 }
 
 /// What every request passes first: the method, the query string's length, and a permit.
-async fn guard(State(view): State<Arc<View>>, request: Request, next: Next) -> Response {
+async fn guard(State(view): State<Arc<Server>>, request: Request, next: Next) -> Response {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return Refusal(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -361,45 +356,60 @@ fn axis(
     })
 }
 
-/// Runs `read` on a store (refreshed first if its view is older than `REFRESH_EVERY`, or than
-/// another store's: answers never go back) off
-/// the async workers, once a read slot is free, and answers its JSON.
+/// Runs `read` on a view of the one opening (refreshed first if it is older than
+/// `REFRESH_EVERY`) off the async workers, once a read slot is free, and answers its JSON.
 async fn read(
-    view: Arc<View>,
-    read: impl FnOnce(&Store) -> Result<String, Refusal> + Send + 'static,
+    server: Arc<Server>,
+    read: impl FnOnce(&View) -> Result<String, Refusal> + Send + 'static,
 ) -> Result<Response, Refusal> {
     let failed = |what: &str| Refusal(StatusCode::INTERNAL_SERVER_ERROR, format!("a read {what}"));
     // The slot goes with the read: a request dropped while its read runs (its client gone)
-    // frees the slot only when the read is done with its store.
-    let slot = Arc::clone(&view.slots)
+    // frees the slot only when the read is done.
+    let slot = Arc::clone(&server.slots)
         .acquire_owned()
         .await
         .map_err(|_| failed("found the server closing"))?;
     let answer = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        // A slot is held: at most `slots - 1` other reads hold a store, so one is free.
-        let mut served = view
-            .stores
-            .iter()
-            .find_map(|store| store.try_lock().ok())
-            .ok_or_else(|| failed("found no store free"))?;
-        if served.store.is_reader() {
-            let newest = *view.newest.lock().map_err(|_| failed("panicked"))?;
-            if served.refreshed.elapsed() >= REFRESH_EVERY
-                || served.store.manifest_position() < newest
-            {
-                // What another store read is in the file: a refresh reads at least as far.
-                served.store.refresh()?;
-                served.refreshed = Instant::now();
-            }
-            let mut newest = view.newest.lock().map_err(|_| failed("panicked"))?;
-            *newest = (*newest).max(served.store.manifest_position());
-        }
-        read(&served.store)
+        refresh_if_due(&server)?;
+        // Taken as the read starts, and let go as it ends: the read pins its version, and
+        // holds no lock while it runs.
+        let view = server
+            .current
+            .lock()
+            .map_err(|_| failed("panicked"))?
+            .clone();
+        read(&view)
     })
     .await
     .map_err(|e| failed(&format!("failed: {e}")))??;
     Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response())
+}
+
+/// Follows the manifest if the last refresh is older than `REFRESH_EVERY`, and makes what it
+/// read the view reads take. One request refreshes at a time: one that finds another doing it
+/// reads the view before (a refresh is a listing and a read of what was appended). A refresh
+/// the engine refuses refuses the request that tried it, in the engine's words.
+fn refresh_if_due(server: &Server) -> Result<(), Refusal> {
+    let panicked = || {
+        Refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "a read panicked".to_owned(),
+        )
+    };
+    let mut opening = match server.opening.try_lock() {
+        Ok(opening) => opening,
+        Err(std::sync::TryLockError::WouldBlock) => return Ok(()),
+        Err(std::sync::TryLockError::Poisoned(_)) => return Err(panicked()),
+    };
+    if !opening.store.is_reader() || opening.refreshed.elapsed() < REFRESH_EVERY {
+        return Ok(());
+    }
+    if opening.store.refresh()? {
+        *server.current.lock().map_err(|_| panicked())? = opening.store.view();
+    }
+    opening.refreshed = Instant::now();
+    Ok(())
 }
 
 fn to_json(value: &serde_json::Value) -> Result<String, Refusal> {
@@ -407,7 +417,10 @@ fn to_json(value: &serde_json::Value) -> Result<String, Refusal> {
         .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
-async fn streams(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+async fn streams(
+    State(view): State<Arc<Server>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
     params(&uri, &[])?;
     read(view, |store| {
         let streams: Vec<_> = store
@@ -430,7 +443,10 @@ async fn streams(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<
     .await
 }
 
-async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+async fn tracks(
+    State(view): State<Arc<Server>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
     let params = params(&uri, &["stream", "track"])?;
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
@@ -453,7 +469,10 @@ async fn tracks(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
     .await
 }
 
-async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+async fn survey(
+    State(view): State<Arc<Server>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
     let params = params(
         &uri,
         &[
@@ -493,7 +512,7 @@ async fn survey(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<R
     .await
 }
 
-async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+async fn fold(State(view): State<Arc<Server>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
     let params = params(
         &uri,
         &[
@@ -522,7 +541,7 @@ async fn fold(State(view): State<Arc<View>>, uri: axum::http::Uri) -> Result<Res
 }
 
 async fn watermark(
-    State(view): State<Arc<View>>,
+    State(view): State<Arc<Server>>,
     uri: axum::http::Uri,
 ) -> Result<Response, Refusal> {
     let params = params(&uri, &["stream"])?;

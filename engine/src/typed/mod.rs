@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::EngineError;
 use crate::store::Store;
+use crate::view::View;
 
 impl Store {
     /// Publishes typed rows: each is serialized and its fields matched to the declaration by
@@ -25,7 +26,8 @@ impl Store {
     /// Integers of any width go into `u64`, `i64` and `f64` fields within range, `f32` into
     /// `f64`; a `str` field takes strings, chars and unit enum variants (by name); a `bytes`
     /// field takes bytes or a sequence of integers each 0..=255. `Some(v)` is `v`; `None` is
-    /// refused, for no field is optional.
+    /// a missing value in a number field (refused for the axis and track fields, by publish),
+    /// and refused in a `str` or `bytes` field.
     pub fn publish_as<T: Serialize>(
         &mut self,
         stream: &str,
@@ -44,8 +46,10 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         self.publish(stream, position, &rows)
     }
+}
 
-    /// Reads rows back as `T` (see [`Store::query`]), each with its position. `T` takes fields
+impl View {
+    /// Reads rows back as `T` (see [`View::query`]), each with its position. `T` takes fields
     /// by name (it may leave declared fields out) or, as a tuple, every field by place.
     pub fn query_as<T: DeserializeOwned>(
         &self,
@@ -53,7 +57,7 @@ impl Store {
         selection: &[&str],
         positions: impl std::ops::RangeBounds<u64>,
     ) -> Result<Vec<(u64, T)>, EngineError> {
-        let decl = &crate::store::stream_state(&self.streams, stream)?.decl;
+        let decl = self.declaration(stream)?;
         self.query_iter(stream, selection, positions)?
             .map(|row| {
                 let row = row?;
