@@ -1,0 +1,264 @@
+//! One opening, many threads (#49): reads of one store from one thread and from two, each on
+//! a `View` of the same opening, and reads on one thread while another seals a barrier.
+//!
+//! The store: 10^7 rows (`t` the axis, `v` an f64) in 100 barriers, on the real file system.
+//!
+//! - `threads/{survey,fold,query_runs}/{1,2}`: each thread reads in a loop from its own clone
+//!   of one `View`: a survey of the whole axis at budget 4000, a mean over the whole axis, and
+//!   `query_runs` over 100,000 positions in the middle. Throughput is per read (criterion's
+//!   elements/s); after each group the bench prints two threads' throughput over one's, from
+//!   the same run (#49's target: at least 1.7x on this 2-core machine).
+//! - `threads/during_seal`: not a criterion loop: one thread surveys (budget 4000, a zoomed
+//!   tenth of the axis) back to back on a view, first while nothing else runs (idle), then
+//!   while the store, on another thread, stages 10^6 rows and seals them. Prints both p50 and
+//!   p99, their ratio (target: p99 during the seal at most 1.5x idle), how many reads finished
+//!   while the seal ran, and the longest read beside the seal's own duration: a read that
+//!   waited for the seal would take as long as it did.
+//!
+//! `cargo bench --bench threads`; docs/embedding.md keeps the figures.
+
+use std::sync::{Arc, Barrier, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use strata::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Values, View};
+
+const BARRIERS: u64 = 100;
+const ROWS_PER_BARRIER: u64 = 100_000;
+const ROWS: u64 = BARRIERS * ROWS_PER_BARRIER;
+const BUDGET: u64 = 4000;
+/// Positions `query_runs` reads.
+const RUN_SPAN: u64 = 100_000;
+/// Rows the barrier of `during_seal` seals.
+const SEAL_ROWS: u64 = 1_000_000;
+
+fn decl() -> StreamDecl {
+    Stream::new("s")
+        .field("t", FieldKind::U64)
+        .field("v", FieldKind::F64)
+        .axis("t")
+        .build()
+        .expect("a valid declaration")
+}
+
+/// Stages rows `from..from + n` (one position each) into `store`.
+fn stage(store: &mut Store, from: u64, n: u64) {
+    let t: Vec<u64> = (from..from + n).collect();
+    let v: Vec<f64> = t
+        .iter()
+        .map(|&t| ((t.wrapping_mul(7919)) % 1000) as f64 / 8.0 + (t as f64 / 1e5).sin())
+        .collect();
+    let positions: Vec<u64> = (from + 1..=from + n).collect();
+    store
+        .publish_columns_at("s", &positions, &[], &[Values::U64(&t), Values::F64(&v)])
+        .expect("staged");
+}
+
+fn filled(dir: &std::path::Path) -> Store {
+    let mut store = Store::create(dir, Config::default(), &[decl()]).expect("a store");
+    for barrier in 0..BARRIERS {
+        stage(&mut store, barrier * ROWS_PER_BARRIER, ROWS_PER_BARRIER);
+        store.seal().expect("sealed");
+    }
+    store
+}
+
+/// The reads the bench times, each on a view.
+#[derive(Clone, Copy)]
+enum Read {
+    Survey,
+    Fold,
+    QueryRuns,
+}
+
+impl Read {
+    fn name(self) -> &'static str {
+        match self {
+            Read::Survey => "survey",
+            Read::Fold => "fold",
+            Read::QueryRuns => "query_runs",
+        }
+    }
+
+    /// One read; answers something of what it read, so nothing is optimised away.
+    fn run(self, view: &View) -> u64 {
+        match self {
+            Read::Survey => {
+                let survey = view.survey("s", &[], .., BUDGET).expect("a survey");
+                survey.fields.iter().map(|f| f.buckets.len() as u64).sum()
+            }
+            Read::Fold => {
+                let stats = view.fold("s", &[], .., Aggregate::Mean).expect("a fold");
+                stats.len() as u64
+            }
+            Read::QueryRuns => {
+                let mid = ROWS / 2;
+                view.query_runs("s", &[], mid..mid + RUN_SPAN)
+                    .expect("runs")
+                    .map(|run| run.expect("a run").len() as u64)
+                    .sum()
+            }
+        }
+    }
+}
+
+/// `iters` reads on each of `threads` threads at once, each on its own clone of `view`: the
+/// wall time from the start they share to the last one's end.
+fn reads_on(view: &View, read: Read, threads: usize, iters: u64) -> Duration {
+    let start = Arc::new(Barrier::new(threads + 1));
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let view = view.clone();
+                let start = Arc::clone(&start);
+                scope.spawn(move || {
+                    start.wait();
+                    (0..iters).map(|_| read.run(&view)).sum::<u64>()
+                })
+            })
+            .collect();
+        start.wait();
+        let began = Instant::now();
+        for worker in workers {
+            std::hint::black_box(worker.join().expect("a reader"));
+        }
+        began.elapsed()
+    })
+}
+
+fn threads(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = filled(dir.path());
+    let view = store.view();
+    for read in [Read::Survey, Read::Fold, Read::QueryRuns] {
+        // Each thread count's time per read, over every sample criterion took.
+        let per_read: Arc<Mutex<[Vec<f64>; 2]>> = Arc::default();
+        let mut group = c.benchmark_group(format!("threads/{}", read.name()));
+        group.sample_size(20);
+        group.measurement_time(Duration::from_secs(8));
+        for threads in [1usize, 2] {
+            group.throughput(Throughput::Elements(threads as u64));
+            let per_read = Arc::clone(&per_read);
+            group.bench_function(threads.to_string(), |b| {
+                b.iter_custom(|iters| {
+                    let took = reads_on(&view, read, threads, iters);
+                    let reads = iters as f64 * threads as f64;
+                    per_read.lock().unwrap_or_else(PoisonError::into_inner)[threads - 1]
+                        .push(took.as_secs_f64() / reads);
+                    // Criterion's time per iteration: one read on each thread.
+                    took
+                });
+            });
+        }
+        group.finish();
+        let per_read = per_read.lock().unwrap_or_else(PoisonError::into_inner);
+        let [one, two] = [median(&per_read[0]), median(&per_read[1])];
+        println!(
+            "threads/{}: one thread {:.3} ms a read, two {:.3} ms a read each: two threads \
+             read {:.2}x one's throughput (target >= 1.7x)",
+            read.name(),
+            one * 1e3,
+            two * 2e3,
+            one / two,
+        );
+    }
+    drop(view);
+    during_seal(store);
+}
+
+/// Reads on one thread, idle and then beside a seal of `SEAL_ROWS` rows on another.
+fn during_seal(mut store: Store) {
+    let view = store.view();
+    let zoom = ROWS / 10;
+    let survey = move |view: &View| {
+        let survey = view
+            .survey("s", &[], 4 * zoom..5 * zoom, BUDGET)
+            .expect("a survey");
+        std::hint::black_box(survey);
+    };
+    // Idle: the same reads with nothing else running, as many as the seal's run gives.
+    let mut idle = Vec::new();
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(3) {
+        let t = Instant::now();
+        survey(&view);
+        idle.push(t.elapsed());
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let view = view.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut spans = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t = Instant::now();
+                survey(&view);
+                spans.push((t, t.elapsed()));
+            }
+            spans
+        })
+    };
+    // Let the reader settle, then stage and seal beside it.
+    std::thread::sleep(Duration::from_millis(200));
+    let seal_began = Instant::now();
+    stage(&mut store, ROWS, SEAL_ROWS);
+    let staged = Instant::now();
+    store.seal().expect("sealed");
+    let sealed = Instant::now();
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let spans = reader.join().expect("the reader");
+    let during: Vec<Duration> = spans
+        .iter()
+        .filter(|&&(t, took)| t >= staged && t + took <= sealed)
+        .map(|&(_, took)| took)
+        .collect();
+    let beside = spans
+        .iter()
+        .filter(|&&(t, took)| t < sealed && t + took > staged)
+        .map(|&(_, took)| took)
+        .max()
+        .unwrap_or_default();
+    let [idle_p50, idle_p99] = percentiles(&mut idle);
+    let mut during_sorted = during.clone();
+    let [seal_p50, seal_p99] = percentiles(&mut during_sorted);
+    println!(
+        "threads/during_seal: staging {} rows took {:.0} ms, the seal {:.0} ms; {} surveys \
+         finished inside it; idle p50 {:.2} ms p99 {:.2} ms ({} reads), during the seal p50 \
+         {:.2} ms p99 {:.2} ms: p99 {:.2}x idle's (target <= 1.5x); the longest read beside it \
+         {:.2} ms, {:.3} of the seal",
+        SEAL_ROWS,
+        (staged - seal_began).as_secs_f64() * 1e3,
+        (sealed - staged).as_secs_f64() * 1e3,
+        during.len(),
+        idle_p50.as_secs_f64() * 1e3,
+        idle_p99.as_secs_f64() * 1e3,
+        idle.len(),
+        seal_p50.as_secs_f64() * 1e3,
+        seal_p99.as_secs_f64() * 1e3,
+        seal_p99.as_secs_f64() / idle_p99.as_secs_f64(),
+        beside.as_secs_f64() * 1e3,
+        beside.as_secs_f64() / (sealed - staged).as_secs_f64(),
+    );
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// p50 and p99 of `spans` (sorted in place); zero for none.
+fn percentiles(spans: &mut [Duration]) -> [Duration; 2] {
+    spans.sort_unstable();
+    let at = |q: usize| {
+        spans
+            .get((spans.len() * q / 100).min(spans.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    [at(50), at(99)]
+}
+
+criterion_group!(benches, threads);
+criterion_main!(benches);

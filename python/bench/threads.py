@@ -1,0 +1,99 @@
+"""Two Python threads reading one opened store, against one thread, in one run (#49).
+
+The store: --rows rows (a random walk, `t` the axis) published from numpy in 1,000,000-row
+batches and compacted. Each read runs `--reads` times on one thread, then the same number split
+across two threads of one `strata.Store`; the script prints both wall times and two threads'
+throughput over one's (target: at least 1.6x on a 2-core machine). The reads:
+
+- `survey`: the whole axis at budget 4000;
+- `fold`: the mean over the whole axis;
+- `query_numpy`: 100,000 positions from the middle, as numpy arrays.
+
+    python python/bench/threads.py                  # 10^7 rows
+    python python/bench/threads.py --rows 1000000   # a smoke run
+
+Each timing is the best of --repeat runs.
+"""
+
+import argparse
+import pathlib
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import strata
+
+STREAM = {"name": "s", "fields": {"t": "u64", "v": "f64"}, "axis": "t"}
+CHUNK = 1_000_000
+
+
+def build(path, rows):
+    rng = np.random.default_rng(7)
+    with strata.Store.create(path, [STREAM]) as store:
+        for position, at in enumerate(range(0, rows, CHUNK), start=1):
+            n = min(CHUNK, rows - at)
+            t = np.arange(at, at + n, dtype=np.uint64)
+            v = np.cumsum(rng.normal(0, 1, n))
+            store.publish("s", position, [], {"t": t, "v": v})
+            store.seal()
+        store.compact()
+
+
+def on_threads(threads, reads, read):
+    """`reads` calls of `read()` split across `threads` threads started together: the wall
+    time from their common start to the last one's end."""
+    start = threading.Barrier(threads + 1)
+    share = [reads // threads + (1 if k < reads % threads else 0) for k in range(threads)]
+
+    def work(n):
+        start.wait()
+        for _ in range(n):
+            read()
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in share]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    began = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    return time.perf_counter() - began
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10**7)
+    parser.add_argument("--reads", type=int, default=40, help="reads of each kind timed per run")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", help="where the store goes (a temporary folder if not given)")
+    args = parser.parse_args()
+
+    work = pathlib.Path(args.dir or tempfile.mkdtemp(prefix="strata-threads-"))
+    path = work / f"threads-{args.rows}"
+    if not path.exists():
+        build(path, args.rows)
+    middle = args.rows // 2
+    with strata.Store.open_read_only(path) as store:
+        reads = {
+            "survey": lambda: store.survey("s", budget=4000),
+            "fold": lambda: store.fold("s", agg="mean"),
+            "query_numpy": lambda: store.query_numpy("s", start=middle, end=middle + 99_999),
+        }
+        answer = store.query_numpy("s", start=middle, end=middle + 99_999)
+        assert len(answer["t"]) == 100_000, len(answer["t"])
+        print(f"{args.rows:,} rows; {args.reads} reads of each kind a run, best of {args.repeat}")
+        for name, read in reads.items():
+            read()  # warm the caches both runs share
+            one = min(on_threads(1, args.reads, read) for _ in range(args.repeat))
+            two = min(on_threads(2, args.reads, read) for _ in range(args.repeat))
+            print(
+                f"{name}: one thread {one * 1e3 / args.reads:.2f} ms a read, two threads "
+                f"{two * 1e3 / args.reads:.2f} ms a read: {one / two:.2f}x one thread's "
+                f"throughput (target >= 1.6x)"
+            )
+
+
+if __name__ == "__main__":
+    main()
