@@ -7,52 +7,82 @@
 //! and the map lives until the last read using it lets go, so an evicted reader keeps answering
 //! the read that holds it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use strata_index::FileName;
 use strata_segment::SegmentReader;
 use strata_segment::vfs::Mapped;
 
-/// The readers a store keeps open, at most `cap` of them, with their last use. Lookups and
-/// inserts are O(log n): a hash map finds a reader, and an ordered map from last use to name
-/// finds the least recently used one.
+/// The most stripes of last-use stamps a cache keeps (`OpenSegments`): one a core, up to
+/// this; threads past it share stripes.
+const STAMP_STRIPES_MAX: usize = 16;
+
+/// The readers a store keeps open, at most `cap` of them, with their last use: least recently
+/// used evicted first. A lookup takes `&self` (the store's reads share the cache behind a read
+/// lock, #49) and only stamps the reader's last use with a tick of the clock (`next_tick`) in
+/// its thread's own stripe of stamps, so threads reading the same files write to no memory
+/// they share; an insert or a removal takes `&mut self`. The ordered set of (last use, name)
+/// is brought up to date lazily, at eviction: its first entry is popped and, if the reader was
+/// used since (its newest stamp in any stripe), put back at its last use, until one unused
+/// since is found. Ticks only rise, so the one found is the least recently used (of a thread's
+/// uses exactly; of two threads' at the same nanosecond, either), and each use costs at most
+/// one reinsertion. Memory: `cap` slots and `cap` stamps a stripe, allocated once.
 #[derive(Debug)]
 pub(crate) struct OpenSegments<V> {
     cap: usize,
-    /// Each open reader and the tick of its last use.
-    by_name: HashMap<FileName, (V, u64)>,
-    /// Last use to name: the first entry is the least recently used reader.
-    by_use: BTreeMap<u64, FileName>,
-    /// Ticks are issued in order and never reused, so they order uses.
-    tick: u64,
+    /// Each open reader's slot.
+    by_name: HashMap<FileName, usize>,
+    slots: Vec<Option<Slot<V>>>,
+    /// Slots let go, to be used again.
+    free: Vec<usize>,
+    /// Last-use stamps, a stripe of `cap` a thread (threads past the stripes share them), so
+    /// that two threads stamping one reader write to lines of their own.
+    stamps: Vec<Box<[AtomicU64]>>,
+    /// The tick each reader was last filed under to its name (a use since moves it only at
+    /// the next eviction): the first entry is the least recently used reader or one used since.
+    by_use: BTreeSet<(u64, FileName)>,
     evictions: u64,
+}
+
+#[derive(Debug)]
+struct Slot<V> {
+    name: FileName,
+    value: V,
+    /// The tick it is filed under in `by_use`.
+    filed: u64,
 }
 
 impl<V: Clone> OpenSegments<V> {
     /// An empty cache that holds at most `cap` readers.
     pub(crate) fn new(cap: usize) -> Self {
         assert!(cap > 0, "the store refuses a cap of 0 at open");
+        let stripes = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .clamp(1, STAMP_STRIPES_MAX);
         OpenSegments {
             cap,
             by_name: HashMap::new(),
-            by_use: BTreeMap::new(),
-            tick: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            stamps: (0..stripes)
+                .map(|_| (0..cap).map(|_| AtomicU64::new(0)).collect())
+                .collect(),
+            by_use: BTreeSet::new(),
             evictions: 0,
         }
     }
 
     /// The reader of `name`, if open, now the most recently used.
-    pub(crate) fn get(&mut self, name: FileName) -> Option<V> {
-        let tick = self.next_tick();
-        let (value, last_use) = self.by_name.get_mut(&name)?;
-        let removed = self.by_use.remove(last_use);
-        assert_eq!(removed, Some(name), "the two maps name the same readers");
-        *last_use = tick;
-        self.by_use.insert(tick, name);
-        Some(value.clone())
+    pub(crate) fn get(&self, name: FileName) -> Option<V> {
+        let &idx = self.by_name.get(&name)?;
+        let slot = self.slots[idx].as_ref()?;
+        self.stamps[stripe() % self.stamps.len()][idx].store(next_tick(), Ordering::Relaxed);
+        Some(slot.value.clone())
     }
 
     /// Keeps `value` as the reader of `name`, the most recently used, evicting the least
@@ -60,25 +90,73 @@ impl<V: Clone> OpenSegments<V> {
     pub(crate) fn insert(&mut self, name: FileName, value: V) {
         assert!(!self.by_name.contains_key(&name), "{name} is open already");
         if self.by_name.len() == self.cap {
-            let (_, evicted) = self.by_use.pop_first().expect("a full cache is not empty");
-            let removed = self.by_name.remove(&evicted);
-            assert!(removed.is_some(), "the two maps name the same readers");
+            self.evict_least_recently_used();
             self.evictions += 1;
         }
-        let tick = self.next_tick();
-        self.by_name.insert(name, (value, tick));
-        self.by_use.insert(tick, name);
+        let tick = next_tick();
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        for stripe in &mut self.stamps {
+            *stripe[idx].get_mut() = 0;
+        }
+        let mine = stripe() % self.stamps.len();
+        *self.stamps[mine][idx].get_mut() = tick;
+        self.slots[idx] = Some(Slot {
+            name,
+            value,
+            filed: tick,
+        });
+        self.by_name.insert(name, idx);
+        self.by_use.insert((tick, name));
         assert!(self.by_name.len() <= self.cap);
         assert_eq!(self.by_name.len(), self.by_use.len());
+    }
+
+    /// The tick of slot `idx`'s last use, on any thread.
+    fn used(&self, idx: usize) -> u64 {
+        self.stamps
+            .iter()
+            .map(|stripe| stripe[idx].load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn evict_least_recently_used(&mut self) {
+        loop {
+            let (filed, name) = self.by_use.pop_first().expect("a full cache is not empty");
+            let idx = self.by_name[&name];
+            let used = self.used(idx);
+            if used <= filed {
+                self.free_slot(name);
+                return;
+            }
+            // Used since it was filed: filed again at its last use.
+            if let Some(slot) = self.slots[idx].as_mut() {
+                slot.filed = used;
+            }
+            self.by_use.insert((used, name));
+        }
+    }
+
+    /// Takes `name`'s slot out of the maps, answering its reader.
+    fn free_slot(&mut self, name: FileName) -> Option<V> {
+        let idx = self.by_name.remove(&name)?;
+        let slot = self.slots[idx].take()?;
+        debug_assert_eq!(slot.name, name);
+        self.free.push(idx);
+        Some(slot.value)
     }
 
     /// Lets go of the reader of `name`, if open: its file is gone (retired by compaction), so
     /// no read will ask for it again. Not an eviction; a read holding it keeps it.
     pub(crate) fn remove(&mut self, name: FileName) -> Option<V> {
-        let (value, last_use) = self.by_name.remove(&name)?;
-        let removed = self.by_use.remove(&last_use);
-        assert_eq!(removed, Some(name), "the two maps name the same readers");
-        Some(value)
+        let &idx = self.by_name.get(&name)?;
+        let filed = self.slots[idx].as_ref()?.filed;
+        let removed = self.by_use.remove(&(filed, name));
+        assert!(removed, "the two maps name the same readers");
+        self.free_slot(name)
     }
 
     /// Readers open now.
@@ -90,11 +168,33 @@ impl<V: Clone> OpenSegments<V> {
     pub(crate) fn evictions(&self) -> u64 {
         self.evictions
     }
+}
 
-    fn next_tick(&mut self) -> u64 {
-        self.tick += 1;
-        self.tick
+/// A use's tick: nanoseconds since the process first asked, and past every tick this thread
+/// took before. A thread's uses are ordered exactly, and the threads' by the clock, with no
+/// counter the threads share: a shared one cost two threads reading one opening a fifth of
+/// their throughput (#49).
+fn next_tick() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    thread_local! {
+        static LAST: Cell<u64> = const { Cell::new(0) };
     }
+    let since = EPOCH.get_or_init(Instant::now).elapsed().as_nanos();
+    let now = u64::try_from(since).unwrap_or(u64::MAX);
+    LAST.with(|last| {
+        let tick = now.max(last.get().saturating_add(1));
+        last.set(tick);
+        tick
+    })
+}
+
+/// This thread's stripe of stamps: threads are numbered as they first stamp.
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    STRIPE.with(|stripe| *stripe)
 }
 
 /// How many segment maps are alive, in the cache or held by reads past their eviction, and the

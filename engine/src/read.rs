@@ -118,13 +118,14 @@ impl View {
     pub(crate) fn reader(&self, name: FileName) -> Result<Arc<OpenSegment>, EngineError> {
         let unreadable_reason = self.unreadable.get(&name);
         // A cached reader is the common case and needs no path: looked up before one is
-        // formatted (a fold asks for its readers a few times a call).
-        let mut readers = self
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // formatted (a fold asks for its readers a few times a call), under the read lock that
+        // reads on other threads share.
         if unreadable_reason.is_none()
-            && let Some(reader) = readers.get(name)
+            && let Some(reader) = self
+                .readers
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(name)
         {
             return Ok(reader);
         }
@@ -154,6 +155,15 @@ impl View {
             return Err(mismatch(&path, "length or digest differs"));
         }
         let reader = Arc::new(OpenSegment::new(reader, &self.live_maps));
+        let mut readers = self
+            .readers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Another thread may have opened it meanwhile: its reader is kept, this one dropped
+        // when the read lets go of it.
+        if let Some(cached) = readers.get(name) {
+            return Ok(cached);
+        }
         readers.insert(name, Arc::clone(&reader));
         Ok(reader)
     }

@@ -899,7 +899,7 @@ mod tests {
             assert!(!dir.path().join(&path).exists(), "{path} is gone from disk");
             let cached = store
                 .readers
-                .lock()
+                .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .get(*name);
             assert!(cached.is_none(), "the store let go of {path}'s reader");

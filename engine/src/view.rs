@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use strata_index::{Catalog, FileName, StreamDecl, TrackKey, validate_label};
 use strata_recover::Report;
@@ -67,8 +67,10 @@ pub struct View {
     pub(crate) lock: Option<Arc<Mutex<Box<dyn VfsLock>>>>,
     /// The failed write that poisoned the store, as of this version: every read refuses.
     pub(crate) poisoned: Option<Arc<EngineError>>,
-    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted.
-    pub(crate) readers: Arc<Mutex<OpenSegments<Arc<OpenSegment>>>>,
+    /// Open segment readers, at most `config.open_segments_max`, least recently used evicted:
+    /// looked up under the read lock (reads on many threads share it), opened ones inserted
+    /// under the write lock.
+    pub(crate) readers: Arc<RwLock<OpenSegments<Arc<OpenSegment>>>>,
     /// Every segment map alive, cached or held by a read.
     pub(crate) live_maps: Arc<LiveMaps>,
     /// Level cells read by surveys and folds (reads take `&self`, hence atomic).
@@ -116,7 +118,7 @@ impl View {
             unreadable: Arc::default(),
             lock: None,
             poisoned: None,
-            readers: Arc::new(Mutex::new(OpenSegments::new(config.open_segments_max))),
+            readers: Arc::new(RwLock::new(OpenSegments::new(config.open_segments_max))),
             live_maps: Arc::new(LiveMaps::default()),
             cells_read: Arc::default(),
             chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
@@ -196,7 +198,7 @@ impl View {
     /// it shares with the store; a store's own adds its writer's counts.
     pub fn metrics(&self) -> Metrics {
         let (segments_open, segment_evictions) = {
-            let readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+            let readers = self.readers.read().unwrap_or_else(PoisonError::into_inner);
             (readers.len() as u64, readers.evictions())
         };
         let chunks = self.chunks.counts();
@@ -323,7 +325,7 @@ impl View {
     /// Lets go of the cached readers of `names` (their files are about to go; a read holding
     /// one keeps it).
     pub(crate) fn evict_readers(&self, names: &[FileName]) {
-        let mut readers = self.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut readers = self.readers.write().unwrap_or_else(PoisonError::into_inner);
         for &name in names {
             readers.remove(name);
         }
