@@ -61,7 +61,32 @@ impl Store {
         }
         // The pin first, at the start of history: from here on the writer removes nothing this
         // reader may find in the manifest it is about to read.
-        let mut pin = ReaderPin::take(Arc::clone(&vfs), config.reader_processes_max)?;
+        let pin = ReaderPin::take(Arc::clone(&vfs), config.reader_processes_max)?;
+        Store::following(vfs, config, Some(pin))
+    }
+
+    /// A reader of a store on a file system no writer removes files from while they may be
+    /// read, so it holds no pin: a replica's copy of a bucket (strata-remote), whose publisher
+    /// keeps every object a state it published names until a newer reset collects it. It
+    /// follows the manifest as [`Store::open_reader`]'s reader does ([`Store::refresh`]), and
+    /// refuses every write. The file system may refuse every write too.
+    pub fn open_follower_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Store, EngineError> {
+        config.validate()?;
+        let generations = manifest_generations(vfs.as_ref()).map_err(EngineError::read)?;
+        if generations.is_empty() {
+            return Err(EngineError::Open(RecoverError::NotAStore {
+                reason: format!("{} holds no manifest-NNNNNN", vfs.location()),
+            }));
+        }
+        Store::following(vfs, config, None)
+    }
+
+    /// A reader's store over what boot's look finds now, its pin (if any) moved to it.
+    fn following(
+        vfs: Arc<dyn Vfs>,
+        config: Config,
+        mut pin: Option<ReaderPin>,
+    ) -> Result<Store, EngineError> {
         // Boot's own look, changing nothing: the trusted prefix as boot would trust it, and a
         // store boot would refuse (damage inside the history, a stray generation) refused
         // alike. Beside a running writer some of what it finds is only a write in flight (a
@@ -74,7 +99,9 @@ impl Store {
             len: report.trusted_len,
         };
         let log_version = plan.log_version;
-        pin.move_to(at)?;
+        if let Some(pin) = pin.as_mut() {
+            pin.move_to(at)?;
+        }
         let mut store = Store::reading(vfs, config, plan.catalog, report);
         store.view.unreadable = Arc::new(plan.unreadable);
         store.follow = Some(Follow {
@@ -150,7 +177,9 @@ impl Store {
             follow.versions.pop_front();
         }
         let pinned = follow.versions.front().map_or(now, |&(_, at)| at);
-        follow.pin.move_to(pinned)?;
+        if let Some(pin) = follow.pin.as_mut() {
+            pin.move_to(pinned)?;
+        }
         Ok(changed)
     }
 
@@ -194,7 +223,10 @@ impl Store {
     /// Where this reader's pin holds the writer back: its own position, or an older one a
     /// snapshot it handed out still reads at. `None` for a store that is not a reader.
     pub fn pinned_at(&self) -> Option<ManifestPosition> {
-        self.follow.as_ref().map(|follow| follow.pin.at())
+        self.follow
+            .as_ref()
+            .and_then(|follow| follow.pin.as_ref())
+            .map(ReaderPin::at)
     }
 }
 

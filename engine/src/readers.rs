@@ -51,8 +51,9 @@ impl std::fmt::Display for ManifestPosition {
 /// What a reader in another process keeps beside its catalog (`follow.rs`).
 #[derive(Debug)]
 pub(crate) struct Follow {
-    /// Its pin, at the oldest position it or a snapshot it handed out may read at.
-    pub(crate) pin: ReaderPin,
+    /// Its pin, at the oldest position it or a view it handed out may read at; `None` for a
+    /// follower ([`crate::Store::open_follower_in`]), on a file system no writer removes from.
+    pub(crate) pin: Option<ReaderPin>,
     /// The format of the manifest generation it follows.
     pub(crate) log_version: u32,
     /// The manifest position of each catalog version a snapshot may still hold, and the

@@ -1037,6 +1037,17 @@ impl Catalog {
             .map(|f| &f.entry)
     }
 
+    /// The files with at least one tier not retired named above `after` (all of them for
+    /// `None`), by name: what a follower of the catalog has not seen yet, names only rising.
+    pub fn live_files_after(&self, after: Option<FileName>) -> impl Iterator<Item = &FileEntry> {
+        let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        self.files
+            .range((from, std::ops::Bound::Unbounded))
+            .map(|(_, f)| f)
+            .filter(|f| f.live_tiers > 0)
+            .map(|f| &f.entry)
+    }
+
     /// Whether file `name` was added and every tier of it is now retired (since this catalog
     /// was built: see [`Catalog::file`]).
     pub fn is_retired(&self, name: FileName) -> bool {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use strata_engine::{Config, Store};
 use strata_index::{Catalog, FileName, log_header_of};
@@ -325,30 +325,47 @@ fn reset_extends(
 
 /// Checks the assembled manifest against the newest object's length and checksum, and reads
 /// its catalog.
-fn finish(mut state: Assembled) -> Result<Assembled, RemoteError> {
-    let key = log_key(state.head.seq);
+fn finish(state: Assembled) -> Result<Assembled, RemoteError> {
+    let mut state = verified(state)?;
+    state.catalog = catalog_of(&state.manifest, log_key(state.head.seq))?;
+    Ok(state)
+}
+
+/// `state`, once the manifest its log spells is checked against the writer's length and
+/// checksum (its catalog left as it is: a poll's replica follows the frames itself).
+fn verified(state: Assembled) -> Result<Assembled, RemoteError> {
     if state.manifest.len() as u64 != state.head.end
         || crc32c::crc32c(&state.manifest) != state.head.prefix_crc
     {
         return Err(RemoteError::unreadable(
-            &key,
+            &log_key(state.head.seq),
             "the manifest its log spells differs from the writer's (length or checksum)",
         ));
     }
-    state.catalog = catalog_of(&state.manifest, key)?;
     Ok(state)
 }
 
 /// The bucket, seen as a read-only store folder holding one manifest (the one the log spells)
 /// and the segments it claims, fetched with ranged GETs into a [`SegmentCache`] and checked
-/// against their records' lengths and digests. Every write is refused.
+/// against their records' lengths and digests. Every write is refused. A poll shows it the
+/// manifest's next state ([`BucketVfs::show`]) and the replica's store follows it.
 #[derive(Debug)]
 pub struct BucketVfs {
     bucket: Arc<Bucket>,
     cache: Arc<SegmentCache>,
     range_bytes: u64,
+    shown: RwLock<Shown>,
+}
+
+/// What a [`BucketVfs`] holds now.
+#[derive(Debug)]
+struct Shown {
     generation: u32,
     manifest: Arc<[u8]>,
+    /// Every segment a state shown since the last reset claimed, with its length and digest:
+    /// a view the replica's store handed out before a poll may still read one the poll
+    /// retired, and the bucket keeps it until a newer reset collects it. Bounded by what the
+    /// manifest records (`RemoteConfig::log_bytes_max`).
     files: BTreeMap<FileName, (u64, u32)>,
 }
 
@@ -364,23 +381,46 @@ impl BucketVfs {
             cache,
             // A field set to 0 by hand would never advance a fetch.
             range_bytes: range_bytes.max(1),
-            generation: state.head.generation.max(1),
-            manifest: state.manifest.clone().into(),
-            files: state
-                .catalog
-                .live_files()
-                .map(|f| (f.name, (f.len, f.digest)))
-                .collect(),
+            shown: RwLock::new(Shown {
+                generation: state.head.generation.max(1),
+                manifest: state.manifest.clone().into(),
+                files: live_files(&state.catalog),
+            }),
         }
     }
 
+    /// Shows the manifest of `state`, which extends the one shown (the same generation): the
+    /// store that follows it reads what was appended ([`Store::refresh`]). Its segments are
+    /// added once the store knows them ([`BucketVfs::claimed`]).
+    fn show(&self, state: &Assembled) {
+        let mut shown = self.shown.write().unwrap_or_else(PoisonError::into_inner);
+        debug_assert_eq!(shown.generation, state.head.generation.max(1));
+        shown.manifest = state.manifest.clone().into();
+    }
+
+    /// Adds the segments `catalog` holds live (the store's, once it followed what was shown):
+    /// those named above every segment known, as names only rise.
+    fn claimed(&self, catalog: &Catalog) {
+        let mut shown = self.shown.write().unwrap_or_else(PoisonError::into_inner);
+        let known = shown.files.last_key_value().map(|(&name, _)| name);
+        let new: Vec<_> = catalog
+            .live_files_after(known)
+            .map(|f| (f.name, (f.len, f.digest)))
+            .collect();
+        shown.files.extend(new);
+    }
+
+    fn shown(&self) -> RwLockReadGuard<'_, Shown> {
+        self.shown.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn manifest_path(&self) -> String {
-        manifest_name(self.generation)
+        manifest_name(self.shown().generation)
     }
 
     fn segment(&self, path: &str) -> Option<(FileName, u64, u32)> {
         let name = NumberedName::parse(path.strip_prefix(SEG_DIR)?.strip_prefix('/')?)?;
-        let &(len, digest) = self.files.get(&name.number)?;
+        let &(len, digest) = self.shown().files.get(&name.number)?;
         Some((name.number, len, digest))
     }
 
@@ -475,16 +515,22 @@ impl Vfs for BucketVfs {
     }
 
     fn map(&self, path: &str) -> io::Result<Mapped> {
-        if path == self.manifest_path() {
-            return Ok(Mapped::from_bytes(Arc::clone(&self.manifest)));
+        {
+            let shown = self.shown();
+            if path == manifest_name(shown.generation) {
+                return Ok(Mapped::from_bytes(Arc::clone(&shown.manifest)));
+            }
         }
         let (name, len, digest) = self.segment(path).ok_or_else(|| not_found(path))?;
         self.fetch(name, len, digest).map(Mapped::from_bytes)
     }
 
     fn len(&self, path: &str) -> io::Result<u64> {
-        if path == self.manifest_path() {
-            return Ok(self.manifest.len() as u64);
+        {
+            let shown = self.shown();
+            if path == manifest_name(shown.generation) {
+                return Ok(shown.manifest.len() as u64);
+            }
         }
         self.segment(path)
             .map(|(_, len, _)| len)
@@ -521,6 +567,7 @@ impl Vfs for BucketVfs {
                 entry(TMP_DIR.to_owned(), true),
             ],
             SEG_DIR => self
+                .shown()
                 .files
                 .keys()
                 .map(|&n| entry(NumberedName::segment(n).to_string(), false))
@@ -558,6 +605,8 @@ pub struct Replica {
     identity: [u8; 16],
     head: LogObject,
     manifest: Vec<u8>,
+    /// What the store reads: the manifest and segments of the state shown.
+    vfs: Arc<BucketVfs>,
     store: Store,
 }
 
@@ -583,7 +632,7 @@ impl Replica {
             })?;
         let bucket = Arc::new(bucket);
         let cache = Arc::new(SegmentCache::new(remote.cache_bytes));
-        let store = boot(&bucket, &cache, &remote, &config, &state)?;
+        let (vfs, store) = boot(&bucket, &cache, &remote, &config, &state)?;
         Ok(Replica {
             bucket,
             cache,
@@ -592,6 +641,7 @@ impl Replica {
             identity,
             head: state.head,
             manifest: state.manifest,
+            vfs,
             store,
         })
     }
@@ -605,9 +655,12 @@ impl Replica {
         Replica::open(Bucket::open_url(url, false)?, config, remote)
     }
 
-    /// Reads the records published since the last boot or poll and, if there are any, boots
-    /// the store again on the new state (the cache is kept). `true` if the state moved. On an
-    /// error the replica keeps serving the state it had.
+    /// Reads the records published since the last boot or poll and, if there are any, has the
+    /// store follow them: the frames they append are applied to its catalog
+    /// ([`Store::refresh`], as a reader in another process follows a manifest), the catalog is
+    /// not rebuilt and the cache is kept. Past a reset, the store reads the new generation
+    /// whole. `true` if the state moved. On an error the replica keeps serving the state it
+    /// had.
     pub fn poll(&mut self) -> Result<bool, RemoteError> {
         let seqs = log_seqs(&self.bucket, Some(self.head.seq))?;
         let Some(&newest) = seqs.last() else {
@@ -634,8 +687,7 @@ impl Replica {
         let Some(state) = state else {
             return Ok(false);
         };
-        let state = finish(state)?;
-        self.install(state)?;
+        self.follow(verified(state)?, false)?;
         Ok(true)
     }
 
@@ -647,19 +699,38 @@ impl Replica {
                 }
             })?;
         let moved = state.head.seq != self.head.seq;
-        self.install(state)?;
+        self.follow(state, true)?;
         Ok(moved)
     }
 
-    fn install(&mut self, state: Assembled) -> Result<(), RemoteError> {
-        let store = boot(
-            &self.bucket,
-            &self.cache,
-            &self.remote,
-            &self.config,
-            &state,
-        )?;
-        self.store = store;
+    /// Has the store follow `state`: a state whose manifest extends the one the store follows
+    /// (the same generation, its bytes a prefix) is shown to it and followed as a reader in
+    /// another process follows a manifest, one way for both ([`Store::refresh`]: the frames
+    /// appended, applied to its catalog). Any other (a reset: a new generation, or a history
+    /// adopted in place of this one) is booted afresh, its catalog built by replaying it
+    /// (`finished`: already built).
+    fn follow(&mut self, state: Assembled, finished: bool) -> Result<(), RemoteError> {
+        let extends = state.head.generation.max(1) == self.head.generation.max(1)
+            && state.manifest.starts_with(&self.manifest);
+        if extends {
+            self.vfs.show(&state);
+            self.store.refresh()?;
+            self.vfs.claimed(self.store.catalog());
+        } else {
+            let state = if finished { state } else { finish(state)? };
+            let (vfs, store) = boot(
+                &self.bucket,
+                &self.cache,
+                &self.remote,
+                &self.config,
+                &state,
+            )?;
+            self.vfs = vfs;
+            self.store = store;
+            self.head = state.head;
+            self.manifest = state.manifest;
+            return Ok(());
+        }
         self.head = state.head;
         self.manifest = state.manifest;
         Ok(())
@@ -675,7 +746,16 @@ impl Replica {
             manifest: self.manifest.clone(),
             catalog: Catalog::new(),
         })?;
-        self.install(state)
+        let (vfs, store) = boot(
+            &self.bucket,
+            &self.cache,
+            &self.remote,
+            &self.config,
+            &state,
+        )?;
+        self.vfs = vfs;
+        self.store = store;
+        Ok(())
     }
 
     /// The store as of the last boot or poll: query, survey and fold it as any read-only store.
@@ -699,24 +779,32 @@ impl Replica {
     }
 }
 
+/// The store a replica reads: a follower ([`Store::open_follower_in`]: a reader that holds no
+/// pin, the bucket's publisher removing nothing a published state names) of the bucket as
+/// `state` shows it.
 fn boot(
     bucket: &Arc<Bucket>,
     cache: &Arc<SegmentCache>,
     remote: &RemoteConfig,
     config: &Config,
     state: &Assembled,
-) -> Result<Store, RemoteError> {
-    let vfs = BucketVfs::new(
+) -> Result<(Arc<BucketVfs>, Store), RemoteError> {
+    let vfs = Arc::new(BucketVfs::new(
         Arc::clone(bucket),
         Arc::clone(cache),
         remote.range_bytes,
         state,
-    );
-    Ok(Store::open_read_only_in(
-        Arc::new(vfs),
-        config.clone(),
-        &[],
-    )?)
+    ));
+    let store = Store::open_follower_in(Arc::clone(&vfs) as Arc<dyn Vfs>, config.clone())?;
+    Ok((vfs, store))
+}
+
+/// The live segments of `catalog`, with their lengths and digests.
+fn live_files(catalog: &Catalog) -> BTreeMap<FileName, (u64, u32)> {
+    catalog
+        .live_files()
+        .map(|f| (f.name, (f.len, f.digest)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -153,3 +153,37 @@ fn log_bytes_max_is_reached_and_refused() {
         Publisher::attach(&fresh, same_bucket(&big), RemoteConfig::default()).unwrap_err();
     assert!(matches!(refused, RemoteError::Bound { .. }), "{refused}");
 }
+
+/// A poll follows the new records with the store it has (#49): the segments it opened stay
+/// open, a view taken before the poll keeps answering its state, and the store answers the
+/// new one. A poll that booted a new store would start with nothing open.
+#[test]
+fn a_poll_follows_the_records_appended_with_the_store_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let (objects, bucket) = memory_bucket();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, RemoteConfig::default()).unwrap();
+    let at = ingest(&mut store, &mut publisher, 0, 2, 50);
+    let mut replica =
+        Replica::open(same_bucket(&objects), config(), RemoteConfig::default()).unwrap();
+    assert_eq!(same_answers(&store, replica.store()), 3 * at as usize);
+    let opened = replica.store().metrics().segments_open;
+    assert!(opened > 0, "the reads opened segments");
+    let before = replica.store().view();
+    let watermark = before.watermark("probe", &[]).unwrap();
+    // One more barrier, no compaction: the manifest only grows.
+    let at = ingest(&mut store, &mut publisher, at, 1, 50);
+    assert!(replica.poll().unwrap(), "a new barrier was published");
+    assert_eq!(
+        replica.store().metrics().segments_open,
+        opened,
+        "the poll kept the store, and the segments it had open"
+    );
+    assert_eq!(same_answers(&store, replica.store()), 3 * at as usize);
+    assert_eq!(before.watermark("probe", &[]).unwrap(), watermark);
+    assert_eq!(before.query("probe", &[], ..).unwrap().len(), 3 * 100);
+    assert_eq!(
+        replica.store().watermark("probe", &[]).unwrap(),
+        store.watermark("probe", &[]).unwrap()
+    );
+}
