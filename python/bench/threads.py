@@ -1,13 +1,14 @@
 """Two Python threads reading one opened store, against one thread, in one run (#49).
 
-The store: --rows rows (a random walk, `t` the axis) published from numpy in 1,000,000-row
-batches and compacted. Each read runs `--reads` times on one thread, then the same number split
+The store: --rows rows (a random walk, `t` the axis) published from numpy in 100,000-row
+batches, a position and a barrier each, and not compacted (100 files at 10^7 rows, as
+benches/threads.rs reads). Each read runs `--reads` times on one thread, then the same number split
 across two threads of one `strata.Store`; the script prints both wall times and two threads'
 throughput over one's (target: at least 1.6x on a 2-core machine). The reads:
 
 - `survey`: the whole axis at budget 4000;
 - `fold`: the mean over the whole axis;
-- `query_numpy`: 100,000 positions from the middle, as numpy arrays.
+- `query_numpy`: the 100,000 rows of the middle batch's position, as numpy arrays.
 
     python python/bench/threads.py                  # 10^7 rows
     python python/bench/threads.py --rows 1000000   # a smoke run
@@ -26,7 +27,7 @@ import numpy as np
 import strata
 
 STREAM = {"name": "s", "fields": {"t": "u64", "v": "f64"}, "axis": "t"}
-CHUNK = 1_000_000
+CHUNK = 100_000
 
 
 def build(path, rows):
@@ -38,7 +39,6 @@ def build(path, rows):
             v = np.cumsum(rng.normal(0, 1, n))
             store.publish("s", position, [], {"t": t, "v": v})
             store.seal()
-        store.compact()
 
 
 def on_threads(threads, reads, read):
@@ -65,7 +65,7 @@ def on_threads(threads, reads, read):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10**7)
-    parser.add_argument("--reads", type=int, default=40, help="reads of each kind timed per run")
+    parser.add_argument("--reads", type=int, default=40, help="the fewest reads of each kind a run times")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", help="where the store goes (a temporary folder if not given)")
     args = parser.parse_args()
@@ -74,23 +74,27 @@ def main():
     path = work / f"threads-{args.rows}"
     if not path.exists():
         build(path, args.rows)
-    middle = args.rows // 2
+    middle = args.rows // CHUNK // 2 + 1
     with strata.Store.open_read_only(path) as store:
         reads = {
             "survey": lambda: store.survey("s", budget=4000),
             "fold": lambda: store.fold("s", agg="mean"),
-            "query_numpy": lambda: store.query_numpy("s", start=middle, end=middle + 99_999),
+            "query_numpy": lambda: store.query_numpy("s", start=middle, end=middle),
         }
-        answer = store.query_numpy("s", start=middle, end=middle + 99_999)
+        answer = store.query_numpy("s", start=middle, end=middle)
         assert len(answer["t"]) == 100_000, len(answer["t"])
-        print(f"{args.rows:,} rows; {args.reads} reads of each kind a run, best of {args.repeat}")
+        print(f"{args.rows:,} rows; best of {args.repeat} runs of each")
         for name, read in reads.items():
             read()  # warm the caches both runs share
-            one = min(on_threads(1, args.reads, read) for _ in range(args.repeat))
-            two = min(on_threads(2, args.reads, read) for _ in range(args.repeat))
+            # Enough reads that a run lasts about half a second on one thread: starting the
+            # threads is then noise.
+            alone = on_threads(1, 10, read) / 10
+            n = max(args.reads, int(0.5 / max(alone, 1e-6)))
+            one = min(on_threads(1, n, read) for _ in range(args.repeat))
+            two = min(on_threads(2, n, read) for _ in range(args.repeat))
             print(
-                f"{name}: one thread {one * 1e3 / args.reads:.2f} ms a read, two threads "
-                f"{two * 1e3 / args.reads:.2f} ms a read: {one / two:.2f}x one thread's "
+                f"{name}: {n} reads; one thread {one * 1e3 / n:.3f} ms a read, two threads "
+                f"{two * 1e3 / n:.3f} ms a read: {one / two:.2f}x one thread's "
                 f"throughput (target >= 1.6x)"
             )
 
