@@ -10,10 +10,10 @@
 //!   the same run (#49's target: at least 1.7x on this 2-core machine).
 //! - `threads/during_seal`: not a criterion loop: one thread surveys (budget 4000, a zoomed
 //!   tenth of the axis) back to back on a view, first while nothing else runs (idle), then
-//!   while the store, on another thread, stages 10^6 rows and seals them. Prints both p50 and
-//!   p99, their ratio (target: p99 during the seal at most 1.5x idle), how many reads finished
-//!   while the seal ran, and the longest read beside the seal's own duration: a read that
-//!   waited for the seal would take as long as it did.
+//!   while the store, on another thread, stages 10^6 rows and seals them, five times. Prints
+//!   both p50 and p99, their ratio (target: p99 during the seals at most 1.5x idle), how many
+//!   reads finished while the seals ran, and the longest read beside a seal against the
+//!   shortest seal: a read that waited for a seal would take as long as it did.
 //!
 //! `cargo bench --bench threads`; docs/embedding.md keeps the figures.
 
@@ -201,8 +201,10 @@ fn floor() {
     );
 }
 
-/// Reads on one thread, idle and then beside a seal of `SEAL_ROWS` rows on another.
+/// Reads on one thread, idle and then beside seals of `SEAL_ROWS` rows on another, over
+/// `SEALS` rounds (one seal's window holds about a thousand reads: too few for a p99 alone).
 fn during_seal(mut store: Store) {
+    const SEALS: u64 = 5;
     let view = store.view();
     let zoom = ROWS / 10;
     let survey = move |view: &View| {
@@ -211,7 +213,7 @@ fn during_seal(mut store: Store) {
             .expect("a survey");
         std::hint::black_box(survey);
     };
-    // Idle: the same reads with nothing else running, as many as the seal's run gives.
+    // Idle: the same reads with nothing else running.
     let mut idle = Vec::new();
     let began = Instant::now();
     while began.elapsed() < Duration::from_secs(3) {
@@ -233,47 +235,64 @@ fn during_seal(mut store: Store) {
             spans
         })
     };
-    // Let the reader settle, then stage and seal beside it.
-    std::thread::sleep(Duration::from_millis(200));
-    let seal_began = Instant::now();
-    stage(&mut store, ROWS, SEAL_ROWS);
-    let staged = Instant::now();
-    store.seal().expect("sealed");
-    let sealed = Instant::now();
+    // Let the reader settle, then stage and seal beside it, round after round.
+    let mut windows = Vec::new();
+    let mut staging = Duration::ZERO;
+    for round in 0..SEALS {
+        std::thread::sleep(Duration::from_millis(200));
+        let began = Instant::now();
+        stage(&mut store, ROWS + round * SEAL_ROWS, SEAL_ROWS);
+        let staged = Instant::now();
+        store.seal().expect("sealed");
+        windows.push((staged, Instant::now()));
+        staging += staged - began;
+    }
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let spans = reader.join().expect("the reader");
-    let during: Vec<Duration> = spans
+    let inside = |t: Instant, took: Duration| {
+        windows
+            .iter()
+            .any(|&(from, to)| t >= from && t + took <= to)
+    };
+    let beside =
+        |t: Instant, took: Duration| windows.iter().any(|&(from, to)| t < to && t + took > from);
+    let mut during: Vec<Duration> = spans
         .iter()
-        .filter(|&&(t, took)| t >= staged && t + took <= sealed)
+        .filter(|&&(t, took)| inside(t, took))
         .map(|&(_, took)| took)
         .collect();
-    let beside = spans
+    let longest = spans
         .iter()
-        .filter(|&&(t, took)| t < sealed && t + took > staged)
+        .filter(|&&(t, took)| beside(t, took))
         .map(|&(_, took)| took)
         .max()
         .unwrap_or_default();
+    let sealing: Duration = windows.iter().map(|&(from, to)| to - from).sum();
+    let shortest_seal = windows
+        .iter()
+        .map(|&(from, to)| to - from)
+        .min()
+        .unwrap_or_default();
+    let n_during = during.len();
     let [idle_p50, idle_p99] = percentiles(&mut idle);
-    let mut during_sorted = during.clone();
-    let [seal_p50, seal_p99] = percentiles(&mut during_sorted);
+    let [seal_p50, seal_p99] = percentiles(&mut during);
     println!(
-        "threads/during_seal: staging {} rows took {:.0} ms, the seal {:.0} ms; {} surveys \
-         finished inside it; idle p50 {:.2} ms p99 {:.2} ms ({} reads), during the seal p50 \
-         {:.2} ms p99 {:.2} ms: p99 {:.2}x idle's (target <= 1.5x); the longest read beside it \
-         {:.2} ms, {:.3} of the seal",
-        SEAL_ROWS,
-        (staged - seal_began).as_secs_f64() * 1e3,
-        (sealed - staged).as_secs_f64() * 1e3,
-        during.len(),
+        "threads/during_seal: {SEALS} seals of {SEAL_ROWS} rows, {:.0} ms each on average \
+         (staging {:.0} ms each, untimed by the reads); {n_during} surveys finished inside \
+         them; idle p50 {:.3} ms p99 {:.3} ms ({} reads), during the seals p50 {:.3} ms p99 \
+         {:.3} ms: p99 {:.2}x idle's (target <= 1.5x); the longest read beside a seal {:.2} ms, \
+         {:.3} of the shortest seal",
+        sealing.as_secs_f64() * 1e3 / SEALS as f64,
+        staging.as_secs_f64() * 1e3 / SEALS as f64,
         idle_p50.as_secs_f64() * 1e3,
         idle_p99.as_secs_f64() * 1e3,
         idle.len(),
         seal_p50.as_secs_f64() * 1e3,
         seal_p99.as_secs_f64() * 1e3,
         seal_p99.as_secs_f64() / idle_p99.as_secs_f64(),
-        beside.as_secs_f64() * 1e3,
-        beside.as_secs_f64() / (sealed - staged).as_secs_f64(),
+        longest.as_secs_f64() * 1e3,
+        longest.as_secs_f64() / shortest_seal.as_secs_f64(),
     );
 }
 
