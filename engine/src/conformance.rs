@@ -13,9 +13,9 @@ use strata_index::{FieldKind, StreamDecl};
 use strata_levels::{Aggregate, Bucket, LEVELS_MAX, Num};
 
 use crate::decl::Stream;
-use crate::read::StoredRow;
 use crate::series::{BeneathWindow, Series};
 use crate::value::{Row, Value};
+use crate::view::read::StoredRow;
 
 /// Makes adapters for the suite.
 pub trait SeriesFactory: Send {

@@ -13,7 +13,7 @@ use strata_levels::{Cell, Ladder, Num, NumKind};
 
 use strata_segment::{FieldCells, Nulls};
 
-use crate::stage::{ColumnBuf, Staged};
+use crate::write::stage::{ColumnBuf, Staged};
 
 /// One measured field's cells, every level from 0 up.
 pub(crate) struct FieldLevels {

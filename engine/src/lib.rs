@@ -17,68 +17,55 @@ macro_rules! writer {
     };
 }
 
-#[cfg(feature = "arrow")]
-mod arrow;
-mod columns;
-mod compact;
 mod config;
 pub mod conformance;
 mod decl;
-mod decoded_chunks;
 mod error;
-mod floors;
 mod follow;
 pub mod fuzzing;
 mod ladder;
 mod lifetime;
 mod memory;
-mod narrow;
-mod open_segments;
+mod metrics;
 mod pins;
-mod read;
 mod readers;
-mod retention;
-mod runs;
 mod series;
 #[cfg(feature = "served")]
 mod served;
-mod snapshot;
-mod stage;
 mod store;
-mod survey;
-mod trim;
 mod typed;
 mod value;
 mod view;
-mod within;
+mod write;
 
-#[cfg(feature = "arrow")]
-pub use arrow::{
-    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_schema as arrow_schema_of,
-    fold_to_arrow,
-};
-pub use columns::{Column, Values};
-pub use compact::CompactStep;
 pub use config::{ARROW_BATCH_ROWS_LIMIT, Config, OPEN_SEGMENTS_LIMIT, READER_PROCESSES_LIMIT};
 pub use decl::{DEFAULT_LADDER, POSITION_COLUMN, Stream, describe, parse_kind};
 pub use error::{EngineError, FailedBarrier, HeldTrack, Narrowing, StreamIntact, TRACKS_NAMED_MAX};
 pub use ladder::{LEVEL_BYTES_SHARE, LevelStorage};
 pub use lifetime::{Lifetime, Retention};
 pub use memory::{MemorySeries, RetiredTrack};
-pub use read::StoredRow;
+pub use metrics::Metrics;
 pub use readers::ManifestPosition;
-pub use retention::Swept;
-pub use runs::{ColumnRun, QueryRows, QueryRuns};
 pub use series::{BeneathWindow, Series};
 #[cfg(feature = "served")]
 pub use served::{ServeConfig, Served};
-pub use store::{Metrics, Store};
+pub use store::Store;
 pub use strata_index::{FieldKind, StreamDecl, TimeUnit};
 pub use strata_levels::{Aggregate, Bucket, Cell, Num, Point, SurveyFill};
 pub use strata_segment::{Resource, SegmentError};
-pub use survey::{FieldBuckets, FieldStat, Survey};
-pub use trim::Trimmed;
 pub use value::{Row, Value};
+#[cfg(feature = "arrow")]
+pub use view::arrow::{
+    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_schema as arrow_schema_of,
+    fold_to_arrow,
+};
+pub use view::read::StoredRow;
+pub use view::runs::{ColumnRun, QueryRows, QueryRuns};
+pub use view::survey::{FieldBuckets, FieldStat, Survey};
 pub use view::{Snapshot, View};
+pub use write::columns::{Column, Values};
+pub use write::compact::CompactStep;
+pub use write::retention::Swept;
+pub use write::trim::Trimmed;
 #[cfg(feature = "arrow")]
 pub use {arrow_array, arrow_schema};

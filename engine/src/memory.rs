@@ -18,11 +18,11 @@ use strata_levels::{
 };
 
 use crate::error::{EngineError, TRACKS_NAMED_MAX};
-use crate::narrow::{Candidate, Reach, narrowing};
-use crate::read::StoredRow;
 use crate::series::{BeneathWindow, Series, no_buckets, no_stats, or_nothing};
-use crate::survey::{FieldBuckets, FieldStat, Survey};
 use crate::value::{Row, Value};
+use crate::view::narrow::{Candidate, Reach, narrowing};
+use crate::view::read::StoredRow;
+use crate::view::survey::{FieldBuckets, FieldStat, Survey};
 
 #[derive(Debug, Default)]
 struct MemStream {

@@ -16,9 +16,9 @@ use strata_index::StreamDecl;
 use strata_levels::Aggregate;
 
 use crate::error::EngineError;
-use crate::read::StoredRow;
-use crate::survey::{FieldBuckets, FieldStat};
 use crate::value::Row;
+use crate::view::read::StoredRow;
+use crate::view::survey::{FieldBuckets, FieldStat};
 
 /// Why a read beneath the window was not answered. Each is a different next move for the caller.
 #[derive(Clone, Debug, PartialEq, Eq)]

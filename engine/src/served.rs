@@ -20,18 +20,20 @@ use std::time::Duration;
 use strata_levels::Aggregate;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use crate::columns::{Column, Positions};
-use crate::compact::MergeDone;
 use crate::error::EngineError;
-use crate::read::StoredRow;
-use crate::retention::Swept;
+use crate::metrics::Metrics;
 use crate::series::{BeneathWindow, Series, no_buckets, no_stats, or_nothing};
-use crate::snapshot::remove_segments;
-use crate::store::{Metrics, Sealed, Store};
-use crate::survey::{FieldBuckets, FieldStat, Survey};
-use crate::trim::Trimmed;
+use crate::store::Store;
 use crate::value::Row;
 use crate::view::Snapshot;
+use crate::view::read::StoredRow;
+use crate::view::survey::{FieldBuckets, FieldStat, Survey};
+use crate::write::columns::{Column, Positions};
+use crate::write::compact::MergeDone;
+use crate::write::retention::Swept;
+use crate::write::seal::Sealed;
+use crate::write::snapshot::remove_segments;
+use crate::write::trim::Trimmed;
 
 /// How a served store runs. `ServeConfig::default()` is a sane start; the builder methods,
 /// one per field and named after it, change it (`ServeConfig::default().seal_interval(None)`).

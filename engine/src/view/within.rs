@@ -17,10 +17,10 @@
 use std::ops::{Bound, RangeBounds};
 
 use crate::error::EngineError;
-use crate::narrow::Reach;
-use crate::read::{inclusive, refuse_inverted};
-use crate::runs::{QueryRows, QueryRuns};
 use crate::view::View;
+use crate::view::narrow::Reach;
+use crate::view::read::{inclusive, refuse_inverted};
+use crate::view::runs::{QueryRows, QueryRuns};
 
 impl View {
     /// The rows [`Store::query_runs`] answers for `positions`, of those whose axis value lies

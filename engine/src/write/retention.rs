@@ -21,9 +21,9 @@ use strata_index::{
 use strata_levels::{LEVELS_MAX, Ladder};
 
 use crate::error::EngineError;
-use crate::floors::{effective_level_floor, past_cell};
 use crate::ladder::ladder_of;
 use crate::store::{Store, stream_floor, stream_state};
+use crate::view::floors::{effective_level_floor, past_cell};
 
 /// What one sweep or `retire` recorded for one stream.
 #[derive(Clone, Debug, PartialEq, Eq)]

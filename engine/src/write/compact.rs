@@ -49,12 +49,13 @@ use strata_segment::{
 use crate::error::EngineError;
 use crate::ladder::{FieldLevels, LevelStorage, field_cells, ladder_of, num_kind, stored_from};
 use crate::lifetime::Lifetime;
-use crate::open_segments::OpenSegment;
-use crate::read::unreadable;
-use crate::snapshot::remove_segments;
-use crate::store::{Committing, Store, write_and_claim};
-use crate::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
+use crate::store::Store;
 use crate::view::View;
+use crate::view::open_segments::OpenSegment;
+use crate::view::read::unreadable;
+use crate::view::survey::{CellRun, FoldRows, cells_in, file_rows, fold_decoded, merge_links};
+use crate::write::commit::{Committing, write_and_claim};
+use crate::write::snapshot::remove_segments;
 
 /// What one compaction step did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,6 +17,17 @@
 //! waits on them), and it holds the store's lock, shared, so no other writer removes them
 //! either. Hold one for a read or a request, not for the life of a program.
 
+#[cfg(feature = "arrow")]
+pub(crate) mod arrow;
+pub(crate) mod decoded_chunks;
+pub(crate) mod floors;
+pub(crate) mod narrow;
+pub(crate) mod open_segments;
+pub(crate) mod read;
+pub(crate) mod runs;
+pub(crate) mod survey;
+pub(crate) mod within;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -26,12 +37,12 @@ use strata_recover::Report;
 use strata_segment::vfs::{Counting, RenameMode, Vfs, VfsLock};
 
 use crate::config::Config;
-use crate::decoded_chunks::DecodedChunks;
 use crate::error::{EngineError, TRACKS_NAMED_MAX};
-use crate::open_segments::{LiveMaps, OpenSegment, OpenSegments};
+use crate::metrics::Metrics;
 use crate::pins::{Pin, Pins};
 use crate::readers::ManifestPosition;
-use crate::store::Metrics;
+use crate::view::decoded_chunks::DecodedChunks;
+use crate::view::open_segments::{LiveMaps, OpenSegment, OpenSegments};
 
 /// The read half of a store at one catalog version: every read of a store is a method of it.
 /// Clone it freely (reference counts) and read from as many threads as you like; it never

@@ -17,11 +17,11 @@ use strata_segment::vfs::Mapped;
 use strata_segment::{Decoded, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
-use crate::floors::LevelFloors;
 use crate::ladder::{ladder_of, num_kind};
-use crate::narrow::Reach;
-use crate::read::{beneath, highest, inclusive, lowest, refuse_inverted, unreadable};
 use crate::view::View;
+use crate::view::floors::LevelFloors;
+use crate::view::narrow::Reach;
+use crate::view::read::{beneath, highest, inclusive, lowest, refuse_inverted, unreadable};
 
 /// One measured field's buckets, ascending by `first.axis`.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -20,8 +20,8 @@ use strata_index::{
 };
 
 use crate::error::EngineError;
-use crate::read::unreadable;
 use crate::store::Store;
+use crate::view::read::unreadable;
 
 /// What `trim_to` did, and the floors it leaves.
 #[derive(Clone, Debug, PartialEq, Eq)]

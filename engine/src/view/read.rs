@@ -9,10 +9,10 @@ use strata_segment::names::{NumberedName, SEG_DIR};
 use strata_segment::{SegmentError, SegmentReader};
 
 use crate::error::EngineError;
-use crate::narrow::Reach;
-use crate::open_segments::OpenSegment;
 use crate::value::Row;
 use crate::view::View;
+use crate::view::narrow::Reach;
+use crate::view::open_segments::OpenSegment;
 
 /// One row read back: the position it was published at, and its values in declaration order.
 #[derive(Clone, Debug, PartialEq)]

@@ -30,9 +30,9 @@ use strata_segment::Column;
 
 use crate::decl::{POSITION_COLUMN, describe};
 use crate::error::EngineError;
-use crate::runs::{ColumnRun, QueryRuns};
-use crate::survey::{FieldStat, Survey};
 use crate::view::View;
+use crate::view::runs::{ColumnRun, QueryRuns};
+use crate::view::survey::{FieldStat, Survey};
 
 /// The schema metadata key naming the stream a batch came from.
 pub const ARROW_STREAM_KEY: &str = "strata:stream";

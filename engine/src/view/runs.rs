@@ -18,10 +18,10 @@ use strata_segment::{Axis, Column, Decoded, SegmentError};
 use zerocopy::little_endian::U64;
 
 use crate::error::EngineError;
-use crate::open_segments::OpenSegment;
-use crate::read::{StoredRow, mismatch, unreadable};
 use crate::value::Value;
 use crate::view::View;
+use crate::view::open_segments::OpenSegment;
+use crate::view::read::{StoredRow, mismatch, unreadable};
 
 /// Rows `QueryRows` builds at a time from a run: what rows on top of runs hold beyond the run.
 const ROWS_PER_CHUNK: usize = 1024;
@@ -771,7 +771,7 @@ mod tests {
     use strata_segment::names::{NumberedName, SEG_DIR};
 
     use super::ColumnRun;
-    use crate::open_segments::OpenSegment;
+    use crate::view::open_segments::OpenSegment;
     use crate::{Config, Store, StoredRow, Stream, Value};
 
     const TRACKS: [&str; 2] = ["r0", "r1"];

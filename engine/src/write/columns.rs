@@ -13,9 +13,9 @@ use strata_index::{FieldKind, TrackKey, validate_label};
 use strata_segment::validity::push_run;
 
 use crate::error::EngineError;
-use crate::stage::{ColumnBuf, StreamState};
 use crate::store::{Store, durable_axis, floor_axis, room_to_stage, stream_state_mut};
 use crate::value::Value;
+use crate::write::stage::{ColumnBuf, StreamState};
 
 /// The values of one field for every row of a columnar batch, in row order.
 #[derive(Clone, Copy, Debug)]
