@@ -19,6 +19,7 @@
 
 #[cfg(feature = "arrow")]
 pub(crate) mod arrow;
+pub(crate) mod cells;
 pub(crate) mod decoded_chunks;
 pub(crate) mod floors;
 pub(crate) mod narrow;

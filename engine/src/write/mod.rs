@@ -8,6 +8,7 @@
 pub(crate) mod columns;
 pub(crate) mod commit;
 pub(crate) mod compact;
+pub(crate) mod policy;
 pub(crate) mod retention;
 pub(crate) mod seal;
 pub(crate) mod snapshot;
