@@ -220,7 +220,7 @@ impl fmt::Display for EngineError {
                 write!(f, "stream {stream:?}: {reason}")
             }
             EngineError::BadRead { reason } => write!(f, "cannot read: {reason}"),
-            // A floor of `u64::MAX` is one past the last value, saturated (`read::beneath`):
+            // A floor of `u64::MAX` is one past the last value, saturated (`floors::beneath`):
             // no range starts above it, so there is nothing to narrow to.
             EngineError::Floor {
                 stream,

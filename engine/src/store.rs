@@ -20,7 +20,7 @@ use crate::pins::Removal;
 use crate::readers::{Follow, ManifestPosition, oldest_reader};
 use crate::value::Row;
 use crate::view::View;
-use crate::write::commit::{cut_partial_frame, snapshot_len};
+use crate::write::manifest::{cut_partial_frame, snapshot_len};
 use crate::write::stage::StreamState;
 
 /// How a store is being opened.

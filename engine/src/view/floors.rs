@@ -100,3 +100,10 @@ pub(crate) fn past_cell(ladder: &Ladder, level: u8, axis: u64) -> u64 {
         .span(level, ladder.cell(axis, level))
         .map_or(u64::MAX, |[_, end]| end.saturating_add(1))
 }
+
+/// Whether a read starting at `start` reaches beneath `floor`. A floor of `u64::MAX` is where
+/// one past the top of the axis (or of the positions) saturated: something at `u64::MAX` itself
+/// was retired, so nothing there is held whole, and every read answers the floor.
+pub(crate) fn beneath(start: u64, floor: u64) -> bool {
+    start < floor || floor == u64::MAX
+}

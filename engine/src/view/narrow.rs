@@ -14,7 +14,7 @@ use strata_levels::LEVELS_MAX;
 
 use crate::error::{EngineError, HeldTrack, Narrowing, TRACKS_NAMED_MAX};
 use crate::view::View;
-use crate::view::read::beneath;
+use crate::view::floors::beneath;
 
 /// What a refused read reaches, which decides what a track holds for it and the unit of its
 /// floor: positions of raw rows (a query), axis values of raw rows (a percentile), or axis

@@ -11,6 +11,7 @@ use strata_segment::{SegmentError, SegmentReader};
 use crate::error::EngineError;
 use crate::value::Row;
 use crate::view::View;
+use crate::view::floors::beneath;
 use crate::view::narrow::Reach;
 use crate::view::open_segments::OpenSegment;
 
@@ -179,13 +180,6 @@ pub(crate) fn mismatch(path: &str, what: impl Into<String>) -> EngineError {
     EngineError::Unreadable {
         source: SegmentError::mismatch(path, what),
     }
-}
-
-/// Whether a read starting at `start` reaches beneath `floor`. A floor of `u64::MAX` is where
-/// one past the top of the axis (or of the positions) saturated: something at `u64::MAX` itself
-/// was retired, so nothing there is held whole, and every read answers the floor.
-pub(crate) fn beneath(start: u64, floor: u64) -> bool {
-    start < floor || floor == u64::MAX
 }
 
 /// Refuses a range whose start lies above its end (`9..=3`): a mistake, not a question whose

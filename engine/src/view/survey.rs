@@ -21,8 +21,9 @@ use crate::ladder::{ladder_of, num_kind};
 use crate::view::View;
 use crate::view::cells::{CellRun, Descending, cells_in, merge_runs, regroup, rows_in};
 use crate::view::floors::LevelFloors;
+use crate::view::floors::beneath;
 use crate::view::narrow::Reach;
-use crate::view::read::{beneath, highest, inclusive, lowest, refuse_inverted, unreadable};
+use crate::view::read::{highest, inclusive, lowest, refuse_inverted, unreadable};
 
 /// One measured field's buckets, ascending by `first.axis`.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -8,6 +8,8 @@
 pub(crate) mod columns;
 pub(crate) mod commit;
 pub(crate) mod compact;
+pub(crate) mod fold;
+pub(crate) mod manifest;
 pub(crate) mod policy;
 pub(crate) mod retention;
 pub(crate) mod seal;

@@ -15,9 +15,10 @@ use strata_segment::{
 };
 
 use crate::error::{EngineError, FailedBarrier, StreamIntact};
-use crate::ladder::{LevelStorage, field_cells, fold_partition};
+use crate::ladder::{LevelStorage, field_cells};
 use crate::store::Store;
 use crate::write::commit::{Committing, write_and_claim};
+use crate::write::fold::fold_partition;
 use crate::write::stage::StreamState;
 
 impl Store {
