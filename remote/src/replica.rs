@@ -712,25 +712,22 @@ impl Replica {
     fn follow(&mut self, state: Assembled, finished: bool) -> Result<(), RemoteError> {
         let extends = state.head.generation.max(1) == self.head.generation.max(1)
             && state.manifest.starts_with(&self.manifest);
-        if extends {
+        let state = if extends {
             self.vfs.show(&state);
             self.store.refresh()?;
             self.vfs.claimed(self.store.catalog());
+            state
         } else {
             let state = if finished { state } else { finish(state)? };
-            let (vfs, store) = boot(
+            (self.vfs, self.store) = boot(
                 &self.bucket,
                 &self.cache,
                 &self.remote,
                 &self.config,
                 &state,
             )?;
-            self.vfs = vfs;
-            self.store = store;
-            self.head = state.head;
-            self.manifest = state.manifest;
-            return Ok(());
-        }
+            state
+        };
         self.head = state.head;
         self.manifest = state.manifest;
         Ok(())
