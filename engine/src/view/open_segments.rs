@@ -79,10 +79,22 @@ impl<V: Clone> OpenSegments<V> {
 
     /// The reader of `name`, if open, now the most recently used.
     pub(crate) fn get(&self, name: FileName) -> Option<V> {
+        self.get_ref(name).cloned()
+    }
+
+    /// The reader of `name`, if open, borrowed for as long as the cache is (a read that asks
+    /// for many readers under one read lock, with no count of each taken and let go), now the
+    /// most recently used.
+    pub(crate) fn get_ref(&self, name: FileName) -> Option<&V> {
         let &idx = self.by_name.get(&name)?;
         let slot = self.slots[idx].as_ref()?;
         self.stamps[stripe() % self.stamps.len()][idx].store(next_tick(), Ordering::Relaxed);
-        Some(slot.value.clone())
+        Some(&slot.value)
+    }
+
+    /// Whether a reader of `name` is open (not a use of it).
+    pub(crate) fn contains(&self, name: FileName) -> bool {
+        self.by_name.contains_key(&name)
     }
 
     /// Keeps `value` as the reader of `name`, the most recently used, evicting the least

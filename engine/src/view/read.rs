@@ -2,7 +2,7 @@
 //! streaming read itself is `runs.rs`).
 
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, RwLockReadGuard};
 
 use strata_index::{FileName, PartitionView, StreamDecl, TrackKey};
 use strata_segment::names::{NumberedName, SEG_DIR};
@@ -13,7 +13,7 @@ use crate::value::Row;
 use crate::view::View;
 use crate::view::floors::beneath;
 use crate::view::narrow::Reach;
-use crate::view::open_segments::OpenSegment;
+use crate::view::open_segments::{OpenSegment, OpenSegments};
 
 /// One row read back: the position it was published at, and its values in declaration order.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +112,25 @@ impl View {
             ));
         }
         Ok(reader)
+    }
+
+    /// The cached readers under a read lock, for a read that asks for many files in a row
+    /// ([`View::is_cached`], then `get_ref`): it must let go before anything that takes the
+    /// lock again, [`View::reader`] included.
+    pub(crate) fn open_readers(&self) -> RwLockReadGuard<'_, OpenSegments<Arc<OpenSegment>>> {
+        self.readers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `cached` (the guard of [`View::open_readers`]) holds a reader of `name` that
+    /// [`View::reader`] would answer: one of a file boot did not find unreadable.
+    pub(crate) fn is_cached(
+        &self,
+        cached: &OpenSegments<Arc<OpenSegment>>,
+        name: FileName,
+    ) -> bool {
+        !self.unreadable.contains_key(&name) && cached.contains(name)
     }
 
     /// The open reader of segment `name`: the cached one, or opened now and cached (evicting

@@ -23,6 +23,7 @@ use crate::view::cells::{CellRun, Descending, cells_in, merge_runs, regroup, row
 use crate::view::floors::LevelFloors;
 use crate::view::floors::beneath;
 use crate::view::narrow::Reach;
+use crate::view::open_segments::OpenSegment;
 use crate::view::read::{highest, inclusive, lowest, refuse_inverted, unreadable};
 
 /// One measured field's buckets, ascending by `first.axis`.
@@ -473,6 +474,11 @@ impl View {
         let mut partition: Vec<Descending> = vec![Descending::default(); runs.len()];
         let mut wanted: Vec<bool> = vec![false; runs.len()];
         let mut n_cells_read = 0u64;
+        // One read lock over the cached readers for the whole read, rather than a lock and a
+        // count taken and let go for each file: two threads reading one opening then share no
+        // write to memory per file (#49). Let go only to open a reader missing from the cache;
+        // nothing in the loop takes the lock again while it is held.
+        let mut cached = self.open_readers();
         for view in self.catalog.partitions(stream, prefix) {
             // Without a level floor nothing retired a level tier here (a merge retires whole
             // segments, `trim_to` raw tiers only): the segments with a live level 0 are the
@@ -510,13 +516,26 @@ impl View {
                 let part_idx = view
                     .part_idx(name)
                     .expect("a live segment of a partition has its index");
-                let reader = self.reader(name)?;
-                self.check_partition(&reader, part_idx, entry)?;
+                let opened = if self.is_cached(&cached, name) {
+                    None
+                } else {
+                    drop(cached);
+                    let opened = self.reader(name);
+                    cached = self.open_readers();
+                    Some(opened?)
+                };
+                let reader: &OpenSegment = match &opened {
+                    Some(opened) => opened,
+                    None => cached
+                        .get_ref(name)
+                        .expect("found under the read lock held since"),
+                };
+                self.check_partition(reader, part_idx, entry)?;
                 for (i, run) in runs.iter().enumerate() {
                     if !wanted[i] {
                         continue;
                     }
-                    let found = cells_in(&reader, part_idx, entry, ladder, *run, None)?;
+                    let found = cells_in(reader, part_idx, entry, ladder, *run, None)?;
                     n_cells_read += found.len() as u64;
                     partition[i].prepend(found);
                 }
