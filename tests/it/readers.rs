@@ -499,6 +499,53 @@ fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
     }
 }
 
+/// A refresh that finds a record the catalog refuses (a frame that passes its checksum, the
+/// first appended frame written a second time: its file added twice), with whole frames after
+/// it, is refused and leaves the reader exactly as it was, whether the refresh applied the
+/// frames in place (nothing held the reader's version) or to a copy (a view held it): the frame
+/// before the refused one, applied already in place, is taken back.
+#[test]
+fn a_refresh_that_finds_a_record_the_catalog_refuses_changes_nothing() {
+    for held in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
+        seal_batches(&mut writer, 0..5);
+        let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+        let before = reader.manifest_position();
+        let mut ends = Vec::new();
+        for p in 5..8 {
+            seal_batches(&mut writer, p..p + 1);
+            ends.push(writer.manifest_position());
+        }
+        drop(writer);
+        let manifest = dir
+            .path()
+            .join(format!("manifest-{:06}", before.generation));
+        let bytes = std::fs::read(&manifest).unwrap();
+        let [start, first_end] = [before.len, ends[0].len].map(|at| usize::try_from(at).unwrap());
+        let mut doubled = bytes[..first_end].to_vec();
+        doubled.extend_from_slice(&bytes[start..first_end]);
+        doubled.extend_from_slice(&bytes[first_end..]);
+        std::fs::write(&manifest, &doubled).unwrap();
+        let view = held.then(|| reader.view());
+        for _ in 0..2 {
+            let refused = reader.refresh().unwrap_err();
+            assert!(
+                matches!(refused, EngineError::Unreadable { .. })
+                    && refused.to_string().contains("manifest-"),
+                "held {held}: {refused}"
+            );
+            assert_eq!(reader.manifest_position(), before, "held {held}");
+            assert_eq!(reader.watermark(S, &[]).unwrap(), Some(4), "held {held}");
+            assert_answers_at_watermark(&reader);
+        }
+        if let Some(view) = view {
+            assert_eq!(view.watermark(S, &[]).unwrap(), Some(4));
+            assert_answers_at_watermark(&view);
+        }
+    }
+}
+
 /// A refresh that finds the writer's rewritten generation damaged inside its snapshot is
 /// refused, naming the generation and the offset, and the reader stays at what it answered:
 /// the snapshot was written whole before the generation had its name, so a frame failing there

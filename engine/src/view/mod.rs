@@ -334,6 +334,19 @@ impl View {
         })
     }
 
+    /// Lets go of the cached readers of files this version holds no live tier of (a follow
+    /// moved past their retirement): at most `Config::open_segments_max` looked at.
+    pub(crate) fn evict_readers_gone(&self) {
+        let mut readers = self.readers.write().unwrap_or_else(PoisonError::into_inner);
+        let gone: Vec<FileName> = readers
+            .names()
+            .filter(|&name| self.catalog.file(name).is_none() || self.catalog.is_retired(name))
+            .collect();
+        for name in gone {
+            readers.remove(name);
+        }
+    }
+
     /// Lets go of the cached readers of `names` (their files are about to go; a read holding
     /// one keeps it).
     pub(crate) fn evict_readers(&self, names: &[FileName]) {

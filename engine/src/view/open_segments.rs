@@ -92,6 +92,11 @@ impl<V: Clone> OpenSegments<V> {
         Some(&slot.value)
     }
 
+    /// The names of the readers open now, in no order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = FileName> + '_ {
+        self.by_name.keys().copied()
+    }
+
     /// Whether a reader of `name` is open (not a use of it).
     pub(crate) fn contains(&self, name: FileName) -> bool {
         self.by_name.contains_key(&name)
