@@ -138,6 +138,10 @@ pub(crate) fn log_seqs(bucket: &Bucket, after: Option<u64>) -> Result<Vec<u64>, 
     Ok(seqs)
 }
 
+/// How many objects a poll fetches by number before it lists the log to learn how far behind it
+/// is ([`Replica::poll`]): a replica far behind reboots rather than read them one by one.
+const CHAINED_GETS_MAX: u64 = 8;
+
 /// The most bytes an `identity` object may hold (it holds a line of 40-odd).
 pub(crate) const IDENTITY_BYTES_MAX: u64 = 4096;
 
@@ -361,7 +365,8 @@ pub struct BucketVfs {
 #[derive(Debug)]
 struct Shown {
     generation: u32,
-    manifest: Arc<[u8]>,
+    /// Grown in place as polls follow appends ([`BucketVfs::show_appended`]).
+    manifest: Vec<u8>,
     /// Every segment a state shown since the last reset claimed, with its length and digest:
     /// a view the replica's store handed out before a poll may still read one the poll
     /// retired, and the bucket keeps it until a newer reset collects it. Bounded by what the
@@ -383,7 +388,7 @@ impl BucketVfs {
             range_bytes: range_bytes.max(1),
             shown: RwLock::new(Shown {
                 generation: state.head.generation.max(1),
-                manifest: state.manifest.clone().into(),
+                manifest: state.manifest.clone(),
                 files: live_files(&state.catalog),
             }),
         }
@@ -395,7 +400,16 @@ impl BucketVfs {
     fn show(&self, state: &Assembled) {
         let mut shown = self.shown.write().unwrap_or_else(PoisonError::into_inner);
         debug_assert_eq!(shown.generation, state.head.generation.max(1));
-        shown.manifest = state.manifest.clone().into();
+        shown.manifest.clone_from(&state.manifest);
+    }
+
+    /// Shows the manifest as it was up to `len` bytes with `appended` after them: what a poll
+    /// read past the state shown, copied once (a retry after a failed follow shows the same
+    /// bytes again at the same place).
+    fn show_appended(&self, len: usize, appended: &[u8]) {
+        let mut shown = self.shown.write().unwrap_or_else(PoisonError::into_inner);
+        shown.manifest.truncate(len);
+        shown.manifest.extend_from_slice(appended);
     }
 
     /// Adds the segments `catalog` holds live (the store's, once it followed what was shown):
@@ -518,11 +532,29 @@ impl Vfs for BucketVfs {
         {
             let shown = self.shown();
             if path == manifest_name(shown.generation) {
-                return Ok(Mapped::from_bytes(Arc::clone(&shown.manifest)));
+                return Ok(Mapped::from_bytes(shown.manifest.as_slice().into()));
             }
         }
         let (name, len, digest) = self.segment(path).ok_or_else(|| not_found(path))?;
         self.fetch(name, len, digest).map(Mapped::from_bytes)
+    }
+
+    fn read_from(&self, path: &str, offset: u64) -> io::Result<Vec<u8>> {
+        {
+            let shown = self.shown();
+            if path == manifest_name(shown.generation) {
+                let from = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(shown.manifest.len());
+                return Ok(shown.manifest[from..].to_vec());
+            }
+        }
+        self.read(path).map(|bytes| {
+            bytes
+                .get(usize::try_from(offset).unwrap_or(usize::MAX)..)
+                .unwrap_or_default()
+                .to_vec()
+        })
     }
 
     fn len(&self, path: &str) -> io::Result<u64> {
@@ -661,34 +693,101 @@ impl Replica {
     /// not rebuilt and the cache is kept. Past a reset, the store reads the new generation
     /// whole. `true` if the state moved. On an error the replica keeps serving the state it
     /// had.
+    ///
+    /// The objects past the last one read are fetched by number, one after another, until one
+    /// is missing: a poll after one barrier costs two GETs and what they append, however long
+    /// the log. A listing is taken only when the next object is missing (nothing new, or
+    /// collected beneath a newer reset: the listing says which) or when more than
+    /// `CHAINED_GETS_MAX` (8) objects are new (how far behind the replica is).
     pub fn poll(&mut self) -> Result<bool, RemoteError> {
-        let seqs = log_seqs(&self.bucket, Some(self.head.seq))?;
-        let Some(&newest) = seqs.last() else {
-            return Ok(false);
-        };
-        if newest - self.head.seq > self.remote.log_objects_max {
-            // Far behind: read the newest state from its reset instead.
-            return self.reboot();
-        }
-        let mut state = Some(Assembled {
+        let mut state = Assembled {
             head: self.head.clone(),
-            manifest: self.manifest.clone(),
+            // What the objects read append to the manifest (or, past a reset, its whole).
+            manifest: Vec::new(),
             catalog: Catalog::new(),
-        });
-        for seq in self.head.seq + 1..=newest {
+        };
+        let mut read = 0u64;
+        let mut reset = false;
+        // The newest object, once listed.
+        let mut newest: Option<u64> = None;
+        loop {
+            let seq = state.head.seq.saturating_add(1);
+            if newest.is_some_and(|newest| seq > newest) {
+                break;
+            }
+            if newest.is_none() && read == CHAINED_GETS_MAX {
+                let seqs = log_seqs(&self.bucket, Some(self.head.seq))?;
+                match seqs.last() {
+                    Some(&last) if last - self.head.seq <= self.remote.log_objects_max => {
+                        newest = Some(last);
+                        continue;
+                    }
+                    // Far behind, or collected meanwhile: the newest state from its reset.
+                    _ => return self.reboot(),
+                }
+            }
             let object = match read_log(&self.bucket, seq, self.identity, &self.remote) {
                 Ok(object) => object,
-                // Collected below a newer reset: read that state from its reset.
+                Err(RemoteError::Missing { .. }) if read == 0 => {
+                    // Nothing new, or collected beneath a newer reset.
+                    return match log_seqs(&self.bucket, Some(self.head.seq))?.last() {
+                        None => Ok(false),
+                        Some(_) => self.reboot(),
+                    };
+                }
+                // The end of the log as it was written when asked.
+                Err(RemoteError::Missing { .. }) if newest.is_none() => break,
+                // Listed, then gone: collected beneath a newer reset.
                 Err(RemoteError::Missing { .. }) => return self.reboot(),
                 Err(e) => return Err(e),
             };
-            state = Some(within(apply(state, object)?, &self.remote)?);
+            reset |= object.kind == LogKind::Reset;
+            state = apply(Some(state), object)?;
+            read += 1;
+            let len = if reset {
+                state.manifest.len()
+            } else {
+                self.manifest.len() + state.manifest.len()
+            };
+            if len as u64 > self.remote.log_bytes_max {
+                return Err(RemoteError::Bound {
+                    reason: format!(
+                        "the manifest assembled up to log/{} holds {len} bytes, more than \
+                         RemoteConfig::log_bytes_max {}",
+                        state.head.seq, self.remote.log_bytes_max
+                    ),
+                });
+            }
         }
-        let Some(state) = state else {
-            return Ok(false);
-        };
-        self.follow(verified(state)?, false)?;
+        if reset {
+            self.follow(verified(state)?, false)?;
+            return Ok(true);
+        }
+        self.follow_appended(state)?;
         Ok(true)
+    }
+
+    /// Has the store follow the bytes `appended` (in `state.manifest`) to the manifest it
+    /// follows, once they are checked with the writer's length and checksum of the whole, the
+    /// checksum carried on from the one checked before: nothing of what was followed before is
+    /// read or copied again.
+    fn follow_appended(&mut self, state: Assembled) -> Result<(), RemoteError> {
+        let appended = state.manifest;
+        let len = self.manifest.len() as u64 + appended.len() as u64;
+        if len != state.head.end
+            || crc32c::crc32c_append(self.head.prefix_crc, &appended) != state.head.prefix_crc
+        {
+            return Err(RemoteError::unreadable(
+                &log_key(state.head.seq),
+                "the manifest its log spells differs from the writer's (length or checksum)",
+            ));
+        }
+        self.vfs.show_appended(self.manifest.len(), &appended);
+        self.store.refresh()?;
+        self.vfs.claimed(self.store.catalog());
+        self.manifest.extend_from_slice(&appended);
+        self.head = state.head;
+        Ok(())
     }
 
     fn reboot(&mut self) -> Result<bool, RemoteError> {

@@ -187,3 +187,68 @@ fn a_poll_follows_the_records_appended_with_the_store_it_has() {
         store.watermark("probe", &[]).unwrap()
     );
 }
+
+/// A poll many records behind (more than it fetches by number before it lists the log, with
+/// compaction steps among them) reads every one of them and answers as the writer; the poll
+/// after it finds nothing new.
+#[test]
+fn a_poll_many_records_behind_reads_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (objects, bucket) = memory_bucket();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let mut publisher = Publisher::attach(&store, bucket, RemoteConfig::default()).unwrap();
+    let mut at = ingest(&mut store, &mut publisher, 0, 1, 20);
+    let mut replica =
+        Replica::open(same_bucket(&objects), config(), RemoteConfig::default()).unwrap();
+    let from = replica.seq();
+    for behind in [1, 5, 30] {
+        at = ingest(&mut store, &mut publisher, at, behind, 20);
+        assert!(replica.poll().unwrap(), "{behind} barriers were published");
+        assert_eq!(replica.seq(), publisher.head().unwrap());
+        assert_eq!(same_answers(&store, replica.store()), 3 * at as usize);
+        assert!(!replica.poll().unwrap(), "nothing new after {behind}");
+    }
+    assert!(
+        publisher.head().unwrap() - from > 30,
+        "past the fetches by number"
+    );
+}
+
+/// A replica behind a reset whose writer has collected the objects the replica would read
+/// next (grace zero: deleted at the publish) finds the next object missing, lists the log, and
+/// boots from the newest reset: it answers as the writer, never stays at the old state.
+#[test]
+fn a_poll_behind_a_collected_log_boots_from_the_newest_reset() {
+    use object_store::ObjectStoreExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (objects, bucket) = memory_bucket();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let remote = RemoteConfig::default().grace(std::time::Duration::ZERO);
+    let mut publisher = Publisher::attach(&store, bucket, remote).unwrap();
+    let at = ingest(&mut store, &mut publisher, 0, 2, 20);
+    let mut replica =
+        Replica::open(same_bucket(&objects), config(), RemoteConfig::default()).unwrap();
+    let head = replica.seq();
+    // Compacted (in every third barrier), the manifest holds more than twice its live state.
+    let at = ingest(&mut store, &mut publisher, at, 6, 20);
+    assert!(store.checkpoint().unwrap(), "the manifest was rewritten");
+    let published = publisher.publish(&store).unwrap();
+    assert!(published.reset);
+    publisher.collect().unwrap();
+    for gone in [head, head + 1, head + 5] {
+        let key = object_store::path::Path::from(format!("store-1/log/{gone:020}"));
+        let found = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(objects.head(&key));
+        assert!(
+            matches!(found, Err(object_store::Error::NotFound { .. })),
+            "log/{gone} was collected: {found:?}"
+        );
+    }
+    assert!(replica.poll().unwrap());
+    assert_eq!(replica.seq(), publisher.head().unwrap());
+    assert_eq!(same_answers(&store, replica.store()), 3 * at as usize);
+    assert!(!replica.poll().unwrap());
+}
