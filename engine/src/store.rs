@@ -5,7 +5,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use strata_index::{Catalog, Entry, FileName, Record, StreamDecl, TrackKey, encode_frame};
+use strata_index::{Catalog, Entry, FileName, Record, StreamDecl, TrackKey};
 use strata_recover::{
     Booted, Report, Viewed, boot_keeping_retired, boot_new, boot_read_only, holds_no_store,
 };
@@ -20,7 +20,7 @@ use crate::pins::Removal;
 use crate::readers::{Follow, ManifestPosition, oldest_reader};
 use crate::value::Row;
 use crate::view::View;
-use crate::write::manifest::{cut_partial_frame, snapshot_len};
+use crate::write::manifest::{append_record, snapshot_len};
 use crate::write::stage::StreamState;
 
 /// How a store is being opened.
@@ -686,12 +686,8 @@ fn declare_streams(
             return Ok(true);
         }
         if !read_only {
-            let manifest_len = manifest.len();
-            if let Err(error) = manifest.append(&record) {
-                let frame_bytes = encode_frame(&record).len() as u64;
-                cut_partial_frame(vfs, manifest, manifest_len, frame_bytes);
-                return Err(EngineError::write(error));
-            }
+            append_record(vfs, manifest, &record)
+                .map_err(|failed| EngineError::write(failed.error))?;
         }
     }
     Ok(false)

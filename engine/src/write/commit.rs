@@ -18,7 +18,7 @@ use strata_segment::{
 
 use crate::error::EngineError;
 use crate::store::Store;
-use crate::write::manifest::{cut_partial_frame, snapshot_len};
+use crate::write::manifest::{append_record, snapshot_len};
 
 impl Store {
     pub(crate) fn maybe_rewrite_manifest(&mut self) -> Result<(), EngineError> {
@@ -158,16 +158,9 @@ impl Store {
             .map_err(|e| EngineError::Internal {
                 reason: format!("{what}'s own record was refused: {e}"),
             })?;
-        let manifest_len = writer!(self).manifest.len();
-        if let Err(error) = writer!(self).manifest.append(record) {
-            let frame_bytes = encode_frame(record).len() as u64;
-            cut_partial_frame(
-                self.view.vfs.as_ref(),
-                &writer!(self).manifest,
-                manifest_len,
-                frame_bytes,
-            );
-            return Err(self.poison(EngineError::write(error)));
+        let vfs = Arc::clone(&self.view.vfs);
+        if let Err(failed) = append_record(vfs.as_ref(), &mut writer!(self).manifest, record) {
+            return Err(self.poison(EngineError::write(failed.error)));
         }
         Ok(())
     }
@@ -294,9 +287,10 @@ pub(crate) fn write_and_claim<T, E>(
 }
 
 /// Publishes a synced segment under its final name (removing its own names of the file if
-/// that fails), then appends the frame that claims it; a frame that never reached the file
-/// whole is cut off and the segment removed ([`unwind_append`]). The claim of
-/// [`write_and_claim`].
+/// that fails), then appends the frame that claims it ([`append_record`]); a frame that never
+/// reached the file whole is cut off and the segment removed, leaving nothing for the next open
+/// to quarantine. If it did reach the file whole (the sync failed), it may be durable and claim
+/// the segment: both stay, for boot to judge. The claim of [`write_and_claim`].
 fn claim(
     vfs: &dyn Vfs,
     manifest: &mut ManifestWriter,
@@ -305,26 +299,11 @@ fn claim(
 ) -> Result<(), SegmentError> {
     let segment_path = synced.final_path().to_owned();
     synced.publish()?;
-    let manifest_len = manifest.len();
-    let frame_bytes = encode_frame(record).len() as u64;
-    manifest.append(record).inspect_err(|_| {
-        unwind_append(vfs, manifest, manifest_len, frame_bytes, &segment_path);
+    append_record(vfs, manifest, record).map_err(|failed| {
+        if failed.cut {
+            // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
+            let _ = vfs.remove(&segment_path);
+        }
+        failed.error
     })
-}
-
-/// A failed append of a frame claiming `segment_path`: if the frame never reached the file
-/// whole it can claim nothing, on any disk, so its partial bytes are cut off and its segment
-/// removed, leaving nothing for the next open to quarantine. If it did reach the file whole
-/// (the sync failed), it may be durable and claim the segment: both stay, for boot to judge.
-pub(crate) fn unwind_append(
-    vfs: &dyn Vfs,
-    manifest: &ManifestWriter,
-    manifest_len: u64,
-    frame_bytes: u64,
-    segment_path: &str,
-) {
-    if cut_partial_frame(vfs, manifest, manifest_len, frame_bytes) {
-        // Best effort, like the temp's removal: what is not undone is evidence boot keeps.
-        let _ = vfs.remove(segment_path);
-    }
 }
