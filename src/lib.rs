@@ -33,9 +33,9 @@ pub use strata_engine::{
     Config, DEFAULT_LADDER, EngineError, FailedBarrier, FieldBuckets, FieldKind, FieldStat,
     HeldTrack, LEVEL_BYTES_SHARE, LevelStorage, Lifetime, ManifestPosition, MemorySeries, Metrics,
     Narrowing, Num, OPEN_SEGMENTS_LIMIT, POSITION_COLUMN, Point, QueryRows, QueryRuns,
-    READER_PROCESSES_LIMIT, Resource, Retention, Row, SegmentError, Series, Snapshot, Store,
-    StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept, TRACKS_NAMED_MAX,
-    TimeUnit, Trimmed, Value, Values, View, conformance, describe, parse_kind,
+    READER_PROCESSES_LIMIT, Reader, Resource, Retention, Row, SegmentError, Series, Snapshot,
+    Store, StoredRow, Stream, StreamDecl, StreamIntact, Survey, SurveyFill, Swept,
+    TRACKS_NAMED_MAX, TimeUnit, Trimmed, Value, Values, View, conformance, describe, parse_kind,
 };
 /// Arrow out of the store (docs/formats.md): the `arrow` feature, off by default, which brings
 /// arrow-rs's array and schema crates (re-exported as `strata::arrow_array` and

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use strata::{Config, Store, Values};
+use strata::{Config, Store, Values, View};
 
 #[allow(
     clippy::unwrap_used,
@@ -195,7 +195,7 @@ fn bench(c: &mut Criterion) {
 
 /// The percentiles, over every window once (after one pass to warm the page cache), and the
 /// slowest windows in process.
-fn percentiles(windows: &[(&'static str, u64, u64)], connection: &mut Connection, reader: &Store) {
+fn percentiles(windows: &[(&'static str, u64, u64)], connection: &mut Connection, reader: &View) {
     for &(track, from, to) in windows {
         connection.get(&target(track, from, to));
     }

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata::recover::RecoverError;
 use strata::{
     Aggregate, Config, EngineError, FieldKind, Lifetime, MemorySeries, Retention, Row, Series,
-    Store, Stream, StreamDecl, Value,
+    Store, Stream, StreamDecl, Value, View,
 };
 
 const ROLE_ENV: &str = "STRATA_READERS_SOAK_ROLE";
@@ -344,7 +344,7 @@ fn lib_reader(dir: &Path) {
 }
 
 /// Every read of one round, against the model at watermark `w`: the first difference.
-fn check_lib(store: &Store, model: &MemorySeries, w: u64) -> Option<String> {
+fn check_lib(store: &View, model: &MemorySeries, w: u64) -> Option<String> {
     let axis = 0..=4 * w + 3;
     let recent = w.saturating_sub(40)..=w;
     let mut wrong = None;

@@ -1,4 +1,4 @@
-//! A reader in another process: [`Store::open_reader`] and [`Store::refresh`].
+//! A reader in another process: [`Store::open_reader`] and [`Reader::refresh`].
 //!
 //! The reader takes no lock of the store's and heals nothing. It holds a pin (`readers.rs`),
 //! reads the manifest's trusted prefix as boot would (the same `Catalog::apply`, stopping at
@@ -19,12 +19,13 @@ use strata_recover::RecoverError;
 use strata_segment::SegmentError;
 use strata_segment::manifest_generations;
 use strata_segment::names::manifest_name;
-use strata_segment::vfs::Vfs;
+use strata_segment::vfs::{Counting, Vfs};
 
 use crate::config::Config;
 use crate::error::EngineError;
+use crate::reader::Reader;
 use crate::readers::{Follow, ManifestPosition, ReaderPin};
-use crate::store::{Store, stream_states};
+use crate::store::Store;
 
 /// How many times a refresh looks again when the manifest it listed went before it was read
 /// (a rewrite replaced it meanwhile): each look finds the newer generation.
@@ -34,23 +35,24 @@ impl Store {
     /// Opens the store in folder `dir` to read beside a writer that may be running in another
     /// process: no lock is taken (a writer opens and goes on as if this reader were not there),
     /// nothing is healed, and the reader answers from the manifest's trusted prefix as it was
-    /// when read, until [`Store::refresh`] follows what the writer has made durable since.
-    /// [`Store::manifest_position`] and the watermarks say what it answers at.
+    /// when read, until [`Reader::refresh`] follows what the writer has made durable since.
+    /// [`View::manifest_position`](crate::View::manifest_position) and the watermarks say what it
+    /// answers at.
     ///
     /// The reader holds a pin, a file in the store's `readers/` held under `flock`, which keeps
     /// the writer from removing a retired file the reader may still open; it is removed when
     /// the store is dropped, and a writer or reader removes it if this process dies. Refused
     /// (`TooManyReaders`) when `Config::reader_processes_max` readers are open already, and on a
     /// read-only mount (the pin cannot be created: use [`Store::open_read_only`] there, as no
-    /// writer can run on it). Every write is refused (`EngineError::ReadOnly`).
-    pub fn open_reader(dir: impl AsRef<Path>, config: Config) -> Result<Store, EngineError> {
+    /// writer can run on it). The answer is a [`Reader`], which has no write method.
+    pub fn open_reader(dir: impl AsRef<Path>, config: Config) -> Result<Reader, EngineError> {
         let dir = dir.as_ref();
         let vfs = crate::store::open_folder(dir)?;
         Store::open_reader_in(Arc::new(vfs), config)
     }
 
     /// [`Store::open_reader`] on any file system (the simulated one, in tests).
-    pub fn open_reader_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Store, EngineError> {
+    pub fn open_reader_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Reader, EngineError> {
         config.validate()?;
         // A folder that holds no manifest is no store: refused before anything is created in it.
         let generations = manifest_generations(vfs.as_ref()).map_err(EngineError::read)?;
@@ -62,15 +64,16 @@ impl Store {
         // The pin first, at the start of history: from here on the writer removes nothing this
         // reader may find in the manifest it is about to read.
         let pin = ReaderPin::take(Arc::clone(&vfs), config.reader_processes_max)?;
-        Store::following(vfs, config, Some(pin))
+        Reader::following(vfs, config, Some(pin))
     }
 
     /// A reader of a store on a file system no writer removes files from while they may be
     /// read, so it holds no pin: a replica's copy of a bucket (strata-remote), whose publisher
     /// keeps every object a state it published names until a newer reset collects it. It
-    /// follows the manifest as [`Store::open_reader`]'s reader does ([`Store::refresh`]), and
-    /// refuses every write. The file system may refuse every write too.
-    pub fn open_follower_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Store, EngineError> {
+    /// follows the manifest as [`Store::open_reader`]'s reader does ([`Reader::refresh`]), and
+    /// writes nothing (a [`Reader`] has no write method). The file system may refuse every
+    /// write too.
+    pub fn open_follower_in(vfs: Arc<dyn Vfs>, config: Config) -> Result<Reader, EngineError> {
         config.validate()?;
         let generations = manifest_generations(vfs.as_ref()).map_err(EngineError::read)?;
         if generations.is_empty() {
@@ -78,15 +81,17 @@ impl Store {
                 reason: format!("{} holds no manifest-NNNNNN", vfs.location()),
             }));
         }
-        Store::following(vfs, config, None)
+        Reader::following(vfs, config, None)
     }
+}
 
+impl Reader {
     /// A reader's store over what boot's look finds now, its pin (if any) moved to it.
     fn following(
         vfs: Arc<dyn Vfs>,
         config: Config,
         mut pin: Option<ReaderPin>,
-    ) -> Result<Store, EngineError> {
+    ) -> Result<Reader, EngineError> {
         // Boot's own look, changing nothing: the trusted prefix as boot would trust it, and a
         // store boot would refuse (damage inside the history, a stray generation) refused
         // alike. Beside a running writer some of what it finds is only a write in flight (a
@@ -102,7 +107,7 @@ impl Store {
         if let Some(pin) = pin.as_mut() {
             pin.move_to(at)?;
         }
-        let mut store = Store::reading(vfs, config, plan.catalog, report);
+        let mut store = Reader::reading(Arc::new(Counting::new(vfs)), config, plan.catalog, report);
         store.view.unreadable = Arc::new(plan.unreadable);
         store.follow = Some(Follow {
             pin,
@@ -146,7 +151,6 @@ impl Store {
                 self.view.catalog = Arc::new(catalog);
             }
             self.view.version += 1;
-            self.streams = stream_states(&self.view.catalog);
             self.view.evict_readers_gone();
             self.view.seen = now;
         }
@@ -213,17 +217,8 @@ impl Store {
         Ok(applied)
     }
 
-    /// The manifest position this store answers at: the generation and the length of the
-    /// trusted prefix its catalog holds. A writer's moves with every record; a reader's with
-    /// each [`Store::refresh`].
-    pub fn manifest_position(&self) -> ManifestPosition {
-        self.writer
-            .as_ref()
-            .map_or(self.seen, crate::store::Writer::manifest_position)
-    }
-
     /// Whether the manifest on disk now holds more than this reader has read: a writer in
-    /// another process has recorded something since ([`Store::refresh`] would follow it), so
+    /// another process has recorded something since ([`Reader::refresh`] would follow it), so
     /// an answer given here is at an older state than the store's. Always false for a store
     /// that is not a reader. Costs a listing of the root and a `stat`; a manifest that cannot
     /// be looked at answers false (this only decides what to tell a person).

@@ -4,19 +4,6 @@
 //! `seal` closes one barrier for everything staged — one segment file written two-phase, then one
 //! manifest frame that claims it; `query` reads rows back in publish order from mapped files.
 
-/// The writer's state of a store that is writing: `store.writer`, which every store that
-/// writes has (a read-only store, a snapshot and a reader have none, and `check_writable`
-/// refuses their writes before any reaches here). A macro rather than a method so that it
-/// borrows the one field, beside the store's others.
-macro_rules! writer {
-    ($store:expr) => {
-        $store
-            .writer
-            .as_mut()
-            .expect("a store that writes has a writer: check_writable admitted this write")
-    };
-}
-
 mod config;
 pub mod conformance;
 mod decl;
@@ -28,6 +15,7 @@ mod lifetime;
 mod memory;
 mod metrics;
 mod pins;
+mod reader;
 mod readers;
 mod series;
 #[cfg(feature = "served")]
@@ -45,6 +33,7 @@ pub use ladder::{LEVEL_BYTES_SHARE, LevelStorage};
 pub use lifetime::{Lifetime, Retention};
 pub use memory::{MemorySeries, RetiredTrack};
 pub use metrics::Metrics;
+pub use reader::Reader;
 pub use readers::ManifestPosition;
 pub use series::{BeneathWindow, Series};
 #[cfg(feature = "served")]

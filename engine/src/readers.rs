@@ -5,7 +5,7 @@
 //! file in `readers/` named `ID.GENERATION.LEN`, held under `flock` ([`Vfs::hold`]) for as long
 //! as the reader lives, naming the manifest position it reads at: the generation and the length
 //! of the trusted prefix it has applied. It creates the pin at `0.0` before it reads the
-//! manifest, and renames it forward after each [`crate::Store::refresh`] (a rename is atomic,
+//! manifest, and renames it forward after each [`crate::Reader::refresh`] (a rename is atomic,
 //! and the lock follows the file).
 //!
 //! The writer removes a file retired by the frame ending at position `P` only once every live

@@ -17,7 +17,8 @@ use crate::decl::describe;
 use crate::error::EngineError;
 use crate::metrics::Metrics;
 use crate::pins::Removal;
-use crate::readers::{Follow, ManifestPosition, oldest_reader};
+use crate::reader::Reader;
+use crate::readers::{ManifestPosition, oldest_reader};
 use crate::value::Row;
 use crate::view::View;
 use crate::write::manifest::{append_record, snapshot_len};
@@ -29,13 +30,6 @@ enum Opening {
     Create,
     Open,
     OpenOrCreate,
-    ReadOnly,
-}
-
-/// What boot answered, for a writable or a read-only store.
-enum Boot {
-    Writable(Booted),
-    ReadOnly(Viewed),
 }
 
 /// A store folder opened without creating it: a missing folder is `NotAStore`, naming it.
@@ -64,12 +58,9 @@ pub struct Store {
     /// (reached through `Deref`), and [`Store::view`] hands out pinned copies of it.
     pub(crate) view: View,
     /// What only the writer has: the manifest it appends to, staging's size, the files it is
-    /// yet to remove, compaction's place, its counters. `None` for a store that only reads
-    /// (opened read-only, a reader in another process): every write is refused.
-    pub(crate) writer: Option<Writer>,
-    /// A reader in another process's pin and where it follows the manifest
-    /// ([`Store::open_reader`]); `None` for every other store.
-    pub(crate) follow: Option<Follow>,
+    /// yet to remove, compaction's place, its counters. A store that only reads is a
+    /// [`Reader`](crate::Reader), which has none.
+    pub(crate) writer: Writer,
     /// Each stream's staging and the positions it has published: the write half's.
     pub(crate) streams: BTreeMap<String, StreamState>,
 }
@@ -186,7 +177,6 @@ impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("streams", &self.streams.keys().collect::<Vec<_>>())
-            .field("writing", &self.writer.is_some())
             .field("staged_bytes", &self.staged_bytes())
             .field("poisoned", &self.poisoned)
             .finish_non_exhaustive()
@@ -238,18 +228,19 @@ impl Store {
     /// removed or synced, so it works on a read-only mount and leaves a copied store
     /// byte-identical. Boot is planned and not carried out: what a writable open would heal
     /// (a torn manifest tail, orphan temps, unrecorded segments, retired files) stays on disk,
-    /// and [`Store::boot_report`] lists it with `heal_pending` set; reads answer from the
+    /// and [`View::boot_report`] lists it with `heal_pending` set; reads answer from the
     /// manifest's trusted prefix exactly as a writable open would. No `LOCK` is created; if
-    /// the store has one, a shared hold of it keeps writers out while this store lives, and a
-    /// store a writer holds is refused (`Locked`). Every write (publish, seal of staged rows,
-    /// compact, sweep, retire, trim, checkpoint) is refused with [`EngineError::ReadOnly`].
-    /// Streams in `streams` the store has not recorded are served as empty and not recorded.
+    /// the store has one, a shared hold of it keeps writers out while this reader lives, and a
+    /// store a writer holds is refused (`Locked`). The answer is a [`Reader`], which has no
+    /// write method (publish, seal, compact, sweep, retire, trim, checkpoint). Streams in
+    /// `streams` the store has not recorded are served as empty and not recorded.
     pub fn open_read_only(
         dir: impl AsRef<Path>,
         config: Config,
         streams: &[StreamDecl],
-    ) -> Result<Store, EngineError> {
-        Store::boot_at(dir.as_ref(), config, streams, Opening::ReadOnly)
+    ) -> Result<Reader, EngineError> {
+        let vfs = open_folder(dir.as_ref())?;
+        Store::open_read_only_in(Arc::new(vfs), config, streams)
     }
 
     /// [`Store::create`] on any file system (the simulated one, in tests), whose root must
@@ -285,11 +276,33 @@ impl Store {
         vfs: Arc<dyn Vfs>,
         config: Config,
         streams: &[StreamDecl],
-    ) -> Result<Store, EngineError> {
-        Store::boot_in(vfs, config, streams, Opening::ReadOnly)
+    ) -> Result<Reader, EngineError> {
+        check_before_boot(&config, streams, false)?;
+        let vfs = Arc::new(Counting::new(vfs));
+        let Viewed {
+            mut catalog,
+            report,
+            unreadable,
+            lock,
+            ..
+        } = boot_read_only(vfs.as_ref()).map_err(EngineError::Open)?;
+        // Never appended to: a read-only open declares in memory only.
+        let mut manifest = ManifestWriter::detached(report.generation, report.trusted_len);
+        declare_streams(
+            &mut catalog,
+            &mut manifest,
+            vfs.as_ref(),
+            streams,
+            &config,
+            true,
+        )?;
+        let mut reader = Reader::reading(vfs, config, catalog, report);
+        reader.view.unreadable = Arc::new(unreadable);
+        reader.view.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
+        Ok(reader)
     }
 
-    /// The four opens of a folder: a store to create is checked (config, declarations,
+    /// The three writable opens of a folder: a store to create is checked (config, declarations,
     /// retention) before its folder is made, so a refusal leaves a missing folder missing; the
     /// others need the folder to exist and create nothing of it. `boot_in` checks the rest.
     fn boot_at(
@@ -305,7 +318,7 @@ impl Store {
                 check_before_boot(&config, streams, creating)?;
                 RealFs::create(dir).map_err(|e| folder_error(dir, e))?
             }
-            Opening::Open | Opening::ReadOnly => open_folder(dir)?,
+            Opening::Open => open_folder(dir)?,
         };
         Store::boot_in(Arc::new(vfs), config, streams, opening)
     }
@@ -322,7 +335,7 @@ impl Store {
         let creating = match opening {
             Opening::Create => true,
             Opening::OpenOrCreate => holds_no_store(vfs.as_ref()).map_err(EngineError::Open)?,
-            Opening::Open | Opening::ReadOnly => false,
+            Opening::Open => false,
         };
         check_before_boot(&config, streams, creating)?;
         let vfs = Arc::new(Counting::new(vfs));
@@ -331,91 +344,51 @@ impl Store {
         // A reader that starts after this look reads a manifest that records the retirements.
         let keep_retired = match opening {
             Opening::Open | Opening::OpenOrCreate => oldest_reader(vfs.as_ref())?.is_some(),
-            Opening::Create | Opening::ReadOnly => false,
+            Opening::Create => false,
         };
-        let booted = match opening {
-            Opening::Create => boot_new(vfs.as_ref()).map(Boot::Writable),
-            Opening::Open => {
-                boot_keeping_retired(vfs.as_ref(), false, keep_retired).map(Boot::Writable)
-            }
-            Opening::OpenOrCreate => {
-                boot_keeping_retired(vfs.as_ref(), true, keep_retired).map(Boot::Writable)
-            }
-            Opening::ReadOnly => boot_read_only(vfs.as_ref()).map(Boot::ReadOnly),
+        let Booted {
+            mut catalog,
+            mut manifest,
+            report,
+            next_name,
+            unreadable,
+            lock,
+            retired_kept,
+            ..
+        } = match opening {
+            Opening::Create => boot_new(vfs.as_ref()),
+            Opening::Open => boot_keeping_retired(vfs.as_ref(), false, keep_retired),
+            Opening::OpenOrCreate => boot_keeping_retired(vfs.as_ref(), true, keep_retired),
         }
         .map_err(EngineError::Open)?;
-        let (mut catalog, mut manifest, report, next_name, unreadable, lock, retired_kept) =
-            match booted {
-                Boot::Writable(Booted {
-                    catalog,
-                    manifest,
-                    report,
-                    next_name,
-                    unreadable,
-                    lock,
-                    retired_kept,
-                    ..
-                }) => (
-                    catalog,
-                    manifest,
-                    report,
-                    next_name,
-                    unreadable,
-                    Some(lock),
-                    retired_kept,
-                ),
-                Boot::ReadOnly(Viewed {
-                    catalog,
-                    report,
-                    next_name,
-                    unreadable,
-                    lock,
-                }) => {
-                    // Never appended to: every write is refused before it reaches the manifest.
-                    let manifest = ManifestWriter::detached(report.generation, report.trusted_len);
-                    (
-                        catalog,
-                        manifest,
-                        report,
-                        next_name,
-                        unreadable,
-                        lock,
-                        Vec::new(),
-                    )
-                }
-            };
-        let read_only = opening == Opening::ReadOnly;
         let upgrade = declare_streams(
             &mut catalog,
             &mut manifest,
             vfs.as_ref(),
             streams,
             &config,
-            read_only,
+            false,
         )?;
-        // A read-only store has no writer: its manifest was never opened for appending.
-        let writer = (!read_only).then(|| {
-            let manifest_base_len = if manifest.len() > config.manifest_rewrite_bytes {
-                snapshot_len(&catalog)
-            } else {
-                0
-            };
-            let at = ManifestPosition {
-                generation: report.generation,
-                len: report.trusted_len,
-            };
-            Writer::booted(
-                manifest,
-                next_name,
-                manifest_base_len,
-                vfs.counts(),
-                retired_kept,
-                at,
-            )
-        });
+        let manifest_base_len = if manifest.len() > config.manifest_rewrite_bytes {
+            snapshot_len(&catalog)
+        } else {
+            0
+        };
+        let at = ManifestPosition {
+            generation: report.generation,
+            len: report.trusted_len,
+        };
+        let writer = Writer::booted(
+            manifest,
+            next_name,
+            manifest_base_len,
+            vfs.counts(),
+            retired_kept,
+            at,
+        );
         let mut store = Store::assemble(vfs, config, catalog, writer, report);
         store.view.unreadable = Arc::new(unreadable);
-        store.view.lock = lock.map(|lock| Arc::new(Mutex::new(lock)));
+        store.view.lock = Some(Arc::new(Mutex::new(lock)));
         // A declaration the manifest's format cannot hold (a time axis in a generation an
         // earlier build wrote) is recorded by a new generation of this build's format, whose
         // snapshot holds it: the catalog already does.
@@ -425,40 +398,25 @@ impl Store {
         Ok(store)
     }
 
-    /// A reader's store over `catalog` (`follow.rs`): read-only, holding no lock.
-    pub(crate) fn reading(
-        vfs: Arc<dyn Vfs>,
-        config: Config,
-        catalog: Catalog,
-        report: Report,
-    ) -> Store {
-        let vfs = Arc::new(Counting::new(vfs));
-        Store::assemble(vfs, config, catalog, None, report)
-    }
-
-    /// A store of `catalog` with `writer`'s state (`None`: it only reads), nothing staged, its
-    /// caches empty, no lock.
+    /// A store of `catalog` with `writer`'s state, nothing staged, its caches empty, no lock.
     fn assemble(
         vfs: Arc<Counting>,
         config: Config,
         catalog: Catalog,
-        writer: Option<Writer>,
+        writer: Writer,
         report: Report,
     ) -> Store {
         Store {
             streams: stream_states(&catalog),
             view: View::new(vfs, config, catalog, report),
             writer,
-            follow: None,
         }
     }
 
     /// What the store has done since it was opened.
     pub fn metrics(&self) -> Metrics {
         let read = self.view.metrics();
-        let Some(writer) = &self.writer else {
-            return read;
-        };
+        let writer = &self.writer;
         // The writer counts what it wrote; the view, the gauges every opening's reads share.
         Metrics {
             removals_pending: writer.removals.len() as u64,
@@ -478,9 +436,15 @@ impl Store {
         }
     }
 
+    /// The manifest position this store answers at: where its manifest ends now, past the
+    /// last record it appended.
+    pub fn manifest_position(&self) -> ManifestPosition {
+        self.writer.manifest_position()
+    }
+
     /// Bytes staged and not yet sealed.
     pub fn staged_bytes(&self) -> usize {
-        self.writer.as_ref().map_or(0, |w| w.staged_bytes)
+        self.writer.staged_bytes
     }
 
     /// Stages `rows` of `stream` at `position`. Touches no file. The whole batch is validated
@@ -501,12 +465,12 @@ impl Store {
             |key| floor_axis(catalog, stream, key),
         )?;
         room_to_stage(
-            writer!(self).staged_bytes,
+            self.writer.staged_bytes,
             batch_bytes,
             self.view.config.staged_bytes_max,
         )?;
         state.stage(position, rows, keys);
-        writer!(self).staged_bytes += batch_bytes;
+        self.writer.staged_bytes += batch_bytes;
         Ok(())
     }
 
@@ -533,11 +497,11 @@ impl Store {
         Ok(taken.checked_add(1).map(|next| next.max(state.floor)))
     }
 
-    /// Whether the store only reads: opened with [`Store::open_read_only`] or
-    /// [`Store::open_reader`], or a [`Snapshot`](crate::Snapshot). It has no writer, and every
-    /// write is refused.
+    /// Whether the store only reads: never, since a `Store` is the writer. A store opened with
+    /// [`Store::open_read_only`] or [`Store::open_reader`] is a [`Reader`], and a view a
+    /// [`View`]: their `is_read_only` answer true.
     pub fn is_read_only(&self) -> bool {
-        self.writer.is_none()
+        false
     }
 }
 

@@ -28,7 +28,9 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyUnicodeEncodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use strata::{Aggregate, Config, EngineError, Store as EngineStore, Stream, StreamDecl, View};
+use strata::{
+    Aggregate, Config, EngineError, Reader, Store as EngineStore, Stream, StreamDecl, View,
+};
 
 use crate::answers::{PyArrowStream, PySurvey, column_to_numpy, num_to_py};
 
@@ -325,7 +327,7 @@ fn range(start: Option<u64>, end: Option<u64>) -> (Edge<u64>, Edge<u64>) {
 #[pyclass(module = "strata._strata", name = "Store")]
 struct PyStore {
     /// `None` once closed.
-    inner: Mutex<Option<EngineStore>>,
+    inner: Mutex<Option<Opening>>,
     /// The view reads take, as of the last write; `None` before the first read, while a write
     /// runs, and once closed (a read that finds none takes one from `inner`).
     current: Mutex<Option<View>>,
@@ -333,12 +335,28 @@ struct PyStore {
     path: String,
 }
 
+/// What a Python store holds: the engine's writer, or a store it opened to read (which has no
+/// write half: a write on it is refused here, by name, as the engine's `ReadOnly`).
+enum Opening {
+    Writer(Box<EngineStore>),
+    Reader(Box<Reader>),
+}
+
+impl Opening {
+    fn view(&self) -> View {
+        match self {
+            Opening::Writer(store) => store.view(),
+            Opening::Reader(reader) => reader.view(),
+        }
+    }
+}
+
 fn closed(path: &str) -> PyErr {
     StrataError::new_err(format!("the store at {path} is closed"))
 }
 
 impl PyStore {
-    fn new(store: EngineStore, path: String) -> PyStore {
+    fn new(store: Opening, path: String) -> PyStore {
         PyStore {
             inner: Mutex::new(Some(store)),
             current: Mutex::new(None),
@@ -346,7 +364,7 @@ impl PyStore {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<EngineStore>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Opening>> {
         // A panic inside the engine while locked leaves the store as it was left: the engine's
         // own poisoning (a failed barrier) refuses what must be refused.
         self.inner
@@ -360,12 +378,14 @@ impl PyStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Runs the write `f` on the store with the GIL released; reads wait for it only if they
-    /// start while it runs and find no view.
+    /// Runs `f` on the store with the GIL released: the writer's `write` on a writer, the
+    /// reader's `read` on a store opened to read. Reads wait for it only if they start while it
+    /// runs and find no view.
     fn with<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut EngineStore) -> Result<T, EngineError> + Send,
+        write: impl FnOnce(&mut EngineStore) -> Result<T, EngineError> + Send,
+        read: impl FnOnce(&mut Reader) -> Result<T, EngineError> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut guard = self.lock();
@@ -373,10 +393,25 @@ impl PyStore {
             // Let go first: a view pinned at the version before would hold back the removal
             // of files the write retires.
             *self.current() = None;
-            let answer = f(store).map_err(engine_error);
+            let answer = match store {
+                Opening::Writer(writer) => write(writer),
+                Opening::Reader(reader) => read(reader),
+            }
+            .map_err(engine_error);
             *self.current() = Some(store.view());
             answer
         })
+    }
+
+    /// Runs the write `f` on the writer ([`PyStore::with`]); refused on a store opened to read,
+    /// naming `operation`.
+    fn write<T: Send>(
+        &self,
+        py: Python<'_>,
+        operation: &'static str,
+        f: impl FnOnce(&mut EngineStore) -> Result<T, EngineError> + Send,
+    ) -> PyResult<T> {
+        self.with(py, f, |_| Err(read_only(&self.path, operation)))
     }
 
     /// Runs the read `f` on a view of the store with the GIL released, holding no lock while
@@ -427,13 +462,21 @@ impl PyStore {
     }
 }
 
+/// The engine's refusal of `operation` on the store at `path`, opened to read.
+fn read_only(path: &str, operation: &'static str) -> EngineError {
+    EngineError::ReadOnly {
+        store: path.to_owned(),
+        operation,
+    }
+}
+
 /// A store opened by `open` (a constructor of the engine's) at `path` with `config`, with the
 /// GIL released while it boots.
 fn opened(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     config: Option<&Bound<'_, PyDict>>,
-    open: impl FnOnce(&str, Config) -> Result<EngineStore, EngineError> + Send,
+    open: impl FnOnce(&str, Config) -> Result<Opening, EngineError> + Send,
 ) -> PyResult<PyStore> {
     let path = path_of(path)?;
     let config = config_of(config)?;
@@ -475,7 +518,7 @@ impl PyStore {
     ) -> PyResult<PyStore> {
         let decls = decls_of(Some(streams))?;
         opened(py, path, config, |path, config| {
-            EngineStore::create(path, config, &decls)
+            EngineStore::create(path, config, &decls).map(|s| Opening::Writer(Box::new(s)))
         })
     }
 
@@ -490,7 +533,7 @@ impl PyStore {
     ) -> PyResult<PyStore> {
         let decls = decls_of(streams)?;
         opened(py, path, config, |path, config| {
-            EngineStore::open(path, config, &decls)
+            EngineStore::open(path, config, &decls).map(|s| Opening::Writer(Box::new(s)))
         })
     }
 
@@ -503,7 +546,7 @@ impl PyStore {
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
         opened(py, path, config, |path, config| {
-            EngineStore::open_read_only(path, config, &[])
+            EngineStore::open_read_only(path, config, &[]).map(|r| Opening::Reader(Box::new(r)))
         })
     }
 
@@ -516,7 +559,7 @@ impl PyStore {
         config: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyStore> {
         opened(py, path, config, |path, config| {
-            EngineStore::open_reader(path, config)
+            EngineStore::open_reader(path, config).map(|r| Opening::Reader(Box::new(r)))
         })
     }
 
@@ -557,26 +600,37 @@ impl PyStore {
         // The GIL stays held: the slices borrow numpy's buffers, which another Python thread
         // could change while the copy into staging runs. The copy is all publish does.
         let mut guard = self.lock();
-        let store = guard.as_mut().ok_or_else(|| closed(&self.path))?;
-        store
-            .publish_columns(stream, position, &selection, &values)
-            .map_err(engine_error)
+        match guard.as_mut().ok_or_else(|| closed(&self.path))? {
+            Opening::Writer(store) => store
+                .publish_columns(stream, position, &selection, &values)
+                .map_err(engine_error),
+            Opening::Reader(_) => Err(engine_error(read_only(&self.path, "publish_columns"))),
+        }
     }
 
     /// Makes everything staged durable with one barrier; answers each stream's watermark.
     fn seal(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, Option<u64>>> {
-        self.with(py, EngineStore::seal)
+        // On a store opened to read, with nothing staged, a seal writes nothing and answers the
+        // watermarks, as it does on any store.
+        self.with(py, EngineStore::seal, |reader| {
+            reader
+                .streams()
+                .map(|decl| Ok((decl.id.clone(), reader.watermark(&decl.id, &[])?)))
+                .collect()
+        })
     }
 
     /// Compacts until nothing is left to merge; answers how many steps it took.
     fn compact(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with(py, |store| store.compact().map(|steps| steps.len()))
+        self.write(py, "compact", |store| {
+            store.compact().map(|steps| steps.len())
+        })
     }
 
     /// Retires every row of `stream` at or below position `horizon`; answers how many
     /// partitions' floors it raised.
     fn trim_to(&self, py: Python<'_>, stream: &str, horizon: u64) -> PyResult<usize> {
-        self.with(py, |store| {
+        self.write(py, "trim_to", |store| {
             store.trim_to(stream, horizon).map(|t| t.recorded.len())
         })
     }
@@ -597,7 +651,7 @@ impl PyStore {
                 "retire takes a track or all=True, not both",
             ));
         }
-        self.with(py, |store| {
+        self.write(py, "retire", |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             let swept = if all {
                 store.retire_all(stream)
@@ -610,7 +664,11 @@ impl PyStore {
 
     /// A reader's follow of what the writer has made durable since; answers whether it moved.
     fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, EngineStore::refresh)
+        self.with(
+            py,
+            |_| Err(read_only(&self.path, "refresh")),
+            Reader::refresh,
+        )
     }
 
     /// The position through which `stream` is durable, or `None`. A barrier covers every

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use strata_engine::Store;
+use strata_engine::{Store, View};
 use strata_remote::{Bucket, Publisher, RemoteConfig, Replica};
 
 use support::{TRACKS, config, decl, rows};
@@ -65,7 +65,7 @@ fn replica_survey(c: &mut Criterion) {
     store.compact().unwrap();
     publisher.publish(&store).unwrap();
     let sel = &TRACKS[0][..];
-    let survey = |s: &Store| s.survey("probe", sel, .., BUDGET).unwrap();
+    let survey = |s: &View| s.survey("probe", sel, .., BUDGET).unwrap();
     let mut replica = Replica::open(bucket(), config(), RemoteConfig::default()).unwrap();
     assert_eq!(
         survey(replica.store()),

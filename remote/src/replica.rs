@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
-use strata_engine::{Config, Store};
+use strata_engine::{Config, Reader, Store};
 use strata_index::{Catalog, FileName, log_header_of};
 use strata_segment::names::{NumberedName, QUARANTINE_DIR, SEG_DIR, TMP_DIR, manifest_name};
 use strata_segment::vfs::{DirEntry, Mapped, RenameMode, Vfs, VfsFile, VfsLock};
@@ -395,7 +395,7 @@ impl BucketVfs {
     }
 
     /// Shows the manifest of `state`, which extends the one shown (the same generation): the
-    /// store that follows it reads what was appended ([`Store::refresh`]). Its segments are
+    /// store that follows it reads what was appended ([`Reader::refresh`]). Its segments are
     /// added once the store knows them ([`BucketVfs::claimed`]).
     fn show(&self, state: &Assembled) {
         let mut shown = self.shown.write().unwrap_or_else(PoisonError::into_inner);
@@ -626,7 +626,7 @@ impl Vfs for BucketVfs {
     }
 }
 
-/// A read replica: a read-only [`Store`] booted from the bucket's newest state, following new
+/// A read replica: a [`Reader`] booted from the bucket's newest state, following new
 /// records when [`Replica::poll`] is called. It never writes to the bucket.
 #[derive(Debug)]
 pub struct Replica {
@@ -639,7 +639,7 @@ pub struct Replica {
     manifest: Vec<u8>,
     /// What the store reads: the manifest and segments of the state shown.
     vfs: Arc<BucketVfs>,
-    store: Store,
+    store: Reader,
 }
 
 impl Replica {
@@ -689,7 +689,7 @@ impl Replica {
 
     /// Reads the records published since the last boot or poll and, if there are any, has the
     /// store follow them: the frames they append are applied to its catalog
-    /// ([`Store::refresh`], as a reader in another process follows a manifest), the catalog is
+    /// ([`Reader::refresh`], as a reader in another process follows a manifest), the catalog is
     /// not rebuilt and the cache is kept. Past a reset, the store reads the new generation
     /// whole. `true` if the state moved. On an error the replica keeps serving the state it
     /// had.
@@ -804,7 +804,7 @@ impl Replica {
 
     /// Has the store follow `state`: a state whose manifest extends the one the store follows
     /// (the same generation, its bytes a prefix) is shown to it and followed as a reader in
-    /// another process follows a manifest, one way for both ([`Store::refresh`]: the frames
+    /// another process follows a manifest, one way for both ([`Reader::refresh`]: the frames
     /// appended, applied to its catalog). Any other (a reset: a new generation, or a history
     /// adopted in place of this one) is booted afresh, its catalog built by replaying it
     /// (`finished`: already built).
@@ -855,7 +855,7 @@ impl Replica {
     }
 
     /// The store as of the last boot or poll: query, survey and fold it as any read-only store.
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &Reader {
         &self.store
     }
 
@@ -884,7 +884,7 @@ fn boot(
     remote: &RemoteConfig,
     config: &Config,
     state: &Assembled,
-) -> Result<(Arc<BucketVfs>, Store), RemoteError> {
+) -> Result<(Arc<BucketVfs>, Reader), RemoteError> {
     let vfs = Arc::new(BucketVfs::new(
         Arc::clone(bucket),
         Arc::clone(cache),

@@ -22,7 +22,8 @@ use std::task::{Context, Poll, Waker};
 use strata::segment::names::{NumberedName, SEG_DIR};
 use strata::segment::vfs::{SimFs, Vfs};
 use strata::{
-    Aggregate, Config, FieldKind, MemorySeries, Row, Series, Store, Stream, StreamDecl, Value,
+    Aggregate, Config, FieldKind, MemorySeries, Reader, Row, Series, Store, Stream, StreamDecl,
+    Value, View,
 };
 
 use crate::census;
@@ -78,7 +79,7 @@ fn text<T: Debug>(answer: T) -> String {
 }
 
 /// The reader's answers against the model through its watermark: a query, a survey and a fold.
-fn assert_reader_answers(reader: &Store, context: &str) {
+fn assert_reader_answers(reader: &View, context: &str) {
     let w = reader.watermark(S, &[]).unwrap().unwrap();
     let mut model = MemorySeries::new(&[decl()]);
     for p in 0..=w {
@@ -111,12 +112,12 @@ fn on_disk(fs: &SimFs) -> BTreeSet<u64> {
         .collect()
 }
 
-fn live(store: &Store) -> BTreeSet<u64> {
+fn live(store: &View) -> BTreeSet<u64> {
     store.catalog().live_files().map(|file| file.name).collect()
 }
 
 /// A store of `BATCHES` barriers and a reader at its start, with the files it claims.
-fn setup() -> (SimFs, Store, Store, BTreeSet<u64>) {
+fn setup() -> (SimFs, Store, Reader, BTreeSet<u64>) {
     let fs = SimFs::new();
     let mut writer = Store::create_in(vfs(&fs), config(), &[decl()]).unwrap();
     for p in 0..BATCHES {
@@ -138,7 +139,7 @@ fn compact_then_seal(writer: &mut Store) -> bool {
 /// After the writer is gone, with the reader alive (a kill) or not (a power cut): a writer
 /// reopens; files the reader claims stay while it lives; once it has moved on or gone, the next
 /// barrier leaves exactly the live files.
-fn check_after(fs: &SimFs, reader: Option<&mut Store>, claimed: &BTreeSet<u64>, context: &str) {
+fn check_after(fs: &SimFs, reader: Option<&mut Reader>, claimed: &BTreeSet<u64>, context: &str) {
     let mut writer =
         Store::open_in(vfs(fs), config(), &[]).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
     if let Some(reader) = reader {

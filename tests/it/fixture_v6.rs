@@ -30,7 +30,7 @@ use strata::recover::fsck::{self, Status};
 use strata::segment::vfs::RealFs;
 use strata::{
     Aggregate, Bucket, Config, EngineError, FieldKind, FieldStat, Num, Point, Row, Store,
-    StoredRow, Stream, StreamDecl, Value,
+    StoredRow, Stream, StreamDecl, Value, View,
 };
 
 /// The committed fixture.
@@ -307,7 +307,7 @@ impl Expected {
 }
 
 /// Everything the store answers, checked against `expected`.
-fn check_answers(store: &Store, expected: &Expected) {
+fn check_answers(store: &View, expected: &Expected) {
     check_declarations(store);
     check_floors(store, expected);
     check_queries(store, expected);
@@ -315,14 +315,14 @@ fn check_answers(store: &Store, expected: &Expected) {
     check_folds(store, expected);
 }
 
-fn check_declarations(store: &Store) {
+fn check_declarations(store: &View) {
     let declared: Vec<&StreamDecl> = store.streams().collect();
     assert_eq!(declared, [&events(), &probes()], "declarations");
     assert_eq!(store.declaration(PROBES).unwrap(), &probes());
     assert_eq!(store.declaration(EVENTS).unwrap(), &events());
 }
 
-fn check_floors(store: &Store, expected: &Expected) {
+fn check_floors(store: &View, expected: &Expected) {
     let catalog = store.catalog();
     // Probes: every track has a floor; only the retired one has level floors.
     let recorded: BTreeSet<TrackKey> = catalog
@@ -380,7 +380,7 @@ fn is_floor(result: Result<impl std::fmt::Debug, EngineError>, floor: u64, what:
     }
 }
 
-fn check_queries(store: &Store, expected: &Expected) {
+fn check_queries(store: &View, expected: &Expected) {
     let last_probe = expected.probes.last().unwrap().position;
     let last_event = expected.events.last().unwrap().position;
     assert_eq!(store.watermark(PROBES, &[]).unwrap(), Some(last_probe));
@@ -510,7 +510,7 @@ fn survey_by_hand(rows: &[&ProbeRow], [lo, hi]: [u64; 2], budget: u64) -> (u8, V
     (level, fields)
 }
 
-fn check_surveys(store: &Store, expected: &Expected) {
+fn check_surveys(store: &View, expected: &Expected) {
     for track in (0..TRACKS.len()).filter(|&t| t != RETIRED) {
         let labels = labels(track);
         let sel = selection(&labels);
@@ -552,7 +552,7 @@ fn check_surveys(store: &Store, expected: &Expected) {
     ));
 }
 
-fn check_folds(store: &Store, expected: &Expected) {
+fn check_folds(store: &View, expected: &Expected) {
     let aggregates = [
         Aggregate::Min,
         Aggregate::Max,

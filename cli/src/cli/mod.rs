@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use clap::CommandFactory as _;
 use strata::index::selection_word;
-use strata::{Config, EngineError, Num, Store, StreamDecl};
+use strata::{Config, EngineError, Num, Reader, Store, StreamDecl, View};
 
 use args::{AxisRangeArgs, Cli, Command, TrackArg};
 
@@ -245,7 +245,7 @@ fn count(n: u64, one: &str, many: &str) -> String {
 
 /// The declaration of `stream`, or the engine's refusal naming the streams the store declares:
 /// every command that takes a stream refuses an unknown one in these words.
-fn declared<'a>(store: &'a Store, stream: &str) -> Result<&'a StreamDecl, Failure> {
+fn declared<'a>(store: &'a View, stream: &str) -> Result<&'a StreamDecl, Failure> {
     Ok(store.declaration(stream)?)
 }
 
@@ -256,7 +256,7 @@ static VERBOSE: AtomicBool = AtomicBool::new(false);
 /// read) where that informs: with `--verbose`, or when a writer in another process recorded
 /// more while the read ran, so the answer is at an older state than the store's now. A read
 /// that answers the store as it is says nothing, as sqlite3 and duckdb say nothing on success.
-fn tell_watermark(store: &Store, stream: &str) {
+fn tell_watermark(store: &Reader, stream: &str) {
     let verbose = VERBOSE.load(Ordering::Relaxed);
     let behind = store.behind();
     if !verbose && !behind {
@@ -345,7 +345,7 @@ fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
 /// folder) refuses the open, naming it: a read-only open would hold the store's lock, and a
 /// writer would then be refused for as long as the read lasts, told only "the store is
 /// locked". `warn` says on stderr what damage the open found.
-fn open_dir_to_read(dir: &Path, config: Config, warn: bool) -> Result<Store, Failure> {
+fn open_dir_to_read(dir: &Path, config: Config, warn: bool) -> Result<Reader, Failure> {
     if dir.join(strata::recover::LOCK_FILE).is_file() {
         match Store::open_reader(dir, config.clone()) {
             Ok(store) => {
@@ -421,14 +421,14 @@ fn cannot_write(error: &EngineError) -> bool {
 
 /// A store opened to read: a local one, or a replica of a bucket (which owns its store).
 enum Opened {
-    Local(Box<Store>),
+    Local(Box<Reader>),
     Remote(Box<strata::remote::Replica>),
 }
 
 impl std::ops::Deref for Opened {
-    type Target = Store;
+    type Target = Reader;
 
-    fn deref(&self) -> &Store {
+    fn deref(&self) -> &Reader {
         match self {
             Opened::Local(store) => store,
             Opened::Remote(replica) => replica.store(),

@@ -12,7 +12,7 @@
 use std::ops::Bound;
 
 use strata::index::TrackKey;
-use strata::{Store, StreamDecl};
+use strata::{StreamDecl, View};
 
 use super::args::RangeArgs;
 use super::time::{self, Round};
@@ -135,7 +135,7 @@ fn ends_words((lo, hi): Ends, text: impl Fn(u64) -> String) -> String {
 
 /// Says on stderr that `selected` matched no row of `stream` under `selection`, and where that
 /// selection's rows lie, when it holds any: a range that misses is not an empty stream.
-pub fn note_missed(store: &Store, decl: &StreamDecl, selection: &[&str], selected: &Selected) {
+pub fn note_missed(store: &View, decl: &StreamDecl, selection: &[&str], selected: &Selected) {
     if !selected.is_narrowed() {
         return;
     }

@@ -41,7 +41,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
-use strata::{Aggregate, Config, EngineError, Store, View, describe};
+use strata::{Aggregate, Config, EngineError, Reader, View, describe};
 
 use super::args::ViewArgs;
 use super::survey::Scope;
@@ -100,7 +100,7 @@ struct Server {
 }
 
 struct Opening {
-    store: Store,
+    store: Reader,
     refreshed: Instant,
 }
 
@@ -197,7 +197,7 @@ fn slots_for(cores: usize) -> usize {
 /// Opens the store as `strata query` does: a reader beside a writer, or read-only where no
 /// writer can run, and never a read-only open that would hold the lock a writer needs (a
 /// reader refused for another reason refuses the view, naming it), saying what damage it found.
-fn open(dir: &Path) -> Result<Store, Failure> {
+fn open(dir: &Path) -> Result<Reader, Failure> {
     super::open_dir_to_read(dir, Config::default(), true)
         .map_err(|failure| Failure::new(format!("cannot view: {failure}")))
 }

@@ -190,7 +190,7 @@ fn a_view_past_the_reader_bound_refuses_naming_it() {
     let s = one_row();
     let dir = s.dir.path().join("store");
     let max = strata::Config::default().reader_processes_max;
-    let readers: Vec<strata::Store> = (0..max)
+    let readers: Vec<strata::Reader> = (0..max)
         .map(|_| strata::Store::open_reader(&dir, strata::Config::default()).unwrap())
         .collect();
     let started = Instant::now();

@@ -150,7 +150,7 @@ pub(super) async fn supervise(
         sup.resume(stepped);
         if !sup.paused && !sup.takes_feeds() {
             sup.paused = true;
-            writer!(sup.store).metrics.backpressure_waits += 1;
+            sup.store.writer.metrics.backpressure_waits += 1;
         } else if sup.takes_feeds() {
             sup.paused = false;
         }
@@ -284,7 +284,7 @@ impl Supervisor {
         let readers_max = config.readers_max.clamp(1, ServeConfig::READERS_MAX_LIMIT);
         let mut store = store;
         // Retired files are removed by the worker, never on the supervisor's thread.
-        writer!(store).defer_removals = true;
+        store.writer.defer_removals = true;
         let read_done = Arc::new(Notify::new());
         // Any snapshot let go wakes the loop, one a read handed out included.
         let wake = Arc::clone(&read_done);
@@ -393,16 +393,16 @@ impl Supervisor {
             Err(_) => {
                 // The write panicked, and the manifest's writer it held is lost with it: the
                 // store is poisoned, and nothing is in flight any more.
-                writer!(self.store).sealing = false;
+                self.store.writer.sealing = false;
                 Err(self.store.poison(EngineError::Internal {
                     reason: "the writer thread's write panicked".to_owned(),
                 }))
             }
         };
         if outcome.is_ok() {
-            writer!(self.store).metrics.reads_during_barriers += in_flight.reads;
+            self.store.writer.metrics.reads_during_barriers += in_flight.reads;
             if in_flight.trigger == Some(Trigger::Size) {
-                writer!(self.store).metrics.size_barriers += 1;
+                self.store.writer.metrics.size_barriers += 1;
             }
         }
         self.answer_seals(&outcome, in_flight.waiting);
@@ -630,7 +630,7 @@ impl Supervisor {
         drop(self.spare.take());
         let _ = self.reads.acquire_many(permits(self.readers_max)).await;
         // The reads are over: what they held may go, here (a failure is boot's to heal).
-        writer!(self.store).defer_removals = false;
+        self.store.writer.defer_removals = false;
         let _ = self.store.remove_unpinned();
         drop(self); // releases the lock before the caller hears back
         sealed

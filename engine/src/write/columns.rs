@@ -658,7 +658,7 @@ impl Store {
             ));
         }
         room_to_stage(
-            writer!(self).staged_bytes,
+            self.writer.staged_bytes,
             checked.bytes,
             self.view.config.staged_bytes_max,
         )?;
@@ -698,6 +698,6 @@ impl Accepted<'_, '_, '_> {
         let (batch_bytes, n_rows) = (checked.bytes, checked.n_rows);
         state.stage_columns(self.positions, self.columns, checked);
         state.note_position(last, n_rows);
-        writer!(self.store).staged_bytes += batch_bytes;
+        self.store.writer.staged_bytes += batch_bytes;
     }
 }

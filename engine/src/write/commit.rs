@@ -26,8 +26,8 @@ impl Store {
         // live state) would otherwise be rewritten after every record, each rewrite costing the
         // whole snapshot. Waiting until the manifest has doubled since the last rewrite makes
         // each rewrite pay for itself with as many bytes of new frames.
-        let len = writer!(self).manifest.len();
-        if len <= self.config.manifest_rewrite_bytes || len <= writer!(self).manifest_base_len * 2 {
+        let len = self.writer.manifest.len();
+        if len <= self.config.manifest_rewrite_bytes || len <= self.writer.manifest_base_len * 2 {
             return Ok(());
         }
         self.rewrite_manifest().map(|_| ())
@@ -39,8 +39,8 @@ impl Store {
     /// history compaction just retired boot from its live state without waiting for the
     /// manifest to double past a snapshot measured before the retirements.
     pub(crate) fn tidy_manifest(&mut self) -> Result<(), EngineError> {
-        if writer!(self).retired_since_measure
-            && writer!(self).manifest.len() > self.config.manifest_rewrite_bytes
+        if self.writer.retired_since_measure
+            && self.writer.manifest.len() > self.config.manifest_rewrite_bytes
         {
             self.checkpoint()?;
         }
@@ -59,14 +59,14 @@ impl Store {
                 reason: "u64::MAX is no file's name: it cannot be reserved".to_owned(),
             });
         }
-        if writer!(self).next_name > through {
+        if self.writer.next_name > through {
             return Ok(false);
         }
         let record = Record {
             entries: vec![Entry::NameHigh(through)],
         };
         self.commit(&record, "a name reservation")?;
-        writer!(self).next_name = through + 1;
+        self.writer.next_name = through + 1;
         Ok(true)
     }
 
@@ -82,12 +82,12 @@ impl Store {
         // Files retired under a snapshot hold the rewrite back (`rewrite_manifest`): then
         // nothing is measured, so the next quiet spell tries again.
         self.remove_unpinned()?;
-        if !writer!(self).removals.is_empty() {
+        if !self.writer.removals.is_empty() {
             return Ok(false);
         }
-        writer!(self).manifest_base_len = snapshot_len(&self.catalog);
-        writer!(self).retired_since_measure = false;
-        if writer!(self).manifest.len() <= writer!(self).manifest_base_len * 2 {
+        self.writer.manifest_base_len = snapshot_len(&self.catalog);
+        self.writer.retired_since_measure = false;
+        if self.writer.manifest.len() <= self.writer.manifest_base_len * 2 {
             return Ok(false);
         }
         self.rewrite_manifest()
@@ -103,14 +103,14 @@ impl Store {
     /// remove. Answers whether it rewrote; a later write rewrites once they are gone.
     pub(crate) fn rewrite_manifest(&mut self) -> Result<bool, EngineError> {
         self.remove_unpinned()?;
-        if !writer!(self).removals.is_empty() {
+        if !self.writer.removals.is_empty() {
             return Ok(false);
         }
         // The generation replaced, read back whole: its frame boundaries join the lineage
         // the new one records, which is what proves a copy of any of them (a bucket's) an
         // earlier state of this store. The appends that wrote it succeeded (a failed one
         // poisons the store), so it is all trusted prefix.
-        let generation = writer!(self).manifest.generation();
+        let generation = self.writer.manifest.generation();
         // A failed read writes nothing: the store stays as it was, unpoisoned.
         let replaced = read_manifest(self.vfs.as_ref(), generation).map_err(EngineError::read)?;
         // A large catalog's snapshot does not fit one frame: split it into frames of at most
@@ -134,9 +134,9 @@ impl Store {
         let replaced_state = whole_state(generation, &replaced);
         match rewrite_manifest(self.vfs.as_ref(), replaced_state, &snapshot) {
             Ok(manifest) => {
-                writer!(self).manifest_base_len = manifest.len();
-                writer!(self).retired_since_measure = false;
-                writer!(self).manifest = manifest;
+                self.writer.manifest_base_len = manifest.len();
+                self.writer.retired_since_measure = false;
+                self.writer.manifest = manifest;
                 self.install(rebuilt);
                 Ok(true)
             }
@@ -159,7 +159,7 @@ impl Store {
                 reason: format!("{what}'s own record was refused: {e}"),
             })?;
         let vfs = Arc::clone(&self.view.vfs);
-        if let Err(failed) = append_record(vfs.as_ref(), &mut writer!(self).manifest, record) {
+        if let Err(failed) = append_record(vfs.as_ref(), &mut self.writer.manifest, record) {
             return Err(self.poison(EngineError::write(failed.error)));
         }
         Ok(())
@@ -179,16 +179,10 @@ impl Store {
         self.view.version += 1;
     }
 
-    /// Refuses a write to a read-only store (naming `operation`), then one to a poisoned store,
-    /// then any write but a publish while a barrier is in flight (`Served` waits for the
-    /// barrier before it asks; one that comes anyway is a bug, refused before it writes).
+    /// Refuses a write to a poisoned store, then any write but a publish while a barrier is in
+    /// flight (`Served` waits for the barrier before it asks; one that comes anyway is a bug,
+    /// refused before it writes).
     pub(crate) fn check_writable(&self, operation: &'static str) -> Result<(), EngineError> {
-        if self.writer.is_none() {
-            return Err(EngineError::ReadOnly {
-                store: self.vfs.location(),
-                operation,
-            });
-        }
         self.check_poison()?;
         // Staging goes on while a barrier is written (the served pipeline stages the next
         // barrier's rows meanwhile); every other write waits for it to land.
@@ -196,7 +190,7 @@ impl Store {
             operation,
             "publish" | "publish_columns" | "publish_columns_at"
         );
-        if self.writer.as_ref().is_some_and(|w| w.sealing) && !stages {
+        if self.writer.sealing && !stages {
             return Err(EngineError::Internal {
                 reason: format!("{operation} was asked while a barrier is in flight"),
             });

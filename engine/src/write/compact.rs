@@ -211,7 +211,7 @@ impl Store {
         self.check_writable("compact_step")?;
         self.remove_unpinned()?;
         // Retention first: what it retires is neither merged nor rewritten.
-        if writer!(self).sweep_due && !self.config.retention.is_empty() {
+        if self.writer.sweep_due && !self.config.retention.is_empty() {
             self.sweep()?;
         }
         let Some(pick) = self.pick() else {
@@ -220,20 +220,20 @@ impl Store {
         };
         // Moved before the merge is tried, so a partition whose inputs fail to read does not
         // take every later step too.
-        writer!(self).compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
-        let name = writer!(self).next_name;
-        writer!(self).next_name = name + 1;
+        self.writer.compact_cursor = Some((pick.stream.clone(), pick.track.clone()));
+        let name = self.writer.next_name;
+        self.writer.next_name = name + 1;
         let snapshot = self.snapshot();
         let placeholder = ManifestWriter::detached(
-            writer!(self).manifest.generation(),
-            writer!(self).manifest.len(),
+            self.writer.manifest.generation(),
+            self.writer.manifest.len(),
         );
-        writer!(self).sealing = true;
+        self.writer.sealing = true;
         Ok(Some(Merging {
             snapshot,
             pick,
             name,
-            manifest: std::mem::replace(&mut writer!(self).manifest, placeholder),
+            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
             version: self.version,
         }))
     }
@@ -247,8 +247,8 @@ impl Store {
         &mut self,
         done: MergeDone,
     ) -> Result<Option<CompactStep>, EngineError> {
-        writer!(self).sealing = false;
-        writer!(self).manifest = done.manifest;
+        self.writer.sealing = false;
+        self.writer.manifest = done.manifest;
         if done.version != self.version {
             return Err(self.poison(EngineError::Internal {
                 reason: format!(
@@ -262,21 +262,21 @@ impl Store {
             Ok(outcome) => outcome,
             Err(MergeError::Read(error)) => {
                 if let [(input, _)] = pick.inputs[..] {
-                    writer!(self).rewrite_failed = Some(input);
+                    self.writer.rewrite_failed = Some(input);
                 }
                 return Err(error);
             }
             Err(MergeError::Poisons(error)) => return Err(self.poison(error)),
         };
         self.install(catalog);
-        writer!(self).metrics.compaction_steps += 1;
-        writer!(self).metrics.compaction_bytes_read +=
+        self.writer.metrics.compaction_steps += 1;
+        self.writer.metrics.compaction_bytes_read +=
             pick.inputs.iter().map(|(_, e)| e.len).sum::<u64>();
-        writer!(self).metrics.compaction_bytes_written += bytes_written;
+        self.writer.metrics.compaction_bytes_written += bytes_written;
         let mut inputs: Vec<FileName> = pick.inputs.iter().map(|&(input, _)| input).collect();
         inputs.sort_unstable();
         let removed = self.remove_retired(&inputs)?;
-        writer!(self).retired_since_measure |= !removed.is_empty();
+        self.writer.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Some(CompactStep {
             stream: pick.stream,
@@ -296,7 +296,7 @@ impl Store {
         // merged: taking the first in order would give every step to the first dozen
         // partitions of a barrier that touches more than a grant's worth, and none ever to
         // the rest (seen: one partition of 32 at 1,000 files after a compacting ingest).
-        let cursor = self.writer.as_ref().and_then(|w| w.compact_cursor.as_ref());
+        let cursor = self.writer.compact_cursor.as_ref();
         let after = |id: &str, track: &TrackKey| {
             cursor.is_none_or(|(stream, last)| (id, track) > (stream.as_str(), last))
         };
@@ -408,7 +408,7 @@ impl Store {
     /// whole one lets the file go once the last is out. One input, so the output holds the same
     /// rows and cells bit for bit, wherever it lies among the partition's segments.
     fn pick_rewrite(&self) -> Option<Pick> {
-        let failed = self.writer.as_ref().and_then(|w| w.rewrite_failed);
+        let failed = self.writer.rewrite_failed;
         for name in self.catalog.partly_retired_files() {
             // One file that cannot be read (boot's verdict, or the last rewrite's failure)
             // must not take every step.

@@ -73,7 +73,7 @@ impl Store {
             }
             swept.push(self.commit_retirement(&stream, floors, retired)?);
         }
-        writer!(self).sweep_due = false;
+        self.writer.sweep_due = false;
         Ok(swept)
     }
 
@@ -318,9 +318,9 @@ impl Store {
         if let Some(state) = self.streams.get_mut(stream) {
             state.floor = floor;
         }
-        writer!(self).metrics.tiers_retired += retired.len() as u64;
+        self.writer.metrics.tiers_retired += retired.len() as u64;
         let removed = self.remove_retired(&files)?;
-        writer!(self).retired_since_measure |= !removed.is_empty();
+        self.writer.retired_since_measure |= !removed.is_empty();
         self.maybe_rewrite_manifest()?;
         Ok(Swept {
             stream: stream.to_owned(),

@@ -60,8 +60,8 @@ impl Store {
     /// [`Store::finish_barrier`] (`sealing`). The caller has checked that something is staged
     /// and that the store is writable.
     pub(crate) fn seal_off(&mut self) -> Sealing {
-        let name = writer!(self).next_name;
-        writer!(self).next_name = name + 1;
+        let name = self.writer.next_name;
+        self.writer.next_name = name + 1;
         let mut rows = 0;
         let mut watermarks = Vec::new();
         for (id, state) in &self.streams {
@@ -85,22 +85,22 @@ impl Store {
             .map(|(id, state)| (id.clone(), state.seal_off()))
             .collect();
         let placeholder = ManifestWriter::detached(
-            writer!(self).manifest.generation(),
-            writer!(self).manifest.len(),
+            self.writer.manifest.generation(),
+            self.writer.manifest.len(),
         );
-        writer!(self).sealing = true;
+        self.writer.sealing = true;
         Sealing {
             name,
             streams,
             storage: self.config.level_storage,
             pack_columns: self.config.pack_columns,
-            staged_bytes: std::mem::take(&mut writer!(self).staged_bytes),
+            staged_bytes: std::mem::take(&mut self.writer.staged_bytes),
             rows,
             watermarks,
             intact,
             catalog: Arc::clone(&self.catalog),
             version: self.version,
-            manifest: std::mem::replace(&mut writer!(self).manifest, placeholder),
+            manifest: std::mem::replace(&mut self.writer.manifest, placeholder),
             vfs: Arc::clone(&self.vfs),
         }
     }
@@ -111,9 +111,9 @@ impl Store {
     /// before anything was claimed) puts the rows back in staging if nothing was staged
     /// behind them, and poisons the store if something was.
     pub(crate) fn finish_barrier(&mut self, sealed: Sealed) -> Result<(), EngineError> {
-        writer!(self).sealing = false;
-        writer!(self).manifest = sealed.manifest;
-        writer!(self).metrics.barrier_syncs += sealed.syncs;
+        self.writer.sealing = false;
+        self.writer.manifest = sealed.manifest;
+        self.writer.metrics.barrier_syncs += sealed.syncs;
         if sealed.version != self.version {
             let error = EngineError::Internal {
                 reason: format!(
@@ -126,20 +126,20 @@ impl Store {
         match sealed.outcome {
             Ok((catalog, segment_len)) => {
                 self.install(catalog);
-                writer!(self).sweep_due = true;
-                writer!(self).metrics.barriers += 1;
-                writer!(self).metrics.rows_sealed += sealed.rows;
-                writer!(self).metrics.bytes_sealed += segment_len;
+                self.writer.sweep_due = true;
+                self.writer.metrics.barriers += 1;
+                self.writer.metrics.rows_sealed += sealed.rows;
+                self.writer.metrics.bytes_sealed += segment_len;
                 Ok(())
             }
-            Err(error @ EngineError::Internal { .. }) if writer!(self).staged_bytes == 0 => {
+            Err(error @ EngineError::Internal { .. }) if self.writer.staged_bytes == 0 => {
                 for (id, sealed_off) in sealed.streams {
                     if let Some(state) = self.streams.get_mut(&id) {
                         state.staged = sealed_off.staged;
                         state.staged_position = sealed_off.staged_position;
                     }
                 }
-                writer!(self).staged_bytes = sealed.staged_bytes;
+                self.writer.staged_bytes = sealed.staged_bytes;
                 Err(error)
             }
             Err(error) => Err(self.poison(error)),

@@ -49,7 +49,7 @@ impl Store {
 
     /// Files retired while a snapshot could still read them, not removed yet.
     pub fn removals_pending(&self) -> usize {
-        self.writer.as_ref().map_or(0, |w| w.removals.len())
+        self.writer.removals.len()
     }
 
     /// Removes the retired files no snapshot can read any more (all of them once none is
@@ -57,13 +57,8 @@ impl Store {
     /// always did. Every write of a store used directly calls it; under `Served` it does
     /// nothing (`defer_removals`) but at the stop, and the worker removes them instead.
     pub(crate) fn remove_unpinned(&mut self) -> Result<(), EngineError> {
-        // A store without a writer removes nothing; under `Served` the worker removes them
-        // (`take_due_removals`).
-        if self
-            .writer
-            .as_ref()
-            .is_none_or(|w| w.removals.is_empty() || w.defer_removals)
-        {
+        // Under `Served` the worker removes them (`take_due_removals`).
+        if self.writer.removals.is_empty() || self.writer.defer_removals {
             return Ok(());
         }
         let names = self.split_due_removals();
@@ -76,10 +71,10 @@ impl Store {
     /// hold everything back, as a reader at the start would: nothing is removed on a guess.
     fn split_due_removals(&mut self) -> Vec<FileName> {
         let due = self.due_predicate();
-        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut writer!(self).removals)
+        let (due, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writer.removals)
             .into_iter()
             .partition(|removal| due(removal));
-        writer!(self).removals = kept;
+        self.writer.removals = kept;
         due.into_iter().map(|removal| removal.name).collect()
     }
 
@@ -90,7 +85,7 @@ impl Store {
         let oldest = self.pins.oldest();
         let snapshots_let_go =
             move |removal: &Removal| oldest.is_none_or(|oldest| oldest >= removal.version);
-        let queued = self.writer.as_ref().map_or(&[][..], |w| &w.removals[..]);
+        let queued = &self.writer.removals[..];
         let reader = if queued.iter().any(snapshots_let_go) {
             oldest_reader(self.vfs.as_ref()).unwrap_or(Some(ManifestPosition::default()))
         } else {
@@ -104,9 +99,7 @@ impl Store {
     /// Whether a queued file may be removed now: nothing can read it any more.
     pub(crate) fn removals_due(&self) -> bool {
         let due = self.due_predicate();
-        self.writer
-            .as_ref()
-            .is_some_and(|w| w.removals.iter().any(due))
+        self.writer.removals.iter().any(due)
     }
 
     /// Takes the queued files no snapshot can read any more out of the queue, and lets go of
@@ -116,7 +109,7 @@ impl Store {
     pub(crate) fn take_due_removals(&mut self) -> Vec<FileName> {
         let names = self.split_due_removals();
         self.evict_readers(&names);
-        writer!(self).sealing = !names.is_empty();
+        self.writer.sealing = !names.is_empty();
         names
     }
 
@@ -125,7 +118,7 @@ impl Store {
         &mut self,
         removed: Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        writer!(self).sealing = false;
+        self.writer.sealing = false;
         removed.map_err(|error| self.poison(error))
     }
 
@@ -133,8 +126,8 @@ impl Store {
     /// where the manifest does now, for removal once nothing can read it.
     pub(crate) fn defer_removal(&mut self, name: FileName) {
         let version = self.view.version;
-        let at = writer!(self).manifest_position();
-        writer!(self).removals.push(Removal { version, at, name });
+        let at = self.writer.manifest_position();
+        self.writer.removals.push(Removal { version, at, name });
     }
 }
 

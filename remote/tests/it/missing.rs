@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use object_store::{ObjectStore, ObjectStoreExt};
-use strata_engine::Store;
+use strata_engine::{Store, View};
 use strata_remote::{Bucket, Published, Publisher, RemoteConfig, RemoteError, Replica};
 
 use crate::fault_store::{FaultStore, Requests};
@@ -168,7 +168,7 @@ fn replica(objects: &Objects) -> Replica {
 }
 
 /// Every row of every track the replica reads, asserting each track's rows equal the writer's.
-fn rows_read(writer: &Store, replica: &Store) -> usize {
+fn rows_read(writer: &View, replica: &View) -> usize {
     TRACKS
         .iter()
         .map(|track| {

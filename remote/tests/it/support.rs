@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::memory::InMemory;
-use strata_engine::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Value};
+use strata_engine::{Aggregate, Config, FieldKind, Store, Stream, StreamDecl, Value, View};
 use strata_remote::Bucket;
 
 /// The stream every tier test writes: two labels, an axis, two measured fields.
@@ -79,7 +79,7 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 /// store is built here from the writer's rows up to the replica's watermark (a survey's cells
 /// cover the rows beyond a range's end, so the writer's own answers would differ).
 /// Returns the rows compared.
-pub fn same_answers(writer: &Store, replica: &Store) -> usize {
+pub fn same_answers(writer: &View, replica: &View) -> usize {
     let mut compared = 0;
     let mut behind = false;
     let mut upto = Vec::new();
@@ -129,7 +129,7 @@ pub fn same_answers(writer: &Store, replica: &Store) -> usize {
 }
 
 /// Asserts that two stores at the same watermarks answer every survey and fold alike.
-fn same_cells(writer: &Store, replica: &Store) {
+fn same_cells(writer: &View, replica: &View) {
     for track in TRACKS {
         let sel = &track[..];
         let rows = replica.query("probe", sel, ..).expect("replica query");
