@@ -77,50 +77,82 @@ pub(crate) fn num_to_py(py: Python<'_>, value: Num) -> PyResult<Bound<'_, PyAny>
     })
 }
 
+/// A numeric column's values, and its null mask if it holds a null, gathered from its chunks:
+/// the copy a numpy array of it needs, made with the GIL released ([`gather`]) so that two
+/// Python threads' reads copy at once; wrapped under the GIL without another copy.
+pub(crate) enum Gathered {
+    U64(Vec<u64>, Option<Vec<bool>>),
+    I64(Vec<i64>, Option<Vec<bool>>),
+    F64(Vec<f64>, Option<Vec<bool>>),
+}
+
+/// The values of a column of `data_type` in `chunks`, if it is a numeric one (`None` for the
+/// rest: times, labels, text, which `column_to_numpy` builds under the GIL).
+pub(crate) fn gather(data_type: &DataType, chunks: &[&dyn Array]) -> Option<Gathered> {
+    use engine_arrow::types::{Float64Type, Int64Type, UInt64Type};
+    fn values<T: engine_arrow::ArrowPrimitiveType>(chunks: &[&dyn Array]) -> Vec<T::Native> {
+        let mut all = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
+        for chunk in chunks {
+            all.extend_from_slice(chunk.as_primitive::<T>().values());
+        }
+        all
+    }
+    fn mask(chunks: &[&dyn Array]) -> Option<Vec<bool>> {
+        if chunks.iter().all(|c| c.null_count() == 0) {
+            return None;
+        }
+        let mut mask = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
+        for chunk in chunks {
+            mask.extend((0..chunk.len()).map(|idx| chunk.is_null(idx)));
+        }
+        Some(mask)
+    }
+    Some(match data_type {
+        DataType::UInt64 => Gathered::U64(values::<UInt64Type>(chunks), mask(chunks)),
+        DataType::Int64 => Gathered::I64(values::<Int64Type>(chunks), mask(chunks)),
+        DataType::Float64 => Gathered::F64(values::<Float64Type>(chunks), mask(chunks)),
+        _ => return None,
+    })
+}
+
+impl Gathered {
+    /// The numpy array of the values, moved into it (no copy); with nulls, a masked array: a
+    /// null row masked (the value beneath is the engine's placeholder, never data), NaN
+    /// unmasked.
+    pub(crate) fn into_numpy(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        fn wrap<T: Element>(
+            py: Python<'_>,
+            values: Vec<T>,
+            mask: Option<Vec<bool>>,
+        ) -> PyResult<Bound<'_, PyAny>> {
+            let values = PyArray1::from_vec(py, values).into_any();
+            let Some(mask) = mask else {
+                return Ok(values);
+            };
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("mask", PyArray1::from_vec(py, mask))?;
+            py.import("numpy")?
+                .getattr("ma")?
+                .call_method("masked_array", (values,), Some(&kwargs))
+        }
+        match self {
+            Gathered::U64(values, mask) => wrap(py, values, mask),
+            Gathered::I64(values, mask) => wrap(py, values, mask),
+            Gathered::F64(values, mask) => wrap(py, values, mask),
+        }
+    }
+}
+
 /// The concatenation of one column's chunks as a numpy array.
 pub(crate) fn column_to_numpy<'py>(
     py: Python<'py>,
     data_type: &DataType,
     chunks: &[&dyn Array],
 ) -> PyResult<Bound<'py, PyAny>> {
-    use engine_arrow::types::{Float64Type, Int64Type, UInt64Type};
-    fn primitive<'py, T: engine_arrow::ArrowPrimitiveType>(
-        py: Python<'py>,
-        chunks: &[&dyn Array],
-    ) -> Bound<'py, PyAny>
-    where
-        T::Native: Element,
-    {
-        let mut all = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
-        for chunk in chunks {
-            all.extend_from_slice(chunk.as_primitive::<T>().values());
-        }
-        PyArray1::from_vec(py, all).into_any()
-    }
-    /// A measured field with nulls as a numpy masked array: a null row masked (the value
-    /// beneath is the engine's placeholder, never data), NaN unmasked.
-    fn masked<'py>(
-        py: Python<'py>,
-        values: Bound<'py, PyAny>,
-        chunks: &[&dyn Array],
-    ) -> PyResult<Bound<'py, PyAny>> {
-        if chunks.iter().all(|c| c.null_count() == 0) {
-            return Ok(values);
-        }
-        let mut mask = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
-        for chunk in chunks {
-            mask.extend((0..chunk.len()).map(|idx| chunk.is_null(idx)));
-        }
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("mask", PyArray1::from_vec(py, mask))?;
-        py.import("numpy")?
-            .getattr("ma")?
-            .call_method("masked_array", (values,), Some(&kwargs))
+    if let Some(gathered) = gather(data_type, chunks) {
+        return gathered.into_numpy(py);
     }
     Ok(match data_type {
-        DataType::UInt64 => masked(py, primitive::<UInt64Type>(py, chunks), chunks)?,
-        DataType::Int64 => masked(py, primitive::<Int64Type>(py, chunks), chunks)?,
-        DataType::Float64 => masked(py, primitive::<Float64Type>(py, chunks), chunks)?,
         DataType::Timestamp(unit, _) => crate::times::timestamps_to_numpy(py, *unit, chunks)?,
         DataType::Dictionary(_, _) => {
             // A track's labels: each chunk's few labels as Python objects once, spread over
@@ -206,115 +238,164 @@ pub(crate) struct PySurvey {
     fields: Py<PyDict>,
 }
 
-/// One bucket member's values of a field as a numpy array of the field's dtype. A value of
-/// another kind breaks the engine's promise: refused, never written as a made-up number.
-fn values_array<'py>(
-    py: Python<'py>,
-    field: &str,
-    kind: FieldKind,
-    values: impl Iterator<Item = Num>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let other = |v: Num| {
-        StrataError::new_err(format!(
-            "field {field:?} ({kind}) answered a value of kind {:?}",
-            v.kind()
-        ))
-    };
-    Ok(match kind {
-        FieldKind::U64 => {
-            let values = values.map(|v| {
-                if let Num::U64(x) = v {
-                    Ok(x)
-                } else {
-                    Err(other(v))
-                }
-            });
-            PyArray1::from_vec(py, values.collect::<PyResult<Vec<u64>>>()?).into_any()
-        }
-        FieldKind::I64 => {
-            let values = values.map(|v| {
-                if let Num::I64(x) = v {
-                    Ok(x)
-                } else {
-                    Err(other(v))
-                }
-            });
-            PyArray1::from_vec(py, values.collect::<PyResult<Vec<i64>>>()?).into_any()
-        }
-        _ => {
-            let values = values.map(|v| {
-                if let Num::F64(x) = v {
-                    Ok(x)
-                } else {
-                    Err(other(v))
-                }
-            });
-            PyArray1::from_vec(py, values.collect::<PyResult<Vec<f64>>>()?).into_any()
-        }
-    })
+/// One field's values as one numpy kind: what a survey's `first`, `last`, `min` and `max` are.
+enum NumValues {
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
 }
 
-impl PySurvey {
-    pub(crate) fn new(
-        py: Python<'_>,
-        survey: &EngineSurvey,
-        decl: Option<&StreamDecl>,
-    ) -> PyResult<Self> {
-        let fields = PyDict::new(py);
-        for buckets in &survey.fields {
-            let kind = decl
-                .and_then(|d| d.fields.iter().find(|f| f.name == buckets.field))
-                .map_or(FieldKind::F64, |f| f.kind);
-            let b: &[Bucket] = &buckets.buckets;
-            let arrays = PyDict::new(py);
-            arrays.set_item(
-                "first",
-                values_array(py, &buckets.field, kind, b.iter().map(|b| b.first.value))?,
-            )?;
-            arrays.set_item(
-                "first_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.first.axis)),
-            )?;
-            arrays.set_item(
-                "last",
-                values_array(py, &buckets.field, kind, b.iter().map(|b| b.last.value))?,
-            )?;
-            arrays.set_item(
-                "last_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.last.axis)),
-            )?;
-            arrays.set_item(
-                "min",
-                values_array(py, &buckets.field, kind, b.iter().map(|b| b.min.value))?,
-            )?;
-            arrays.set_item(
-                "min_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.min.axis)),
-            )?;
-            arrays.set_item(
-                "max",
-                values_array(py, &buckets.field, kind, b.iter().map(|b| b.max.value))?,
-            )?;
-            arrays.set_item(
-                "max_axis",
-                PyArray1::from_iter(py, b.iter().map(|b| b.max.axis)),
-            )?;
-            arrays.set_item("count", PyArray1::from_iter(py, b.iter().map(|b| b.count)))?;
-            arrays.set_item("sum", PyArray1::from_iter(py, b.iter().map(|b| b.sum)))?;
-            arrays.set_item(
-                "sum_sq",
-                PyArray1::from_iter(py, b.iter().map(|b| b.sum_sq)),
-            )?;
-            arrays.set_item(
-                "mean",
-                PyArray1::from_iter(py, b.iter().map(|b| b.sum / b.count as f64)),
-            )?;
-            fields.set_item(&buckets.field, arrays)?;
+impl NumValues {
+    /// `values` of field `field`, declared `kind`; a value of another kind is refused, naming
+    /// the field.
+    fn of(field: &str, kind: FieldKind, values: impl Iterator<Item = Num>) -> Result<Self, String> {
+        let other = |v: Num| {
+            format!(
+                "field {field:?} ({kind}) answered a value of kind {:?}",
+                v.kind()
+            )
+        };
+        Ok(match kind {
+            FieldKind::U64 => NumValues::U64(
+                values
+                    .map(|v| {
+                        if let Num::U64(x) = v {
+                            Ok(x)
+                        } else {
+                            Err(other(v))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            FieldKind::I64 => NumValues::I64(
+                values
+                    .map(|v| {
+                        if let Num::I64(x) = v {
+                            Ok(x)
+                        } else {
+                            Err(other(v))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            _ => NumValues::F64(
+                values
+                    .map(|v| {
+                        if let Num::F64(x) = v {
+                            Ok(x)
+                        } else {
+                            Err(other(v))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        })
+    }
+
+    fn into_numpy(self, py: Python<'_>) -> Bound<'_, PyAny> {
+        match self {
+            NumValues::U64(values) => PyArray1::from_vec(py, values).into_any(),
+            NumValues::I64(values) => PyArray1::from_vec(py, values).into_any(),
+            NumValues::F64(values) => PyArray1::from_vec(py, values).into_any(),
         }
-        Ok(PySurvey {
+    }
+}
+
+/// A survey's arrays, built from its buckets with the GIL released ([`SurveyArrays::of`]) so
+/// that two Python threads' surveys copy at once (#49), and moved into numpy under it
+/// ([`PySurvey::new`]) without another copy.
+pub(crate) struct SurveyArrays {
+    level: u8,
+    group: u128,
+    span: Option<(u64, u64)>,
+    fields: Vec<FieldArrays>,
+}
+
+struct FieldArrays {
+    field: String,
+    values: [(&'static str, NumValues); 4],
+    axes: [(&'static str, Vec<u64>); 4],
+    count: Vec<u64>,
+    sums: [(&'static str, Vec<f64>); 3],
+}
+
+impl SurveyArrays {
+    /// The arrays of `survey`, each field's values as its declaration (`decl`) says.
+    pub(crate) fn of(survey: &EngineSurvey, decl: Option<&StreamDecl>) -> Result<Self, String> {
+        let fields = survey
+            .fields
+            .iter()
+            .map(|buckets| {
+                let kind = decl
+                    .and_then(|d| d.fields.iter().find(|f| f.name == buckets.field))
+                    .map_or(FieldKind::F64, |f| f.kind);
+                let b: &[Bucket] = &buckets.buckets;
+                let field = &buckets.field;
+                Ok(FieldArrays {
+                    field: field.clone(),
+                    values: [
+                        (
+                            "first",
+                            NumValues::of(field, kind, b.iter().map(|b| b.first.value))?,
+                        ),
+                        (
+                            "last",
+                            NumValues::of(field, kind, b.iter().map(|b| b.last.value))?,
+                        ),
+                        (
+                            "min",
+                            NumValues::of(field, kind, b.iter().map(|b| b.min.value))?,
+                        ),
+                        (
+                            "max",
+                            NumValues::of(field, kind, b.iter().map(|b| b.max.value))?,
+                        ),
+                    ],
+                    axes: [
+                        ("first_axis", b.iter().map(|b| b.first.axis).collect()),
+                        ("last_axis", b.iter().map(|b| b.last.axis).collect()),
+                        ("min_axis", b.iter().map(|b| b.min.axis).collect()),
+                        ("max_axis", b.iter().map(|b| b.max.axis).collect()),
+                    ],
+                    count: b.iter().map(|b| b.count).collect(),
+                    sums: [
+                        ("sum", b.iter().map(|b| b.sum).collect()),
+                        ("sum_sq", b.iter().map(|b| b.sum_sq).collect()),
+                        ("mean", b.iter().map(|b| b.sum / b.count as f64).collect()),
+                    ],
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(SurveyArrays {
             level: survey.level,
             group: survey.group,
             span: survey.span.map(|[a, b]| (a, b)),
+            fields,
+        })
+    }
+}
+
+impl PySurvey {
+    /// The survey whose arrays are `arrays`, each moved into a numpy array.
+    pub(crate) fn new(py: Python<'_>, arrays: SurveyArrays) -> PyResult<Self> {
+        let fields = PyDict::new(py);
+        for field in arrays.fields {
+            let out = PyDict::new(py);
+            // In the order the docs list them: each value beside where it occurred.
+            for ((name, values), (axis_name, axes)) in field.values.into_iter().zip(field.axes) {
+                out.set_item(name, values.into_numpy(py))?;
+                out.set_item(axis_name, PyArray1::from_vec(py, axes))?;
+            }
+            out.set_item("count", PyArray1::from_vec(py, field.count))?;
+            for (name, sums) in field.sums {
+                out.set_item(name, PyArray1::from_vec(py, sums))?;
+            }
+            fields.set_item(&field.field, out)?;
+        }
+        Ok(PySurvey {
+            level: arrays.level,
+            group: arrays.group,
+            span: arrays.span,
             fields: fields.unbind(),
         })
     }

@@ -32,7 +32,9 @@ use strata::{
     Aggregate, Config, EngineError, Reader, Store as EngineStore, Stream, StreamDecl, View,
 };
 
-use crate::answers::{PyArrowStream, PySurvey, column_to_numpy, num_to_py};
+use crate::answers::{
+    Gathered, PyArrowStream, PySurvey, SurveyArrays, column_to_numpy, gather, num_to_py,
+};
 
 create_exception!(
     strata,
@@ -740,13 +742,24 @@ impl PyStore {
         end: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (batches, schema) = self.batches(py, stream, track, start, end)?;
+        let fields = schema.fields();
+        let column = |idx: usize| -> Vec<&dyn Array> {
+            batches.iter().map(|b| b.column(idx).as_ref()).collect()
+        };
+        // The numeric columns' copies made with the GIL released: two threads' reads copy at
+        // once (#49).
+        let gathered: Vec<Option<Gathered>> = py.detach(|| {
+            (0..fields.len())
+                .map(|idx| gather(fields[idx].data_type(), &column(idx)))
+                .collect()
+        });
         let out = PyDict::new(py);
-        for (idx, field) in schema.fields().iter().enumerate() {
-            let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(idx).as_ref()).collect();
-            out.set_item(
-                field.name(),
-                column_to_numpy(py, field.data_type(), &columns)?,
-            )?;
+        for ((idx, field), gathered) in fields.iter().enumerate().zip(gathered) {
+            let array = match gathered {
+                Some(gathered) => gathered.into_numpy(py)?,
+                None => column_to_numpy(py, field.data_type(), &column(idx))?,
+            };
+            out.set_item(field.name(), array)?;
         }
         Ok(out)
     }
@@ -764,13 +777,13 @@ impl PyStore {
         budget: u64,
     ) -> PyResult<PySurvey> {
         let track = track.map(labels).transpose()?.unwrap_or_default();
-        let (survey, decl) = self.read(py, |store| {
+        let arrays = self.read(py, |store| {
             let selection: Vec<&str> = track.iter().map(String::as_str).collect();
             let survey = store.survey(stream, &selection, range(start, end), budget)?;
-            let decl = store.stream(stream).cloned();
-            Ok((survey, decl))
+            // The arrays' copies made here, with the GIL released.
+            Ok(SurveyArrays::of(&survey, store.stream(stream)))
         })?;
-        PySurvey::new(py, &survey, decl.as_ref())
+        PySurvey::new(py, arrays.map_err(StrataError::new_err)?)
     }
 
     /// One statistic per measured field of `stream` under `track` over axis `start..=end`:
