@@ -839,9 +839,12 @@ fn a_second_ctrl_c_while_compact_reports_its_stop_is_not_a_second_stop() {
 
 /// Barriers `two_long_steps` makes through the library, rows of each partition in each, and
 /// rows of each partition in the barrier the ingest then closes (more than in the others).
+/// Each step must outlast the time from seeing it under way to the signal's landing: at a
+/// quarter of these rows the two steps took 20 ms in all, and one CI run saw the signal land in
+/// the second.
 const TWO_STEPS_BARRIERS: u64 = 15;
-const TWO_STEPS_ROWS: u64 = 20_000;
-const TWO_STEPS_INGESTED: u64 = 25_000;
+const TWO_STEPS_ROWS: u64 = 80_000;
+const TWO_STEPS_INGESTED: u64 = 100_000;
 
 /// Row `i` of `two_long_steps`'s stream, in partition `a` or `b`. `v` and `w` are noise at full
 /// precision, so packed columns (segment format 5) keep the files near the size of their rows
