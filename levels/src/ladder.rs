@@ -616,12 +616,15 @@ fn f64_cell(
         row += 1;
     }
     sums.push(acc);
-    // Level k from level k - 1: every boundary left is at least k; those at k merge.
-    for k in 1..=level {
-        if bounds.is_empty() {
-            break;
-        }
+    // Level k from level k - 1: every boundary left is at least k; those at k merge. A level
+    // no boundary stands at merges nothing (each entry is copied to itself), so the passes go
+    // from one boundary level left to the next: rows spaced wider than level 0's cells (a µs
+    // axis sampled at 1 kHz) have none at the first ten levels, and a pass for each had made
+    // the fold of a cell cost ten passes over its rows (#50).
+    let mut k = bounds.iter().copied().min().unwrap_or(u8::MAX);
+    while k <= level && !bounds.is_empty() {
         let (mut cell, mut kept) = (0, 0);
+        let mut lowest_kept = u8::MAX;
         for j in 0..bounds.len() {
             let next = sums[j + 1];
             if bounds[j] == k {
@@ -629,6 +632,7 @@ fn f64_cell(
                 sums[cell][1] += next[1];
             } else {
                 bounds[kept] = bounds[j];
+                lowest_kept = lowest_kept.min(bounds[j]);
                 kept += 1;
                 cell += 1;
                 sums[cell] = next;
@@ -636,6 +640,7 @@ fn f64_cell(
         }
         sums.truncate(cell + 1);
         bounds.truncate(kept);
+        k = lowest_kept;
     }
     (row, sums[0], min_row, max_row)
 }
