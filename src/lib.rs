@@ -42,8 +42,8 @@ pub use strata_engine::{
 /// `strata::arrow_schema`, so an embedder names the same versions).
 #[cfg(feature = "arrow")]
 pub use strata_engine::{
-    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_array, arrow_schema,
-    arrow_schema_of, fold_to_arrow,
+    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ARROW_TIME_ZONE, ArrowBatches, Timestamper,
+    arrow_array, arrow_schema, arrow_schema_of, arrow_time_unit, arrow_timestamps, fold_to_arrow,
 };
 /// The store owned by a supervisor behind bounded lanes (docs/embedding.md): the `served`
 /// feature, on by default, which brings tokio.

@@ -45,8 +45,8 @@ pub use strata_segment::{Resource, SegmentError};
 pub use value::{Row, Value};
 #[cfg(feature = "arrow")]
 pub use view::arrow::{
-    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ArrowBatches, arrow_schema as arrow_schema_of,
-    fold_to_arrow,
+    ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, ARROW_TIME_ZONE, ArrowBatches, Timestamper,
+    arrow_schema as arrow_schema_of, arrow_time_unit, arrow_timestamps, fold_to_arrow,
 };
 pub use view::read::StoredRow;
 pub use view::runs::{ColumnRun, QueryRows, QueryRuns};

@@ -13,20 +13,17 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType,
 };
-use arrow_array::{Array, ArrayRef, PrimitiveArray, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, SchemaRef};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use strata::{StreamDecl, TimeUnit};
+use strata::{StreamDecl, TimeUnit, Timestamper};
 
 use crate::StrataError;
 use crate::columns::arrow_of;
 use crate::missing::{arrow_mask, masked_mask, never_missing};
 use crate::numbers::Numbers;
-
-/// The time zone every time axis answers in.
-const UTC: &str = "UTC";
 
 /// A column of times as integers since the epoch, before they meet the declared unit.
 pub(crate) struct Stamps {
@@ -251,96 +248,14 @@ pub(crate) fn timestamped(
     batches: Vec<RecordBatch>,
     schema: SchemaRef,
 ) -> PyResult<(Vec<RecordBatch>, SchemaRef)> {
-    let (Some(unit), Some(axis)) = (decl.time, decl.axis) else {
+    let Some(times) = Timestamper::new(&schema, decl, false) else {
         return Ok((batches, schema));
     };
-    let Some(axis) = decl.fields.get(usize::from(axis)) else {
-        return Ok((batches, schema));
-    };
-    let Some((idx, _)) = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .find(|(_, f)| f.name() == &axis.name && f.data_type() == &DataType::UInt64)
-    else {
-        return Ok((batches, schema));
-    };
-    let fields: Vec<Arc<Field>> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(at, field)| {
-            if at == idx {
-                Arc::new(
-                    field
-                        .as_ref()
-                        .clone()
-                        .with_data_type(DataType::Timestamp(arrow_unit(unit), Some(UTC.into()))),
-                )
-            } else {
-                Arc::clone(field)
-            }
-        })
-        .collect();
-    let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
     let batches = batches
         .iter()
-        .map(|batch| {
-            let mut columns = batch.columns().to_vec();
-            let Some(values) = columns[idx].as_any().downcast_ref::<UInt64Array>() else {
-                return Err(StrataError::new_err(format!(
-                    "the axis {:?} is not the u64 column it was",
-                    axis.name
-                )));
-            };
-            columns[idx] = timestamps(values, unit)?;
-            RecordBatch::try_new(Arc::clone(&schema), columns)
-                .map_err(|e| StrataError::new_err(e.to_string()))
-        })
+        .map(|batch| times.apply(batch).map_err(StrataError::new_err))
         .collect::<PyResult<_>>()?;
-    Ok((batches, schema))
-}
-
-fn arrow_unit(unit: TimeUnit) -> arrow_schema::TimeUnit {
-    use arrow_schema::TimeUnit as Arrow;
-    match unit {
-        TimeUnit::Seconds => Arrow::Second,
-        TimeUnit::Millis => Arrow::Millisecond,
-        TimeUnit::Nanos => Arrow::Nanosecond,
-        _ => Arrow::Microsecond,
-    }
-}
-
-/// `values` as timestamps of `unit` in UTC (Arrow's timestamps are `i64` since the epoch).
-fn timestamps(values: &UInt64Array, unit: TimeUnit) -> PyResult<ArrayRef> {
-    let signed: Vec<i64> = values
-        .values()
-        .iter()
-        .map(|&v| {
-            i64::try_from(v).map_err(|_| {
-                StrataError::new_err(format!(
-                    "axis value {v} is past the last time an Arrow timestamp holds (2^63 - 1)"
-                ))
-            })
-        })
-        .collect::<PyResult<_>>()?;
-    let nulls = values.nulls().cloned();
-    Ok(match unit {
-        TimeUnit::Seconds => Arc::new(
-            PrimitiveArray::<TimestampSecondType>::new(signed.into(), nulls).with_timezone(UTC),
-        ),
-        TimeUnit::Millis => Arc::new(
-            PrimitiveArray::<TimestampMillisecondType>::new(signed.into(), nulls)
-                .with_timezone(UTC),
-        ),
-        TimeUnit::Nanos => Arc::new(
-            PrimitiveArray::<TimestampNanosecondType>::new(signed.into(), nulls).with_timezone(UTC),
-        ),
-        _ => Arc::new(
-            PrimitiveArray::<TimestampMicrosecondType>::new(signed.into(), nulls)
-                .with_timezone(UTC),
-        ),
-    })
+    Ok((batches, Arc::clone(times.schema())))
 }
 
 /// A timestamp column's chunks as numpy `datetime64` of its unit (the zone, UTC, is implied).

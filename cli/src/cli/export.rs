@@ -31,10 +31,10 @@ use strata::{ARROW_DECLARATION_KEY, ARROW_STREAM_KEY, Config, EngineError, descr
 
 use super::args::{ExportArgs, ExportCompression, ExportFormat};
 use super::range::{Selected, axis_only, note_missed};
-use super::timestamps::Timestamper;
 use super::{
     Failure, count, declared, grouped, open_to_read, quiet_pipe, selection, tell_watermark,
 };
+use strata::Timestamper;
 
 /// The Parquet key-value metadata key holding the crc32c of the bytes before the page indexes
 /// and footer (hex), and the key holding how many bytes that covers.

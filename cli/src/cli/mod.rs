@@ -35,7 +35,6 @@ mod survey;
 mod svg;
 mod time;
 mod time_ticks;
-mod timestamps;
 mod trim;
 mod units;
 mod view;

@@ -17,14 +17,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::types::Int32Type;
+use arrow_array::types::{
+    Int32Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
+};
 use arrow_array::{
     ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, LargeBinaryArray,
-    LargeStringArray, RecordBatch, StringArray, UInt64Array,
+    LargeStringArray, PrimitiveArray, RecordBatch, StringArray, UInt64Array,
 };
 use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
-use strata_index::{FieldKind, FileName, StreamDecl, TrackKey};
+use strata_index::{FieldKind, FileName, StreamDecl, TimeUnit, TrackKey};
 use strata_levels::{Aggregate, Num, NumKind};
 use strata_segment::Column;
 
@@ -33,6 +36,132 @@ use crate::error::EngineError;
 use crate::view::View;
 use crate::view::runs::{ColumnRun, QueryRuns};
 use crate::view::survey::{FieldStat, Survey};
+
+/// The time zone a time axis carries as an Arrow timestamp: the axis counts from the epoch in
+/// UTC.
+pub const ARROW_TIME_ZONE: &str = "UTC";
+
+/// Arrow's unit for a time axis declared in `unit`.
+pub fn arrow_time_unit(unit: TimeUnit) -> arrow_schema::TimeUnit {
+    use arrow_schema::TimeUnit as Arrow;
+    match unit {
+        TimeUnit::Seconds => Arrow::Second,
+        TimeUnit::Millis => Arrow::Millisecond,
+        TimeUnit::Nanos => Arrow::Nanosecond,
+        _ => Arrow::Microsecond,
+    }
+}
+
+/// A time axis's values (`UInt64`, as a query's batch holds them) as Arrow timestamps of `unit`
+/// in UTC ([`ARROW_TIME_ZONE`]), its nulls kept: what `strata export` writes and Python's
+/// `query_arrow` answers for a time axis. Refused, naming it, for a value past the last an
+/// Arrow timestamp holds (`i64::MAX`).
+pub fn arrow_timestamps(values: &UInt64Array, unit: TimeUnit) -> Result<ArrayRef, String> {
+    let signed: Vec<i64> = values
+        .values()
+        .iter()
+        .map(|&v| {
+            i64::try_from(v).map_err(|_| {
+                format!("axis value {v} is past the last time an Arrow timestamp holds (2^63 - 1)")
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let nulls = arrow_array::Array::nulls(values).cloned();
+    let zone = ARROW_TIME_ZONE;
+    Ok(match unit {
+        TimeUnit::Seconds => Arc::new(
+            PrimitiveArray::<TimestampSecondType>::new(signed.into(), nulls).with_timezone(zone),
+        ),
+        TimeUnit::Millis => Arc::new(
+            PrimitiveArray::<TimestampMillisecondType>::new(signed.into(), nulls)
+                .with_timezone(zone),
+        ),
+        TimeUnit::Nanos => Arc::new(
+            PrimitiveArray::<TimestampNanosecondType>::new(signed.into(), nulls)
+                .with_timezone(zone),
+        ),
+        _ => Arc::new(
+            PrimitiveArray::<TimestampMicrosecondType>::new(signed.into(), nulls)
+                .with_timezone(zone),
+        ),
+    })
+}
+
+/// A stream's batches with its time axis as Arrow timestamps (`Timestamp(unit, "UTC")`, the same
+/// integers): the `UInt64` columns of the axis, or of a survey's placed points, turned into
+/// timestamps of the declared unit, so DuckDB, pandas and Polars read times. Used by `strata
+/// export` and Python's Arrow answers.
+#[derive(Debug)]
+pub struct Timestamper {
+    unit: TimeUnit,
+    columns: Vec<usize>,
+    schema: SchemaRef,
+}
+
+impl Timestamper {
+    /// For a batch of `schema` from `decl`'s stream: its axis column (rows), or every
+    /// `*_axis` column (a survey's placed points). `None` when the axis is not time.
+    pub fn new(schema: &Schema, decl: &StreamDecl, survey: bool) -> Option<Timestamper> {
+        let unit = decl.time.filter(|_| decl.axis.is_some())?;
+        let axis_name = decl
+            .axis
+            .and_then(|idx| decl.fields.get(usize::from(idx)))?
+            .name
+            .as_str();
+        let columns: Vec<usize> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| field.data_type() == &DataType::UInt64)
+            .filter(|(_, field)| {
+                if survey {
+                    field.name().ends_with("_axis")
+                } else {
+                    field.name() == axis_name
+                }
+            })
+            .map(|(idx, _)| idx)
+            .collect();
+        let fields: Vec<Arc<Field>> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(idx, field)| {
+                if columns.contains(&idx) {
+                    Arc::new(field.as_ref().clone().with_data_type(DataType::Timestamp(
+                        arrow_time_unit(unit),
+                        Some(ARROW_TIME_ZONE.into()),
+                    )))
+                } else {
+                    Arc::clone(field)
+                }
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        Some(Timestamper {
+            unit,
+            columns,
+            schema,
+        })
+    }
+
+    /// The schema of the batches [`Timestamper::apply`] makes.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// `batch` with its time columns as timestamps.
+    pub fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, String> {
+        let mut columns = batch.columns().to_vec();
+        for &idx in &self.columns {
+            let Some(values) = columns[idx].as_any().downcast_ref::<UInt64Array>() else {
+                return Err(format!("column {idx} is not the u64 axis it was"));
+            };
+            columns[idx] = arrow_timestamps(values, self.unit)?;
+        }
+        RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(|e| e.to_string())
+    }
+}
 
 /// The schema metadata key naming the stream a batch came from.
 pub const ARROW_STREAM_KEY: &str = "strata:stream";
