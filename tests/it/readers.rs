@@ -16,8 +16,8 @@ use crate::support::ready;
 use strata::segment::names::{NumberedName, READERS_DIR, SEG_DIR};
 use strata::segment::vfs::{RealFs, Vfs};
 use strata::{
-    Aggregate, Config, EngineError, FieldKind, MemorySeries, Reader, Row, Series, ServeConfig,
-    Served, Store, Stream, StreamDecl, Value, View,
+    Aggregate, Config, EngineError, FieldKind, ManifestPosition, MemorySeries, Reader, Row, Series,
+    ServeConfig, Served, Store, Stream, StreamDecl, Value, View,
 };
 
 const S: &str = "m";
@@ -445,15 +445,19 @@ fn a_served_writer_removes_nothing_a_reader_pins_and_everything_once_it_moves_on
     });
 }
 
-/// A refresh that finds damage inside what was appended (a bad frame with whole frames after
-/// it: not a write in flight) is refused, naming the manifest, and leaves the reader exactly as
-/// it was: nothing of the frames before the damage is half taken in.
-#[test]
-fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
+/// A store of five barriers, a reader of it, then three more barriers the reader has not read
+/// (the writer gone): the folder, the reader, where it read to, and where each barrier after
+/// ended the manifest.
+fn reader_three_barriers_behind() -> (
+    tempfile::TempDir,
+    Reader,
+    ManifestPosition,
+    Vec<ManifestPosition>,
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
     seal_batches(&mut writer, 0..5);
-    let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
+    let reader = Store::open_reader(dir.path(), Config::default()).unwrap();
     let before = reader.manifest_position();
     let mut ends = Vec::new();
     for p in 5..8 {
@@ -461,6 +465,15 @@ fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
         ends.push(writer.manifest_position());
     }
     drop(writer);
+    (dir, reader, before, ends)
+}
+
+/// A refresh that finds damage inside what was appended (a bad frame with whole frames after
+/// it: not a write in flight) is refused, naming the manifest, and leaves the reader exactly as
+/// it was: nothing of the frames before the damage is half taken in.
+#[test]
+fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
+    let (dir, mut reader, before, ends) = reader_three_barriers_behind();
     // A byte inside the second appended frame.
     let manifest = dir
         .path()
@@ -490,17 +503,7 @@ fn a_refresh_that_finds_damage_is_refused_and_changes_nothing() {
 #[test]
 fn a_refresh_that_finds_a_record_the_catalog_refuses_changes_nothing() {
     for held in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut writer = Store::create(dir.path(), Config::default(), &[decl()]).unwrap();
-        seal_batches(&mut writer, 0..5);
-        let mut reader = Store::open_reader(dir.path(), Config::default()).unwrap();
-        let before = reader.manifest_position();
-        let mut ends = Vec::new();
-        for p in 5..8 {
-            seal_batches(&mut writer, p..p + 1);
-            ends.push(writer.manifest_position());
-        }
-        drop(writer);
+        let (dir, mut reader, before, ends) = reader_three_barriers_behind();
         let manifest = dir
             .path()
             .join(format!("manifest-{:06}", before.generation));
