@@ -485,11 +485,11 @@ impl Ladder {
             value: Num::F64(values[row]),
         };
         let mut cells = Vec::new();
-        let (mut sums, mut bounds) = (Vec::new(), Vec::new());
+        let mut stack = Vec::new();
         let mut start = 0;
         while start < axis.len() {
             let (end, [sum, sum_sq], min_row, max_row) =
-                f64_cell(shared, level, values, start, &mut sums, &mut bounds);
+                f64_cell(shared, level, values, start, &mut stack);
             cells.push(Cell {
                 index: self.cell(axis[start], level),
                 bucket: Bucket {
@@ -566,18 +566,14 @@ fn fold_args_hold(axis: &[u64], shared: &[u8], level: u8) -> bool {
 /// The cell of `level` that starts at row `start`, in one pass over its rows: the first row
 /// past it; its `sum` and `sum_sq`; and its min and max rows by `f64::total_cmp` (the earlier
 /// on a tie). The sums are folded along the levels' tree as [`tree_fold`] folds them (the same
-/// additions in the same order, so the same bits), but a level at a time over flat arrays:
-/// level 0's cells from the rows, left to right; then each level's cells from the one beneath,
-/// merging neighbours whose boundary is that level, left to right, in place. That is the rows
-/// plus the cells of each level beneath, with no stack per row; `sums` and `bounds` are scratch
-/// the caller keeps from cell to cell.
+/// additions in the same grouping, so the same bits), with a stack of the open cells' pending
+/// folds; `stack` is scratch the caller keeps from cell to cell.
 fn f64_cell(
     shared: &[u8],
     level: u8,
     values: &[f64],
     start: usize,
-    sums: &mut Vec<[f64; 2]>,
-    bounds: &mut Vec<u8>,
+    stack: &mut Vec<(u8, [f64; 2])>,
 ) -> (usize, [f64; 2], usize, usize) {
     // `f64::total_cmp`'s order as integers, computed once a row.
     let key = |v: f64| {
@@ -587,9 +583,16 @@ fn f64_cell(
     let first = values[start];
     let (mut min_row, mut max_row) = (start, start);
     let (mut min_key, mut max_key) = (key(first), key(first));
-    // Level 0: one entry per cell; `bounds[j]` is the shared level of cells j and j + 1.
-    sums.clear();
-    bounds.clear();
+    // One pass, the tree's grouping kept exactly: `acc` folds the rows of the open level-0
+    // cell; `stack` holds, lowest level on top, `(k, fold)` for each open cell k that has
+    // finished children, the fold of them. A boundary between two rows that first share a
+    // cell at level `s` closes the open cells beneath `s`: each closed cell is its pending
+    // children's fold then its open child's (left to right; a cell of one child is that
+    // child), and the last closed is a finished child of the open cell at `s`. Addition is
+    // commutative, so `pending + closed` is the tree's `pending ⊕ closed` bit for bit; each
+    // row pushes and pops at most once, amortised, where a pass a level over the cell's rows
+    // (#50's first fold) cost a pass per boundary level.
+    stack.clear();
     let mut acc = [first, first * first];
     let mut row = start + 1;
     while row < values.len() {
@@ -609,40 +612,28 @@ fn f64_cell(
             acc[0] += v;
             acc[1] += v * v;
         } else {
-            sums.push(acc);
-            bounds.push(s);
+            while let Some(&(l, pending)) = stack.last()
+                && l < s
+            {
+                acc = [pending[0] + acc[0], pending[1] + acc[1]];
+                stack.pop();
+            }
+            match stack.last_mut() {
+                Some((l, pending)) if *l == s => {
+                    pending[0] += acc[0];
+                    pending[1] += acc[1];
+                }
+                _ => stack.push((s, acc)),
+            }
             acc = [v, v * v];
         }
         row += 1;
     }
-    sums.push(acc);
-    // Level k from level k - 1: every boundary left is at least k; those at k merge. A level
-    // no boundary stands at merges nothing (each entry is copied to itself), so the passes go
-    // from one boundary level left to the next: rows spaced wider than level 0's cells (a µs
-    // axis sampled at 1 kHz) have none at the first ten levels, and a pass for each had made
-    // the fold of a cell cost ten passes over its rows (#50).
-    let mut k = bounds.iter().copied().min().unwrap_or(u8::MAX);
-    while k <= level && !bounds.is_empty() {
-        let (mut cell, mut kept) = (0, 0);
-        let mut lowest_kept = u8::MAX;
-        for j in 0..bounds.len() {
-            let next = sums[j + 1];
-            if bounds[j] == k {
-                sums[cell][0] += next[0];
-                sums[cell][1] += next[1];
-            } else {
-                bounds[kept] = bounds[j];
-                lowest_kept = lowest_kept.min(bounds[j]);
-                kept += 1;
-                cell += 1;
-                sums[cell] = next;
-            }
-        }
-        sums.truncate(cell + 1);
-        bounds.truncate(kept);
-        k = lowest_kept;
+    // The cell at `level` closes: every open cell beneath it and it.
+    while let Some((_, pending)) = stack.pop() {
+        acc = [pending[0] + acc[0], pending[1] + acc[1]];
     }
-    (row, sums[0], min_row, max_row)
+    (row, acc, min_row, max_row)
 }
 
 /// Folds rows along the levels' tree up to `level`, one value per cell of `level` in row
