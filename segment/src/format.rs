@@ -19,7 +19,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"STRATASG";
 /// [`BlockKind::OrdinalRuns`]); everything else is as in version 1. This build reads both: a
 /// version 1 file never holds a run block (the reader refuses one there), and a build that only
 /// knew version 1 refuses a version 2 file by its header rather than by an unknown block kind.
-pub const SEGMENT_VERSION: u32 = 7;
+pub const SEGMENT_VERSION: u32 = 8;
 /// The oldest segment format version this build still reads.
 pub const SEGMENT_VERSION_MIN: u32 = 1;
 /// The first version whose files may hold run-encoded row blocks.
@@ -47,6 +47,15 @@ pub const SEAMS_VERSION: u32 = 6;
 /// whose levels fold only the values present (not null, not NaN), so a field's cells may add
 /// up to fewer than the partition's rows (docs/format.md, "Version 7").
 pub const VALIDITY_VERSION: u32 = 7;
+/// The first version whose Cells blocks may be **packed** ([`ENCODING_PACKED`]): the cells
+/// of each (field, level) in chunks of at most [`CELLS_PER_CHUNK`], each chunk's twelve
+/// columns compressed with pco and decoded on its own, then a [`CellChunkRecord`] per chunk
+/// and the chunk count (docs/format.md, "Version 8"). A cell packs to ~15–40 bytes where its
+/// record takes 104, so a file can afford its finer levels.
+pub const PACKED_CELLS_VERSION: u32 = 8;
+/// The most cells one packed chunk of cells holds: what one read of a few cells decodes at
+/// most (tens of microseconds).
+pub const CELLS_PER_CHUNK: usize = 1024;
 /// A block's bytes as they are: 8 bytes a number, little-endian.
 pub const ENCODING_PLAIN: u8 = 0;
 /// A block's numbers as pco chunks followed by a [`ChunkRecord`] per chunk and the chunk count.
@@ -328,6 +337,34 @@ pub struct CellRecord {
     pub sum_sq: F64,
 }
 
+/// One chunk of a packed Cells block: cells of one (field, level), consecutive on its grid.
+/// A packed Cells payload is the chunks' bytes back to back, then a record per chunk, then the
+/// number of chunks as a u64. A chunk's bytes are twelve `u32` lengths, then as many
+/// standalone pco files, one a column: index, first's axis, last's, min's and max's axis less
+/// first's, the four values (of the field's kind), count, sum, sum of squares. A chain's links
+/// never straddle two chunks.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct CellChunkRecord {
+    /// The field's index in the declaration.
+    pub field: U16,
+    /// The level.
+    pub level: u8,
+    /// The field's numeric kind code (1 u64, 2 i64, 3 f64).
+    pub kind: u8,
+    /// Cells in the chunk, 1 ..= [`CELLS_PER_CHUNK`].
+    pub n_cells: U32,
+    /// The first cell's index on the level's grid.
+    pub first_index: U64,
+    /// The last cell's index.
+    pub last_index: U64,
+    /// The rows its cells fold, together.
+    pub rows: U64,
+    /// One past the chunk's last byte among the chunks' bytes; strictly increasing, the last
+    /// equal to their length.
+    pub end_byte: U64,
+}
+
 /// A placed point: axis and the value's little-endian bytes.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
@@ -354,5 +391,6 @@ mod tests {
         assert_eq!(size_of::<CellRecord>(), 104);
         assert_eq!(size_of::<RunRecord>(), 24);
         assert_eq!(size_of::<ChunkRecord>(), 32);
+        assert_eq!(size_of::<CellChunkRecord>(), 40);
     }
 }

@@ -1,5 +1,6 @@
 //! strata-segment: where bytes meet the disk. The only crate that touches files.
 
+mod cellpack;
 pub mod error;
 pub mod format;
 pub mod fuzzing;

@@ -535,7 +535,7 @@ where
 }
 
 /// One pco chunk of `rows` values of `T`, into a buffer of exactly `rows`.
-fn decode<T: pco::data_types::Number + Default>(
+pub(crate) fn decode<T: pco::data_types::Number + Default>(
     bytes: &[u8],
     rows: usize,
 ) -> Result<Vec<T>, String> {

@@ -17,12 +17,14 @@ use strata_levels::{Bucket, Cell, Num, NumKind, Point};
 use zerocopy::little_endian::{F64, I64, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
+use crate::cellpack;
 use crate::error::SegmentError;
 use crate::format::{
-    BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellRecord, DirHeader, ENCODING_PACKED,
-    ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_ROWS, PACKED_VERSION,
-    PartitionRecord, PointRecord, RUNS_VERSION, RunRecord, SEAMS_VERSION, SEGMENT_MAGIC,
-    SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION, VALIDITY_VERSION,
+    BLOCK_CRC_LEN, BlockKind, BlockRecord, CHAINS_VERSION, CellChunkRecord, CellRecord, DirHeader,
+    ENCODING_PACKED, ENCODING_PLAIN, FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_ROWS,
+    PACKED_CELLS_VERSION, PACKED_VERSION, PartitionRecord, PointRecord, RUNS_VERSION, RunRecord,
+    SEAMS_VERSION, SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
+    VALIDITY_VERSION,
 };
 use crate::packed::{self, ChunkCache, Decoded, Packed};
 use crate::runs::Sequence;
@@ -310,9 +312,17 @@ pub struct SegmentReader<B> {
     verified: Vec<OnceLock<Result<(), BlockFault>>>,
     /// Each validity block's runs, decoded on its first read (which checked them).
     nulls: Vec<OnceLock<Vec<Range<u64>>>>,
+    /// Each packed Cells block's chunks, each decoded (and checked) on its first read and kept
+    /// while the reader is open: at most what its cells take as records, ~6 times their packed
+    /// bytes, which adaptive level storage holds to an eighth of the file's columns.
+    cell_chunks: Vec<OnceLock<CellChunks>>,
     /// Where its decoded chunks are kept, and its number there.
     cache: Option<(Arc<dyn ChunkCache>, u64)>,
 }
+
+/// A packed Cells block's chunks, each decoded on its first read: its records' words, or where
+/// and why it failed its checks.
+type CellChunks = Box<[OnceLock<Result<Vec<U64>, (usize, String)>>]>;
 
 /// Why a block failed its first read, remembered so later reads fail the same way.
 #[derive(Clone, Debug)]
@@ -349,6 +359,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         let (partitions, blocks) = parse_directory(path, directory, dir_offset, version)?;
         let verified = blocks.iter().map(|_| OnceLock::new()).collect();
         let nulls = blocks.iter().map(|_| OnceLock::new()).collect();
+        let cell_chunks = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(SegmentReader {
             path: path.to_owned(),
             bytes,
@@ -357,6 +368,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             blocks,
             verified,
             nulls,
+            cell_chunks,
             cache: None,
         })
     }
@@ -419,8 +431,12 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             .position(|p| p.entry.stream == stream && p.entry.track == *track)
     }
 
-    /// Recomputes the whole file's digest and every block's crc: what `engine-fsck --verify`
-    /// runs. Reads the whole file once, through the map.
+    /// Recomputes the whole file's digest and every block's crc, and decodes and checks every
+    /// chunk of a packed Cells block: what `engine-fsck --verify` runs. Reads the whole file
+    /// once, through the map.
+    ///
+    /// # Panics
+    /// Never: a packed Cells block's table is checked with its crc, before it is split here.
     pub fn verify_all(&self) -> Result<(), SegmentError> {
         let file: &[u8] = &self.bytes;
         let covered = file.len() - 8;
@@ -434,7 +450,18 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 got,
             });
         }
-        (0..self.blocks.len()).try_for_each(|block_idx| self.verified_block(block_idx).map(|_| ()))
+        for block_idx in 0..self.blocks.len() {
+            let payload = self.verified_block(block_idx)?;
+            // A packed Cells block's chunks too: each decoded and its cells checked.
+            if self.blocks[block_idx].packed && self.blocks[block_idx].kind == BlockKind::Cells {
+                let (data, table) = cellpack::split(payload, self.blocks[block_idx].n_items)
+                    .expect("the block's first read checked its table");
+                for chunk in 0..table.len() {
+                    self.cell_chunk(block_idx, data, table, chunk)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The positions of partition `part_idx`, in publish order, plain or run-encoded.
@@ -491,7 +518,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     /// Block `block_idx` as a packed column, if it is packed; `payload` is its verified bytes.
     fn packed<'s>(&'s self, block_idx: usize, payload: &'s [u8]) -> Option<Packed<'s>> {
         let block = self.blocks[block_idx];
-        if !block.packed {
+        if !block.packed || block.kind == BlockKind::Cells {
             return None;
         }
         let part = self.partition(block.partition);
@@ -605,7 +632,85 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             return Ok(Vec::new());
         };
         let payload = self.verified_block(block_idx)?;
+        if self.blocks[block_idx].packed {
+            return self.packed_cells(block_idx, payload, part_idx, field, level, indexes);
+        }
         let records: &[CellRecord] = slice_of(payload);
+        Ok(self.decode_cells(records, part_idx, field, level, indexes))
+    }
+
+    /// [`SegmentReader::cells`] from a packed Cells block (version 8 on): the chunks of
+    /// (`field`, `level`) that reach `indexes`, each decoded (or taken from the chunk cache)
+    /// and checked as a plain block's records are.
+    fn packed_cells(
+        &self,
+        block_idx: usize,
+        payload: &[u8],
+        part_idx: usize,
+        field: u16,
+        level: u8,
+        indexes: RangeInclusive<u64>,
+    ) -> Result<Vec<Cell>, SegmentError> {
+        let (data, table) = cellpack::split(payload, self.blocks[block_idx].n_items)
+            .expect("the block's first read checked its table");
+        let key = |r: &CellChunkRecord| (r.field.get(), r.level);
+        let start = table.partition_point(|r| {
+            key(r) < (field, level)
+                || key(r) == (field, level) && r.last_index.get() < *indexes.start()
+        });
+        let end = table.partition_point(|r| {
+            key(r) < (field, level)
+                || key(r) == (field, level) && r.first_index.get() <= *indexes.end()
+        });
+        let mut cells = Vec::new();
+        for chunk in start..end.max(start) {
+            let records = self.cell_chunk(block_idx, data, table, chunk)?;
+            cells.extend(self.decode_cells(records, part_idx, field, level, indexes.clone()));
+        }
+        Ok(cells)
+    }
+
+    /// Chunk `chunk` of packed Cells block `block_idx`, decoded and checked on its first read,
+    /// then kept (a failure is kept too, so every read fails alike).
+    fn cell_chunk(
+        &self,
+        block_idx: usize,
+        data: &[u8],
+        table: &[CellChunkRecord],
+        chunk: usize,
+    ) -> Result<&[CellRecord], SegmentError> {
+        let block = self.blocks[block_idx];
+        let chunks = self.cell_chunks[block_idx]
+            .get_or_init(|| table.iter().map(|_| OnceLock::new()).collect());
+        let decoded = chunks[chunk].get_or_init(|| {
+            let part = &self.partitions[block.partition];
+            let words = cellpack::decode(data, table, chunk)?;
+            let chunk_at = chunk
+                .checked_sub(1)
+                .map_or(0, |c| packed::table_index(table[c].end_byte));
+            contents::check_cell_chunk(cellpack::records(&words), chunk_at, part)?;
+            Ok(words)
+        });
+        match decoded {
+            Ok(words) => Ok(cellpack::records(words)),
+            Err((at, what)) => Err(SegmentError::malformed(
+                &self.path,
+                (block.offset + at) as u64,
+                what.clone(),
+            )),
+        }
+    }
+
+    /// The cells of `field` at `level` whose index lies in `indexes`, from checked records
+    /// sorted by (field, level, index).
+    fn decode_cells(
+        &self,
+        records: &[CellRecord],
+        part_idx: usize,
+        field: u16,
+        level: u8,
+        indexes: RangeInclusive<u64>,
+    ) -> Vec<Cell> {
         let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
         let start = records.partition_point(|r| key(r) < (field, level, *indexes.start()));
         let end = records.partition_point(|r| key(r) <= (field, level, *indexes.end()));
@@ -625,9 +730,9 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 found.is_empty(),
                 "the block check refused cells of an unmeasured field"
             );
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        Ok(found.iter().map(|r| decode_cell(kind, r)).collect())
+        found.iter().map(|r| decode_cell(kind, r)).collect()
     }
 
     fn partition(&self, part_idx: usize) -> &PartitionInfo {
@@ -1009,7 +1114,10 @@ fn parse_block(r: &BlockRecord, data_end: usize, version: u32) -> Result<BlockIn
         ENCODING_PACKED
             if version >= PACKED_VERSION
                 && (kind == BlockKind::Axis && r.field_kind == 0
-                    || kind == BlockKind::Column && (1..=3).contains(&r.field_kind)) =>
+                    || kind == BlockKind::Column && (1..=3).contains(&r.field_kind))
+                || version >= PACKED_CELLS_VERSION
+                    && kind == BlockKind::Cells
+                    && r.field_kind == 0 =>
         {
             true
         }

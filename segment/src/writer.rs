@@ -24,6 +24,7 @@ pub use self::sink::{
     CountingSink, FileSink, SegmentSink, WRITE_CHUNK_BYTES, WRITE_CHUNK_MIN_BYTES,
     WRITE_DIRECT_BYTES,
 };
+use crate::cellpack;
 use crate::format::{
     BLOCK_CRC_LEN, BlockKind, BlockRecord, CellRecord, DirHeader, ENCODING_PACKED, ENCODING_PLAIN,
     FOOTER_MAGIC, Footer, Header, MeasuredRecord, PACK_MIN_ROWS, PACK_ROWS, PartitionRecord,
@@ -690,18 +691,30 @@ impl<S: SegmentSink> SegmentWriter<S> {
             }
         }
         if n_cells > 0 {
-            self.push_block(BlockKind::Cells, 0, 0, n_cells, |out| {
-                // Record by record: a cell's record is its own bytes, and the sink gathers them.
-                for field in fields {
-                    for (level, cells) in field.levels.iter().enumerate() {
-                        let level = u8::try_from(level).expect("at most 65 levels");
-                        for cell in cells {
-                            out.put(cell_record(field, level, cell).as_bytes())?;
-                        }
-                    }
+            let mut records = Vec::with_capacity(n_cells);
+            for field in fields {
+                for (level, cells) in field.levels.iter().enumerate() {
+                    let level = u8::try_from(level).expect("at most 65 levels");
+                    records.extend(cells.iter().map(|cell| cell_record(field, level, cell)));
                 }
-                Ok(())
-            })?;
+            }
+            // Packed where it is smaller, as a column is (a few cells pack larger than plain:
+            // pco's headers).
+            let packed = self
+                .packing
+                .then(|| cellpack::pack(&records))
+                .flatten()
+                .filter(|p| p.len() < records.as_bytes().len());
+            match packed {
+                Some(payload) => {
+                    self.push_encoded(BlockKind::Cells, 0, 0, n_cells, ENCODING_PACKED, |out| {
+                        out.put(&payload)
+                    })?;
+                }
+                None => self.push_block(BlockKind::Cells, 0, 0, n_cells, |out| {
+                    out.put(records.as_bytes())
+                })?,
+            }
         }
         Ok(u8::try_from(n_levels).expect("at most 65 levels"))
     }

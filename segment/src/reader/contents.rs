@@ -25,7 +25,7 @@ use strata_levels::{Num, NumKind};
 use zerocopy::little_endian::{F64, U64};
 
 use super::{BlockInfo, PartitionInfo, VarColumn, slice_of};
-use crate::format::{BlockKind, CellRecord, PointRecord};
+use crate::format::{BlockKind, CellChunkRecord, CellRecord, PointRecord};
 use crate::runs::{Order, check_runs};
 
 /// A broken promise: where in the payload it was found, and what it is.
@@ -44,6 +44,10 @@ pub(super) fn check_block_contents(
             .flatten();
         if block.kind == BlockKind::Axis && ordered.is_none() {
             return Err((0, "an axis block in a partition without an axis".to_owned()));
+        }
+        if block.kind == BlockKind::Cells {
+            let (data, table) = crate::cellpack::split(payload, block.n_items)?;
+            return check_cell_table(table, data.len(), part);
         }
         return crate::packed::split(payload, block.n_items, ordered).map(|_| ());
     }
@@ -165,34 +169,58 @@ fn kind_code(kind: NumKind) -> u8 {
 
 fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault> {
     let size = size_of::<CellRecord>();
+    let mut groups = Groups::new(part)?;
+    check_cell_records(records, part, |r, at| {
+        groups.add(r.field.get(), r.level, r.count.get(), at * size)
+    })?;
+    groups.finish()
+}
+
+/// A packed Cells block's table (`crate::cellpack::split` checked its own order): each chunk
+/// of a measured field, of that field's kind, at a level the partition has, and every (field,
+/// level) folding the partition's rows as a plain block's cells must. Each chunk's cells are
+/// checked when it is decoded ([`check_cell_chunk`]), and that they fold the rows its record
+/// says.
+pub(crate) fn check_cell_table(
+    table: &[CellChunkRecord],
+    table_at: usize,
+    part: &PartitionInfo,
+) -> Result<(), Fault> {
+    let mut groups = Groups::new(part)?;
+    for (i, r) in table.iter().enumerate() {
+        let at = table_at + i * size_of::<CellChunkRecord>();
+        let field = r.field.get();
+        check_field_kind_level(field, r.kind, r.level, part).map_err(|what| (at, what))?;
+        groups.add(field, r.level, r.rows.get(), at)?;
+    }
+    groups.finish()
+}
+
+/// The cells of one decoded chunk of a packed Cells block: each as a plain block's records are
+/// checked, `at` the chunk's offset in the payload.
+pub(crate) fn check_cell_chunk(
+    records: &[CellRecord],
+    at: usize,
+    part: &PartitionInfo,
+) -> Result<(), Fault> {
+    if part.entry.axis.is_none() {
+        return Err((0, "cells in a partition without an axis".to_owned()));
+    }
+    check_cell_records(records, part, |_, _| Ok(())).map_err(|(_, what)| (at, what))
+}
+
+/// Each record on its own and against the one before it; `each` then sees it with its index.
+fn check_cell_records(
+    records: &[CellRecord],
+    part: &PartitionInfo,
+    mut each: impl FnMut(&CellRecord, usize) -> Result<(), Fault>,
+) -> Result<(), Fault> {
+    let size = size_of::<CellRecord>();
     let entry = &part.entry;
     let [axis_lo, axis_hi] = entry
         .axis
         .ok_or((0, "cells in a partition without an axis".to_owned()))?;
     let key = |r: &CellRecord| (r.field.get(), r.level, r.index.get());
-    // The (field, level) being summed, where its first cell is, and the rows it has folded.
-    let mut group: Option<((u16, u8), usize, u64)> = None;
-    let mut n_groups = 0usize;
-    // A level beneath `stored_from` holds only the cells that differ from the fold of the raw
-    // rows: some of its rows, never more than the partition's.
-    let whole = |level: u8| level >= part.stored_from;
-    // From version 7 a level folds a field's present values only (not null, not NaN), so a
-    // field's cells hold at most the partition's rows, and a field with none has none.
-    let short = |n_rows: u64| n_rows != entry.n_rows && !part.holes;
-    let close = |group: Option<((u16, u8), usize, u64)>| match group {
-        Some(((field, level), at, n_rows))
-            if (whole(level) && short(n_rows)) || n_rows > entry.n_rows =>
-        {
-            Err((
-                at,
-                format!(
-                    "level {level} of field {field} folds {n_rows} rows, the partition holds {}",
-                    entry.n_rows
-                ),
-            ))
-        }
-        _ => Ok(()),
-    };
     for (cell_idx, r) in records.iter().enumerate() {
         let at = cell_idx * size;
         let bad = |what: String| Err((at, what));
@@ -211,21 +239,13 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
             }
         }
         let field = r.field.get();
-        let Some(&(_, kind)) = part.measured.iter().find(|&&(f, _)| f == field) else {
-            return bad(format!("a cell of field {field}, which is not measured"));
-        };
-        if r.kind != kind_code(kind) {
-            return bad(format!(
-                "a cell of kind code {} for field {field}, which is {kind:?}",
-                r.kind
-            ));
-        }
-        if r.level >= entry.n_levels {
-            return bad(format!(
-                "a cell at level {} of a partition with {} levels",
-                r.level, entry.n_levels
-            ));
-        }
+        check_field_kind_level(field, r.kind, r.level, part).map_err(|what| (at, what))?;
+        let kind = part
+            .measured
+            .iter()
+            .find(|&&(f, _)| f == field)
+            .map(|&(_, k)| k)
+            .expect("checked measured above");
         let count = r.count.get();
         if count == 0 || count > entry.n_rows {
             return bad(format!(
@@ -234,32 +254,118 @@ fn check_cells(records: &[CellRecord], part: &PartitionInfo) -> Result<(), Fault
             ));
         }
         check_points(r, kind, [axis_lo, axis_hi], part.holes).map_err(|what| (at, what))?;
-        match &mut group {
-            Some((g, _, n_rows)) if *g == (field, r.level) => {
+        each(r, cell_idx)?;
+    }
+    Ok(())
+}
+
+/// A cell (or chunk of cells) of `field`, kind code `kind`, at `level`: the field is measured,
+/// of that kind, and the partition has the level.
+fn check_field_kind_level(
+    field: u16,
+    kind: u8,
+    level: u8,
+    part: &PartitionInfo,
+) -> Result<(), String> {
+    let Some(&(_, measured)) = part.measured.iter().find(|&&(f, _)| f == field) else {
+        return Err(format!("a cell of field {field}, which is not measured"));
+    };
+    if kind != kind_code(measured) {
+        return Err(format!(
+            "a cell of kind code {kind} for field {field}, which is {measured:?}"
+        ));
+    }
+    if level >= part.entry.n_levels {
+        return Err(format!(
+            "a cell at level {level} of a partition with {} levels",
+            part.entry.n_levels
+        ));
+    }
+    Ok(())
+}
+
+/// The rows each (field, level) of a partition's cells folds, summed as its cells (or chunks)
+/// go by, in (field, level) order: a level stored whole folds exactly the partition's rows
+/// (from version 7, its present values: at most those), a level beneath `stored_from` some of
+/// them; and every measured field has every level from `stored_from` up.
+struct Groups<'a> {
+    part: &'a PartitionInfo,
+    /// The (field, level) being summed, where its first cell is, and the rows it has folded.
+    group: Option<((u16, u8), usize, u64)>,
+    whole_levels: usize,
+}
+
+impl<'a> Groups<'a> {
+    fn new(part: &'a PartitionInfo) -> Result<Groups<'a>, Fault> {
+        if part.entry.axis.is_none() {
+            return Err((0, "cells in a partition without an axis".to_owned()));
+        }
+        Ok(Groups {
+            part,
+            group: None,
+            whole_levels: 0,
+        })
+    }
+
+    fn whole(&self, level: u8) -> bool {
+        level >= self.part.stored_from
+    }
+
+    fn add(&mut self, field: u16, level: u8, count: u64, at: usize) -> Result<(), Fault> {
+        match &mut self.group {
+            Some((g, _, n_rows)) if *g == (field, level) => {
                 // Both terms are at most n_rows (a u64), so this cannot overflow u64 twice over.
                 *n_rows = n_rows.saturating_add(count);
             }
             _ => {
-                close(group)?;
-                group = Some(((field, r.level), at, count));
-                n_groups += usize::from(whole(r.level));
+                self.close()?;
+                self.group = Some(((field, level), at, count));
+                self.whole_levels += usize::from(self.whole(level));
             }
         }
+        Ok(())
     }
-    close(group)?;
-    let levels = usize::from(entry.n_levels.saturating_sub(part.stored_from));
-    let expected = part.measured.len() * levels;
-    if n_groups != expected && !(part.holes && n_groups < expected) {
-        return Err((
-            0,
-            format!(
-                "cells for {n_groups} (field, level) pairs, the partition measures {} fields \
-                 at {levels} levels",
-                part.measured.len()
-            ),
-        ));
+
+    fn close(&self) -> Result<(), Fault> {
+        let entry = &self.part.entry;
+        // From version 7 a level folds a field's present values only (not null, not NaN), so
+        // a field's cells hold at most the partition's rows, and a field with none has none.
+        let short = |n_rows: u64| n_rows != entry.n_rows && !self.part.holes;
+        match self.group {
+            Some(((field, level), at, n_rows))
+                if (self.whole(level) && short(n_rows)) || n_rows > entry.n_rows =>
+            {
+                Err((
+                    at,
+                    format!(
+                        "level {level} of field {field} folds {n_rows} rows, the partition \
+                         holds {}",
+                        entry.n_rows
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
-    Ok(())
+
+    fn finish(self) -> Result<(), Fault> {
+        self.close()?;
+        let part = self.part;
+        let levels = usize::from(part.entry.n_levels.saturating_sub(part.stored_from));
+        let expected = part.measured.len() * levels;
+        if self.whole_levels != expected && !(part.holes && self.whole_levels < expected) {
+            return Err((
+                0,
+                format!(
+                    "cells for {} (field, level) pairs, the partition measures {} fields \
+                     at {levels} levels",
+                    self.whole_levels,
+                    part.measured.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A cell's four placed points: inside the partition's axis range, `first` leftmost and `last`

@@ -187,7 +187,8 @@ fn run_blocks_are_refused_in_a_version_1_file_and_unknown_versions_are_refused()
         (5, true),
         (6, true),
         (7, true),
-        (8, false),
+        (8, true),
+        (9, false),
         (0, false),
     ] {
         let mut bytes = written.bytes.clone();
