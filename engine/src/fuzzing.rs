@@ -51,12 +51,12 @@ pub fn reads_decl() -> StreamDecl {
 pub fn reads_seed() -> Vec<u8> {
     let fs = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-    let mut store = Store::create_in(
-        vfs,
-        Config::default().level_storage(crate::LevelStorage::Whole),
-        &[reads_decl()],
-    )
-    .expect("a fresh store opens");
+    // Plain cells (and columns): the records `tests/it/damaged_reads.rs` edits in place.
+    // `reads_seed_folded` and the others pack theirs.
+    let config = Config::default()
+        .level_storage(crate::LevelStorage::Whole)
+        .pack_columns(false);
+    let mut store = Store::create_in(vfs, config, &[reads_decl()]).expect("a fresh store opens");
     let mut n_published = 0u64;
     for (run, start) in [("run_7", 0u64), ("run_70", 3)] {
         let rows: Vec<Vec<Value>> = (0..12u64)
@@ -131,6 +131,26 @@ pub fn reads_seed_folded() -> Vec<u8> {
         .rev()
         .find_map(|name| fs.live_bytes(&NumberedName::segment(name).path_in(SEG_DIR)))
         .expect("the merge wrote a segment")
+}
+
+/// A seed for the `reads` target with a packed Cells block (format version 8): one partition
+/// of [`reads_decl`], 1,500 rows sealed in one barrier with every level stored whole, so each
+/// field's finest levels take more than one chunk of cells.
+///
+/// # Panics
+/// If the engine cannot write to a fresh simulated file system: a bug, not an input.
+pub fn reads_seed_packed_cells() -> Vec<u8> {
+    let fs = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let config = Config::default().level_storage(crate::LevelStorage::Whole);
+    let mut store = Store::create_in(vfs, config, &[reads_decl()]).expect("a fresh store opens");
+    store
+        .publish("cap", 0, &seed_rows(0..1_500))
+        .expect("the seed rows are valid");
+    store.seal().expect("the seed seals");
+    drop(store);
+    let path = NumberedName::segment(SEGMENT_NAME).path_in(SEG_DIR);
+    fs.live_bytes(&path).expect("the barrier wrote segment 1")
 }
 
 /// A third seed for the `reads` target (format version 4): one partition of [`reads_decl`]

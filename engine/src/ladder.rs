@@ -68,25 +68,60 @@ pub enum LevelStorage {
 /// at most 12.5% to the rows they summarise, and are at most a ninth of the partition.
 pub const LEVEL_BYTES_SHARE: u64 = 8;
 
-/// Bytes one cell costs on disk (a segment's CellRecord).
+/// Bytes a plain cell record costs on disk (a segment's CellRecord).
 pub(crate) const CELL_BYTES: u64 = 104;
+
+/// What a (field, level) of packed cells costs beside its cells, per chunk of at most
+/// `CELLS_PER_CHUNK`: its twelve column lengths, twelve pco headers and its table record.
+pub(crate) const CELL_CHUNK_BYTES: u64 = 384;
+
+/// Bytes a packed cell (segment format 8) is reckoned to cost, for a partition whose axis and
+/// stored columns take `column_bytes` for `n_rows` rows of `n_fields` measured fields: 12 and
+/// five times what a field takes a row, at most a plain record's [`CELL_BYTES`]. A cell's
+/// count and offsets cost ~2 bytes; its four values and two sums cost about what six of the
+/// field's values cost packed, neighbours being alike. Measured at levels of 4 to 1024 rows a
+/// cell (docs/format.md, "Version 8"): a 3-decimal random walk at 1.3 B a row 13–21 bytes a
+/// cell (reckoned 19), a full-precision walk at 5.9 B 38–43 (42), noise at 7.0 B 42 (47).
+pub(crate) fn packed_cell_bytes(column_bytes: u64, n_rows: u64, n_fields: u64) -> u64 {
+    let per_field_row = column_bytes / n_rows.max(1) / n_fields.max(1);
+    (12 + 5 * per_field_row).min(CELL_BYTES)
+}
 
 /// The lowest level to store whole, for a partition whose rows have `counts[k]` cells at level
 /// `k` up to `top` (`Ladder::cells_per_level`), with `n_fields` measured fields and
-/// `column_bytes` of axis and stored columns as written: the lowest level whose cells, with
-/// every level above it to `top`, cost at most `column_bytes / LEVEL_BYTES_SHARE`; `top + 1`
-/// (nothing stored, every level folded from the rows) if even `top`'s one cell a field costs
-/// more.
-pub(crate) fn stored_from(counts: &[u64], top: u8, n_fields: u64, column_bytes: u64) -> u8 {
+/// `column_bytes` of axis and stored columns as written for its `n_rows` rows: the lowest
+/// level whose cells, with every level above it to `top`, cost at most `column_bytes /
+/// LEVEL_BYTES_SHARE`: packed ([`packed_cell_bytes`] a cell, [`CELL_CHUNK_BYTES`] a chunk)
+/// where the store packs (`Config::pack_columns`), else [`CELL_BYTES`] a cell;
+/// `top + 1` (nothing stored, every level folded from the rows) if even `top`'s one cell a
+/// field costs more.
+pub(crate) fn stored_from(
+    counts: &[u64],
+    top: u8,
+    n_fields: u64,
+    column_bytes: u64,
+    n_rows: u64,
+    packed: bool,
+) -> u8 {
     let allowed = column_bytes / LEVEL_BYTES_SHARE;
+    let (cell, chunk) = if packed {
+        (
+            packed_cell_bytes(column_bytes, n_rows, n_fields),
+            CELL_CHUNK_BYTES,
+        )
+    } else {
+        (CELL_BYTES, 0)
+    };
+    let chunks = |n: u64| n.div_ceil(strata_segment::format::CELLS_PER_CHUNK as u64);
     let mut cost = 0u64;
     let mut lowest = top + 1;
     for level in (0..=top).rev() {
-        cost = cost.saturating_add(
-            counts[usize::from(level)]
-                .saturating_mul(n_fields)
-                .saturating_mul(CELL_BYTES),
-        );
+        let n = counts[usize::from(level)];
+        let level_cost = n
+            .saturating_mul(cell)
+            .saturating_add(chunks(n).saturating_mul(chunk))
+            .saturating_mul(n_fields);
+        cost = cost.saturating_add(level_cost);
         if cost > allowed {
             break;
         }

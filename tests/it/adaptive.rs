@@ -244,3 +244,86 @@ fn same(got: &str, expected: &str, what: &str) {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// #50: a survey that folds rows at read time (beneath the levels a file stores, packed in
+    /// chunks of 1,024 cells since format 8) answers bit for bit as the same survey over a
+    /// store that stores every level whole, over windows of every width on thousands of rows a
+    /// track: a random walk to 3 decimals (sums that round), rows at a generated spacing with
+    /// repeats and gaps, sealed in a few barriers and compacted.
+    #[test]
+    fn a_survey_folding_rows_at_read_time_answers_as_one_over_levels_stored_whole(
+        spacing in spacing(),
+        n_rows in 2_000usize..12_000,
+        barriers in 1usize..5,
+        seed in any::<u64>(),
+        windows in prop::collection::vec((0u64..=1000, 0u64..=1000, 8u64..7_000), 6),
+    ) {
+        let mut rng = seed | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut level = [0i64; 2];
+        let rows: Vec<(usize, u64, f64)> = (0..n_rows)
+            .map(|_| {
+                let r = next();
+                let track = (r % 2) as usize;
+                level[track] += ((r >> 8) % 2001).cast_signed() - 1000;
+                // Mostly one spacing, sometimes a repeat or a gap of ten.
+                let step = match (r >> 40) % 16 { 0 => 0, 1 => 10, _ => 1 };
+                (track, step, level[track] as f64 / 1000.0)
+            })
+            .collect();
+        let per_barrier = n_rows.div_ceil(barriers);
+        let batches: Vec<Vec<(usize, u64, f64)>> =
+            rows.chunks(per_barrier).map(<[_]>::to_vec).collect();
+        let load = |store: &mut Store| {
+            let mut t = [1u64 << 40; 2];
+            for (position, batch) in (0u64..).zip(&batches) {
+                let rows: Vec<Row> = batch
+                    .iter()
+                    .map(|&(track, step, v)| {
+                        t[track] += step * spacing;
+                        vec![
+                            Value::Str(TRACKS[track].to_owned()),
+                            Value::U64(t[track]),
+                            Value::F64(v),
+                            Value::U64(v.to_bits() % 1000),
+                        ]
+                    })
+                    .collect();
+                store.publish("m", position, &rows).unwrap();
+                store.seal().unwrap();
+            }
+            store.compact().unwrap();
+            t[0].max(t[1])
+        };
+        let mut whole = store(LevelStorage::Whole);
+        let mut adaptive = store(LevelStorage::Adaptive);
+        let end = load(&mut whole);
+        prop_assert_eq!(load(&mut adaptive), end);
+        let start = 1u64 << 40;
+        let span = end - start;
+        for (a, b, budget) in windows {
+            let (a, b) = (a.min(b), a.max(b));
+            let (lo, hi) = (start + span / 1000 * a, start + span / 1000 * b);
+            for selection in [&[][..], &["a"][..], &["b"][..]] {
+                let expected = whole.survey("m", selection, lo..=hi, budget).unwrap();
+                let got = adaptive.survey("m", selection, lo..=hi, budget).unwrap();
+                prop_assert_eq!(
+                    format!("{got:?}"),
+                    format!("{expected:?}"),
+                    "survey {:?} of {}..={} at {}",
+                    selection,
+                    lo,
+                    hi,
+                    budget
+                );
+            }
+        }
+    }
+}

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use strata::segment::fuzzing::reseal;
 use strata::{Aggregate, EngineError, Store};
 use strata_engine::fuzzing::{
-    reads, reads_seed, reads_seed_chained, reads_seed_folded, reads_seed_seams, store_over,
+    reads, reads_seed, reads_seed_chained, reads_seed_folded, reads_seed_packed_cells,
+    reads_seed_seams, store_over,
 };
 
 const SEGMENT: &str = "seg/000000000001.seg";
@@ -318,11 +319,12 @@ fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
         // Writes the seeds missing from the corpus, from the engine as it writes today. One
         // already there is kept: it is the fixture of the format version it was written in.
         std::fs::create_dir_all(&dir).unwrap();
-        let seeds: [(&str, Seed); 4] = [
+        let seeds: [(&str, Seed); 5] = [
             ("engine-two-partitions.seg", reads_seed),
             ("engine-folded-levels.seg", reads_seed_folded),
             ("engine-chained-cells.seg", reads_seed_chained),
             ("engine-seams.seg", reads_seed_seams),
+            ("engine-packed-cells.seg", reads_seed_packed_cells),
         ];
         for (name, seed) in seeds {
             if !dir.join(name).exists() {
@@ -484,18 +486,56 @@ fn the_seams_seed_is_valid_and_holds_seams_and_packed_columns() {
     }
 }
 
-/// A file without a missing value is, byte for byte, what the build before format 7 wrote
-/// (#48: nothing costs bytes until it is used): the engine's seams seed written today against
-/// the one that build wrote into the corpus, with only the header's version told apart.
+/// A file without a missing value spends no byte on missing values (#48: nothing costs bytes
+/// until it is used): the engine's seams seed written today holds no validity block and reads
+/// cleanly. (Until format 8 packed the cells, it was byte for byte what the build before
+/// format 7 wrote but for the header's version.)
 #[test]
-fn a_file_without_missing_values_is_what_format_6_wrote_but_for_its_version() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/reads/engine-seams.seg");
-    let written_by_format_6 = std::fs::read(path).unwrap();
-    assert_eq!(written_by_format_6[8..12], 6u32.to_le_bytes());
-    let mut today = reads_seed_seams();
-    assert_eq!(today[8..12], 7u32.to_le_bytes());
-    today[8..12].copy_from_slice(&6u32.to_le_bytes());
-    reseal(&mut today);
-    assert_eq!(today.len(), written_by_format_6.len());
-    assert!(today == written_by_format_6, "the bytes differ");
+fn a_file_without_missing_values_holds_no_validity_block() {
+    let today = reads_seed_seams();
+    assert_eq!(today[8..12], 8u32.to_le_bytes());
+    let layout = layout(&today);
+    assert!(!layout.blocks_of(0).is_empty());
+    assert!(
+        layout.blocks_of(0).iter().all(|b| b.kind != 9),
+        "no validity block"
+    );
+    assert_eq!(first_refusal(&store_over(&today).unwrap()), None);
+}
+
+/// Format 8 packs a Cells block: the seed's is packed, reads cleanly, and a chunk whose column
+/// lengths reach past it (crc recomputed: a file consistent in its checksums, not in itself) is
+/// refused naming the file and an offset, by every read that reaches its cells.
+#[test]
+fn a_packed_cell_chunk_that_does_not_decode_is_unreadable() {
+    let seed = reads_seed_packed_cells();
+    let cells = |b: &[u8]| {
+        let layout = layout(b);
+        let block = layout.cells_of(0);
+        (b[block.at + 4], block.offset)
+    };
+    let (encoding, offset) = cells(&seed);
+    assert_eq!(encoding, 1, "the seed's cells are packed");
+    let store = store_over(&seed).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    let mut bytes = seed.clone();
+    // Every chunk's first column length, far past the chunk's end: the chunks start at the
+    // payload's start and at each chunk's `end_byte` (the table, 40 bytes a chunk, ends 8
+    // bytes before the payload does, and the block record's `len` is at 16).
+    let len = {
+        let block = layout(&bytes).cells_of(0).at;
+        u64_at(&bytes, block + 16)
+    };
+    let count = u64_at(&bytes, offset + len - 8);
+    let table = offset + len - 8 - 40 * count;
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain((0..count - 1).map(|c| u64_at(&bytes, table + 40 * c + 32)))
+        .collect();
+    for start in starts {
+        bytes[offset + start..offset + start + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    }
+    reseal(&mut bytes);
+    let refusal = first_refusal(&store_over(&bytes).unwrap());
+    assert_names_file_and_offset(refusal.clone(), "packed cells");
+    assert!(refusal.unwrap().contains("cell chunk"));
 }

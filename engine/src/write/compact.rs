@@ -619,6 +619,8 @@ impl View {
                     top,
                     measured.len() as u64,
                     column_bytes,
+                    inputs.iter().map(|i| i.entry.n_rows).sum(),
+                    self.config.pack_columns,
                 );
                 let largest = inputs.iter().max_by_key(|i| i.entry.n_rows);
                 largest

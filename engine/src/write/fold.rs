@@ -80,6 +80,7 @@ pub(crate) fn fold_partition(
     staged: &Staged,
     storage: LevelStorage,
     column_bytes: u64,
+    packed: bool,
 ) -> (u8, Vec<FieldLevels>) {
     let (Some(_), Some(&lo), Some(&hi)) = (decl.axis, staged.axis.first(), staged.axis.last())
     else {
@@ -96,6 +97,8 @@ pub(crate) fn fold_partition(
             top,
             measured.len() as u64,
             column_bytes,
+            staged.axis.len() as u64,
+            packed,
         ),
     };
     let fields = measured

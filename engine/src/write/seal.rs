@@ -342,6 +342,7 @@ fn write_staged<S: SegmentSink>(
                 staged,
                 storage,
                 rows.column_bytes,
+                pack_columns,
             );
             writer.write_cells(&field_cells(&levels), stored_from)?;
         }
