@@ -64,9 +64,13 @@ pub enum LevelStorage {
 
 /// Under [`LevelStorage::Adaptive`], the most a file's stored level cells may cost, as a
 /// share (`1 / LEVEL_BYTES_SHARE`) of the bytes the partition's axis and stored columns take in
-/// it, as written (packed where packing makes them smaller, segment format 5): 8, so levels add
-/// at most 12.5% to the rows they summarise, and are at most a ninth of the partition.
-pub const LEVEL_BYTES_SHARE: u64 = 8;
+/// it, as written (packed where packing makes them smaller, segment format 5): 9, so levels add
+/// at most 11% to the rows they summarise, and are at most a tenth of the partition. (An
+/// eighth until cells were packed, format 8: with cells at a fifth of their old cost, a ninth
+/// keeps a full-precision random walk under 6.0 B a row — an eighth took it to 6.12, storing
+/// cells of 128 rows where a ninth stores them from 256 — while a 3-decimal walk's still
+/// stores cells of ~256 rows, `docs/format.md`, "Version 8".)
+pub const LEVEL_BYTES_SHARE: u64 = 9;
 
 /// Bytes a plain cell record costs on disk (a segment's CellRecord).
 pub(crate) const CELL_BYTES: u64 = 104;
@@ -83,8 +87,8 @@ pub(crate) const CELL_CHUNK_BYTES: u64 = 384;
 /// cell (docs/format.md, "Version 8"): a 3-decimal random walk at 1.3 B a row 13–21 bytes a
 /// cell (reckoned 19), a full-precision walk at 5.9 B 38–43 (42), noise at 7.0 B 42 (47).
 pub(crate) fn packed_cell_bytes(column_bytes: u64, n_rows: u64, n_fields: u64) -> u64 {
-    let per_field_row = column_bytes / n_rows.max(1) / n_fields.max(1);
-    (12 + 5 * per_field_row).min(CELL_BYTES)
+    let rows = n_rows.max(1).saturating_mul(n_fields.max(1));
+    (12 + column_bytes.saturating_mul(5) / rows).min(CELL_BYTES)
 }
 
 /// The lowest level to store whole, for a partition whose rows have `counts[k]` cells at level
