@@ -19,7 +19,9 @@ use strata_segment::{Decoded, SegmentError, SegmentReader};
 use crate::error::EngineError;
 use crate::ladder::{ladder_of, num_kind};
 use crate::view::View;
-use crate::view::cells::{CellRun, Descending, cells_in, merge_runs, regroup, rows_in};
+use crate::view::cells::{
+    CellRun, Descending, FoldRows, cells_in, file_rows, merge_runs, regroup, rows_in,
+};
 use crate::view::floors::LevelFloors;
 use crate::view::floors::beneath;
 use crate::view::narrow::Reach;
@@ -531,11 +533,18 @@ impl View {
                         .expect("found under the read lock held since"),
                 };
                 self.check_partition(reader, part_idx, entry)?;
+                let decoded = edge_rows(reader, part_idx, entry, ladder, runs, &spans, &wanted)?;
                 for (i, run) in runs.iter().enumerate() {
                     if !wanted[i] {
                         continue;
                     }
-                    let found = cells_in(reader, part_idx, entry, ladder, *run, None)?;
+                    let rows = decoded
+                        .iter()
+                        .find(|(field, [lo, hi], _)| {
+                            *field == run.field && *lo <= spans[i][0] && spans[i][1] <= *hi
+                        })
+                        .map(|(_, _, rows)| rows.within(spans[i]));
+                    let found = cells_in(reader, part_idx, entry, ladder, *run, rows.as_ref())?;
                     n_cells_read += found.len() as u64;
                     partition[i].prepend(found);
                 }
@@ -796,6 +805,51 @@ fn fold_floor(
             .max()
             .unwrap_or(0)
     })
+}
+
+/// The rows of partition `part_idx` that the wanted `runs` it answers from its rows (levels
+/// beneath the ones it stores whole) fold, decoded once for each field and each stretch of
+/// runs side by side — a fold's edge pieces, one a level, lie side by side — rather than once
+/// a run: `(field, span, rows)`. Empty where fewer than two runs fold rows. A run's rows are
+/// then `rows.within(its span)`, the rows `file_rows` would decode for it alone.
+fn edge_rows(
+    reader: &SegmentReader<Mapped>,
+    part_idx: usize,
+    entry: &PartitionEntry,
+    ladder: &Ladder,
+    runs: &[CellRun],
+    spans: &[[u64; 2]],
+    wanted: &[bool],
+) -> Result<Vec<(u16, [u64; 2], FoldRows)>, EngineError> {
+    let stored_from = reader.partitions()[part_idx].stored_from;
+    let top = entry.n_levels - 1;
+    let mut folded: Vec<(u16, [u64; 2])> = (0..runs.len())
+        .filter(|&i| wanted[i] && runs[i].level < stored_from && runs[i].level <= top)
+        .map(|i| (runs[i].field, spans[i]))
+        .collect();
+    if folded.len() < 2 {
+        return Ok(Vec::new());
+    }
+    folded.sort_unstable();
+    let mut stretches: Vec<(u16, [u64; 2])> = Vec::new();
+    for (field, [lo, hi]) in folded {
+        match stretches.last_mut() {
+            Some((f, [_, end])) if *f == field && lo <= end.saturating_add(1) => {
+                *end = (*end).max(hi);
+            }
+            _ => stretches.push((field, [lo, hi])),
+        }
+    }
+    stretches
+        .into_iter()
+        .map(|(field, span)| {
+            Ok((
+                field,
+                span,
+                file_rows(reader, part_idx, ladder, field, span)?,
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
