@@ -3,6 +3,8 @@
 //! right fold, newest first. What `survey` and `fold` read through (`survey.rs`), and what a
 //! compaction step merges (`compact.rs`).
 
+use std::cell::RefCell;
+
 use strata_index::PartitionEntry;
 use strata_levels::{Bucket, Cell, Ladder, Num};
 use strata_segment::vfs::Mapped;
@@ -110,6 +112,12 @@ pub(crate) struct FoldRows {
     pub numbers: Decoded,
     pub cuts: Vec<usize>,
     pub chained: Option<(u8, u64)>,
+    /// The last level [`fold_decoded`] folded these rows to, and each piece's cells there
+    /// (before pieces are merged): a fold to a level above it folds those cells up
+    /// (`Ladder::fold_level`, the same cells bit for bit as folding the rows) instead of the
+    /// rows again. A merge folds an input's rows to every level from the output's lowest
+    /// stored one up to the input's, in ascending order.
+    pub folded: RefCell<Option<(u8, Vec<Vec<Cell>>)>>,
 }
 
 impl FoldRows {
@@ -132,6 +140,7 @@ impl FoldRows {
                 .map(|&c| c - start)
                 .collect(),
             chained: self.chained,
+            folded: RefCell::new(None),
         }
     }
 }
@@ -178,6 +187,7 @@ pub(crate) fn file_rows(
         numbers,
         cuts,
         chained,
+        folded: RefCell::new(None),
     })
 }
 
@@ -225,25 +235,46 @@ pub(crate) fn fold_decoded(ladder: &Ladder, field: u16, level: u8, rows: &FoldRo
         numbers,
         cuts,
         chained,
+        folded,
     } = rows;
-    let mut pieces = Vec::new();
-    let ends = cuts.iter().copied().chain(std::iter::once(axis.len()));
-    let mut start = 0;
-    for end in ends {
-        let (piece, piece_shared) = (&axis[start..end], &shared[start..end.max(start + 1) - 1]);
-        let fold = |value: &dyn Fn(usize) -> Num| {
-            ladder.fold_rows_to(field, piece, piece_shared, value, level)
-        };
-        pieces.extend(match numbers {
-            Decoded::U64(c) => fold(&|i| Num::U64(c[start + i].get())),
-            Decoded::I64(c) => fold(&|i| Num::I64(c[start + i].get())),
-            Decoded::F64(c) => {
-                let values: Vec<f64> = c[start..end].iter().map(|v| v.get()).collect();
-                ladder.fold_f64_rows_to(field, piece, piece_shared, &values, level)
+    let mut memo = folded.borrow_mut();
+    let pieces: Vec<Vec<Cell>> = match memo.take() {
+        // Folded to a level at or beneath this one already: its cells, folded up.
+        Some((below, mut pieces)) if below <= level => {
+            for _ in below..level {
+                for piece in &mut pieces {
+                    *piece = ladder.fold_level(piece);
+                }
             }
-        });
-        start = end;
-    }
+            pieces
+        }
+        _ => {
+            let mut pieces = Vec::with_capacity(cuts.len() + 1);
+            let ends = cuts.iter().copied().chain(std::iter::once(axis.len()));
+            let mut start = 0;
+            for end in ends {
+                let (piece, piece_shared) =
+                    (&axis[start..end], &shared[start..end.max(start + 1) - 1]);
+                let fold = |value: &dyn Fn(usize) -> Num| {
+                    ladder.fold_rows_to(field, piece, piece_shared, value, level)
+                };
+                pieces.push(match numbers {
+                    Decoded::U64(c) => fold(&|i| Num::U64(c[start + i].get())),
+                    Decoded::I64(c) => fold(&|i| Num::I64(c[start + i].get())),
+                    Decoded::F64(c) => {
+                        let values: Vec<f64> = c[start..end].iter().map(|v| v.get()).collect();
+                        ladder.fold_f64_rows_to(field, piece, piece_shared, &values, level)
+                    }
+                });
+                start = end;
+            }
+            pieces
+        }
+    };
+    let flat: Vec<Cell> = pieces.iter().flatten().copied().collect();
+    *memo = Some((level, pieces));
+    drop(memo);
+    let pieces = flat;
     if cuts.is_empty() {
         return pieces;
     }
