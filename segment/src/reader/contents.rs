@@ -203,9 +203,6 @@ pub(crate) fn check_cell_chunk(
     at: usize,
     part: &PartitionInfo,
 ) -> Result<(), Fault> {
-    if part.entry.axis.is_none() {
-        return Err((0, "cells in a partition without an axis".to_owned()));
-    }
     check_cell_records(records, part, |_, _| Ok(())).map_err(|(_, what)| (at, what))
 }
 
@@ -239,13 +236,8 @@ fn check_cell_records(
             }
         }
         let field = r.field.get();
-        check_field_kind_level(field, r.kind, r.level, part).map_err(|what| (at, what))?;
-        let kind = part
-            .measured
-            .iter()
-            .find(|&&(f, _)| f == field)
-            .map(|&(_, k)| k)
-            .expect("checked measured above");
+        let kind =
+            check_field_kind_level(field, r.kind, r.level, part).map_err(|what| (at, what))?;
         let count = r.count.get();
         if count == 0 || count > entry.n_rows {
             return bad(format!(
@@ -260,13 +252,13 @@ fn check_cell_records(
 }
 
 /// A cell (or chunk of cells) of `field`, kind code `kind`, at `level`: the field is measured,
-/// of that kind, and the partition has the level.
+/// of that kind, and the partition has the level. Answers the field's measured kind.
 fn check_field_kind_level(
     field: u16,
     kind: u8,
     level: u8,
     part: &PartitionInfo,
-) -> Result<(), String> {
+) -> Result<NumKind, String> {
     let Some(&(_, measured)) = part.measured.iter().find(|&&(f, _)| f == field) else {
         return Err(format!("a cell of field {field}, which is not measured"));
     };
@@ -281,7 +273,7 @@ fn check_field_kind_level(
             part.entry.n_levels
         ));
     }
-    Ok(())
+    Ok(measured)
 }
 
 /// The rows each (field, level) of a partition's cells folds, summed as its cells (or chunks)
