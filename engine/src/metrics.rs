@@ -37,6 +37,15 @@ pub struct Metrics {
     pub decoded_chunk_misses: u64,
     /// Decoded chunks let go to keep them under their bound.
     pub decoded_chunk_evictions: u64,
+    /// Bytes of decoded chunks of packed level cells (segment format 8) kept for reads that
+    /// come back to them now, apart from the columns': at most `Config::decoded_cells_bytes_max`.
+    pub decoded_cells_bytes: u64,
+    /// Reads of a packed chunk of cells answered from those kept.
+    pub decoded_cell_hits: u64,
+    /// Reads of a packed chunk of cells that decoded it (and offered it to be kept).
+    pub decoded_cell_misses: u64,
+    /// Decoded chunks of cells let go to keep them under their bound.
+    pub decoded_cell_evictions: u64,
     /// Compaction steps taken (each one `Merge` record).
     pub compaction_steps: u64,
     /// Bytes of the partitions those steps read (their inputs' partition blocks).

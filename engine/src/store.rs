@@ -432,6 +432,10 @@ impl Store {
             decoded_chunk_hits: read.decoded_chunk_hits,
             decoded_chunk_misses: read.decoded_chunk_misses,
             decoded_chunk_evictions: read.decoded_chunk_evictions,
+            decoded_cells_bytes: read.decoded_cells_bytes,
+            decoded_cell_hits: read.decoded_cell_hits,
+            decoded_cell_misses: read.decoded_cell_misses,
+            decoded_cell_evictions: read.decoded_cell_evictions,
             ..writer.metrics
         }
     }

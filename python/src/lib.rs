@@ -114,6 +114,7 @@ fn config_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Config> {
             "compact_step_bytes_max" => config.compact_step_bytes_max = number()? as u64,
             "open_segments_max" => config.open_segments_max = number()?,
             "decoded_chunks_bytes_max" => config.decoded_chunks_bytes_max = number()?,
+            "decoded_cells_bytes_max" => config.decoded_cells_bytes_max = number()?,
             "reader_processes_max" => config.reader_processes_max = number()?,
             "arrow_batch_rows" => config.arrow_batch_rows = number()?,
             "pack_columns" => config.pack_columns = value.extract()?,
@@ -122,7 +123,7 @@ fn config_of(options: Option<&Bound<'_, PyDict>>) -> PyResult<Config> {
                     "config has no key {key:?} (one of staged_bytes_max manifest_rewrite_bytes \
                      compact_files_max compact_inputs_min compact_inputs_max \
                      compact_step_bytes_max open_segments_max decoded_chunks_bytes_max \
-                     reader_processes_max arrow_batch_rows pack_columns)"
+                     decoded_cells_bytes_max reader_processes_max arrow_batch_rows pack_columns)"
                 )));
             }
         }

@@ -26,7 +26,7 @@ use crate::format::{
     SEAMS_VERSION, SEGMENT_MAGIC, SEGMENT_VERSION, SEGMENT_VERSION_MIN, STORED_FROM_VERSION,
     VALIDITY_VERSION,
 };
-use crate::packed::{self, ChunkCache, Decoded, Packed};
+use crate::packed::{self, ChunkCache, ChunkKey, Decoded, Packed};
 use crate::runs::Sequence;
 use crate::validity::{self, Nulls};
 
@@ -312,17 +312,33 @@ pub struct SegmentReader<B> {
     verified: Vec<OnceLock<Result<(), BlockFault>>>,
     /// Each validity block's runs, decoded on its first read (which checked them).
     nulls: Vec<OnceLock<Vec<Range<u64>>>>,
-    /// Each packed Cells block's chunks, each decoded (and checked) on its first read and kept
-    /// while the reader is open: at most what its cells take as records, ~6 times their packed
-    /// bytes, which adaptive level storage holds to an eighth of the file's columns.
-    cell_chunks: Vec<OnceLock<CellChunks>>,
-    /// Where its decoded chunks are kept, and its number there.
+    /// Where its decoded column chunks are kept, and its number there. Without one, a chunk
+    /// is decoded at each read.
     cache: Option<(Arc<dyn ChunkCache>, u64)>,
+    /// Where its packed Cells blocks' decoded chunks (their records' words) are kept, and its
+    /// number there: apart from the columns', whose bulkier chunks a zoomed read passes
+    /// through, so that they do not push out the cells every survey comes back to. Without
+    /// one, a chunk of cells is decoded at each read.
+    cell_cache: Option<(Arc<dyn ChunkCache>, u64)>,
 }
 
-/// A packed Cells block's chunks, each decoded on its first read: its records' words, or where
-/// and why it failed its checks.
-type CellChunks = Box<[OnceLock<Result<Vec<U64>, (usize, String)>>]>;
+/// A decoded chunk of cells: its records' words, shared with the chunk cache or the read's own.
+enum CellWords {
+    Kept(Arc<Decoded>),
+    Own(Vec<U64>),
+}
+
+impl CellWords {
+    fn words(&self) -> &[U64] {
+        match self {
+            CellWords::Kept(decoded) => match &**decoded {
+                Decoded::U64(words) => words,
+                _ => unreachable!("only a chunk of words is taken as cells"),
+            },
+            CellWords::Own(words) => words,
+        }
+    }
+}
 
 /// Why a block failed its first read, remembered so later reads fail the same way.
 #[derive(Clone, Debug)]
@@ -359,7 +375,6 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         let (partitions, blocks) = parse_directory(path, directory, dir_offset, version)?;
         let verified = blocks.iter().map(|_| OnceLock::new()).collect();
         let nulls = blocks.iter().map(|_| OnceLock::new()).collect();
-        let cell_chunks = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(SegmentReader {
             path: path.to_owned(),
             bytes,
@@ -368,8 +383,8 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             blocks,
             verified,
             nulls,
-            cell_chunks,
             cache: None,
+            cell_cache: None,
         })
     }
 
@@ -378,6 +393,15 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     #[must_use]
     pub fn with_chunk_cache(mut self, cache: Arc<dyn ChunkCache>, file: u64) -> Self {
         self.cache = Some((cache, file));
+        self
+    }
+
+    /// The reader, keeping the chunks of packed level cells its reads decode (segment format
+    /// 8) in `cache` under the number `file` (which no other bytes may ever be given in that
+    /// cache).
+    #[must_use]
+    pub fn with_cell_cache(mut self, cache: Arc<dyn ChunkCache>, file: u64) -> Self {
+        self.cell_cache = Some((cache, file));
         self
     }
 
@@ -455,7 +479,7 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
                 // `verified_block` checked the table.
                 let (data, table) = cellpack::split_checked(payload);
                 for chunk in 0..table.len() {
-                    self.cell_chunk(block_idx, data, table, chunk)?;
+                    self.cell_chunk(block_idx, data, table, chunk, false)?;
                 }
             }
         }
@@ -615,13 +639,38 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
     /// The cells of `field` at `level` in partition `part_idx` whose index lies in `indexes`,
     /// ascending, found by binary search (no scan). From version 4 on an index may appear more
     /// than once: a chain of partial cells, oldest rows first, which a read folds in front of
-    /// what follows link by link, last first ([`CHAINS_VERSION`]).
+    /// what follows link by link, last first ([`CHAINS_VERSION`]). A packed chunk of cells it
+    /// decodes is kept in the reader's cell cache, if it has one, for the reads that come back.
     pub fn cells(
         &self,
         part_idx: usize,
         field: u16,
         level: u8,
         indexes: RangeInclusive<u64>,
+    ) -> Result<Vec<Cell>, SegmentError> {
+        self.cells_kept(part_idx, field, level, indexes, true)
+    }
+
+    /// [`SegmentReader::cells`], neither taking the chunks it decodes from the cell cache nor
+    /// offering them to it: for a read that passes once through a file's cells (a merge), which
+    /// would only push out what other reads come back to.
+    pub fn cells_uncached(
+        &self,
+        part_idx: usize,
+        field: u16,
+        level: u8,
+        indexes: RangeInclusive<u64>,
+    ) -> Result<Vec<Cell>, SegmentError> {
+        self.cells_kept(part_idx, field, level, indexes, false)
+    }
+
+    fn cells_kept(
+        &self,
+        part_idx: usize,
+        field: u16,
+        level: u8,
+        indexes: RangeInclusive<u64>,
+        cached: bool,
     ) -> Result<Vec<Cell>, SegmentError> {
         let Some(block_idx) = self
             .block_range(part_idx)
@@ -630,25 +679,13 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
             return Ok(Vec::new());
         };
         let payload = self.verified_block(block_idx)?;
-        if self.blocks[block_idx].packed {
-            return self.packed_cells(block_idx, payload, part_idx, field, level, indexes);
+        if !self.blocks[block_idx].packed {
+            let records: &[CellRecord] = slice_of(payload);
+            return Ok(self.decode_cells(records, part_idx, field, level, indexes));
         }
-        let records: &[CellRecord] = slice_of(payload);
-        Ok(self.decode_cells(records, part_idx, field, level, indexes))
-    }
-
-    /// [`SegmentReader::cells`] from a packed Cells block (version 8 on): the chunks of
-    /// (`field`, `level`) that reach `indexes`, each decoded (or taken from the chunk cache)
-    /// and checked as a plain block's records are.
-    fn packed_cells(
-        &self,
-        block_idx: usize,
-        payload: &[u8],
-        part_idx: usize,
-        field: u16,
-        level: u8,
-        indexes: RangeInclusive<u64>,
-    ) -> Result<Vec<Cell>, SegmentError> {
+        // A packed block (version 8 on): the chunks of (`field`, `level`) that reach
+        // `indexes`, each decoded (or taken from the chunk cache) and checked as a plain
+        // block's records are.
         let (data, table) = cellpack::split_checked(payload);
         let key = |r: &CellChunkRecord| (r.field.get(), r.level);
         let start = table.partition_point(|r| {
@@ -661,39 +698,58 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         });
         let mut cells = Vec::new();
         for chunk in start..end.max(start) {
-            let records = self.cell_chunk(block_idx, data, table, chunk)?;
+            let words = self.cell_chunk(block_idx, data, table, chunk, cached)?;
+            let records = cellpack::records(words.words());
             cells.extend(self.decode_cells(records, part_idx, field, level, indexes.clone()));
         }
         Ok(cells)
     }
 
-    /// Chunk `chunk` of packed Cells block `block_idx`, decoded and checked on its first read,
-    /// then kept (a failure is kept too, so every read fails alike).
+    /// Chunk `chunk` of packed Cells block `block_idx`, as its records' words: from the cell
+    /// cache where `cached` and it keeps it, else decoded and checked (and offered to the
+    /// cache where `cached`). A chunk that fails its checks fails alike at every read.
     fn cell_chunk(
         &self,
         block_idx: usize,
         data: &[u8],
         table: &[CellChunkRecord],
         chunk: usize,
-    ) -> Result<&[CellRecord], SegmentError> {
+        cached: bool,
+    ) -> Result<CellWords, SegmentError> {
         let block = self.blocks[block_idx];
-        let chunks = self.cell_chunks[block_idx]
-            .get_or_init(|| table.iter().map(|_| OnceLock::new()).collect());
-        let decoded = chunks[chunk].get_or_init(|| {
-            let part = &self.partitions[block.partition];
-            let words = cellpack::decode(data, table, chunk)?;
+        let cache = self.cell_cache.as_ref().filter(|_| cached);
+        let key = |file: u64| ChunkKey {
+            file,
+            block: block.offset as u64,
+            chunk: chunk as u64,
+        };
+        if let Some((cache, file)) = cache
+            && let Some(decoded) = cache.get(key(*file))
+            && let Decoded::U64(_) = *decoded
+        {
+            return Ok(CellWords::Kept(decoded));
+        }
+        let decoded = cellpack::decode(data, table, chunk).and_then(|words| {
             let chunk_at = chunk
                 .checked_sub(1)
                 .map_or(0, |c| packed::table_index(table[c].end_byte));
+            let part = &self.partitions[block.partition];
             contents::check_cell_chunk(cellpack::records(&words), chunk_at, part)?;
             Ok(words)
         });
         match decoded {
-            Ok(words) => Ok(cellpack::records(words)),
+            Ok(words) => Ok(match cache {
+                Some((cache, file)) => {
+                    let decoded = Arc::new(Decoded::U64(words));
+                    cache.put(key(*file), &decoded);
+                    CellWords::Kept(decoded)
+                }
+                None => CellWords::Own(words),
+            }),
             Err((at, what)) => Err(SegmentError::malformed(
                 &self.path,
                 (block.offset + at) as u64,
-                what.clone(),
+                what,
             )),
         }
     }

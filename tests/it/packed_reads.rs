@@ -224,3 +224,53 @@ fn a_fold_reaching_past_the_live_rows_reads_coarse_cells_and_folds_the_same_rows
     store.trim_to("s", 1).unwrap();
     check(&store, 0, u64::MAX, "everything, over a floor");
 }
+
+/// Packed level cells (segment format 8) that reads decode are kept in a cache of their own,
+/// apart from the columns' chunks, under its bound (`Config::decoded_cells_bytes_max`):
+/// compacted, a survey of everything at a small budget reads only stored coarse cells, decoding
+/// their chunks once and then finding them kept; with room for a few chunks of cells, every
+/// read fills it, evicts, stays under the bound, and answers as a store that keeps nothing.
+/// Compaction, which reads each chunk once, leaves both caches alone.
+#[test]
+fn packed_cells_are_kept_in_the_cell_cache_under_its_bound() {
+    let compacted = |config: Config| {
+        let mut store = store(config);
+        store.compact().unwrap();
+        store
+    };
+    let bound = 16 << 10;
+    let kept = compacted(Config::default().decoded_cells_bytes_max(bound));
+    let merged = kept.metrics();
+    assert_eq!(
+        (
+            merged.decoded_cell_hits + merged.decoded_cell_misses,
+            merged.decoded_chunk_hits + merged.decoded_chunk_misses,
+        ),
+        (0, 0),
+        "compaction passes through its inputs' cells and rows without the caches"
+    );
+    let coarse = |store: &Store| store.survey("s", &[], .., 24).unwrap();
+    let first = coarse(&kept);
+    let after_first = kept.metrics();
+    assert!(
+        after_first.decoded_cell_misses > 0 && after_first.decoded_cells_bytes > 0,
+        "a survey of stored cells decodes and keeps their chunks: {after_first:?}"
+    );
+    assert_eq!(coarse(&kept), first);
+    let after_second = kept.metrics();
+    assert_eq!(
+        after_second.decoded_cell_misses, after_first.decoded_cell_misses,
+        "read again, every chunk of cells was kept"
+    );
+    assert!(after_second.decoded_cell_hits > after_first.decoded_cell_hits);
+    let none = compacted(Config::default().decoded_cells_bytes_max(0));
+    assert_eq!(answers(&kept), answers(&none), "kept against none kept");
+    let metrics = kept.metrics();
+    assert!(
+        metrics.decoded_cells_bytes <= bound as u64,
+        "{} bytes kept over a bound of {bound}",
+        metrics.decoded_cells_bytes
+    );
+    assert!(metrics.decoded_cell_evictions > 0, "{metrics:?}");
+    assert_eq!(none.metrics().decoded_cells_bytes, 0);
+}

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use strata_index::PartitionEntry;
 use strata_levels::{Bucket, Cell, Ladder, Num};
 use strata_segment::vfs::Mapped;
-use strata_segment::{Decoded, SegmentError, SegmentReader};
+use strata_segment::{Axis, Decoded, SegmentError, SegmentReader};
 
 use crate::error::EngineError;
 use crate::view::read::unreadable;
@@ -24,7 +24,9 @@ pub(crate) struct CellRun {
 
 /// The cells of `run` that partition `part_idx` of `reader` stores (checked already against
 /// `entry`), ascending by index, checked against the stream's grid. Above the segment's top
-/// level, its single top cell is the cell, under a coarser index.
+/// level, its single top cell is the cell, under a coarser index. `cached`: whether the packed
+/// chunks of cells it decodes go through the chunk cache (a read's), or not (a merge's, which
+/// passes once through its inputs' cells).
 pub(crate) fn cells_in(
     reader: &SegmentReader<Mapped>,
     part_idx: usize,
@@ -36,6 +38,7 @@ pub(crate) fn cells_in(
         cells,
     }: CellRun,
     rows: Option<&FoldRows>,
+    cached: bool,
 ) -> Result<Vec<Cell>, EngineError> {
     let top = entry.n_levels - 1;
     let (stored_level, stored_cells) = if level <= top {
@@ -43,9 +46,12 @@ pub(crate) fn cells_in(
     } else {
         (top, 0..=u64::MAX)
     };
-    let stored = reader
-        .cells(part_idx, field, stored_level, stored_cells.clone())
-        .map_err(unreadable)?;
+    let stored = if cached {
+        reader.cells(part_idx, field, stored_level, stored_cells.clone())
+    } else {
+        reader.cells_uncached(part_idx, field, stored_level, stored_cells.clone())
+    }
+    .map_err(unreadable)?;
     check_on_grid(reader, entry, ladder, stored_level, &stored)?;
     let stored_from = reader.partitions()[part_idx].stored_from;
     let stored = if stored_level < stored_from {
@@ -98,7 +104,7 @@ pub(crate) fn fold_file_rows(
     level: u8,
     span: [u64; 2],
 ) -> Result<Vec<Cell>, EngineError> {
-    let rows = file_rows(reader, part_idx, ladder, field, span)?;
+    let rows = file_rows(reader, part_idx, ladder, field, span, true)?;
     Ok(fold_decoded(ladder, field, level, &rows))
 }
 
@@ -146,15 +152,24 @@ impl FoldRows {
 }
 
 /// The axis and `field`'s values of partition `part_idx`'s rows with axis in `[lo, hi]`,
-/// decoded (only the chunks they lie in), and the file's seams among them.
+/// decoded (only the chunks they lie in), and the file's seams among them. `cached`: whether
+/// the chunks go through the chunk cache (a read's), or not (a merge's, which reads them once).
 pub(crate) fn file_rows(
     reader: &SegmentReader<Mapped>,
     part_idx: usize,
     ladder: &Ladder,
     field: u16,
     [lo, hi]: [u64; 2],
+    cached: bool,
 ) -> Result<FoldRows, EngineError> {
-    let (start, end) = rows_in(reader, part_idx, [lo, hi])?;
+    let axis = reader
+        .axis(part_idx)
+        .map_err(unreadable)?
+        .map(|axis| if cached { axis } else { axis.uncached() });
+    let (start, end) = match &axis {
+        Some(axis) => rows_of(axis, [lo, hi])?,
+        None => (0, 0),
+    };
     let seams = reader.seams(part_idx).map_err(unreadable)?;
     let first = seams.partition_point(|s| s.get() <= start as u64);
     let cuts: Vec<usize> = seams[first..]
@@ -163,11 +178,12 @@ pub(crate) fn file_rows(
         .take_while(|&s| s < end)
         .map(|s| s - start)
         .collect();
-    let axis: Vec<u64> = match reader.axis(part_idx).map_err(unreadable)? {
+    let axis: Vec<u64> = match axis {
         Some(axis) => axis.values(start..end).map_err(unreadable)?,
         None => Vec::new(),
     };
-    let numbers = match reader.column(part_idx, field).map_err(unreadable)? {
+    let column = reader.column(part_idx, field).map_err(unreadable)?;
+    let numbers = match column.map(|c| if cached { c } else { c.uncached() }) {
         Some(column) => column.numbers(start..end).map_err(unreadable)?,
         None => None,
     };
@@ -317,9 +333,14 @@ pub(crate) fn rows_in(
     part_idx: usize,
     [lo, hi]: [u64; 2],
 ) -> Result<(usize, usize), EngineError> {
-    let Some(axis) = reader.axis(part_idx).map_err(unreadable)? else {
-        return Ok((0, 0));
-    };
+    match reader.axis(part_idx).map_err(unreadable)? {
+        Some(axis) => rows_of(&axis, [lo, hi]),
+        None => Ok((0, 0)),
+    }
+}
+
+/// The rows `start..end` of `axis` that lie in `[lo, hi]`.
+fn rows_of(axis: &Axis<'_>, [lo, hi]: [u64; 2]) -> Result<(usize, usize), EngineError> {
     let start = axis.lower_bound(lo).map_err(unreadable)?;
     let end = axis.upper_bound(hi).map_err(unreadable)?.max(start);
     Ok((start, end))

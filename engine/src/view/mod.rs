@@ -90,6 +90,9 @@ pub struct View {
     /// Packed chunks decoded by reads, kept for reads that come back to them, at most
     /// `config.decoded_chunks_bytes_max`.
     pub(crate) chunks: Arc<DecodedChunks>,
+    /// Packed chunks of level cells decoded by reads (segment format 8), kept apart from the
+    /// columns' chunks, at most `config.decoded_cells_bytes_max`.
+    pub(crate) cell_chunks: Arc<DecodedChunks>,
     pub(crate) report: Arc<Report>,
     pub(crate) config: Arc<Config>,
 }
@@ -134,6 +137,7 @@ impl View {
             live_maps: Arc::new(LiveMaps::default()),
             cells_read: Arc::default(),
             chunks: Arc::new(DecodedChunks::new(config.decoded_chunks_bytes_max)),
+            cell_chunks: Arc::new(DecodedChunks::new(config.decoded_cells_bytes_max)),
             report: Arc::new(report),
             config: Arc::new(config),
         }
@@ -213,7 +217,7 @@ impl View {
             let readers = self.readers.read().unwrap_or_else(PoisonError::into_inner);
             (readers.len() as u64, readers.evictions())
         };
-        let chunks = self.chunks.counts();
+        let (chunks, cells) = (self.chunks.counts(), self.cell_chunks.counts());
         Metrics {
             file_syncs: self.vfs.counts().file_syncs(),
             dir_syncs: self.vfs.counts().dir_syncs(),
@@ -227,6 +231,10 @@ impl View {
             decoded_chunk_hits: chunks.hits,
             decoded_chunk_misses: chunks.misses,
             decoded_chunk_evictions: chunks.evictions,
+            decoded_cells_bytes: cells.bytes,
+            decoded_cell_hits: cells.hits,
+            decoded_cell_misses: cells.misses,
+            decoded_cell_evictions: cells.evictions,
             ..Metrics::default()
         }
     }

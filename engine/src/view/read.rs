@@ -170,7 +170,8 @@ impl View {
         let recorded = self.catalog.file(name).map(|f| (f.len, f.digest));
         let reader = SegmentReader::open(&path, mapped)
             .map_err(unreadable)?
-            .with_chunk_cache(self.chunks.clone(), name);
+            .with_chunk_cache(self.chunks.clone(), name)
+            .with_cell_cache(self.cell_chunks.clone(), name);
         if recorded != Some((reader.file_len(), reader.digest())) {
             return Err(mismatch(&path, "length or digest differs"));
         }

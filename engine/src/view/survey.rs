@@ -544,7 +544,8 @@ impl View {
                             *field == run.field && *lo <= spans[i][0] && spans[i][1] <= *hi
                         })
                         .map(|(_, _, rows)| rows.within(spans[i]));
-                    let found = cells_in(reader, part_idx, entry, ladder, *run, rows.as_ref())?;
+                    let found =
+                        cells_in(reader, part_idx, entry, ladder, *run, rows.as_ref(), true)?;
                     n_cells_read += found.len() as u64;
                     partition[i].prepend(found);
                 }
@@ -846,7 +847,7 @@ fn edge_rows(
             Ok((
                 field,
                 span,
-                file_rows(reader, part_idx, ladder, field, span)?,
+                file_rows(reader, part_idx, ladder, field, span, true)?,
             ))
         })
         .collect()

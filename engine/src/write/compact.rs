@@ -145,7 +145,15 @@ impl MergeInput {
             level,
             cells,
         };
-        cells_in(&self.reader, self.part_idx, &self.entry, ladder, run, rows)
+        cells_in(
+            &self.reader,
+            self.part_idx,
+            &self.entry,
+            ladder,
+            run,
+            rows,
+            false,
+        )
     }
 }
 
@@ -843,6 +851,7 @@ fn merged_links(
                 ladder,
                 field,
                 [0, u64::MAX],
+                false,
             )?);
         }
         links.extend(input.cells(ladder, field, level, [0, u64::MAX], rows.as_ref())?);
@@ -895,7 +904,7 @@ fn merged_cells_differing(
         let input_top = input.entry.n_levels - 1;
         let stored = input
             .reader
-            .cells(input.part_idx, field, level.min(input_top), 0..=u64::MAX)
+            .cells_uncached(input.part_idx, field, level.min(input_top), 0..=u64::MAX)
             .map_err(unreadable)?;
         let up = level.saturating_sub(input_top);
         candidates.extend(stored.iter().map(|c| lift_index(ladder, c.index, up)));
@@ -968,7 +977,7 @@ fn links_at(
         if level < input.entry.n_levels {
             let stored = input
                 .reader
-                .cells(input.part_idx, field, level, index..=index)
+                .cells_uncached(input.part_idx, field, level, index..=index)
                 .map_err(unreadable)?;
             if !stored.is_empty() {
                 links.extend(stored);
@@ -1027,6 +1036,7 @@ impl Edges {
                         ladder,
                         field,
                         edge,
+                        false,
                     )?);
                 }
                 return Ok(slot.as_ref().map(|rows| rows.within([lo, hi])));

@@ -40,6 +40,7 @@ class ConfigSpec(TypedDict, total=False):
     compact_step_bytes_max: int
     open_segments_max: int
     decoded_chunks_bytes_max: int
+    decoded_cells_bytes_max: int
     reader_processes_max: int
     arrow_batch_rows: int
     pack_columns: bool
