@@ -95,8 +95,9 @@ pub(crate) fn packed_cell_bytes(column_bytes: u64, n_rows: u64, n_fields: u64) -
 /// `k` up to `top` (`Ladder::cells_per_level`), with `n_fields` measured fields and
 /// `column_bytes` of axis and stored columns as written for its `n_rows` rows: the lowest
 /// level whose cells, with every level above it to `top`, cost at most `column_bytes /
-/// LEVEL_BYTES_SHARE`: packed ([`packed_cell_bytes`] a cell, [`CELL_CHUNK_BYTES`] a chunk)
-/// where the store packs (`Config::pack_columns`), else [`CELL_BYTES`] a cell;
+/// LEVEL_BYTES_SHARE`: packed ([`packed_cell_bytes`] a cell, [`CELL_CHUNK_BYTES`] a chunk;
+/// [`CELL_BYTES`] a cell for a level of fewer than `RECORD_CHUNK_CELLS`, whose chunk holds
+/// records) where the store packs (`Config::pack_columns`), else [`CELL_BYTES`] a cell;
 /// `top + 1` (nothing stored, every level folded from the rows) if even `top`'s one cell a
 /// field costs more.
 pub(crate) fn stored_from(
@@ -121,10 +122,15 @@ pub(crate) fn stored_from(
     let mut lowest = top + 1;
     for level in (0..=top).rev() {
         let n = counts[usize::from(level)];
-        let level_cost = n
-            .saturating_mul(cell)
-            .saturating_add(chunks(n).saturating_mul(chunk))
-            .saturating_mul(n_fields);
+        // A level of a few cells is one chunk of their records (`RECORD_CHUNK_CELLS`).
+        let few = packed && n < strata_segment::format::RECORD_CHUNK_CELLS as u64;
+        let level_cost = if few {
+            n.saturating_mul(CELL_BYTES)
+        } else {
+            n.saturating_mul(cell)
+                .saturating_add(chunks(n).saturating_mul(chunk))
+        }
+        .saturating_mul(n_fields);
         cost = cost.saturating_add(level_cost);
         if cost > allowed {
             break;

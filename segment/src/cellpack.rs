@@ -18,7 +18,10 @@
 use zerocopy::little_endian::{F64, U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::format::{CELLS_PER_CHUNK, CellChunkRecord, CellRecord, PACK_LEVEL, PointRecord};
+use crate::format::{
+    CELLS_PER_CHUNK, CHUNK_OF_RECORDS, CellChunkRecord, CellRecord, PACK_LEVEL, PointRecord,
+    RECORD_CHUNK_CELLS,
+};
 
 /// Columns a chunk holds.
 const COLUMNS: usize = 12;
@@ -64,8 +67,10 @@ fn values(records: &[CellRecord], kind: u8, point: impl Fn(&CellRecord) -> &Poin
 }
 
 /// The packed payload of `records` (sorted by field, level and index, as a plain block holds
-/// them), or `None` where a cell's points are not placed after its first (a fold never makes
-/// one) or a chain would not fit one chunk.
+/// them), or `None` where a chain would not fit one chunk. A chunk of fewer than
+/// [`RECORD_CHUNK_CELLS`] cells, one that packs no smaller than its records, or one with a
+/// point placed before its cell's first (a fold never makes one) holds its records
+/// ([`CHUNK_OF_RECORDS`]).
 pub(crate) fn pack(records: &[CellRecord]) -> Option<Vec<u8>> {
     let key = |r: &CellRecord| (r.field.get(), r.level);
     let mut payload = Vec::new();
@@ -91,12 +96,22 @@ pub(crate) fn pack(records: &[CellRecord]) -> Option<Vec<u8>> {
             }
         }
         let chunk = &records[start..end];
-        payload.extend_from_slice(&pack_chunk(chunk)?);
+        let packed = (chunk.len() >= RECORD_CHUNK_CELLS)
+            .then(|| pack_chunk(chunk))
+            .flatten()
+            .filter(|p| p.len() < chunk.as_bytes().len());
         let first = &chunk[0];
+        let kind = if let Some(packed) = packed {
+            payload.extend_from_slice(&packed);
+            first.kind
+        } else {
+            payload.extend_from_slice(chunk.as_bytes());
+            first.kind | CHUNK_OF_RECORDS
+        };
         table.push(CellChunkRecord {
             field: first.field,
             level: first.level,
-            kind: first.kind,
+            kind,
             n_cells: U32::new(u32::try_from(chunk.len()).expect("at most CELLS_PER_CHUNK")),
             first_index: first.index,
             last_index: chunk[chunk.len() - 1].index,
@@ -227,8 +242,9 @@ pub(crate) fn split_checked(payload: &[u8]) -> (&[u8], &[CellChunkRecord]) {
 }
 
 /// Decodes chunk `chunk` of a split payload into its cells' records (as the `u64` words of
-/// their bytes, the way the chunk cache keeps numbers), checking that they are what its record
-/// says: as many cells, first and last index, ascending, and the rows they fold. What each
+/// their bytes, the way the chunk cache keeps numbers), from its columns or, for a chunk of
+/// records ([`CHUNK_OF_RECORDS`]), copied, checking that they are what its record says: as many
+/// cells of its field, level and kind, first and last index, ascending, and the rows they fold. What each
 /// record promises on its own is for the caller to check, as for a plain block.
 pub(crate) fn decode(
     data: &[u8],
@@ -242,6 +258,46 @@ pub(crate) fn decode(
     let end = crate::packed::table_index(record.end_byte);
     let bytes = &data[start..end];
     let bad = |what: String| (start, format!("cell chunk {chunk}: {what}"));
+    let n = record.n_cells.get() as usize;
+    let words = if record.kind & CHUNK_OF_RECORDS == 0 {
+        decode_columns(bytes, record, &bad)?
+    } else {
+        // The cells' records as a plain block holds them, each of the chunk's (field, level,
+        // kind).
+        if bytes.len() != n * size_of::<CellRecord>() {
+            return Err(bad(format!("{} bytes for {n} cells' records", bytes.len())));
+        }
+        let mut words = vec![U64::ZERO; n * size_of::<CellRecord>() / 8];
+        words.as_mut_bytes().copy_from_slice(bytes);
+        let kind = record.kind & !CHUNK_OF_RECORDS;
+        let ours =
+            |r: &CellRecord| (r.field, r.level, r.kind) == (record.field, record.level, kind);
+        if !records(&words).iter().all(ours) {
+            return Err(bad("a cell of another field, level or kind".into()));
+        }
+        words
+    };
+    let records = self::records(&words);
+    let index = |r: &CellRecord| r.index.get();
+    let rows = records
+        .iter()
+        .fold(0u64, |rows, r| rows.saturating_add(r.count.get()));
+    if records.first().map(index) != Some(record.first_index.get())
+        || records.last().map(index) != Some(record.last_index.get())
+        || !records.is_sorted_by_key(index)
+        || rows != record.rows.get()
+    {
+        return Err(bad("its cells are not those its record says".into()));
+    }
+    Ok(words)
+}
+
+/// A packed chunk's twelve columns decoded into its cells' records (as words).
+fn decode_columns(
+    bytes: &[u8],
+    record: &CellChunkRecord,
+    bad: &dyn Fn(String) -> Fault,
+) -> Result<Vec<U64>, Fault> {
     let n = record.n_cells.get() as usize;
     let Some((lengths, mut rest)) = bytes.split_at_checked(COLUMNS * 4) else {
         return Err(bad("too short for its column lengths".into()));
@@ -289,7 +345,6 @@ pub(crate) fn decode(
     let mut words = vec![U64::ZERO; n * size_of::<CellRecord>() / 8];
     let records =
         <[CellRecord]>::mut_from_bytes(words.as_mut_bytes()).expect("a cell record is 13 words");
-    let mut rows = 0u64;
     for (i, out) in records.iter_mut().enumerate() {
         let placed = |off: u64, value: [u8; 8]| {
             first_at[i]
@@ -300,7 +355,6 @@ pub(crate) fn decode(
                 })
                 .ok_or_else(|| bad(format!("cell {i}'s point lies past the axis's end")))
         };
-        rows = rows.saturating_add(count[i]);
         *out = CellRecord {
             field: record.field,
             level: record.level,
@@ -318,13 +372,6 @@ pub(crate) fn decode(
             sum: F64::new(sum[i]),
             sum_sq: F64::new(sum_sq[i]),
         };
-    }
-    if index.first() != Some(&record.first_index.get())
-        || index.last() != Some(&record.last_index.get())
-        || !index.is_sorted()
-        || rows != record.rows.get()
-    {
-        return Err(bad("its cells are not those its record says".into()));
     }
     Ok(words)
 }
@@ -431,8 +478,65 @@ mod tests {
         }
     }
 
+    /// A chunk of a few cells, or one whose `min` lies before its `first` (not what a fold
+    /// makes), holds its records; a run of a smooth level's cells packs into columns; both
+    /// decode to the records given. A chunk of records whose cell names another level than
+    /// the chunk's is refused.
+    #[test]
+    fn few_or_unplaced_cells_are_kept_as_records() {
+        let cell = |level: u8, index: u64, first: u64, min: u64| CellRecord {
+            field: U16::new(0),
+            level,
+            kind: 3,
+            reserved: [0; 4],
+            index: U64::new(index),
+            first: PointRecord {
+                axis: U64::new(first),
+                value: (index as f64).to_le_bytes(),
+            },
+            last: PointRecord {
+                axis: U64::new(first + 2),
+                value: 1.0f64.to_le_bytes(),
+            },
+            min: PointRecord {
+                axis: U64::new(min),
+                value: 0.5f64.to_le_bytes(),
+            },
+            max: PointRecord {
+                axis: U64::new(first + 1),
+                value: 2.0f64.to_le_bytes(),
+            },
+            count: U64::new(3),
+            sum: F64::new(3.5),
+            sum_sq: F64::new(5.25),
+        };
+        // Level 0: 200 smooth cells; level 1: a handful; level 2: enough, but one unplaced.
+        let mut records: Vec<CellRecord> = (0..200).map(|i| cell(0, i, 10 * i, 10 * i)).collect();
+        records.extend((0..RECORD_CHUNK_CELLS as u64 - 1).map(|i| cell(1, i, 20 * i, 20 * i)));
+        records.extend((0..40).map(|i| cell(2, i, 40 * i, 40 * i + u64::from(i != 7))));
+        records[200 + RECORD_CHUNK_CELLS - 1 + 7].min.axis = U64::new(40 * 7 - 1);
+        let payload = pack(&records).expect("no chain to split");
+        let (data, table) = split(&payload, records.len()).expect("a table the packer wrote");
+        let of_records: Vec<(u8, bool)> = table
+            .iter()
+            .map(|r| (r.level, r.kind & CHUNK_OF_RECORDS != 0))
+            .collect();
+        assert_eq!(of_records, [(0, false), (1, true), (2, true)]);
+        let mut back = Vec::new();
+        for chunk in 0..table.len() {
+            back.extend_from_slice(super::records(&decode(data, table, chunk).unwrap()).as_bytes());
+        }
+        assert_eq!(back, records.as_bytes());
+        // A records chunk's cell of another level than its record's.
+        let mut bent = payload.clone();
+        let level_at = usize::try_from(table[0].end_byte.get()).unwrap() + 2;
+        bent[level_at] = 0;
+        let (data, table) = split(&bent, records.len()).unwrap();
+        assert!(decode(data, table, 1).is_err());
+    }
+
     /// A cell whose `min` lies before its `first` is not what a fold makes: it is not packed
-    /// (the writer keeps the plain records).
+    /// into columns (its chunk holds the records).
     #[test]
     fn a_point_before_first_is_not_packed() {
         let point = |axis: u64| PointRecord {
@@ -453,6 +557,6 @@ mod tests {
             sum: F64::new(3.0),
             sum_sq: F64::new(3.0),
         };
-        assert!(pack(&[record]).is_none());
+        assert!(pack_chunk(&[record]).is_none());
     }
 }

@@ -68,6 +68,14 @@ pub const PACK_ROWS: usize = 10_000;
 pub const PACK_LEVEL: usize = 4;
 /// Blocks of fewer rows stay plain: pco's own header would cost more than it saves.
 pub const PACK_MIN_ROWS: usize = 16;
+/// A chunk of packed cells (version 8) with fewer cells holds them as records: twelve pco
+/// files cost ~25 µs to write and as much to read whatever they hold, and for a handful of
+/// cells their headers cost about what the records do. (A partition's coarse levels, of one to
+/// a few cells each, were two thirds of what a barrier spent packing cells.)
+pub const RECORD_CHUNK_CELLS: usize = 16;
+/// The bit of a [`CellChunkRecord`]'s `kind` that says its chunk holds the cells' records as a
+/// plain Cells block does (104 bytes a cell), not twelve pco columns.
+pub const CHUNK_OF_RECORDS: u8 = 0x80;
 /// The magic in the footer, so a file cut short is told from a complete one.
 pub const FOOTER_MAGIC: [u8; 8] = *b"STRATAFT";
 /// Bytes of the crc32c that follows every block's payload.
@@ -350,7 +358,8 @@ pub struct CellChunkRecord {
     pub field: U16,
     /// The level.
     pub level: u8,
-    /// The field's numeric kind code (1 u64, 2 i64, 3 f64).
+    /// The field's numeric kind code (1 u64, 2 i64, 3 f64), with [`CHUNK_OF_RECORDS`] set
+    /// where the chunk holds the cells' records rather than their packed columns.
     pub kind: u8,
     /// Cells in the chunk, 1 ..= [`CELLS_PER_CHUNK`].
     pub n_cells: U32,

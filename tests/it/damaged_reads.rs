@@ -319,12 +319,14 @@ fn corpus() -> Vec<(PathBuf, Vec<u8>)> {
         // Writes the seeds missing from the corpus, from the engine as it writes today. One
         // already there is kept: it is the fixture of the format version it was written in.
         std::fs::create_dir_all(&dir).unwrap();
-        let seeds: [(&str, Seed); 5] = [
+        let seeds: [(&str, Seed); 6] = [
             ("engine-two-partitions.seg", reads_seed),
             ("engine-folded-levels.seg", reads_seed_folded),
             ("engine-chained-cells.seg", reads_seed_chained),
             ("engine-seams.seg", reads_seed_seams),
             ("engine-packed-cells.seg", reads_seed_packed_cells),
+            // Written once the coarse levels' few cells were kept as records chunks.
+            ("engine-record-chunks.seg", reads_seed_packed_cells),
         ];
         for (name, seed) in seeds {
             if !dir.join(name).exists() {
@@ -534,6 +536,61 @@ fn a_packed_cell_chunk_that_does_not_decode_is_unreadable() {
     for start in starts {
         bytes[offset + start..offset + start + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     }
+    reseal(&mut bytes);
+    let refusal = first_refusal(&store_over(&bytes).unwrap());
+    assert_names_file_and_offset(refusal.clone(), "packed cells");
+    assert!(refusal.unwrap().contains("cell chunk"));
+}
+
+/// A packed Cells block's chunks of a few cells hold their records (`kind` bit 0x80, segment
+/// format 8): the seed's coarse levels are such chunks, every level reads back whole through
+/// them, and a record there naming another level than its chunk's is bad bytes.
+#[test]
+fn a_chunk_of_a_few_cells_holds_their_records_and_one_bent_is_unreadable() {
+    let seed = reads_seed_packed_cells();
+    // The chunk table: 40 bytes a chunk, ending 8 bytes before the payload does.
+    let chunks = |b: &[u8]| {
+        let layout = layout(b);
+        let block = layout.cells_of(0);
+        let len = u64_at(b, block.at + 16);
+        let count = u64_at(b, block.offset + len - 8);
+        let table = block.offset + len - 8 - 40 * count;
+        (0..count)
+            .map(|c| {
+                let at = table + 40 * c;
+                let start = c
+                    .checked_sub(1)
+                    .map_or(0, |p| u64_at(b, table + 40 * p + 32));
+                (b[at + 2], b[at + 3], block.offset + start)
+            })
+            .collect::<Vec<(u8, u8, usize)>>()
+    };
+    let table = chunks(&seed);
+    let of_records: Vec<&(u8, u8, usize)> = table
+        .iter()
+        .filter(|(_, kind, _)| kind & 0x80 != 0)
+        .collect();
+    assert!(
+        !of_records.is_empty(),
+        "coarse levels of a few cells: {table:?}"
+    );
+    assert!(of_records.len() < table.len(), "and packed ones");
+    let store = store_over(&seed).unwrap();
+    assert_eq!(first_refusal(&store), None);
+    let n_rows = store.query("cap", &[], ..).unwrap().len() as u64;
+    let levels = layout(&seed).partitions[0].n_levels;
+    for level in 0..levels {
+        let cells = store.level_cells("cap", &[], "f", level, ..).unwrap();
+        assert_eq!(
+            cells.iter().map(|c| c.bucket.count).sum::<u64>(),
+            n_rows,
+            "level {level}"
+        );
+    }
+    let &&(level, _, start) = of_records.last().unwrap();
+    let mut bytes = seed.clone();
+    // The chunk's first record's level byte (a CellRecord's third).
+    bytes[start + 2] = level - 1;
     reseal(&mut bytes);
     let refusal = first_refusal(&store_over(&bytes).unwrap());
     assert_names_file_and_offset(refusal.clone(), "packed cells");

@@ -190,7 +190,8 @@ pub(crate) fn check_cell_table(
     for (i, r) in table.iter().enumerate() {
         let at = table_at + i * size_of::<CellChunkRecord>();
         let field = r.field.get();
-        check_field_kind_level(field, r.kind, r.level, part).map_err(|what| (at, what))?;
+        let kind = r.kind & !crate::format::CHUNK_OF_RECORDS;
+        check_field_kind_level(field, kind, r.level, part).map_err(|what| (at, what))?;
         groups.add(field, r.level, r.rows.get(), at)?;
     }
     groups.finish()
