@@ -651,6 +651,41 @@ impl<B: Deref<Target = [u8]>> SegmentReader<B> {
         self.cells_kept(part_idx, field, level, indexes, true)
     }
 
+    /// How many cells of `field` partition `part_idx` stores at each level from 0 to its top
+    /// (0 for a level it folds from its rows; a chain's links count one each), from its Cells
+    /// block's chunk table or records, decoding nothing.
+    pub fn stored_cell_counts(
+        &self,
+        part_idx: usize,
+        field: u16,
+    ) -> Result<Vec<u64>, SegmentError> {
+        let n_levels = usize::from(self.partition(part_idx).entry.n_levels);
+        let mut counts = vec![0u64; n_levels];
+        let Some(block_idx) = self
+            .block_range(part_idx)
+            .find(|&b| self.blocks[b].kind == BlockKind::Cells)
+        else {
+            return Ok(counts);
+        };
+        let payload = self.verified_block(block_idx)?;
+        let mut add = |f: u16, level: u8, n: u64| {
+            if let (true, Some(count)) = (f == field, counts.get_mut(usize::from(level))) {
+                *count += n;
+            }
+        };
+        if self.blocks[block_idx].packed {
+            let (_, table) = cellpack::split_checked(payload);
+            for r in table {
+                add(r.field.get(), r.level, u64::from(r.n_cells.get()));
+            }
+        } else {
+            for r in slice_of::<CellRecord>(payload) {
+                add(r.field.get(), r.level, 1);
+            }
+        }
+        Ok(counts)
+    }
+
     /// [`SegmentReader::cells`], neither taking the chunks it decodes from the cell cache nor
     /// offering them to it: for a read that passes once through a file's cells (a merge), which
     /// would only push out what other reads come back to.
