@@ -567,8 +567,8 @@ impl View {
     /// the inputs merged, so the output answers alike.
     ///
     /// Under `LevelStorage::Adaptive` the output stores levels whole from the lowest level its
-    /// own rows pay for (`ladder::stored_from`: the cells counted from the inputs' axes, a chunk
-    /// at a time, against `column_bytes`), or from where its largest input stores them if that
+    /// own rows pay for (`ladder::stored_from`: the cells counted from what the inputs store,
+    /// [`merged_cell_counts`], against `column_bytes`), or from where its largest input stores them if that
     /// is lower (never dropping the levels the bulk of its rows kept). A bigger file pays for
     /// finer levels than the barriers it merges (whose few rows also pay for their top cells),
     /// and surveys answer from those: a merge folds the rows of the inputs that store only
