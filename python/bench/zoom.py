@@ -120,6 +120,12 @@ def main():
         f"them of 10^5 rows or more (target: none); strata's time over tsdownsample's: p50 "
         f"{quantile(ratios, 0.5):.2f}x, p99 {quantile(ratios, 0.99):.2f}x"
     )
+    if wide:
+        print(
+            f"zoom: those of 10^5 rows or more: {min(w['rows'] for w in wide):,} to "
+            f"{max(w['rows'] for w in wide):,} rows, answered at levels "
+            f"{', '.join(str(level) for level in sorted({w['level'] for w in wide}))}"
+        )
 
 
 if __name__ == "__main__":
