@@ -11,8 +11,14 @@
 //!
 //! - `GET /api/streams`: every stream's declaration (fields and kinds, track, axis, measured).
 //! - `GET /api/tracks?stream=S[&track=A,B]`: the tracks under a prefix (at most `TRACKS_MAX`).
-//! - `GET /api/survey?stream=S[&track=A,B][&from=A][&to=B]&budget=N`: `strata survey`'s JSON.
+//! - `GET /api/survey?stream=S[&track=A,B][&from=A][&to=B]&budget=N[&rows=M][&format=columns]`:
+//!   `strata survey`'s JSON, or with `format=columns` the page's columns of it
+//!   (`json::survey_columns`); with `rows`, where its buckets hold at most `M` rows, those rows
+//!   too (as `/api/rows` answers them, under `"rows"`).
 //! - `GET /api/fold?stream=S[&track=A,B][&from=A][&to=B]&agg=NAME`: `strata fold`'s JSON.
+//! - `GET /api/rows?stream=S[&track=A,B][&from=A][&to=B]&limit=N`: at most `N` sealed rows in
+//!   the axis range, axis and measured fields as columns, and whether more lie there: what the
+//!   page draws when a window holds fewer rows than a survey's budget.
 //! - `GET /api/watermark?stream=S`: the stream's watermark and the manifest position.
 //!
 //! What a request can grow is bounded: the query string (`QUERY_BYTES_MAX`), a survey's budget
@@ -25,7 +31,7 @@
 //! Every refusal is a 4xx (or 503) with one line saying why; only GET (and HEAD) is answered;
 //! the static files are the binary's own, so no path reaches the file system. Every answer
 //! carries a `Server-Timing: read;dur=MS` header: the server's own time for it, queueing
-//! included.
+//! included, and a `Strata-Manifest` header: the manifest position it was read at.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -75,6 +81,9 @@ pub const STALL_DEADLINE_MS: u64 = 10_000;
 pub const HEAD_BYTES_MAX: usize = 32 * 1024;
 /// The most reads running at once (threads reading the one opening), whatever the cores.
 pub const READ_SLOTS_MAX: usize = 8;
+/// The most rows one `/api/rows` answers (a page asks at most a survey's budget: it draws rows
+/// only where they are fewer than the points a survey would spend).
+pub const ROWS_MAX: u64 = BUDGET_MAX;
 /// The most tracks `/api/tracks` lists.
 pub const TRACKS_MAX: usize = 10_000;
 /// How old the reader's view of the manifest may be before a request refreshes it.
@@ -82,6 +91,9 @@ const REFRESH_EVERY: Duration = Duration::from_millis(250);
 
 const INDEX_HTML: &str = include_str!("view/index.html");
 const VIEW_JS: &str = include_str!("view/view.js");
+// uPlot 1.6.32 (MIT), vendored unchanged: view/uplot/VENDORED.md.
+const UPLOT_JS: &str = include_str!("view/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("view/uplot/uPlot.min.css");
 
 /// The served store.
 struct Server {
@@ -212,10 +224,19 @@ async fn serve(view: Arc<Server>, addr: SocketAddr, open: bool) -> Result<ExitCo
             "/view.js",
             get(|| async { page(VIEW_JS, "text/javascript; charset=utf-8") }),
         )
+        .route(
+            "/uPlot.iife.min.js",
+            get(|| async { page(UPLOT_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/uPlot.min.css",
+            get(|| async { page(UPLOT_CSS, "text/css; charset=utf-8") }),
+        )
         .route("/api/streams", get(streams))
         .route("/api/tracks", get(tracks))
         .route("/api/survey", get(survey))
         .route("/api/fold", get(fold))
+        .route("/api/rows", get(rows))
         .route("/api/watermark", get(watermark))
         .fallback(|| async { Refusal(StatusCode::NOT_FOUND, "no such page".to_owned()) })
         .layer(middleware::from_fn_with_state(Arc::clone(&view), guard))
@@ -379,11 +400,19 @@ async fn read(
             .lock()
             .map_err(|_| failed("panicked"))?
             .clone();
-        read(&view)
+        let at = view.manifest_position().to_string();
+        read(&view).map(|answer| (answer, at))
     })
     .await
     .map_err(|e| failed(&format!("failed: {e}")))??;
-    Ok(([(header::CONTENT_TYPE, "application/json")], answer).into_response())
+    let (answer, at) = answer;
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], answer).into_response();
+    // Where in the manifest the answer was read: a page following a writer compares it with
+    // the watermark's to know whether what it drew is the newest.
+    if let Ok(value) = header::HeaderValue::from_str(&at) {
+        response.headers_mut().insert("strata-manifest", value);
+    }
+    Ok(response)
 }
 
 /// Follows the manifest if the last refresh is older than `REFRESH_EVERY`, and makes what it
@@ -483,6 +512,8 @@ async fn survey(
             "from_position",
             "to_position",
             "budget",
+            "rows",
+            "format",
         ],
     )?;
     let stream = required(&params, "stream")?.to_owned();
@@ -495,6 +526,16 @@ async fn survey(
             "budget={budget}: a survey spends 1 to {BUDGET_MAX} points"
         )));
     }
+    let rows = row_limit(&params, "rows")?;
+    let columns = match params.get("format").map(String::as_str) {
+        None | Some("json") => false,
+        Some("columns") => true,
+        Some(other) => {
+            return Err(bad(format!(
+                "format={other:?}: a survey is answered as json (strata survey's document) or columns (a page's)"
+            )));
+        }
+    };
     read(view, move |store| {
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
         let decl = store.declaration(&stream)?;
@@ -506,8 +547,27 @@ async fn survey(
             budget,
             units: &[],
         };
-        json::survey(&survey, &scope)
-            .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+        let answer = if columns {
+            json::survey_columns(&survey, &scope)
+        } else {
+            json::survey(&survey, &scope)
+        }
+        .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        // `rows=N`: where the buckets hold at most N rows, the rows too, in the same answer (a
+        // page's deep zoom is one round trip, not two).
+        let (Some(limit), Some([lo, hi])) = (rows, survey.span) else {
+            return Ok(answer);
+        };
+        if super::survey::rows_beneath(&survey) > limit {
+            return Ok(answer);
+        }
+        let ends = |bound: std::ops::Bound<u64>, span_end: u64| match bound {
+            std::ops::Bound::Unbounded => std::ops::Bound::Included(span_end),
+            bound => bound,
+        };
+        let within = (ends(range.0, lo), ends(range.1, hi));
+        let rows = rows_json(store, decl, &labels, within, limit)?;
+        Ok(with_rows(answer, &rows))
     })
     .await
 }
@@ -538,6 +598,100 @@ async fn fold(State(view): State<Arc<Server>>, uri: axum::http::Uri) -> Result<R
         json::fold(&stats).map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
     })
     .await
+}
+
+/// The `limit` parameter of a row read (`/api/rows`' `limit`, `/api/survey`'s `rows`).
+fn row_limit(params: &HashMap<String, String>, name: &str) -> Result<Option<u64>, Refusal> {
+    let limit = number(params, name)?;
+    if let Some(limit) = limit
+        && (limit == 0 || limit > ROWS_MAX)
+    {
+        return Err(bad(format!(
+            "{name}={limit}: a page reads 1 to {ROWS_MAX} rows at once"
+        )));
+    }
+    Ok(limit)
+}
+
+async fn rows(State(view): State<Arc<Server>>, uri: axum::http::Uri) -> Result<Response, Refusal> {
+    let params = params(&uri, &["stream", "track", "from", "to", "limit"])?;
+    let stream = required(&params, "stream")?.to_owned();
+    let selection = selection(&params)?;
+    let range = range_args(&params)?;
+    let limit =
+        row_limit(&params, "limit")?.ok_or_else(|| bad("parameter \"limit\" is missing"))?;
+    read(view, move |store| {
+        let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
+        let decl = store.declaration(&stream)?;
+        let range = axis(&range, decl, "rows")?;
+        rows_json(store, decl, &labels, range, limit)
+    })
+    .await
+}
+
+/// At most `limit` rows of `decl`'s stream under `labels` in the axis range, as
+/// [`json::rows`] writes them; `{"rows": 0, "more": true, "retired_below": FLOOR}` for a range
+/// reaching beneath a floor.
+fn rows_json(
+    store: &View,
+    decl: &strata::StreamDecl,
+    labels: &[&str],
+    range: (std::ops::Bound<u64>, std::ops::Bound<u64>),
+    limit: u64,
+) -> Result<String, Refusal> {
+    let stream = &decl.id;
+    let Some(axis_idx) = decl.axis.map(usize::from) else {
+        return Err(bad(format!(
+            "stream {stream:?} declares no axis, so the page cannot place its rows"
+        )));
+    };
+    let measured = decl.measured();
+    let mut axis_values = Vec::new();
+    let mut columns: Vec<(&str, Vec<strata::Value>)> = measured
+        .iter()
+        .map(|&idx| (decl.fields[usize::from(idx)].name.as_str(), Vec::new()))
+        .collect();
+    let mut more = false;
+    let found = match store.query_iter_within(stream, labels, .., range) {
+        // Rows beneath a floor were retired (trimmed or retired by retention): their cells are
+        // all there is to draw, which the page says.
+        Err(EngineError::Floor { floor, .. }) => {
+            return to_json(&json!({"rows": 0, "more": true, "retired_below": floor}));
+        }
+        found => found?,
+    };
+    for row in found {
+        if axis_values.len() as u64 == limit {
+            more = true;
+            break;
+        }
+        let mut values = row?.values;
+        let strata::Value::U64(at) = values[axis_idx] else {
+            return Err(Refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("stream {stream:?}: a row's axis value is not a u64"),
+            ));
+        };
+        axis_values.push(at);
+        for (&idx, (_, column)) in measured.iter().zip(&mut columns) {
+            column.push(std::mem::replace(
+                &mut values[usize::from(idx)],
+                strata::Value::Null,
+            ));
+        }
+    }
+    json::rows(&axis_values, &columns, more)
+        .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// A survey's JSON object with a `"rows"` member added.
+fn with_rows(mut survey: String, rows: &str) -> String {
+    debug_assert!(survey.ends_with('}'), "a survey is one JSON object");
+    survey.pop();
+    survey.push_str(",\"rows\":");
+    survey.push_str(rows);
+    survey.push('}');
+    survey
 }
 
 async fn watermark(

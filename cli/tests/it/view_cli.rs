@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Duration;
 
+use serde_json::json;
+
 use super::cli::{DECLARE_CAPTURE, Scratch};
 use super::viewing::{Viewing, answer, get, get_head, send};
 
@@ -64,7 +66,7 @@ fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
         (
             "/api/survey?stream=capture&budget=40&form=100".into(),
             400,
-            "unknown parameter \"form\": this endpoint takes stream, track, from, to, from_position, to_position, budget",
+            "unknown parameter \"form\": this endpoint takes stream, track, from, to, from_position, to_position, budget, rows",
         ),
         (
             "/api/watermark?stream=capture&track=a".into(),
@@ -92,6 +94,26 @@ fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
             414,
             "at most 4096",
         ),
+        (
+            "/api/survey?stream=capture&budget=40&rows=0".into(),
+            400,
+            "rows=0: a page reads 1 to 65536 rows at once",
+        ),
+        (
+            "/api/rows?stream=capture&limit=65537".into(),
+            400,
+            "limit=65537: a page reads 1 to 65536 rows at once",
+        ),
+        (
+            "/api/rows?stream=capture".into(),
+            400,
+            "\"limit\" is missing",
+        ),
+        (
+            "/api/rows?stream=capture&limit=10&from=9&to=3".into(),
+            400,
+            "the range starts at axis value 9, above its end 3",
+        ),
         ("/../../etc/passwd".into(), 404, "no such page"),
         ("/view.js/../../../etc/passwd".into(), 404, "no such page"),
         ("/api/nothing".into(), 404, "no such page"),
@@ -107,6 +129,88 @@ fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
             "{shown}: one line: {body:?}"
         );
     }
+}
+
+/// The `t` and `value` of the rows `rows(0, n)` writes for probe `p0`, `lo <= t <= hi`.
+fn p0_rows(n: u64, lo: u64, hi: u64) -> Vec<(u64, f64)> {
+    (0..n)
+        .filter(|i| i % 2 == 0 && (lo..=hi).contains(&(i * 10)))
+        .map(|i| (i * 10, (i % 17) as f64))
+        .collect()
+}
+
+/// `(axis, value)` pairs of a rows answer: its axis values are offsets from its `origin`.
+fn pairs(rows: &serde_json::Value) -> Vec<(u64, f64)> {
+    let origin: u64 = rows["origin"].as_str().unwrap().parse().unwrap();
+    let at = rows["at"].as_array().unwrap();
+    let values = rows["fields"][0]["values"].as_array().unwrap();
+    assert_eq!(rows["fields"][0]["field"], "value", "{rows}");
+    at.iter()
+        .zip(values)
+        .map(|(a, v)| (origin + a.as_u64().unwrap(), v.as_f64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn rows_for_a_deep_zoom_are_the_stored_rows_and_say_when_more_or_retired() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 2_000));
+    let v = view(&s);
+    let a = v.addr.as_str();
+    let json = |target: &str| -> serde_json::Value {
+        let (status, body) = get(a, target);
+        assert_eq!(status, 200, "{target}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    // Every row in the range, as ingested, in axis order.
+    let all = json("/api/rows?stream=capture&track=r1,p0&from=1000&to=2990&limit=1000");
+    assert_eq!(pairs(&all), p0_rows(2_000, 1_000, 2_990));
+    assert_eq!(all["rows"], 100);
+    assert_eq!(all["more"], false);
+    // A limit below the rows there: the first of them, and `more`.
+    let some = json("/api/rows?stream=capture&track=r1,p0&from=1000&to=2990&limit=7");
+    assert_eq!(pairs(&some), p0_rows(2_000, 1_000, 2_990)[..7]);
+    assert_eq!(some["more"], true);
+    // A survey with `rows=`: the rows too where its buckets hold no more, none where they do.
+    let near = json("/api/survey?stream=capture&track=r1,p0&from=1000&to=1190&budget=400&rows=50");
+    assert_eq!(pairs(&near["rows"]), p0_rows(2_000, 1_000, 1_190));
+    assert!(
+        near["fields"][0]["buckets"]
+            .as_array()
+            .is_some_and(|b| !b.is_empty()),
+        "{near}"
+    );
+    let far = json("/api/survey?stream=capture&track=r1,p0&budget=400&rows=50");
+    assert_eq!(far.get("rows"), None, "1,000 rows are more than 50: {far}");
+    // The whole range asked open-ended: the rows from the first to the last.
+    let open = json("/api/survey?stream=capture&track=r1,p0&budget=4000&rows=2000");
+    assert_eq!(pairs(&open["rows"]), p0_rows(2_000, 0, u64::MAX));
+    // The page's columns are the survey's buckets, value for value.
+    let target = "/api/survey?stream=capture&track=r1,p0&from=300&to=15000&budget=64";
+    let (objects, columns) = (json(target), json(&format!("{target}&format=columns")));
+    let origin: u64 = columns["origin"].as_str().unwrap().parse().unwrap();
+    let buckets = objects["fields"][0]["buckets"].as_array().unwrap();
+    let c = &columns["fields"][0];
+    assert!(buckets.len() > 4, "{objects}");
+    assert_eq!(c["count"].as_array().unwrap().len(), buckets.len());
+    for (i, b) in buckets.iter().enumerate() {
+        for point in ["first", "last", "min", "max"] {
+            let at = origin + c[format!("{point}_at")][i].as_u64().unwrap();
+            assert_eq!(Some(at), b[point]["axis"].as_u64(), "{point} of bucket {i}");
+            assert_eq!(c[point][i], b[point]["value"], "{point} of bucket {i}");
+        }
+        assert_eq!(c["count"][i], b["count"]);
+        assert_eq!(c["sum"][i], b["sum"]);
+    }
+    assert_eq!(columns["span"], json!(["300", "15000"]));
+    assert_eq!(columns["level"], objects["level"]);
+    // Beneath a floor, the rows were retired: the answer says where they start.
+    s.ok(&["trim", "capture", "--to-position", "1"], "");
+    std::thread::sleep(REFRESH_AND_THEN);
+    let beneath = json("/api/rows?stream=capture&track=r1,p0&from=0&to=100&limit=10");
+    assert_eq!(beneath["rows"], 0, "{beneath}");
+    assert!(beneath["retired_below"].as_u64().is_some(), "{beneath}");
 }
 
 #[test]
