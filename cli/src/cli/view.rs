@@ -547,27 +547,36 @@ async fn survey(
             budget,
             units: &[],
         };
+        // `rows=N`: where the buckets hold at most N rows, the rows too, in the same answer (a
+        // page's deep zoom is one round trip, not two).
+        let rows = match (rows, survey.span) {
+            (Some(limit), Some([lo, hi])) if super::survey::rows_beneath(&survey) <= limit => {
+                let ends = |bound: std::ops::Bound<u64>, span_end: u64| match bound {
+                    std::ops::Bound::Unbounded => std::ops::Bound::Included(span_end),
+                    bound => bound,
+                };
+                let within = (ends(range.0, lo), ends(range.1, hi));
+                Some(rows_json(store, decl, &labels, within, limit)?)
+            }
+            _ => None,
+        };
+        let mut survey = survey;
+        if columns && rows.as_ref().is_some_and(|(_, whole)| *whole) {
+            // The page draws the rows, every one of them: the buckets would be bytes to parse.
+            for field in &mut survey.fields {
+                field.buckets.clear();
+            }
+        }
         let answer = if columns {
             json::survey_columns(&survey, &scope)
         } else {
             json::survey(&survey, &scope)
         }
         .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        // `rows=N`: where the buckets hold at most N rows, the rows too, in the same answer (a
-        // page's deep zoom is one round trip, not two).
-        let (Some(limit), Some([lo, hi])) = (rows, survey.span) else {
-            return Ok(answer);
-        };
-        if super::survey::rows_beneath(&survey) > limit {
-            return Ok(answer);
-        }
-        let ends = |bound: std::ops::Bound<u64>, span_end: u64| match bound {
-            std::ops::Bound::Unbounded => std::ops::Bound::Included(span_end),
-            bound => bound,
-        };
-        let within = (ends(range.0, lo), ends(range.1, hi));
-        let rows = rows_json(store, decl, &labels, within, limit)?;
-        Ok(with_rows(answer, &rows))
+        Ok(match rows {
+            Some((rows, _)) => with_rows(answer, &rows),
+            None => answer,
+        })
     })
     .await
 }
@@ -624,21 +633,21 @@ async fn rows(State(view): State<Arc<Server>>, uri: axum::http::Uri) -> Result<R
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
         let decl = store.declaration(&stream)?;
         let range = axis(&range, decl, "rows")?;
-        rows_json(store, decl, &labels, range, limit)
+        rows_json(store, decl, &labels, range, limit).map(|(rows, _)| rows)
     })
     .await
 }
 
 /// At most `limit` rows of `decl`'s stream under `labels` in the axis range, as
 /// [`json::rows`] writes them; `{"rows": 0, "more": true, "retired_below": FLOOR}` for a range
-/// reaching beneath a floor.
+/// reaching beneath a floor. With whether they are every row of the range.
 fn rows_json(
     store: &View,
     decl: &strata::StreamDecl,
     labels: &[&str],
     range: (std::ops::Bound<u64>, std::ops::Bound<u64>),
     limit: u64,
-) -> Result<String, Refusal> {
+) -> Result<(String, bool), Refusal> {
     let stream = &decl.id;
     let Some(axis_idx) = decl.axis.map(usize::from) else {
         return Err(bad(format!(
@@ -656,7 +665,8 @@ fn rows_json(
         // Rows beneath a floor were retired (trimmed or retired by retention): their cells are
         // all there is to draw, which the page says.
         Err(EngineError::Floor { floor, .. }) => {
-            return to_json(&json!({"rows": 0, "more": true, "retired_below": floor}));
+            let retired = to_json(&json!({"rows": 0, "more": true, "retired_below": floor}))?;
+            return Ok((retired, false));
         }
         found => found?,
     };
@@ -681,6 +691,7 @@ fn rows_json(
         }
     }
     json::rows(&axis_values, &columns, more)
+        .map(|rows| (rows, !more))
         .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 

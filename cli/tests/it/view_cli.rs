@@ -25,6 +25,10 @@ fn rows(from: u64, to: u64) -> String {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table of hostile requests, each with its status and its words"
+)]
 fn hostile_requests_get_a_4xx_with_one_line_and_the_view_answers_after_them() {
     let s = Scratch::new();
     s.ok(&DECLARE_CAPTURE, "");
@@ -180,6 +184,16 @@ fn rows_for_a_deep_zoom_are_the_stored_rows_and_say_when_more_or_retired() {
             .as_array()
             .is_some_and(|b| !b.is_empty()),
         "{near}"
+    );
+    // In the page's columns, rows given whole leave the buckets out.
+    let near_columns = json(
+        "/api/survey?stream=capture&track=r1,p0&from=1000&to=1190&budget=400&rows=50&format=columns",
+    );
+    assert_eq!(pairs(&near_columns["rows"]), p0_rows(2_000, 1_000, 1_190));
+    assert_eq!(
+        near_columns["fields"][0]["count"],
+        json!([]),
+        "{near_columns}"
     );
     let far = json("/api/survey?stream=capture&track=r1,p0&budget=400&rows=50");
     assert_eq!(far.get("rows"), None, "1,000 rows are more than 50: {far}");

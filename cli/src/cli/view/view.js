@@ -405,27 +405,26 @@ function lineOf(answer, field) {
   const o = Number(survey.origin - state.base);
   const breaks = gapsOf(c.first_at, c.last_at, survey.bucketWidth || 0);
   let next = 0;
-  const points = [[0, 0], [0, 0], [0, 0], [0, 0]];
+  const push = (at, value) => {
+    xs.push((o + at) / ps);
+    ys.push(typeof value === 'number' ? value : null);
+  };
   for (let b = 0; b < c.count.length; b++) {
     if (next < breaks.length && breaks[next] === b) {
       next += 1;
       xs.push((o + (c.last_at[b - 1] + c.first_at[b]) / 2) / ps);
       ys.push(null);
     }
-    // The four points in axis order (x is exact to well below a pixel), one where two are
-    // the same row.
-    points[0][0] = c.first_at[b]; points[0][1] = c.first[b];
-    points[1][0] = c.min_at[b]; points[1][1] = c.min[b];
-    points[2][0] = c.max_at[b]; points[2][1] = c.max[b];
-    points[3][0] = c.last_at[b]; points[3][1] = c.last[b];
-    points.sort((p, q) => p[0] - q[0]);
-    let previous = -1;
-    for (const [at, value] of points) {
-      if (at === previous) continue;
-      previous = at;
-      xs.push((o + at) / ps);
-      ys.push(typeof value === 'number' ? value : null);
-    }
+    // The four points in axis order: first, then min and max in the order they occurred, then
+    // last (x is exact to well below a pixel); a point that is the first's or the last's row is
+    // drawn once.
+    const [f, l] = [c.first_at[b], c.last_at[b]];
+    push(f, c.first[b]);
+    let [a1, v1, a2, v2] = [c.min_at[b], c.min[b], c.max_at[b], c.max[b]];
+    if (a2 < a1) [a1, v1, a2, v2] = [a2, v2, a1, v1];
+    if (a1 !== f && a1 !== l) push(a1, v1);
+    if (a2 !== f && a2 !== l && a2 !== a1) push(a2, v2);
+    if (l !== f) push(l, c.last[b]);
   }
   const gaps = breaks.map((b) => [String(exact(survey.origin, c.last_at[b - 1])), String(exact(survey.origin, c.first_at[b]))]);
   return { xs, ys, gaps };
