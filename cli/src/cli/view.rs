@@ -11,10 +11,11 @@
 //!
 //! - `GET /api/streams`: every stream's declaration (fields and kinds, track, axis, measured).
 //! - `GET /api/tracks?stream=S[&track=A,B]`: the tracks under a prefix (at most `TRACKS_MAX`).
-//! - `GET /api/survey?stream=S[&track=A,B][&from=A][&to=B]&budget=N[&rows=M][&format=columns]`:
-//!   `strata survey`'s JSON, or with `format=columns` the page's columns of it
-//!   (`json::survey_columns`); with `rows`, where its buckets hold at most `M` rows, those rows
-//!   too (as `/api/rows` answers them, under `"rows"`).
+//! - `GET /api/survey?stream=S[&track=A,B][&from=A][&to=B]&budget=N[&rows=M][&format=F]`:
+//!   `strata survey`'s JSON, or for a page its columns (`format=columns`,
+//!   `json::survey_columns`) or the same as f64s (`format=binary`, `binary.rs`); with `rows`,
+//!   where its buckets hold at most `M` rows, those rows too (as `/api/rows` answers them,
+//!   under `"rows"`).
 //! - `GET /api/fold?stream=S[&track=A,B][&from=A][&to=B]&agg=NAME`: `strata fold`'s JSON.
 //! - `GET /api/rows?stream=S[&track=A,B][&from=A][&to=B]&limit=N`: at most `N` sealed rows in
 //!   the axis range, axis and measured fields as columns, and whether more lie there: what the
@@ -23,7 +24,7 @@
 //!
 //! What a request can grow is bounded: the query string (`QUERY_BYTES_MAX`), a survey's budget
 //! (`BUDGET_MAX` points), the requests answered at once (`REQUESTS_MAX`; more are refused with
-//! 503, never queued without bound), the reads running at once (one a core, at most
+//! 503, never queued without bound), the reads running at once (two a core, at most
 //! `READ_SLOTS_MAX`: the rest of the admitted requests wait for a slot; each a thread of the
 //! blocking pool, over the one opening), and the tracks listed.
 //! So are the connections held at once (`CONNECTIONS_MAX`; more are answered 503 and closed)
@@ -53,6 +54,7 @@ use super::args::ViewArgs;
 use super::survey::Scope;
 use super::{Failure, json};
 
+mod binary;
 mod conn;
 
 /// The most bytes of a query string.
@@ -105,7 +107,7 @@ struct Server {
     current: Mutex<View>,
     /// `REQUESTS_MAX` requests admitted at once.
     permits: tokio::sync::Semaphore,
-    /// Reads running at once: as many as cores, so admitted requests queue for a core rather
+    /// Reads running at once: two a core (`slots_for`), so admitted requests queue rather
     /// than each holding a thread and its read's memory.
     slots: Arc<tokio::sync::Semaphore>,
     dir: PathBuf,
@@ -201,9 +203,13 @@ fn read_slots() -> usize {
     slots_for(std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
-/// The read slots for `cores` cores: one a core, at least one, at most `READ_SLOTS_MAX`.
+/// The read slots for `cores` cores: two a core, at least one, at most `READ_SLOTS_MAX`. A page
+/// asks one survey a track it overlays, all at once, and repaints when the last is answered:
+/// three tracks on a 2-core machine with a slot a core waited for two surveys one after the
+/// other (the last done at 2T), where three sharing the cores are done at 1.5T (the browser
+/// test's repaint p99 ~55 → ~47 ms in release, #51).
 fn slots_for(cores: usize) -> usize {
-    cores.clamp(1, READ_SLOTS_MAX)
+    (2 * cores).clamp(1, READ_SLOTS_MAX)
 }
 
 /// Opens the store as `strata query` does: a reader beside a writer, or read-only where no
@@ -379,9 +385,30 @@ fn axis(
 
 /// Runs `read` on a view of the one opening (refreshed first if it is older than
 /// `REFRESH_EVERY`) off the async workers, once a read slot is free, and answers its JSON.
-async fn read(
+/// How a survey is answered: `strata survey`'s JSON document, or for a page its columns, as
+/// JSON or as f64s (`binary.rs`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Columns,
+    Binary,
+}
+
+/// A read's answer: JSON, or the page's binary columns.
+enum Answer {
+    Json(String),
+    Binary(Vec<u8>),
+}
+
+impl From<String> for Answer {
+    fn from(json: String) -> Answer {
+        Answer::Json(json)
+    }
+}
+
+async fn read<A: Into<Answer>>(
     server: Arc<Server>,
-    read: impl FnOnce(&View) -> Result<String, Refusal> + Send + 'static,
+    read: impl FnOnce(&View) -> Result<A, Refusal> + Send + 'static,
 ) -> Result<Response, Refusal> {
     let failed = |what: &str| Refusal(StatusCode::INTERNAL_SERVER_ERROR, format!("a read {what}"));
     // The slot goes with the read: a request dropped while its read runs (its client gone)
@@ -401,12 +428,17 @@ async fn read(
             .map_err(|_| failed("panicked"))?
             .clone();
         let at = view.manifest_position().to_string();
-        read(&view).map(|answer| (answer, at))
+        read(&view).map(|answer| (answer.into(), at))
     })
     .await
     .map_err(|e| failed(&format!("failed: {e}")))??;
     let (answer, at) = answer;
-    let mut response = ([(header::CONTENT_TYPE, "application/json")], answer).into_response();
+    let mut response = match answer {
+        Answer::Json(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Answer::Binary(bytes) => {
+            ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+        }
+    };
     // Where in the manifest the answer was read: a page following a writer compares it with
     // the watermark's to know whether what it drew is the newest.
     if let Ok(value) = header::HeaderValue::from_str(&at) {
@@ -527,12 +559,13 @@ async fn survey(
         )));
     }
     let rows = row_limit(&params, "rows")?;
-    let columns = match params.get("format").map(String::as_str) {
-        None | Some("json") => false,
-        Some("columns") => true,
+    let format = match params.get("format").map(String::as_str) {
+        None | Some("json") => Format::Json,
+        Some("columns") => Format::Columns,
+        Some("binary") => Format::Binary,
         Some(other) => {
             return Err(bad(format!(
-                "format={other:?}: a survey is answered as json (strata survey's document) or columns (a page's)"
+                "format={other:?}: a survey is answered as json (strata survey's document), or columns or binary (a page's)"
             )));
         }
     };
@@ -556,27 +589,46 @@ async fn survey(
                     bound => bound,
                 };
                 let within = (ends(range.0, lo), ends(range.1, hi));
-                Some(rows_json(store, decl, &labels, within, limit)?)
+                Some(read_rows(store, decl, &labels, within, limit)?)
             }
             _ => None,
         };
         let mut survey = survey;
-        if columns && rows.as_ref().is_some_and(|(_, whole)| *whole) {
+        if format != Format::Json && rows.as_ref().is_some_and(RowsRead::whole) {
             // The page draws the rows, every one of them: the buckets would be bytes to parse.
             for field in &mut survey.fields {
                 field.buckets.clear();
             }
         }
-        let answer = if columns {
-            json::survey_columns(&survey, &scope)
-        } else {
+        if format == Format::Binary {
+            let part = match &rows {
+                None => binary::RowsPart::None,
+                Some(RowsRead::Retired(floor)) => binary::RowsPart::Retired(*floor),
+                Some(RowsRead::Rows {
+                    axis,
+                    columns,
+                    more,
+                }) => binary::RowsPart::Rows(binary::Rows {
+                    axis,
+                    columns,
+                    more: *more,
+                }),
+            };
+            // A number past 2^53 has no exact f64: such an answer goes as JSON columns.
+            if let Some(bytes) = binary::survey(&survey, &scope, &part) {
+                return Ok(Answer::Binary(bytes));
+            }
+        }
+        let answer = if format == Format::Json {
             json::survey(&survey, &scope)
+        } else {
+            json::survey_columns(&survey, &scope)
         }
         .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        Ok(match rows {
-            Some((rows, _)) => with_rows(answer, &rows),
+        Ok(Answer::Json(match rows {
+            Some(rows) => with_rows(answer, &rows.json()?),
             None => answer,
-        })
+        }))
     })
     .await
 }
@@ -633,21 +685,55 @@ async fn rows(State(view): State<Arc<Server>>, uri: axum::http::Uri) -> Result<R
         let labels: Vec<&str> = selection.iter().map(String::as_str).collect();
         let decl = store.declaration(&stream)?;
         let range = axis(&range, decl, "rows")?;
-        rows_json(store, decl, &labels, range, limit).map(|(rows, _)| rows)
+        read_rows(store, decl, &labels, range, limit)?.json()
     })
     .await
 }
 
-/// At most `limit` rows of `decl`'s stream under `labels` in the axis range, as
-/// [`json::rows`] writes them; `{"rows": 0, "more": true, "retired_below": FLOOR}` for a range
-/// reaching beneath a floor. With whether they are every row of the range.
-fn rows_json(
+/// Rows a page reads: at most `limit` of them, or where they were retired.
+enum RowsRead<'d> {
+    /// The range reaches beneath a floor: rows beneath it were retired (trimmed, or by
+    /// retention), and their cells are all there is to draw, which the page says.
+    Retired(u64),
+    Rows {
+        axis: Vec<u64>,
+        columns: Vec<(&'d str, Vec<strata::Value>)>,
+        more: bool,
+    },
+}
+
+impl RowsRead<'_> {
+    /// Every row of the range.
+    fn whole(&self) -> bool {
+        matches!(self, RowsRead::Rows { more: false, .. })
+    }
+
+    /// As [`json::rows`] writes them; `{"rows": 0, "more": true, "retired_below": FLOOR}`
+    /// where retired.
+    fn json(&self) -> Result<String, Refusal> {
+        match self {
+            RowsRead::Retired(floor) => {
+                to_json(&json!({"rows": 0, "more": true, "retired_below": floor}))
+            }
+            RowsRead::Rows {
+                axis,
+                columns,
+                more,
+            } => json::rows(axis, columns, *more)
+                .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+        }
+    }
+}
+
+/// At most `limit` rows of `decl`'s stream under `labels` in the axis range: the axis and
+/// each measured field.
+fn read_rows<'d>(
     store: &View,
-    decl: &strata::StreamDecl,
+    decl: &'d strata::StreamDecl,
     labels: &[&str],
     range: (std::ops::Bound<u64>, std::ops::Bound<u64>),
     limit: u64,
-) -> Result<(String, bool), Refusal> {
+) -> Result<RowsRead<'d>, Refusal> {
     let stream = &decl.id;
     let Some(axis_idx) = decl.axis.map(usize::from) else {
         return Err(bad(format!(
@@ -662,12 +748,7 @@ fn rows_json(
         .collect();
     let mut more = false;
     let found = match store.query_iter_within(stream, labels, .., range) {
-        // Rows beneath a floor were retired (trimmed or retired by retention): their cells are
-        // all there is to draw, which the page says.
-        Err(EngineError::Floor { floor, .. }) => {
-            let retired = to_json(&json!({"rows": 0, "more": true, "retired_below": floor}))?;
-            return Ok((retired, false));
-        }
+        Err(EngineError::Floor { floor, .. }) => return Ok(RowsRead::Retired(floor)),
         found => found?,
     };
     for row in found {
@@ -690,9 +771,11 @@ fn rows_json(
             ));
         }
     }
-    json::rows(&axis_values, &columns, more)
-        .map(|rows| (rows, !more))
-        .map_err(|e| Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    Ok(RowsRead::Rows {
+        axis: axis_values,
+        columns,
+        more,
+    })
 }
 
 /// A survey's JSON object with a `"rows"` member added.
@@ -727,11 +810,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_slots_are_one_a_core_and_stop_at_their_bound() {
+    fn read_slots_are_two_a_core_and_stop_at_their_bound() {
         assert_eq!(slots_for(0), 1);
-        assert_eq!(slots_for(2), 2);
-        assert_eq!(slots_for(READ_SLOTS_MAX), READ_SLOTS_MAX);
-        assert_eq!(slots_for(READ_SLOTS_MAX + 1), 8, "the bound is reached");
+        assert_eq!(slots_for(1), 2);
+        assert_eq!(slots_for(2), 4);
+        assert_eq!(slots_for(READ_SLOTS_MAX / 2), READ_SLOTS_MAX);
+        assert_eq!(slots_for(READ_SLOTS_MAX / 2 + 1), 8, "the bound is reached");
         assert_eq!(slots_for(1024), 8);
     }
 }

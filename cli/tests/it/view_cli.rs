@@ -143,6 +143,17 @@ fn p0_rows(n: u64, lo: u64, hi: u64) -> Vec<(u64, f64)> {
         .collect()
 }
 
+/// The page's binary survey (view/binary.rs): its JSON header, and its f64s in order.
+fn unpack(bytes: &[u8]) -> (serde_json::Value, impl Iterator<Item = f64> + '_) {
+    let length = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[4..4 + length]).unwrap();
+    let start = (4 + length).next_multiple_of(8);
+    let f64s = bytes[start..]
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()));
+    (header, f64s)
+}
+
 /// `(axis, value)` pairs of a rows answer: its axis values are offsets from its `origin`.
 fn pairs(rows: &serde_json::Value) -> Vec<(u64, f64)> {
     let origin: u64 = rows["origin"].as_str().unwrap().parse().unwrap();
@@ -219,12 +230,57 @@ fn rows_for_a_deep_zoom_are_the_stored_rows_and_say_when_more_or_retired() {
     }
     assert_eq!(columns["span"], json!(["300", "15000"]));
     assert_eq!(columns["level"], objects["level"]);
+    // Its binary form holds the same numbers as f64s, read as a page reads them.
+    let (status, bytes) = super::viewing::get_bytes(a, &format!("{target}&format=binary"));
+    assert_eq!(status, 200);
+    let (header, mut f64s) = unpack(&bytes);
+    assert_eq!(header["origin"], columns["origin"]);
+    assert_eq!(header["fields"][0]["buckets"], buckets.len());
+    for name in [
+        "first_at", "first", "last_at", "last", "min_at", "min", "max_at", "max", "count", "sum",
+    ] {
+        let column: Vec<f64> = (&mut f64s).take(buckets.len()).collect();
+        let json: Vec<f64> = c[name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(column, json, "{name}");
+    }
+    assert_eq!(f64s.next(), None, "nothing after the columns");
     // Beneath a floor, the rows were retired: the answer says where they start.
     s.ok(&["trim", "capture", "--to-position", "1"], "");
     std::thread::sleep(REFRESH_AND_THEN);
     let beneath = json("/api/rows?stream=capture&track=r1,p0&from=0&to=100&limit=10");
     assert_eq!(beneath["rows"], 0, "{beneath}");
     assert!(beneath["retired_below"].as_u64().is_some(), "{beneath}");
+}
+
+#[test]
+fn a_survey_past_what_an_f64_holds_exactly_goes_to_the_page_as_json_columns() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    let far = (1u64 << 60) + 1;
+    s.ok(
+        &["ingest", "capture", "-"],
+        &format!("run,probe,t,value\nr1,p0,0,1\nr1,p0,{far},2\n"),
+    );
+    let v = view(&s);
+    let target = "/api/survey?stream=capture&track=r1,p0&budget=8&rows=8&format=binary";
+    let (status, body) = get(&v.addr, target);
+    assert_eq!(status, 200, "{body}");
+    // Not bytes: JSON, whose offsets are exact.
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let origin: u64 = answer["origin"].as_str().unwrap().parse().unwrap();
+    let rows = &answer["rows"];
+    let at: Vec<u64> = rows["at"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| origin + v.as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [0, far], "{answer}");
 }
 
 #[test]

@@ -93,6 +93,29 @@ pub fn answer(stream: &mut TcpStream) -> (u16, String) {
     (status, body)
 }
 
+/// `GET target` on a new connection, closed after the answer: its status and its body's bytes
+/// (an answer that is not text, the page's binary survey).
+pub fn get_bytes(addr: &str, target: &str) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream.write_all(get_head(addr, target).as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("a head in {} bytes", answer.len()));
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line in {head:?}"));
+    (status, answer[end + 4..].to_vec())
+}
+
 /// `GET target` on a new connection, closed after the answer.
 pub fn get(addr: &str, target: &str) -> (u16, String) {
     send(addr, &get_head(addr, target))

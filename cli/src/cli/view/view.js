@@ -65,11 +65,15 @@ async function api(path, params) {
     if (v !== null && v !== undefined) query.set(k, String(v));
   }
   state.busy += 1;
-  let response, text;
+  let response, text, bytes = null;
   const sent = performance.now();
   try {
     response = await fetch(`/api/${path}?${query}`);
-    text = await response.text();
+    if (response.ok && response.headers.get('content-type') === 'application/octet-stream') {
+      bytes = await response.arrayBuffer();
+    } else {
+      text = await response.text();
+    }
   } finally {
     state.busy -= 1;
   }
@@ -81,9 +85,35 @@ async function api(path, params) {
   // Where in the manifest a read was answered: what the page shows is as new as that.
   const at = response.headers.get('strata-manifest');
   if (at && path !== 'watermark') state.readAt = at;
-  const answer = parseExact(text);
-  remember(state.fetches, { path, ms: got - sent, parseMs: performance.now() - got, serverMs: state.lastServerMs, bytes: text.length });
+  const answer = bytes ? unpack(bytes) : parseExact(text);
+  remember(state.fetches, { path, ms: got - sent, parseMs: performance.now() - got, serverMs: state.lastServerMs, bytes: bytes ? bytes.byteLength : text.length, binary: Boolean(bytes) });
   return answer;
+}
+
+// A survey's binary form (cli/src/cli/view/binary.rs): a length, a JSON header, then columns of
+// little-endian f64s read in place, and the rows' missing masks.
+const COLUMNS = ['first_at', 'first', 'last_at', 'last', 'min_at', 'min', 'max_at', 'max', 'count', 'sum'];
+function unpack(buffer) {
+  const length = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+  let offset = Math.ceil((4 + length) / 8) * 8;
+  const f64 = (n) => { const a = new Float64Array(buffer, offset, n); offset += 8 * n; return a; };
+  header.fields = header.fields.map(({ field, buckets }) => {
+    const columns = { field };
+    for (const name of COLUMNS) columns[name] = f64(buckets);
+    return columns;
+  });
+  const rows = header.rows;
+  if (rows && rows.fields) {
+    rows.at = f64(rows.rows);
+    const values = rows.fields.map(() => f64(rows.rows));
+    rows.fields = rows.fields.map((field, i) => {
+      const missing = new Uint8Array(buffer, offset, rows.rows);
+      offset += rows.rows;
+      return { field, values: values[i], missing };
+    });
+  }
+  return header;
 }
 
 function decl() {
@@ -390,12 +420,13 @@ function lineOf(answer, field) {
   const ps = perSecondNumber;
   if (answer.rows) {
     const rows = answer.rows;
-    const values = rows.fields[field] || [];
+    const column = rows.fields[field];
     const o = Number(rows.origin - state.base);
     for (let i = 0; i < rows.at.length; i++) {
-      const v = values[i];
+      const v = column ? column.values[i] : null;
       xs.push((o + rows.at[i]) / ps);
-      ys.push(typeof v === 'number' ? v : null); // missing, or not finite: a break
+      // Missing, or not finite: a break.
+      ys.push(column && !column.missing[i] && Number.isFinite(v) ? v : null);
     }
     return { xs, ys, gaps: [] };
   }
@@ -407,7 +438,7 @@ function lineOf(answer, field) {
   let next = 0;
   const push = (at, value) => {
     xs.push((o + at) / ps);
-    ys.push(typeof value === 'number' ? value : null);
+    ys.push(Number.isFinite(value) ? value : null);
   };
   for (let b = 0; b < c.count.length; b++) {
     if (next < breaks.length && breaks[next] === b) {
@@ -506,8 +537,8 @@ function draw(started) {
         retiredBelow: answer.retiredBelow === undefined ? null : String(answer.retiredBelow),
       };
       if (answer.rows) {
-        const values = answer.rows.fields[field] || [];
-        series[keys[i]].rows = answer.rows.at.map((at, r) => [String(exact(answer.rows.origin, at)), values[r]]);
+        const column = answer.rows.fields[field];
+        series[keys[i]].rows = Array.from(answer.rows.at, (at, r) => [String(exact(answer.rows.origin, at)), column && !column.missing[r] ? column.values[r] : null]);
       }
       if (!state.hidden.includes(keys[i])) { min = Math.min(min, smin); max = Math.max(max, smax); }
     });
@@ -556,10 +587,17 @@ function status([lo, hi]) {
 // One track's answer: its survey and, where the window holds at most `perField` rows (fewer
 // than the points a field's chart would spend), the rows themselves, in the same round trip.
 async function read(key, request, perField) {
-  const got = await api('survey', { ...request, track: key, rows: perField, format: 'columns' });
+  const got = await api('survey', { ...request, track: key, rows: perField, format: 'binary' });
   state.surveys += 1;
+  // A JSON answer (a number past 2^53: cli/src/cli/view/binary.rs) may hold an offset as a
+  // BigInt: such a window, wider than 2^53 axis units, is drawn and read to a double's precision.
+  const numbers = (column) => (column.some((v) => typeof v === 'bigint') ? column.map(Number) : column);
   const fields = {};
-  for (const f of got.fields) fields[f.field] = f;
+  for (const f of got.fields) {
+    for (const name of ['first_at', 'last_at', 'min_at', 'max_at', 'count']) f[name] = numbers(f[name]);
+    fields[f.field] = f;
+  }
+  if (got.rows && got.rows.at) got.rows.at = numbers(got.rows.at);
   const survey = {
     origin: BigInt(got.origin), span: got.span ? got.span.map(BigInt) : null,
     bucketWidth: got.bucket_width === null ? null : Number(got.bucket_width), level: got.level, fields,
@@ -570,8 +608,9 @@ async function read(key, request, perField) {
     state.rowReads += 1;
     if (rows.retired_below !== undefined) answer.retiredBelow = BigInt(rows.retired_below);
     else if (!rows.more) {
+      // Binary rows carry a mask of the missing; JSON ones (a number past 2^53) say null.
       const values = {};
-      for (const f of rows.fields) values[f.field] = f.values;
+      for (const f of rows.fields) values[f.field] = { values: f.values, missing: f.missing || f.values.map((v) => (v === null ? 1 : 0)) };
       answer.rows = { origin: BigInt(rows.origin), at: rows.at, fields: values };
     }
   }
@@ -677,8 +716,8 @@ function nearest(answer, field, at) {
     if (!rows.at.length) return null;
     const rel = Number(at - rows.origin);
     const i = closest(rows.at.length, (k) => rows.at[k], rel);
-    const values = rows.fields[field];
-    return { row: { axis: String(exact(rows.origin, rows.at[i])), value: values ? values[i] : null } };
+    const column = rows.fields[field];
+    return { row: { axis: String(exact(rows.origin, rows.at[i])), value: column && !column.missing[i] ? column.values[i] : null } };
   }
   const c = answer.survey.fields[field];
   if (!c || !c.count.length) return null;
