@@ -522,6 +522,31 @@ async fn drive(cwd: &Path, viewing: &Viewing, rows_per_track: u64, mut position:
             .unwrap();
         draws = settled(&client, draws + 1).await["draws"].as_u64().unwrap();
     }
+    // The list is searched by any part of a track's labels.
+    let filter = client.find(Locator::Css("#filter")).await.unwrap();
+    filter.send_keys("p3").await.unwrap();
+    let listed = client
+        .find_all(Locator::Css("#track-list input"))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1, "one track matches p3");
+    assert_eq!(
+        listed[0].attr("data-track").await.unwrap().as_deref(),
+        Some("r1,p3")
+    );
+    filter.clear().await.unwrap();
+    client
+        .execute(
+            "document.getElementById('filter').dispatchEvent(new Event('input'));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let listed = client
+        .find_all(Locator::Css("#track-list input"))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 4, "every track again");
     client
         .find(Locator::Css("#picker summary"))
         .await

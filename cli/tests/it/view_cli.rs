@@ -284,6 +284,40 @@ fn a_survey_past_what_an_f64_holds_exactly_goes_to_the_page_as_json_columns() {
 }
 
 #[test]
+fn the_pages_binary_rows_say_which_values_are_missing_and_keep_nan() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(
+        &["ingest", "capture", "-"],
+        "run,probe,t,value\nr1,p0,10,1.5\nr1,p0,20,\nr1,p0,30,NaN\nr1,p0,40,-2\n",
+    );
+    let v = view(&s);
+    let (status, bytes) = super::viewing::get_bytes(
+        &v.addr,
+        "/api/survey?stream=capture&track=r1,p0&budget=64&rows=64&format=binary",
+    );
+    assert_eq!(status, 200);
+    let (header, f64s) = unpack(&bytes);
+    let rows = &header["rows"];
+    assert_eq!(rows["rows"], 4, "{header}");
+    assert_eq!(rows["more"], false);
+    assert_eq!(rows["fields"], json!(["value"]));
+    // Every row whole: the buckets are left out.
+    assert_eq!(header["fields"][0]["buckets"], 0, "{header}");
+    let numbers: Vec<f64> = f64s.collect();
+    let origin: f64 = rows["origin"].as_str().unwrap().parse().unwrap();
+    let at: Vec<f64> = numbers[..4].iter().map(|a| origin + a).collect();
+    assert_eq!(at, [10.0, 20.0, 30.0, 40.0]);
+    let values = &numbers[4..8];
+    assert_eq!(values[0].to_bits(), 1.5f64.to_bits(), "{values:?}");
+    assert!(values[2].is_nan(), "NaN is a value: {values:?}");
+    assert_eq!(values[3].to_bits(), (-2.0f64).to_bits(), "{values:?}");
+    // The missing mask, a byte a row after the f64s.
+    let mask = &bytes[bytes.len() - 4..];
+    assert_eq!(mask, [0, 1, 0, 0], "the second row's value is missing");
+}
+
+#[test]
 fn methods_other_than_get_are_refused_with_405() {
     let s = Scratch::new();
     s.ok(&DECLARE_CAPTURE, "");
