@@ -318,6 +318,63 @@ fn the_pages_binary_rows_say_which_values_are_missing_and_keep_nan() {
 }
 
 #[test]
+fn surveys_of_several_tracks_at_once_are_each_tracks_survey() {
+    let s = Scratch::new();
+    s.ok(&DECLARE_CAPTURE, "");
+    s.ok(&["ingest", "capture", "-"], &rows(0, 4_000));
+    let v = view(&s);
+    let a = v.addr.as_str();
+    let ask = "stream=capture&from=100&to=30000&budget=64&rows=40&format=binary";
+    let (status, many) = super::viewing::get_bytes(
+        a,
+        &format!("/api/surveys?{ask}&track=r1,p0&track=r1,p1&track="),
+    );
+    assert_eq!(status, 200);
+    // A count, then each answer's length and bytes, each from a multiple of 8.
+    let count = u64::from_le_bytes(many[..8].try_into().unwrap());
+    assert_eq!(count, 3);
+    let mut at = 8;
+    for track in ["r1,p0", "r1,p1", ""] {
+        let length =
+            usize::try_from(u64::from_le_bytes(many[at..at + 8].try_into().unwrap())).unwrap();
+        let one = &many[at + 8..at + 8 + length];
+        let (status, alone) =
+            super::viewing::get_bytes(a, &format!("/api/survey?{ask}&track={track}"));
+        assert_eq!(status, 200);
+        assert_eq!(
+            one,
+            alone.as_slice(),
+            "track {track:?}: the same bytes as asked alone"
+        );
+        at += 8 + length.next_multiple_of(8);
+    }
+    assert_eq!(at, many.len());
+    for (target, says) in [
+        (
+            "/api/surveys?stream=capture&budget=8",
+            "0 tracks: /api/surveys reads 1 to 8",
+        ),
+        (
+            "/api/surveys?stream=capture&budget=8&track=a&track=b&track=c&track=d&track=e&track=f&track=g&track=h&track=i",
+            "9 tracks",
+        ),
+        (
+            "/api/surveys?stream=capture&budget=8&track=r1&format=json",
+            "binary or columns",
+        ),
+        (
+            "/api/surveys?stream=capture&budget=8&track=r1&form=3",
+            "unknown parameter \"form\"",
+        ),
+        ("/api/surveys?stream=capture&budget=8&track=zz", "zz"),
+    ] {
+        let (status, body) = get(a, target);
+        assert_eq!(status, 400, "{target}: {body}");
+        assert!(body.contains(says), "{target}: {says:?} in {body:?}");
+    }
+}
+
+#[test]
 fn methods_other_than_get_are_refused_with_405() {
     let s = Scratch::new();
     s.ok(&DECLARE_CAPTURE, "");

@@ -62,7 +62,8 @@ function parseExact(text) {
 async function api(path, params) {
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) {
-    if (v !== null && v !== undefined) query.set(k, String(v));
+    if (Array.isArray(v)) for (const one of v) query.append(k, String(one));
+    else if (v !== null && v !== undefined) query.set(k, String(v));
   }
   state.busy += 1;
   let response, text, bytes = null;
@@ -85,7 +86,7 @@ async function api(path, params) {
   // Where in the manifest a read was answered: what the page shows is as new as that.
   const at = response.headers.get('strata-manifest');
   if (at && path !== 'watermark') state.readAt = at;
-  const answer = bytes ? unpack(bytes) : parseExact(text);
+  const answer = bytes ? (path === 'surveys' ? unpackMany(bytes) : unpack(bytes, 0)) : parseExact(text);
   remember(state.fetches, { path, ms: got - sent, parseMs: performance.now() - got, serverMs: state.lastServerMs, bytes: bytes ? bytes.byteLength : text.length, binary: Boolean(bytes) });
   return answer;
 }
@@ -93,10 +94,10 @@ async function api(path, params) {
 // A survey's binary form (cli/src/cli/view/binary.rs): a length, a JSON header, then columns of
 // little-endian f64s read in place, and the rows' missing masks.
 const COLUMNS = ['first_at', 'first', 'last_at', 'last', 'min_at', 'min', 'max_at', 'max', 'count', 'sum'];
-function unpack(buffer) {
-  const length = new DataView(buffer).getUint32(0, true);
-  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
-  let offset = Math.ceil((4 + length) / 8) * 8;
+function unpack(buffer, start) {
+  const length = new DataView(buffer, start).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, start + 4, length)));
+  let offset = start + Math.ceil((4 + length) / 8) * 8;
   const f64 = (n) => { const a = new Float64Array(buffer, offset, n); offset += 8 * n; return a; };
   header.fields = header.fields.map(({ field, buckets }) => {
     const columns = { field };
@@ -114,6 +115,21 @@ function unpack(buffer) {
     });
   }
   return header;
+}
+
+// Several surveys' binary forms (`/api/surveys`): a count, then each one's length and bytes,
+// each from a multiple of 8.
+function unpackMany(buffer) {
+  const view = new DataView(buffer);
+  const count = Number(view.getBigUint64(0, true));
+  const answers = [];
+  let offset = 8;
+  for (let i = 0; i < count; i++) {
+    const length = Number(view.getBigUint64(offset, true));
+    answers.push(unpack(buffer, offset + 8));
+    offset += 8 + Math.ceil(length / 8) * 8;
+  }
+  return answers;
 }
 
 function decl() {
@@ -464,25 +480,27 @@ function lineOf(answer, field) {
 // The tracks' lines on one x: every x of any of them, each track's y there (undefined where it
 // has none: joined over, not broken).
 function joined(lines) {
-  let n = 0;
-  for (const l of lines) n += l.xs.length;
-  const all = new Float64Array(n);
-  let k = 0;
-  for (const l of lines) for (const x of l.xs) all[k++] = x;
-  all.sort();
+  // Each line is in axis order already: merged, not sorted.
+  const k = lines.length;
+  const next = new Array(k).fill(0);
   const xs = [];
-  for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) xs.push(all[i]);
-  const data = [xs];
-  for (const l of lines) {
-    const ys = new Array(xs.length).fill(undefined);
-    let j = 0;
-    for (let i = 0; i < l.xs.length; i++) {
-      while (xs[j] < l.xs[i]) j++;
-      ys[j] = l.ys[i];
+  const ys = lines.map(() => []);
+  for (;;) {
+    let x = Infinity;
+    for (let s = 0; s < k; s++) {
+      const l = lines[s];
+      if (next[s] < l.xs.length && l.xs[next[s]] < x) x = l.xs[next[s]];
     }
-    data.push(ys);
+    if (x === Infinity) break;
+    for (let s = 0; s < k; s++) {
+      const l = lines[s];
+      let y; // undefined where this line has no point at x
+      while (next[s] < l.xs.length && l.xs[next[s]] === x) y = l.ys[next[s]++];
+      ys[s].push(y);
+    }
+    xs.push(x);
   }
-  return data;
+  return [xs, ...ys];
 }
 
 function viewRange() {
@@ -584,11 +602,17 @@ function status([lo, hi]) {
 
 // ---- reads ---------------------------------------------------------------------------------
 
-// One track's answer: its survey and, where the window holds at most `perField` rows (fewer
-// than the points a field's chart would spend), the rows themselves, in the same round trip.
-async function read(key, request, perField) {
-  const got = await api('survey', { ...request, track: key, rows: perField, format: 'binary' });
-  state.surveys += 1;
+// Every track's answer at once (one request: three fetches at once cost a page more than one):
+// its survey and, where the window holds at most `perField` rows (fewer than the points a
+// field's chart would spend), the rows themselves.
+async function readAll(keys, request, perField) {
+  const got = await api('surveys', { ...request, track: keys, rows: perField, format: 'binary' });
+  state.surveys += keys.length;
+  return got.map((one, i) => answerOf(keys[i], one));
+}
+
+// A track's answer as the page keeps it, from the binary form or (a number past 2^53) JSON.
+function answerOf(key, got) {
   // A JSON answer (a number past 2^53: cli/src/cli/view/binary.rs) may hold an offset as a
   // BigInt: such a window, wider than 2^53 axis units, is drawn and read to a double's precision.
   const numbers = (column) => (column.some((v) => typeof v === 'bigint') ? column.map(Number) : column);
@@ -652,7 +676,7 @@ async function once(started) {
   remember(state.requests, { ...request, tracks: [...keys], from: request.from === null ? null : String(request.from), to: request.to === null ? null : String(request.to), width });
   try {
     const asked = performance.now();
-    answers = await Promise.all(keys.map((key) => read(key, request, perField)));
+    answers = await readAll(keys, request, perField);
     timing = { waitMs: asked - started, readMs: performance.now() - asked };
     const ends = answers.filter((a) => a.survey.span).map((a) => a.survey.span[1]);
     if (ends.length && state.to === null) state.end = ends.reduce((a, b) => (a > b ? a : b));
