@@ -555,8 +555,13 @@ function draw(started) {
         retiredBelow: answer.retiredBelow === undefined ? null : String(answer.retiredBelow),
       };
       if (answer.rows) {
+        // The rows drawn, exact, for whoever reads the page's state (a test): written out when
+        // read, not on every repaint.
         const column = answer.rows.fields[field];
-        series[keys[i]].rows = Array.from(answer.rows.at, (at, r) => [String(exact(answer.rows.origin, at)), column && !column.missing[r] ? column.values[r] : null]);
+        Object.defineProperty(series[keys[i]], 'rows', {
+          enumerable: true,
+          get: () => Array.from(answer.rows.at, (at, r) => [String(exact(answer.rows.origin, at)), column && !column.missing[r] ? column.values[r] : null]),
+        });
       }
       if (!state.hidden.includes(keys[i])) { min = Math.min(min, smin); max = Math.max(max, smax); }
     });
