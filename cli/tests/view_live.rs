@@ -266,6 +266,17 @@ async fn coloured_between(client: &Client, field: &str, a: &str, b: &str) -> (u6
     (got[0].as_u64().unwrap(), got[1].as_u64().unwrap())
 }
 
+/// Clicks the element `css` finds.
+async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
 /// A wheel notch (towards zoom in for a negative `delta`) at a point of the page.
 async fn wheel(client: &Client, (x, y): (f64, f64), delta: i64) {
     let notch = WheelActions::new("wheel".to_owned()).then(WheelAction::Scroll {
@@ -502,13 +513,7 @@ async fn drive(cwd: &Path, viewing: &Viewing, rows_per_track: u64, mut position:
     let overview = screenshot(&client, "strata-view-overview.png").await;
 
     // (b) Pick three tracks in the list: add p3, take p2 away.
-    client
-        .find(Locator::Css("#picker summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#picker summary").await;
     let mut draws = first["draws"].as_u64().unwrap();
     for track in ["r1,p3", "r1,p2"] {
         client
@@ -547,13 +552,7 @@ async fn drive(cwd: &Path, viewing: &Viewing, rows_per_track: u64, mut position:
         .await
         .unwrap();
     assert_eq!(listed.len(), 4, "every track again");
-    client
-        .find(Locator::Css("#picker summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#picker summary").await;
     let whole = settled(&client, draws).await;
     let tracks = ["r1,p0", "r1,p1", "r1,p3"];
     assert_eq!(whole["selected"], json!(tracks), "{}", whole["selected"]);
@@ -1004,32 +1003,14 @@ async fn drive(cwd: &Path, viewing: &Viewing, rows_per_track: u64, mut position:
         .unwrap();
 
     // The whole range again: the view follows the newest rows.
-    client
-        .find(Locator::Css("#reset"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#reset").await;
     let reset = settled(&client, draws + 1).await;
     draws = reset["draws"].as_u64().unwrap();
     assert_eq!(reset["to"], Value::Null);
 
     // Merged only when asked, and labelled so: one line of every track's rows.
-    client
-        .find(Locator::Css("#picker summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    client
-        .find(Locator::Css("#merge"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#picker summary").await;
+    click(&client, "#merge").await;
     let merged = settled(&client, draws + 1).await;
     assert_eq!(merged["merged"], "", "{}", merged["merged"]);
     let entries = client
@@ -1057,24 +1038,12 @@ async fn drive(cwd: &Path, viewing: &Viewing, rows_per_track: u64, mut position:
         Some(90.0),
         "the p0 spike, the highest of every track"
     );
-    client
-        .find(Locator::Css("#merge"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#merge").await;
     let apart = settled(&client, merged["draws"].as_u64().unwrap() + 1).await;
     assert_eq!(apart["merged"], Value::Null);
     assert_eq!(apart["selected"], json!(tracks));
     draws = apart["draws"].as_u64().unwrap();
-    client
-        .find(Locator::Css("#picker summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "#picker summary").await;
 
     // Live: the whole range follows a writer's new barriers.
     let end_before: u64 = apart["drawn"]["value"]["range"][1]

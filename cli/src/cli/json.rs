@@ -100,6 +100,18 @@ pub fn rows(
     })
 }
 
+/// Where a page's columns of `survey` count their axis values from: the least of its span and
+/// of its buckets' first points (a boundary bucket may start before the span).
+pub fn columns_origin(survey: &Survey) -> u64 {
+    survey
+        .fields
+        .iter()
+        .flat_map(|f| f.buckets.iter().map(|b| b.first.axis))
+        .chain(survey.span.map(|[lo, _]| lo))
+        .min()
+        .unwrap_or(0)
+}
+
 /// A survey for a page (`strata view`'s `/api/survey?format=columns`): what
 /// [`survey`] answers, each field's buckets as columns rather than objects (a page parses a
 /// few arrays of numbers several times faster than thousands of objects), and the axis values
@@ -130,14 +142,7 @@ pub fn survey_columns(survey: &Survey, scope: &Scope<'_>) -> serde_json::Result<
         count: Vec<u64>,
         sum: Vec<Float>,
     }
-    let firsts = survey
-        .fields
-        .iter()
-        .flat_map(|f| f.buckets.iter().map(|b| b.first.axis));
-    let origin = firsts
-        .chain(survey.span.map(|[lo, _]| lo))
-        .min()
-        .unwrap_or(0);
+    let origin = columns_origin(survey);
     let view = SurveyColumns {
         axis: scope.axis_name(),
         origin: origin.to_string(),

@@ -378,11 +378,42 @@ fn required<'a>(params: &'a HashMap<String, String>, name: &str) -> Result<&'a s
 
 /// The track prefix `track=A,B` names (labels as `--track` spells them).
 fn selection(params: &HashMap<String, String>) -> Result<Vec<String>, Refusal> {
-    match params.get("track").filter(|t| !t.is_empty()) {
-        None => Ok(Vec::new()),
-        Some(word) => super::args::parse_track(word)
-            .map(|t| t.0)
-            .map_err(|e| bad(format!("track={word:?}: {e}"))),
+    params
+        .get("track")
+        .map_or(Ok(Vec::new()), |word| labels(word))
+}
+
+/// The labels of a track prefix as `track=` spells it; none (every track) for an empty one.
+fn labels(word: &str) -> Result<Vec<String>, Refusal> {
+    if word.is_empty() {
+        return Ok(Vec::new());
+    }
+    super::args::parse_track(word)
+        .map(|t| t.0)
+        .map_err(|e| bad(format!("track={word:?}: {e}")))
+}
+
+/// A survey's `budget`: required, 1 to `BUDGET_MAX` points.
+fn budget(params: &HashMap<String, String>) -> Result<u64, Refusal> {
+    let budget = number(params, "budget")?.ok_or_else(|| bad("parameter \"budget\" is missing"))?;
+    if budget == 0 || budget > BUDGET_MAX {
+        return Err(bad(format!(
+            "budget={budget}: a survey spends 1 to {BUDGET_MAX} points"
+        )));
+    }
+    Ok(budget)
+}
+
+/// A survey's `format`, `default` where none is given.
+fn format(params: &HashMap<String, String>, default: Format) -> Result<Format, Refusal> {
+    match params.get("format").map(String::as_str) {
+        None => Ok(default),
+        Some("json") => Ok(Format::Json),
+        Some("columns") => Ok(Format::Columns),
+        Some("binary") => Ok(Format::Binary),
+        Some(other) => Err(bad(format!(
+            "format={other:?}: a survey is answered as json (strata survey's document), or columns or binary (a page's)"
+        ))),
     }
 }
 
@@ -583,24 +614,9 @@ async fn survey(
     let stream = required(&params, "stream")?.to_owned();
     let selection = selection(&params)?;
     let range = range_args(&params)?;
-    let budget =
-        number(&params, "budget")?.ok_or_else(|| bad("parameter \"budget\" is missing"))?;
-    if budget == 0 || budget > BUDGET_MAX {
-        return Err(bad(format!(
-            "budget={budget}: a survey spends 1 to {BUDGET_MAX} points"
-        )));
-    }
+    let budget = budget(&params)?;
     let rows = row_limit(&params, "rows")?;
-    let format = match params.get("format").map(String::as_str) {
-        None | Some("json") => Format::Json,
-        Some("columns") => Format::Columns,
-        Some("binary") => Format::Binary,
-        Some(other) => {
-            return Err(bad(format!(
-                "format={other:?}: a survey is answered as json (strata survey's document), or columns or binary (a page's)"
-            )));
-        }
-    };
+    let format = format(&params, Format::Json)?;
     read(view, move |store| {
         survey_answer(store, &stream, &selection, &range, budget, rows, format)
     })
@@ -626,33 +642,17 @@ async fn surveys(
     }
     let selections = tracks
         .iter()
-        .map(|word| {
-            if word.is_empty() {
-                return Ok(Vec::new());
-            }
-            super::args::parse_track(word)
-                .map(|t| t.0)
-                .map_err(|e| bad(format!("track={word:?}: {e}")))
-        })
+        .map(|word| labels(word))
         .collect::<Result<Vec<_>, _>>()?;
     let range = range_args(&params)?;
-    let budget =
-        number(&params, "budget")?.ok_or_else(|| bad("parameter \"budget\" is missing"))?;
-    if budget == 0 || budget > BUDGET_MAX {
-        return Err(bad(format!(
-            "budget={budget}: a survey spends 1 to {BUDGET_MAX} points"
-        )));
-    }
+    let budget = budget(&params)?;
     let rows = row_limit(&params, "rows")?;
-    let format = match params.get("format").map(String::as_str) {
-        None | Some("binary") => Format::Binary,
-        Some("columns") => Format::Columns,
-        Some(other) => {
-            return Err(bad(format!(
-                "format={other:?}: /api/surveys answers binary or columns"
-            )));
-        }
-    };
+    let format = format(&params, Format::Binary)?;
+    if format == Format::Json {
+        return Err(bad(
+            "format=\"json\": /api/surveys answers binary or columns".to_owned(),
+        ));
+    }
     read(view, move |store| {
         let answer = |selection: &Vec<String>, format| {
             survey_answer(store, &stream, selection, &range, budget, rows, format)

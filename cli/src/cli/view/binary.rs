@@ -61,13 +61,7 @@ fn number(value: Num) -> Option<f64> {
 
 /// The answer's bytes, or `None` where a number has no exact f64.
 pub(super) fn survey(survey: &Survey, scope: &Scope<'_>, rows: &RowsPart<'_>) -> Option<Vec<u8>> {
-    let origin = survey
-        .fields
-        .iter()
-        .flat_map(|f| f.buckets.iter().map(|b| b.first.axis))
-        .chain(survey.span.map(|[lo, _]| lo))
-        .min()
-        .unwrap_or(0);
+    let origin = super::super::json::columns_origin(survey);
     let rows_origin = match rows {
         RowsPart::Rows(rows) => rows.axis.iter().copied().min().unwrap_or(0),
         _ => 0,
