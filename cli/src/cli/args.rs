@@ -97,6 +97,9 @@ pub enum Command {
     /// within N axis units of the stream's newest axis value) or `positions:N` (within N
     /// positions of its last).
     Retention(RetentionArgs),
+    /// What the store holds: each stream's declaration, rows, axis range and watermark, each
+    /// track's rows, range and levels, and the bytes on disk. Reads only, beside a writer.
+    Info(InfoArgs),
     /// Inspect the store without changing it (the same report and exit code as `engine-fsck`).
     Fsck(FsckArgs),
     /// Create ./strata-demo, ingest a synthetic multi-track series, reopen it, and report.
@@ -112,6 +115,20 @@ pub enum Command {
     /// later writing command once the grace period (10 minutes) has passed, so replicas reading
     /// the old history read on, then follow the new one.
     Adopt(AdoptArgs),
+}
+
+/// `info [STREAM] [--track A,B] [--format table|json]`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Only this stream (every stream when absent).
+    pub stream: Option<String>,
+    /// Only the tracks under this prefix (with STREAM): labels of the track fields, outermost
+    /// first, comma-separated (a comma within a label is written `\,`, a backslash `\\`).
+    #[arg(long, value_name = "A,B", value_parser = parse_track, requires = "stream")]
+    pub track: Option<TrackArg>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ReadFormat::Table)]
+    pub format: ReadFormat,
 }
 
 /// `view [--addr IP:PORT]`.

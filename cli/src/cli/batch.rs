@@ -131,6 +131,7 @@ impl Batch {
 
     /// Whether row `row` of columnar track cells (`cells[field][row]`) continues the last
     /// row's run, byte for byte.
+    #[cfg(feature = "parquet")]
     pub(super) fn continues_cells(&self, cells: &[Vec<Vec<u8>>], row: usize) -> bool {
         if self.runs.is_empty() {
             return false;
@@ -147,6 +148,7 @@ impl Batch {
     }
 
     /// Records row `row` of columnar track cells as the last row's, for the next slice.
+    #[cfg(feature = "parquet")]
     pub(super) fn set_last_cells(&mut self, cells: &[Vec<Vec<u8>>], row: usize) {
         self.last_track.clear();
         self.last_track_ends.clear();

@@ -34,18 +34,11 @@ use strata::{FieldKind, TimeUnit, Value};
 use super::Failure;
 use super::batch::{BadRow, Batch, Column, Run};
 use super::export::{DATA_BYTES_KEY, DATA_CRC_KEY};
+use super::magic::{Format, read_up_to};
 use super::parse::Layout;
 
 /// Rows the readers decode at a time (a batch is cut to the room the ingest has).
 const READ_BATCH_ROWS: usize = 8192;
-
-/// Which columnar format an input is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Parquet,
-    /// An Arrow IPC file (`ARROW1` magic) or stream.
-    Arrow,
-}
 
 /// The decoder under an input.
 enum Decoder {
@@ -73,47 +66,6 @@ impl std::fmt::Debug for Input {
             .field("n_rows_read", &self.n_rows_read)
             .finish_non_exhaustive()
     }
-}
-
-/// The bytes at the start of an input that say its format.
-pub const MAGIC_BYTES: usize = 6;
-
-/// What the first bytes of `path` say it is: Parquet (`PAR1`), Arrow (`ARROW1`, or an IPC
-/// stream's continuation marker), or neither (`None`: CSV).
-pub fn sniff(path: &Path) -> Result<Option<Format>, Failure> {
-    let mut head = [0u8; MAGIC_BYTES];
-    let mut file = File::open(path)
-        .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
-    let n = read_up_to(&mut file, &mut head)
-        .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
-    Ok(format_of(&head[..n]))
-}
-
-/// The format an input's first bytes say it is (`None`: CSV).
-pub fn format_of(head: &[u8]) -> Option<Format> {
-    match head {
-        [b'P', b'A', b'R', b'1', ..] => Some(Format::Parquet),
-        b"ARROW1" | [0xFF, 0xFF, 0xFF, 0xFF, ..] => Some(Format::Arrow),
-        _ => None,
-    }
-}
-
-/// Reads the first bytes of `read` (fewer at its end), to tell its format by.
-pub fn read_head(read: &mut impl Read) -> io::Result<Vec<u8>> {
-    let mut head = [0u8; MAGIC_BYTES];
-    let n = read_up_to(read, &mut head)?;
-    Ok(head[..n].to_vec())
-}
-
-fn read_up_to(read: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match read.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
 }
 
 impl Input {

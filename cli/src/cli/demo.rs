@@ -742,8 +742,44 @@ fn report(
         duration(span.elapsed),
     ));
     lines.extend(survey_lines(surveys));
-    lines.push(format!(
-        "store     ./{DEMO_DIR} (inspect it with `strata --store {DEMO_DIR} fsck`)"
-    ));
+    lines.push(format!("store     ./{DEMO_DIR}"));
+    lines.extend(next_steps(&strata_command()));
     print(&(lines.join("\n") + "\n"))
+}
+
+/// How the user runs `strata` from where they are: through cargo when cargo started this
+/// process (`cargo run` sets `CARGO_MANIFEST_DIR` for what it runs), else by its name.
+fn strata_command() -> String {
+    if std::env::var_os("CARGO_MANIFEST_DIR").is_some() {
+        let release = if cfg!(debug_assertions) {
+            ""
+        } else {
+            " --release"
+        };
+        format!("cargo run{release} --")
+    } else {
+        "strata".to_owned()
+    }
+}
+
+/// What to do next, as commands that paste: the page over the store, then what it holds.
+fn next_steps(strata: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    if cfg!(feature = "view") {
+        lines.push(format!(
+            "next      see it in a browser (pan, zoom, hover; Ctrl-C stops it):\n            \
+             {strata} --store {DEMO_DIR} view --open"
+        ));
+    }
+    lines.push(format!(
+        "          what it holds, track by track:\n            {strata} --store {DEMO_DIR} info"
+    ));
+    lines.push(format!(
+        "          a survey of one track:\n            {strata} --store {DEMO_DIR} survey \
+         {STREAM} --track run_1,probe_3 --budget 40"
+    ));
+    if strata != "strata" {
+        lines.push("          (`cargo install --path cli` puts `strata` on your PATH)".to_owned());
+    }
+    lines
 }

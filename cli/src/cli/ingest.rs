@@ -36,9 +36,11 @@ use strata::{Config, ServeConfig, Store, StreamDecl};
 
 use super::args::{IngestArgs, InputFormat};
 use super::batch::{BadRow, Batch};
+#[cfg(feature = "parquet")]
 use super::columnar;
 use super::compact::{Done, LiveFiles};
 use super::interrupt::{EXIT_INTERRUPTED, INGEST, Interrupt};
+use super::magic;
 use super::parse::{Layout, POSITION_COLUMN, declares_position};
 use super::retention;
 use super::{
@@ -75,6 +77,7 @@ const CSV_LINES: Unit = Unit {
     long: "CSV line",
 };
 
+#[cfg(feature = "parquet")]
 const ROWS: Unit = Unit {
     word: "row",
     words: "rows",
@@ -84,6 +87,7 @@ const ROWS: Unit = Unit {
 /// Where the records come from.
 enum Records {
     Csv(csv::Reader<Box<dyn Read>>),
+    #[cfg(feature = "parquet")]
     Columnar(Box<columnar::Input>),
 }
 
@@ -144,6 +148,7 @@ pub fn run(dir: &Path, args: &IngestArgs, remote: Option<&str>) -> Result<ExitCo
     let input = open_input(args.input.as_deref(), args.format)?;
     let len_bytes = match &input {
         Opened::Csv(input) => input.len_bytes,
+        #[cfg(feature = "parquet")]
         Opened::Columnar(_) => None,
     };
     let retention = retention::load(dir)?;
@@ -243,6 +248,7 @@ fn records(input: Opened, decl: &StreamDecl) -> Result<(Records, Layout, u64, Un
             let data_line = reader.position().line();
             (Records::Csv(reader), layout, data_line, CSV_LINES)
         }
+        #[cfg(feature = "parquet")]
         Opened::Columnar(input) => {
             let layout = Layout::new(decl, &input.header())
                 .map_err(|e| Failure::new(format!("{}: its columns: {e}", input.name)))?;
@@ -266,6 +272,7 @@ fn open_to_compact(
 /// is at its end) is refused, naming the file it needs, rather than parsed as CSV.
 enum Opened {
     Csv(Input),
+    #[cfg(feature = "parquet")]
     Columnar(Box<columnar::Input>),
 }
 
@@ -282,37 +289,60 @@ fn open_input(path: Option<&Path>, format: Option<InputFormat>) -> Result<Opened
     }
     let format = match (format, path) {
         (Some(format), _) => format,
-        (None, Some(path)) => match columnar::sniff(path)? {
-            Some(columnar::Format::Parquet) => InputFormat::Parquet,
-            Some(columnar::Format::Arrow) => InputFormat::Arrow,
+        (None, Some(path)) => match magic::sniff(path)? {
+            Some(magic::Format::Parquet) => InputFormat::Parquet,
+            Some(magic::Format::Arrow) => InputFormat::Arrow,
             None => InputFormat::Csv,
         },
         (None, None) => return open_stdin(),
     };
     let columnar = match format {
         InputFormat::Csv => return open_csv(path).map(Opened::Csv),
-        InputFormat::Parquet => columnar::Format::Parquet,
-        InputFormat::Arrow => columnar::Format::Arrow,
+        InputFormat::Parquet => magic::Format::Parquet,
+        InputFormat::Arrow => magic::Format::Arrow,
     };
-    columnar::Input::open(path, columnar).map(|input| Opened::Columnar(Box::new(input)))
+    open_columnar(path, columnar)
+}
+
+/// A Parquet or Arrow input (`None`: standard input), read a batch at a time.
+#[cfg(feature = "parquet")]
+fn open_columnar(path: Option<&Path>, format: magic::Format) -> Result<Opened, Failure> {
+    columnar::Input::open(path, format).map(|input| Opened::Columnar(Box::new(input)))
+}
+
+/// Refused in a build without the columnar formats, naming the feature that reads them.
+#[cfg(not(feature = "parquet"))]
+fn open_columnar(path: Option<&Path>, format: magic::Format) -> Result<Opened, Failure> {
+    let name = path.map_or_else(|| "standard input".to_owned(), |p| p.display().to_string());
+    let what = match format {
+        magic::Format::Parquet => "Parquet",
+        magic::Format::Arrow => "Arrow IPC",
+    };
+    Err(super::features::not_built(
+        &format!("ingesting {name}, which holds {what},"),
+        "parquet",
+    ))
 }
 
 /// Standard input, as its first bytes say it is.
 fn open_stdin() -> Result<Opened, Failure> {
     let mut stdin = io::stdin().lock();
-    let head = columnar::read_head(&mut stdin)
+    let head = magic::read_head(&mut stdin)
         .map_err(|e| Failure::new(format!("cannot read standard input: {e}")))?;
-    let format = columnar::format_of(&head);
+    let format = magic::format_of(&head);
     let read: Box<dyn Read> = Box::new(io::Cursor::new(head).chain(stdin));
     let name = "standard input".to_owned();
     match format {
-        Some(columnar::Format::Parquet) => Err(Failure::new(
+        Some(magic::Format::Parquet) => Err(Failure::new(
             "standard input holds Parquet (it begins `PAR1`), which is read from a file (its \
              footer is at the end): give the file's path instead of `-`",
         )),
-        Some(columnar::Format::Arrow) => {
+        #[cfg(feature = "parquet")]
+        Some(magic::Format::Arrow) => {
             columnar::Input::stream(read, name).map(|input| Opened::Columnar(Box::new(input)))
         }
+        #[cfg(not(feature = "parquet"))]
+        Some(magic::Format::Arrow) => open_columnar(None, magic::Format::Arrow),
         None => Ok(Opened::Csv(Input {
             read,
             len_bytes: None,
@@ -523,8 +553,16 @@ impl Ingest {
 
     /// Reads and parses up to `room` records; an empty batch is the end of the input.
     fn read_batch(&mut self, records: &mut Records, room: u64) -> Result<Batch, BadRow> {
+        #[cfg_attr(
+            not(feature = "parquet"),
+            expect(
+                clippy::infallible_destructuring_match,
+                reason = "CSV is the one input format of this build"
+            )
+        )]
         let reader = match records {
             Records::Csv(reader) => reader,
+            #[cfg(feature = "parquet")]
             Records::Columnar(input) => {
                 return input.read_batch(
                     &self.layout,
@@ -702,6 +740,13 @@ fn show(bar: &ProgressBar, records: &Records, n_rows: u64) {
     if bar.is_hidden() {
         return;
     }
+    #[cfg_attr(
+        not(feature = "parquet"),
+        expect(
+            irrefutable_let_patterns,
+            reason = "CSV is the one input format of this build"
+        )
+    )]
     if let Records::Csv(reader) = records {
         bar.set_position(reader.position().byte());
     }

@@ -60,6 +60,7 @@ impl Serialize for Value {
 /// from the first, small), and each named field's values, column by column, in the rows' order;
 /// `more` says rows beyond these were left unread. A missing value is `null`, a non-finite
 /// float its word.
+#[cfg(feature = "view")]
 pub fn rows(
     axis: &[u64],
     fields: &[(&str, Vec<strata::Value>)],
@@ -102,6 +103,7 @@ pub fn rows(
 
 /// Where a page's columns of `survey` count their axis values from: the least of its span and
 /// of its buckets' first points (a boundary bucket may start before the span).
+#[cfg(feature = "view")]
 pub fn columns_origin(survey: &Survey) -> u64 {
     survey
         .fields
@@ -117,6 +119,7 @@ pub fn columns_origin(survey: &Survey) -> u64 {
 /// few arrays of numbers several times faster than thousands of objects), and the axis values
 /// as offsets from `origin` (a decimal string, as are `span` and `bucket_width`): `first_at`,
 /// `first`, `last_at`, `last`, `min_at`, `min`, `max_at`, `max`, `count`, `sum`.
+#[cfg(feature = "view")]
 pub fn survey_columns(survey: &Survey, scope: &Scope<'_>) -> serde_json::Result<String> {
     #[derive(Serialize)]
     struct SurveyColumns<'a> {

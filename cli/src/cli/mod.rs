@@ -13,20 +13,30 @@
 
 pub mod args;
 mod batch;
+#[cfg(feature = "parquet")]
 mod columnar;
 mod compact;
 mod declare;
 mod demo;
+#[cfg(feature = "parquet")]
 mod export;
+mod features;
 mod fold;
 mod fsck;
+mod info;
 mod ingest;
 mod interrupt;
 mod json;
+mod magic;
 mod parse;
 mod progress;
 mod query;
 mod range;
+#[cfg(feature = "remote")]
+mod remote;
+/// A build without the object-storage tier: every `--remote` refused, naming the feature.
+#[cfg(not(feature = "remote"))]
+#[path = "remote_absent.rs"]
 mod remote;
 mod retention;
 mod retire;
@@ -37,6 +47,7 @@ mod time;
 mod time_ticks;
 mod trim;
 mod units;
+#[cfg(feature = "view")]
 mod view;
 
 use std::fmt::{self, Write as _};
@@ -111,6 +122,7 @@ impl From<EngineError> for Failure {
 /// Runs the command `cli` names.
 pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     VERBOSE.store(cli.verbose, Ordering::Relaxed);
+    refuse_unbuilt(&cli)?;
     let (store, url) = (cli.store, cli.remote);
     if cli.remote_parquet {
         if url.is_none() || store.is_none() {
@@ -145,7 +157,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Command::Query(args) => query::run(&source(store, url, "query"), &args),
         Command::Survey(args) => survey::run(&source(store, url, "survey"), &args),
         Command::Fold(args) => fold::run(&source(store, url, "fold"), &args),
-        Command::Export(args) => export::run(&source(store, url, "export"), &args),
+        Command::Export(args) => export(&source(store, url, "export"), &args),
         Command::Seal => {
             let dir = store_dir(store, "seal");
             written(dir.clone(), seal::run(&dir))
@@ -166,6 +178,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let dir = store_dir(store, "retention");
             written(dir.clone(), retention::run(&dir, &args))
         }
+        Command::Info(args) => info::run(&source(store, url, "info"), &args),
         Command::Fsck(args) => {
             if url.is_some() {
                 usage_error("`strata fsck` inspects a local store; --remote does not apply");
@@ -183,7 +196,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if url.is_some() {
                 usage_error("`strata view` serves a local store: --remote does not apply");
             }
-            view::run(&store_dir(store, "view"), &args)
+            view(&store_dir(store, "view"), &args)
         }
         Command::Demo(args) => {
             if store.is_some() || url.is_some() {
@@ -197,13 +210,62 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
 }
 
+/// Refuses, before any command runs, a flag this build left out, so that nothing is written
+/// that could not then be published.
+fn refuse_unbuilt(cli: &Cli) -> Result<(), Failure> {
+    #[cfg(not(feature = "remote"))]
+    if cli.remote.is_some() {
+        return Err(remote::absent());
+    }
+    if cli.remote_parquet && !cfg!(feature = "remote-parquet") {
+        return Err(features::not_built(
+            "--remote-parquet (Parquet beside the segments in a bucket)",
+            "remote-parquet",
+        ));
+    }
+    Ok(())
+}
+
+/// `strata export`, in a build with the columnar formats.
+#[cfg(feature = "parquet")]
+fn export(source: &Source, args: &args::ExportArgs) -> Result<ExitCode, Failure> {
+    export::run(source, args)
+}
+
+/// `strata export`, refused in a build without the columnar formats.
+#[cfg(not(feature = "parquet"))]
+fn export(_source: &Source, _args: &args::ExportArgs) -> Result<ExitCode, Failure> {
+    Err(features::not_built(
+        "`strata export` (Parquet and Arrow IPC files)",
+        "parquet",
+    ))
+}
+
+/// `strata view`, in a build with it.
+#[cfg(feature = "view")]
+fn view(dir: &Path, args: &args::ViewArgs) -> Result<ExitCode, Failure> {
+    view::run(dir, args)
+}
+
+/// `strata view`, refused in a build without it.
+#[cfg(not(feature = "view"))]
+fn view(_dir: &Path, _args: &args::ViewArgs) -> Result<ExitCode, Failure> {
+    Err(features::not_built("`strata view`", "view"))
+}
+
 /// Where a read command reads: a local store's folder, or a bucket read as a replica.
 #[derive(Debug)]
 pub enum Source {
     /// `--store DIR`.
     Dir(PathBuf),
     /// `--remote URL` (without --store).
-    Remote(String),
+    Remote(
+        #[cfg_attr(
+            not(feature = "remote"),
+            expect(dead_code, reason = "a build without the tier refuses --remote first")
+        )]
+        String,
+    ),
 }
 
 /// The read's source: --store or --remote, exactly one, or a usage error (exit 2).
@@ -334,7 +396,10 @@ fn open_to_read(source: &Source, config: Config) -> Result<Opened, Failure> {
         Source::Dir(dir) => Ok(Opened::Local(Box::new(open_dir_to_read(
             dir, config, true,
         )?))),
+        #[cfg(feature = "remote")]
         Source::Remote(url) => Ok(Opened::Remote(Box::new(remote::open_replica(url, config)?))),
+        #[cfg(not(feature = "remote"))]
+        Source::Remote(_) => Err(remote::absent()),
     }
 }
 
@@ -421,6 +486,7 @@ fn cannot_write(error: &EngineError) -> bool {
 /// A store opened to read: a local one, or a replica of a bucket (which owns its store).
 enum Opened {
     Local(Box<Reader>),
+    #[cfg(feature = "remote")]
     Remote(Box<strata::remote::Replica>),
 }
 
@@ -430,6 +496,7 @@ impl std::ops::Deref for Opened {
     fn deref(&self) -> &Reader {
         match self {
             Opened::Local(store) => store,
+            #[cfg(feature = "remote")]
             Opened::Remote(replica) => replica.store(),
         }
     }

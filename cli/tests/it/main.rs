@@ -13,6 +13,7 @@ mod formats_cli;
 mod fsck_cli;
 mod full_disk;
 mod hardening_cli;
+mod info_cli;
 mod interrupt;
 mod kill;
 mod labels_cli;
