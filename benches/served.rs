@@ -19,7 +19,8 @@
 //!
 //! A fifth, **floor**, runs the same host loop against a stand-in with no engine, only
 //! `Served`'s threads and handoffs, each request spinning for the idle run's median: its tail
-//! is the machine's own, and every maximum is also shown over the floor's (docs/embedding.md).
+//! is the machine's own, and every maximum is also shown over the floor's (docs/performance.md,
+//! "`Served` latency under barriers").
 //!
 //! The store's file system is `RealFs` behind a thin watch that notes when each barrier starts
 //! (its segment's temp file is created) and ends (the manifest frame claiming it is synced),
