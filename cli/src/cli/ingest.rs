@@ -681,15 +681,20 @@ impl Ingest {
             .ok()
             .flatten()
             .filter(|&f| watermark.is_none_or(|w| w < f));
+        // The batches before the bad one are sealed: the input resumes at its first line.
         Failure::new(format!(
             "{} {}: {}; nothing of its batch was stored (rows sealed before it: {}; watermark \
-             {}{})",
+             {}{}); once {} {} is put right, the same command with --skip-lines {} stores the \
+             rest",
             self.unit.word,
             bad.line,
             bad.reason,
             grouped(self.n_rows_sealed),
             watermark.map_or_else(|| "none".to_owned(), |w| w.to_string()),
             fence.map_or_else(String::new, |f| format!("; fenced at {f}")),
+            self.unit.word,
+            bad.line,
+            self.sealed_line - self.data_line,
         ))
     }
 }

@@ -227,6 +227,32 @@ fn a_bad_cell_refuses_its_batch_and_keeps_the_sealed_ones_before_it() {
         ["1,a,p,1,1.0", "2,a,p,2,2.0", "3,a,p,3,3.0", "4,a,p,4,4.0"]
     );
     assert_eq!(s.ok(&["seal"], "").stdout, "c: watermark 4\n");
+
+    // The refusal says how to resume; with line 7 put right, that command stores the rest,
+    // each row once (lines 2-5 are not read again).
+    let resume = "once line 7 is put right, the same command with --skip-lines 4 stores the rest";
+    assert!(run.stderr.contains(resume), "{run:?}");
+    let fixed = csv.replace("oops", "6.0");
+    let args = [
+        "ingest",
+        "c",
+        "--batch",
+        "2",
+        "--seal-every",
+        "2",
+        "--skip-lines",
+        "4",
+    ];
+    s.ok(&args, &fixed);
+    let rows = s.ok(&["query", "c"], "");
+    let values: Vec<&str> = body(&rows)
+        .iter()
+        .map(|line| line.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        values,
+        ["1.0", "2.0", "3.0", "4.0", "5.0", "6.0", "7.0", "8.0"]
+    );
 }
 
 #[test]
