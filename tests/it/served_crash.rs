@@ -1313,9 +1313,14 @@ fn probe_compacting(mode: RenameMode, census: &mut CompactCensus) -> (u64, u64) 
             .filter(|c| c.what.starts_with("create tmp/"))
             .filter(|c| within(&calls, c.first).0 == Within::Merge)
             .count() as u64;
-        // The metrics were asked before the stop: a step may still have been in flight.
+        // The metrics were asked before the stop: a step may still have been in flight, and
+        // the supervisor may take one more tick's steps before it reads the stop (a loaded
+        // machine once showed 15 merges for 13 steps counted). Every step counted was traced
+        // as a merge's, and no more than those a tick can add besides: a barrier's temp taken
+        // for a merge's would count every barrier's.
+        let slack = 1 + u64::try_from(compacting_serve_config().compact_steps_per_tick).unwrap();
         assert!(
-            merges == n_steps || merges == n_steps + 1,
+            (n_steps..=n_steps + slack).contains(&merges),
             "{mode:?}: {merges} temps traced as a merge's, {n_steps} steps taken"
         );
         census.runs_with_removals_deferred += usize::from(seen.deferred > 0);
