@@ -94,8 +94,8 @@ def check_rust():
             for k, program in enumerate(programs, 1):
                 if "fn main(" not in program:
                     fail(f"{page}'s ```rust block {k} is not a whole program (no fn main)")
-                names.append(f"example{k}")
-                (bins / f"example{k}.rs").write_text(program)
+                names.append(f"{name}-example{k}")
+                (bins / f"{name}-example{k}.rs").write_text(program)
             env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
             started = time.monotonic()
             run(["cargo", "build", "--quiet", "--bins"], project, BUILD_TIMEOUT_S, env,
