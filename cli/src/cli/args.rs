@@ -341,7 +341,7 @@ pub struct ExportArgs {
     /// placed points, count, sum and sum_sq) instead of the rows.
     #[arg(long, value_name = "BUDGET")]
     pub survey: Option<u64>,
-    /// The file format: `parquet`, or `arrow` (an Arrow IPC stream).
+    /// The file format: `csv`, `parquet`, or `arrow` (an Arrow IPC stream).
     #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// Rows per Parquet row group (the unit a reader skips or reads in parallel).
@@ -359,6 +359,9 @@ pub struct ExportArgs {
 /// The format `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
+    /// CSV, as `query` prints it (what `ingest`, DuckDB and pandas read); rows only. Built
+    /// whatever the features.
+    Csv,
     /// Apache Parquet.
     Parquet,
     /// An Arrow IPC stream (`pyarrow.ipc.open_stream`).

@@ -130,6 +130,7 @@ pub fn run(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failur
         match args.format {
             ExportFormat::Parquet => "Parquet",
             ExportFormat::Arrow => "an Arrow IPC stream",
+            ExportFormat::Csv => unreachable!("CSV is exported by query::export_csv"),
         }
     );
     tell_watermark(&store, &args.stream);
@@ -319,6 +320,7 @@ impl Sink {
                     partial,
                 }
             }
+            ExportFormat::Csv => unreachable!("CSV is exported by query::export_csv"),
             ExportFormat::Arrow => {
                 let writer =
                     strata_ipc::StreamWriter::try_new(out, schema).map_err(|e| failed(&e))?;

@@ -226,17 +226,22 @@ fn refuse_unbuilt(cli: &Cli) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `strata export`, in a build with the columnar formats.
-#[cfg(feature = "parquet")]
+/// `strata export`: CSV in every build, Parquet and Arrow in a build with the columnar formats.
 fn export(source: &Source, args: &args::ExportArgs) -> Result<ExitCode, Failure> {
-    export::run(source, args)
-}
-
-/// `strata export`, refused in a build without the columnar formats.
-#[cfg(not(feature = "parquet"))]
-fn export(_source: &Source, _args: &args::ExportArgs) -> Result<ExitCode, Failure> {
+    if args.format == args::ExportFormat::Csv {
+        if args.survey.is_some() {
+            usage_error(
+                "`strata export --survey` writes a survey's buckets as Parquet or Arrow \
+                 (--format parquet|arrow); CSV exports rows",
+            );
+        }
+        return query::export_csv(source, args);
+    }
+    #[cfg(feature = "parquet")]
+    return export::run(source, args);
+    #[cfg(not(feature = "parquet"))]
     Err(features::not_built(
-        "`strata export` (Parquet and Arrow IPC files)",
+        "`strata export --format parquet|arrow`",
         "parquet",
     ))
 }

@@ -3,15 +3,17 @@
 //! (`Store::query_iter`), so memory does not grow with the rows printed. A block found damaged
 //! part-way ends the output there: stderr says why and the command exits 1.
 
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use strata::{Config, EngineError, StoredRow, TimeUnit, Value};
 
-use super::args::{Format, QueryArgs};
+use super::args::{ExportArgs, Format, QueryArgs};
 use super::parse::{POSITION_COLUMN, cell, declares_position};
 use super::range::{Selected, note_missed};
-use super::{Failure, declared, open_to_read, quiet_pipe, selection, tell_watermark};
+use super::{Failure, count, declared, open_to_read, quiet_pipe, selection, tell_watermark};
 
 /// Segment readers a query keeps cached beyond the one each partition's cursor holds.
 const QUERY_OPEN_SEGMENTS_MAX: usize = 1;
@@ -64,6 +66,88 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
         }
         Err(Stop::Read(error)) => Err(error.into()),
     }
+}
+
+/// `strata export STREAM --format csv OUT|-`: the rows `query --format csv` prints, into `OUT`
+/// (written as `OUT.partial` and renamed once whole, so a failed export never leaves a file that
+/// looks finished) or standard output. Streamed, as `query` is.
+pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failure> {
+    let to_stdout = args.output == Path::new("-");
+    if !to_stdout && args.output.is_dir() {
+        return Err(Failure::new(format!(
+            "{} is a folder: export writes one file (or - for standard output)",
+            args.output.display()
+        )));
+    }
+    let config = Config::default().open_segments_max(QUERY_OPEN_SEGMENTS_MAX);
+    let store = open_to_read(source, config)?;
+    let decl = declared(&store, &args.stream)?;
+    let selection = selection(args.track.as_ref());
+    let selected = Selected::of(&args.range, decl)?;
+    let rows =
+        store.query_iter_within(&args.stream, &selection, selected.positions, selected.axis)?;
+    let time_axis = super::time::unit_of(decl)
+        .zip(decl.axis)
+        .map(|(unit, idx)| (usize::from(idx), unit));
+    let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
+    let with_position = !declares_position(decl);
+    let written = if to_stdout {
+        let out = BufWriter::new(io::stdout().lock());
+        match write_csv(out, &names, with_position, time_axis, rows) {
+            Ok(n_rows) => n_rows,
+            Err(Stop::Write(error)) => {
+                quiet_pipe(Err(error))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(Stop::Read(error)) => return Err(error.into()),
+        }
+    } else {
+        let mut partial = args.output.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        let file = File::create(&partial)
+            .map_err(|e| Failure::new(format!("cannot create {}: {e}", partial.display())))?;
+        let written = write_csv(
+            BufWriter::new(&file),
+            &names,
+            with_position,
+            time_axis,
+            rows,
+        )
+        .and_then(|n_rows| file.sync_all().map(|()| n_rows).map_err(Stop::Write))
+        .and_then(|n_rows| {
+            fs::rename(&partial, &args.output)
+                .map(|()| n_rows)
+                .map_err(Stop::Write)
+        });
+        match written {
+            Ok(n_rows) => n_rows,
+            Err(stop) => {
+                let _ = fs::remove_file(&partial);
+                return Err(match stop {
+                    Stop::Write(error) => {
+                        Failure::new(format!("cannot write {}: {error}", args.output.display()))
+                    }
+                    Stop::Read(error) => error.into(),
+                });
+            }
+        }
+    };
+    if written == 0 {
+        note_missed(&store, decl, &selection, &selected);
+    }
+    let into = if to_stdout {
+        "standard output".to_owned()
+    } else {
+        args.output.display().to_string()
+    };
+    eprintln!(
+        "strata: exported {} of {} as CSV into {into}",
+        count(written, "row", "rows"),
+        args.stream,
+    );
+    tell_watermark(&store, &args.stream);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Why writing the rows stopped short.

@@ -961,3 +961,34 @@ fn the_last_position_u64_max_is_assigned_as_the_store_takes_it() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("watermark is u64::MAX"), "{run:?}");
 }
+
+#[test]
+fn export_csv_writes_what_query_prints_into_a_file_or_standard_output() {
+    let s = runs_and_probes();
+    let csv = "run,probe,t,v\na,p,1,1.5\na,q,2,\nb,p,3,NaN\n";
+    s.ok(&["ingest", "c"], csv);
+    let query = s.ok(&["query", "c", "--track", "a"], "");
+    let run = s.ok(
+        &["export", "c", "--track", "a", "--format", "csv", "a.csv"],
+        "",
+    );
+    assert!(
+        run.stderr
+            .contains("exported 2 rows of c as CSV into a.csv"),
+        "{run:?}"
+    );
+    let written = std::fs::read_to_string(s.dir.path().join("a.csv")).unwrap();
+    assert_eq!(written, query.stdout);
+    assert!(!s.dir.path().join("a.csv.partial").exists());
+    // Standard output, and what it wrote ingests again into a stream of the same declaration.
+    let out = s.ok(&["export", "c", "--format", "csv", "-"], "");
+    assert_eq!(out.stdout, s.ok(&["query", "c"], "").stdout);
+    // A survey's buckets are not rows: --survey takes Parquet or Arrow.
+    let refused = s.run(&["export", "c", "--format", "csv", "--survey", "40", "b.csv"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("--format parquet|arrow"),
+        "{refused:?}"
+    );
+    assert!(!s.dir.path().join("b.csv").exists() && !s.dir.path().join("b.csv.partial").exists());
+}
