@@ -132,13 +132,13 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode, Failure> {
     clear(dir)?;
     let signal = Signal { n_ticks };
     print(&format!(
-        "strata demo: {} runs x {} probes = {} tracks, {} ticks each at 1 kHz (t in µs, {}), \
-         into ./{DEMO_DIR}, sealing every {} rows\n{}\n",
+        "strata demo: {} runs x {} probes = {} tracks, {} ticks each at 1 kHz (t in µs from \
+         2025-12-01T00:00:00Z, {}), into ./{DEMO_DIR}, sealing every {} rows\n{}\n",
         N_RUNS,
         N_PROBES,
         N_RUNS * N_PROBES,
         grouped(n_ticks),
-        units::range(0, axis_of(n_ticks.saturating_sub(1)), Some("µs")),
+        units::range(0, since_start(n_ticks.saturating_sub(1)), Some("µs")),
         grouped(args.seal_every),
         signal.describe(),
     ))?;
@@ -324,8 +324,18 @@ fn probe_label(probe: u64) -> String {
     format!("probe_{probe}")
 }
 
-/// A tick's place on the axis, in µs.
+/// The first tick's time: 2025-12-01T00:00:00Z, in µs since the Unix epoch, so the demo's
+/// times read as dates (in `info`, surveys and `strata view`), not as 1970. The ladder's grid is
+/// zero-anchored on the epoch; this start lies on its level-0 and level-1 boundaries.
+const START_US: u64 = 1_764_547_200_000_000;
+
+/// A tick's place on the axis: its time, in µs since the epoch.
 fn axis_of(tick: u64) -> u64 {
+    START_US + since_start(tick)
+}
+
+/// A tick's time after the first tick's, in µs: what the demo's lines say times in.
+fn since_start(tick: u64) -> u64 {
     tick * SAMPLE_INTERVAL_US
 }
 
@@ -379,8 +389,8 @@ impl Signal {
     fn describe(&self) -> String {
         let at = |ticks: Range<u64>| {
             units::range(
-                axis_of(ticks.start),
-                axis_of(ticks.end.saturating_sub(1)),
+                since_start(ticks.start),
+                since_start(ticks.end.saturating_sub(1)),
                 Some("µs"),
             )
         };
@@ -390,7 +400,7 @@ impl Signal {
                 format!(
                     "{} at t {}",
                     compact(Num::F64(value)),
-                    units::amount(u128::from(axis_of(tick)), Some("µs"))
+                    units::amount(u128::from(since_start(tick)), Some("µs"))
                 )
             })
             .collect();
@@ -728,7 +738,16 @@ fn report(
         let values: Vec<String> = FIELDS
             .iter()
             .zip(&row.values)
-            .map(|((name, _), v)| format!("{name}={}", cell(v)))
+            .map(|((name, _), v)| match v {
+                // The axis as the time it is, as `strata query` prints it.
+                Value::U64(t) if *name == "t" => {
+                    format!(
+                        "{name}={}",
+                        super::time::format(*t, strata::TimeUnit::Micros)
+                    )
+                }
+                _ => format!("{name}={}", cell(v)),
+            })
             .collect();
         format!("            position={} {}", row.position, values.join(" "))
     }));

@@ -669,6 +669,8 @@ fn the_demo_reports_what_it_measured_at_a_tiny_size() {
 const DEMO_SPIKES: [(u64, f64); 4] = [(130, 6.0), (310, -5.0), (580, 7.5), (860, -6.5)];
 const DEMO_OFFLINE: (u64, u64) = (400, 440);
 const DEMO_STUCK: (u64, u64) = (700, 740);
+/// The first tick's `t`, as the demo's first line says: 2025-12-01T00:00:00Z in µs.
+const DEMO_START_US: u64 = 1_764_547_200_000_000;
 
 /// A demo of `n_ticks` ticks a track in a fresh folder.
 fn demo_of(n_ticks: u64) -> (tempfile::TempDir, Run) {
@@ -725,7 +727,7 @@ fn the_demo_survey_keeps_every_spike_and_leaves_the_dropout_as_a_gap() {
         )
     };
     for (per_mille, spike) in DEMO_SPIKES {
-        let want = (at(per_mille) * 1000, spike);
+        let want = (DEMO_START_US + at(per_mille) * 1000, spike);
         let which = if spike > 0.0 { "max" } else { "min" };
         assert!(
             value.iter().any(|b| point(b, which) == want),
@@ -733,7 +735,8 @@ fn the_demo_survey_keeps_every_spike_and_leaves_the_dropout_as_a_gap() {
             want.0
         );
     }
-    let (from, to) = (at(DEMO_OFFLINE.0) * 1000, (at(DEMO_OFFLINE.1) - 1) * 1000);
+    let t = |tick: u64| DEMO_START_US + tick * 1000;
+    let (from, to) = (t(at(DEMO_OFFLINE.0)), t(at(DEMO_OFFLINE.1) - 1));
     for name in ["value", "temp"] {
         let buckets = field(name);
         let axis = |b: &serde_json::Value, p: &str| b[p]["axis"].as_u64().unwrap();
@@ -755,7 +758,7 @@ fn the_demo_survey_keeps_every_spike_and_leaves_the_dropout_as_a_gap() {
         assert_eq!(buckets.len(), 63 - 2, "{name}: two buckets skipped");
     }
     // Buckets wholly inside the stuck stretch (ticks 2,800 ..= 2,959) read 0 throughout.
-    let (stuck_from, stuck_to) = (at(DEMO_STUCK.0) * 1000, (at(DEMO_STUCK.1) - 1) * 1000);
+    let (stuck_from, stuck_to) = (t(at(DEMO_STUCK.0)), t(at(DEMO_STUCK.1) - 1));
     let inside: Vec<&serde_json::Value> = value
         .iter()
         .filter(|b| point(b, "first").0 >= stuck_from && point(b, "last").0 <= stuck_to)
@@ -794,15 +797,20 @@ fn the_demo_survey_keeps_every_spike_and_leaves_the_dropout_as_a_gap() {
 fn the_demo_speaks_in_axis_units_and_explains_a_position() {
     let (_cwd, run) = demo_of(4000);
     let out = &run.stdout;
-    // 4,000 ticks 1 ms apart: t 0 .. 3.999 s; level-0 cells of 64 ticks at 2,000 points (63 of
-    // them, less the 2 the dropout empties), and level 2 (64 x 8^2 ticks = 4.096 s) at 48 points.
-    assert!(out.contains("(t in µs, 0 .. 3.999 s)"), "{out}");
+    // 4,000 ticks 1 ms apart: t 0 .. 3.999 s from the start; level-0 cells of 64 ticks at 2,000
+    // points (63 of them, less the 2 the dropout empties: the start is on their grid), and level
+    // 2 (64 x 8^2 ticks = 4.096 s) at 48 points: two cells, as the start lies 1.024 s into one
+    // (1,764,547,200 s is 430,797 x 4.096 s and 1.024 s more).
+    assert!(
+        out.contains("(t in µs from 2025-12-01T00:00:00Z, 0 .. 3.999 s)"),
+        "{out}"
+    );
     assert!(
         out.contains("61 buckets a field, each summarising 64 ms of t"),
         "{out}"
     );
     assert!(
-        out.contains("1 bucket a field, each summarising 4.096 s of t"),
+        out.contains("2 buckets a field, each summarising 4.096 s of t"),
         "{out}"
     );
     assert!(
