@@ -29,28 +29,11 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
     // The selection, the range and the floors are checked here, before anything is written.
     let rows =
         store.query_iter_within(&args.stream, &selection, selected.positions, selected.axis)?;
-    // A time axis is printed as RFC 3339 in the CSV (which ingest reads back); JSON keeps the
-    // integer.
-    let time_axis = super::time::unit_of(decl)
-        .zip(decl.axis)
-        .map(|(unit, idx)| (usize::from(idx), unit));
-    let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
-    // A stream declared before `position` was reserved may have a field of that name: a
-    // column or key of it is the field, and the rows' positions are left out, so nothing is
-    // named twice and what is printed ingests again.
-    let with_position = !declares_position(decl);
-    if !with_position {
-        eprintln!(
-            "strata: note: stream {:?} declares a field named {POSITION_COLUMN:?} (declared \
-             before the name was reserved for each row's position), so its rows are printed \
-             without their positions: the {POSITION_COLUMN:?} column is the field",
-            args.stream
-        );
-    }
+    let shape = Shape::of(decl);
     let out = BufWriter::new(io::stdout().lock());
     let written = match args.format {
-        Format::Csv => write_csv(out, &names, with_position, time_axis, rows),
-        Format::Json => write_json(out, &names, with_position, rows),
+        Format::Csv => write_csv(out, &shape, rows),
+        Format::Json => write_json(out, &shape, rows),
     };
     match written {
         Ok(n_rows) => {
@@ -86,14 +69,10 @@ pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode,
     let selected = Selected::of(&args.range, decl)?;
     let rows =
         store.query_iter_within(&args.stream, &selection, selected.positions, selected.axis)?;
-    let time_axis = super::time::unit_of(decl)
-        .zip(decl.axis)
-        .map(|(unit, idx)| (usize::from(idx), unit));
-    let names: Vec<&str> = decl.fields.iter().map(|f| f.name.as_str()).collect();
-    let with_position = !declares_position(decl);
+    let shape = Shape::of(decl);
     let written = if to_stdout {
         let out = BufWriter::new(io::stdout().lock());
-        match write_csv(out, &names, with_position, time_axis, rows) {
+        match write_csv(out, &shape, rows) {
             Ok(n_rows) => n_rows,
             Err(Stop::Write(error)) => {
                 quiet_pipe(Err(error))?;
@@ -107,19 +86,13 @@ pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode,
         let partial = PathBuf::from(partial);
         let file = File::create(&partial)
             .map_err(|e| Failure::new(format!("cannot create {}: {e}", partial.display())))?;
-        let written = write_csv(
-            BufWriter::new(&file),
-            &names,
-            with_position,
-            time_axis,
-            rows,
-        )
-        .and_then(|n_rows| file.sync_all().map(|()| n_rows).map_err(Stop::Write))
-        .and_then(|n_rows| {
-            fs::rename(&partial, &args.output)
-                .map(|()| n_rows)
-                .map_err(Stop::Write)
-        });
+        let written = write_csv(BufWriter::new(&file), &shape, rows)
+            .and_then(|n_rows| file.sync_all().map(|()| n_rows).map_err(Stop::Write))
+            .and_then(|n_rows| {
+                fs::rename(&partial, &args.output)
+                    .map(|()| n_rows)
+                    .map_err(Stop::Write)
+            });
         match written {
             Ok(n_rows) => n_rows,
             Err(stop) => {
@@ -169,16 +142,54 @@ impl From<serde_json::Error> for Stop {
     }
 }
 
-/// A header `position,<fields...>` (the fields alone without `with_position`), then one record
-/// per row; a time axis (`time_axis`: its field index and unit) as RFC 3339. Answers the rows
-/// written.
+/// The columns a stream's rows are written in, by `query` and `export --format csv` alike.
+struct Shape<'a> {
+    /// The declared fields, in order.
+    names: Vec<&'a str>,
+    /// Whether each row's position leads it. A stream declared before `position` was reserved
+    /// may have a field of that name: a column or key of it is the field, and the positions are
+    /// left out, so nothing is named twice and what is written ingests again.
+    with_position: bool,
+    /// A time axis (its field index and unit), written in CSV as RFC 3339 (which ingest reads
+    /// back); JSON keeps the integer.
+    time_axis: Option<(usize, TimeUnit)>,
+}
+
+impl<'a> Shape<'a> {
+    /// The shape of `decl`'s rows; says on stderr when its positions are left out.
+    fn of(decl: &'a strata::StreamDecl) -> Shape<'a> {
+        let with_position = !declares_position(decl);
+        if !with_position {
+            eprintln!(
+                "strata: note: stream {:?} declares a field named {POSITION_COLUMN:?} (declared \
+                 before the name was reserved for each row's position), so its rows are written \
+                 without their positions: the {POSITION_COLUMN:?} column is the field",
+                decl.id
+            );
+        }
+        Shape {
+            names: decl.fields.iter().map(|f| f.name.as_str()).collect(),
+            with_position,
+            time_axis: super::time::unit_of(decl)
+                .zip(decl.axis)
+                .map(|(unit, idx)| (usize::from(idx), unit)),
+        }
+    }
+}
+
+/// A header `position,<fields...>` (the fields alone without the positions), then one record
+/// per row; a time axis as RFC 3339. Answers the rows written.
 fn write_csv(
     out: impl Write,
-    names: &[&str],
-    with_position: bool,
-    time_axis: Option<(usize, TimeUnit)>,
+    shape: &Shape<'_>,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
 ) -> Result<u64, Stop> {
+    let Shape {
+        names,
+        with_position,
+        time_axis,
+    } = shape;
+    let (with_position, time_axis) = (*with_position, *time_axis);
     let mut n_rows = 0u64;
     let mut writer = csv::Writer::from_writer(out);
     let position = with_position.then_some(POSITION_COLUMN);
@@ -218,10 +229,10 @@ fn write_csv(
 /// row by row, never built whole.
 fn write_json(
     mut out: impl Write,
-    names: &[&str],
-    with_position: bool,
+    shape: &Shape<'_>,
     rows: impl Iterator<Item = Result<StoredRow, EngineError>>,
 ) -> Result<u64, Stop> {
+    let (names, with_position) = (&shape.names, shape.with_position);
     out.write_all(b"[")?;
     let mut n_rows = 0u64;
     for row in rows {
