@@ -234,13 +234,16 @@ impl Bucket {
     }
 
     /// Every key under folder `dir` however deep, relative to `dir` (`a/b` for `dir/a/b`),
-    /// sorted.
-    pub(crate) fn list_deep(&self, dir: &str) -> Result<Vec<String>, RemoteError> {
+    /// sorted, with its size and when it was last written by the object store's clock.
+    pub(crate) fn list_deep_meta(
+        &self,
+        dir: &str,
+    ) -> Result<Vec<(String, u64, SystemTime)>, RemoteError> {
         let folder = self.path(dir);
         let metas: Vec<object_store::ObjectMeta> = self
             .block(self.store.list(Some(&folder)).try_collect())
             .map_err(|e| RemoteError::object(dir, e))?;
-        let mut keys: Vec<String> = metas
+        let mut keys: Vec<(String, u64, SystemTime)> = metas
             .into_iter()
             .filter_map(|meta| {
                 let parts: Vec<String> = meta
@@ -248,7 +251,13 @@ impl Bucket {
                     .prefix_match(&folder)?
                     .map(|part| part.as_ref().to_owned())
                     .collect();
-                (!parts.is_empty()).then(|| parts.join("/"))
+                (!parts.is_empty()).then(|| {
+                    (
+                        parts.join("/"),
+                        meta.size,
+                        SystemTime::from(meta.last_modified),
+                    )
+                })
             })
             .collect();
         keys.sort();

@@ -40,6 +40,14 @@ pub struct RemoteConfig {
     /// nothing. With it off, a publisher neither writes nor deletes anything under
     /// `parquet/`. Replicas never read it.
     pub parquet: bool,
+    /// With [`RemoteConfig::parquet`]: how long each stream's table (docs/remote.md, "The
+    /// bucket as a table") keeps offering a version after a newer one replaced it (default 1
+    /// hour). An object a version removes is deleted once this has passed since that version
+    /// was committed, by the object store's clock, so a reader that started on an older
+    /// version (a query that lists the log, then reads the files) finds every file it was
+    /// given, and time travel reaches back this far. Zero deletes at the commit that removes
+    /// it. The table's `delta.deletedFileRetentionDuration` says the same to other tools.
+    pub table_retention: Duration,
 }
 
 impl Default for RemoteConfig {
@@ -51,6 +59,7 @@ impl Default for RemoteConfig {
             log_objects_max: 100_000,
             log_bytes_max: 1 << 30,
             parquet: false,
+            table_retention: Duration::from_secs(3600),
         }
     }
 }
@@ -88,6 +97,13 @@ impl RemoteConfig {
     #[must_use]
     pub fn log_objects_max(mut self, max: u64) -> Self {
         self.log_objects_max = max;
+        self
+    }
+
+    /// Sets [`RemoteConfig::table_retention`].
+    #[must_use]
+    pub fn table_retention(mut self, retention: Duration) -> Self {
+        self.table_retention = retention;
         self
     }
 

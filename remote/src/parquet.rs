@@ -22,12 +22,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::time::{Duration, Instant, SystemTime};
 
 use strata_engine::Store;
-use strata_index::{Catalog, FileName, Tier};
+use strata_index::{Catalog, FileName, Tier, TrackKey};
 use strata_segment::names::NAME_DIGITS;
 
+use strata_engine::POSITION_COLUMN;
+use strata_index::{FieldKind, StreamDecl};
+
 use crate::bucket::{Bucket, Created};
+use crate::config::RemoteConfig;
+use crate::delta::{
+    DELTA_LOG_DIR, Table, WantedFile, configuration, parse_version, table_id, table_log_key,
+};
 use crate::error::RemoteError;
 
 /// The folder of the Parquet objects, under the store's prefix.
@@ -126,9 +134,19 @@ fn parse_key(key: &str) -> Option<Part> {
     Some((unescape_stream(dir)?, digits.parse().ok()?, digest))
 }
 
-/// How many rows an object must hold: exactly so many when no floor cuts into one of its
-/// partitions, else at least one.
-pub(crate) type Expected = Option<u64>;
+/// What an object must hold: exactly `rows` rows when no floor cuts into one of its partitions
+/// (`None`: at least one), of the partitions `ranges` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expected {
+    pub(crate) rows: Option<u64>,
+    /// Each live partition's track, the positions its rows span (from the raw floor up) and
+    /// their axis range: the bounds of the table's `stats` ([`stats`]).
+    pub(crate) ranges: Vec<Range>,
+}
+
+/// A live partition of an object: its track, the positions its rows span from the raw floor
+/// up, and their axis range.
+pub(crate) type Range = (TrackKey, [u64; 2], Option<[u64; 2]>);
 
 /// Every Parquet object the bucket should hold for the state `catalog` describes: per
 /// (stream, live segment) whose segment holds a live raw tier of one of the stream's
@@ -155,8 +173,11 @@ pub(crate) fn raw_parts(catalog: &Catalog) -> BTreeMap<Part, Expected> {
         }
         for (stream, spec) in specs {
             if let Some(digest) = spec.name() {
-                let rows = (!spec.cut).then_some(spec.n_rows);
-                parts.insert((stream.to_owned(), file.name, digest), rows);
+                let expected = Expected {
+                    rows: (!spec.cut).then_some(spec.n_rows),
+                    ranges: spec.ranges,
+                };
+                parts.insert((stream.to_owned(), file.name, digest), expected);
             }
         }
     }
@@ -181,6 +202,8 @@ struct Spec {
     /// FNV-1a (64 bits) of each live partition's track key, a separator, and the position its
     /// rows start from (little-endian).
     digest: u64,
+    /// Each live partition's track, positions from its floor up, and axis range.
+    ranges: Vec<Range>,
 }
 
 impl Spec {
@@ -191,6 +214,7 @@ impl Spec {
             cut: false,
             n_rows: 0,
             digest: 0xcbf2_9ce4_8422_2325,
+            ranges: Vec::new(),
         }
     }
 
@@ -206,6 +230,8 @@ impl Spec {
         self.cut |= floor > lo;
         self.n_rows += partition.n_rows;
         let from = floor.max(lo);
+        self.ranges
+            .push((partition.track.clone(), [from, hi], partition.axis));
         for &byte in partition
             .track
             .as_bytes()
@@ -227,39 +253,98 @@ impl Spec {
     }
 }
 
-/// The Parquet objects a publisher knows the bucket holds.
+/// The Parquet objects a publisher knows the bucket holds, and the table of each stream.
 #[derive(Debug, Default)]
 pub(crate) struct ParquetObjects {
-    /// The objects under `parquet/` that strata names: listed when the publisher attached,
-    /// then kept as it puts and deletes them.
-    have: BTreeSet<Part>,
+    /// The objects under `parquet/` that strata names, with their sizes and, for those this
+    /// publisher put, their rows: listed when the publisher attached, then kept as it puts
+    /// and deletes them.
+    have: BTreeMap<Part, (u64, Option<u64>)>,
+    /// Each stream's table, as its log says (read when the publisher attached).
+    tables: BTreeMap<String, Table>,
+    /// Objects no table version holds any longer and no publish wants, with since when: each
+    /// is deleted once [`RemoteConfig::table_retention`] has passed.
+    inactive: BTreeMap<Part, Instant>,
+    /// A table whose newest version this publisher is not sure of (a commit refused): read
+    /// again before the next commit.
+    stale: BTreeSet<String>,
+}
+
+/// When something the object store wrote at `written` happened, as an `Instant` of this
+/// process, given that the object store's clock reads `clock` now: only whether `retention`
+/// has passed since matters, so an age past it is clamped.
+fn instant_of(written: SystemTime, clock: SystemTime, retention: Duration) -> Instant {
+    let now = Instant::now();
+    let age = clock.duration_since(written).unwrap_or(Duration::ZERO);
+    now.checked_sub(age.min(retention)).unwrap_or(now)
 }
 
 impl ParquetObjects {
-    /// The Parquet objects `bucket` holds under names strata writes (one listing of
-    /// `parquet/`). Anything else under `parquet/` is not strata's, and is never touched.
-    pub(crate) fn list(bucket: &Bucket) -> Result<ParquetObjects, RemoteError> {
-        let have = bucket
-            .list_deep(PARQUET_DIR)?
-            .iter()
-            .filter_map(|key| parse_key(key))
-            .collect();
-        Ok(ParquetObjects { have })
+    /// The Parquet objects `bucket` holds under names strata writes, and each stream's table
+    /// (one listing of `parquet/`, then every commit of every table read once). Anything else
+    /// under `parquet/` is not strata's, and is never touched. An object no table holds waits
+    /// out the retention from when the version that removed it was written (or, never in a
+    /// table, from its own put), by the object store's clock, which reads `clock` now.
+    pub(crate) fn list(
+        bucket: &Bucket,
+        config: &RemoteConfig,
+        clock: SystemTime,
+    ) -> Result<ParquetObjects, RemoteError> {
+        let mut objects = ParquetObjects::default();
+        let mut written = BTreeMap::new();
+        let mut logs: BTreeMap<String, Vec<(u64, SystemTime)>> = BTreeMap::new();
+        for (key, size, modified) in bucket.list_deep_meta(PARQUET_DIR)? {
+            if let Some(part) = parse_key(&key) {
+                objects.have.insert(part.clone(), (size, None));
+                written.insert(part, modified);
+            } else if let Some((dir, name)) = key.split_once(&format!("/{DELTA_LOG_DIR}/"))
+                && let (Some(stream), Some(version)) = (unescape_stream(dir), parse_version(name))
+            {
+                logs.entry(stream).or_default().push((version, modified));
+            }
+        }
+        for (stream, mut versions) in logs {
+            versions.sort_unstable();
+            let table = Table::load(bucket, &stream, &versions, config.log_bytes_max)?;
+            objects.tables.insert(stream, table);
+        }
+        let retention = config.table_retention;
+        for (part, modified) in written {
+            let table = objects.tables.get(&part.0);
+            let path = file_name(&part);
+            if table.is_some_and(|t| t.files.contains_key(&path)) {
+                continue;
+            }
+            let since = table
+                .and_then(|t| t.removed_at.get(&path))
+                .map_or(modified, |&removed| removed.max(modified));
+            objects
+                .inactive
+                .insert(part, instant_of(since, clock, retention));
+        }
+        Ok(objects)
     }
 
-    /// Brings the bucket's Parquet objects to `wanted` (the parts of the state the bucket's
-    /// newest `log/` object claims, which `store` is at): puts every missing one, then deletes
-    /// those no longer wanted. Stops at the first failure, before any delete if a put failed,
-    /// so that the objects always hold every row (`done` counts what was done, failure or not).
+    /// Brings the bucket's Parquet objects and tables to `wanted` (the parts of the state the
+    /// bucket's newest `log/` object, `log/seq`, claims, which `store` is at): puts every
+    /// missing object, then commits one version of each stream's table holding exactly that
+    /// stream's wanted objects (as the state of `log/seq`), then deletes the objects no table
+    /// has held for [`RemoteConfig::table_retention`]. Stops at the first failure, before any
+    /// commit if a put failed and before any delete if a commit failed, so that the table
+    /// always holds one published state whole (`done` counts what was done, failure or not).
+    #[allow(clippy::too_many_arguments, reason = "one publish's state, told once")]
     pub(crate) fn sync(
         &mut self,
         bucket: &Bucket,
         store: &Store,
         wanted: &BTreeMap<Part, Expected>,
+        seq: u64,
+        identity: &[u8; 16],
+        config: &RemoteConfig,
         done: &mut Synced,
     ) -> Result<(), RemoteError> {
-        for (part, &expected) in wanted {
-            if self.have.contains(part) {
+        for (part, expected) in wanted {
+            if self.have.contains_key(part) {
                 continue;
             }
             let key = part_key(part);
@@ -270,45 +355,222 @@ impl ParquetObjects {
             let (bytes, rows) = encode(store, &part.0, part.1).map_err(failed)?;
             // The engine's rows of the segment against its record: an object short of rows
             // would go on to replace one that holds them.
-            if rows == 0 || expected.is_some_and(|n| n != rows) {
+            if rows == 0 || expected.rows.is_some_and(|n| n != rows) {
                 return Err(failed(format!(
                     "the store's rows of the stream in segment {:0NAME_DIGITS$} are {rows}, \
                      where its record says {}: it is not put, and nothing is deleted",
                     part.1,
-                    expected.map_or_else(|| "at least one".to_owned(), |n| n.to_string())
+                    expected
+                        .rows
+                        .map_or_else(|| "at least one".to_owned(), |n| n.to_string())
                 )));
             }
             let len = bytes.len() as u64;
             put(bucket, &key, bytes).map_err(|e| failed(e.to_string()))?;
-            self.have.insert(part.clone());
+            self.have.insert(part.clone(), (len, Some(rows)));
             done.put += 1;
             done.bytes += len;
         }
-        let gone: Vec<Part> = self
-            .have
+        self.commit_tables(bucket, store, wanted, seq, identity, config, done)?;
+        let retention = config.table_retention;
+        let held = |part: &Part| {
+            wanted.contains_key(part)
+                || self
+                    .tables
+                    .get(&part.0)
+                    .is_some_and(|t| t.files.contains_key(&file_name(part)))
+        };
+        let now = Instant::now();
+        for part in self.have.keys() {
+            if !held(part) {
+                self.inactive.entry(part.clone()).or_insert(now);
+            }
+        }
+        let due: Vec<Part> = self
+            .inactive
             .iter()
-            .filter(|part| !wanted.contains_key(part))
-            .cloned()
+            .filter(|(part, since)| !held(part) && since.elapsed() >= retention)
+            .map(|(part, _)| part.clone())
             .collect();
-        for part in gone {
+        for part in due {
             let key = part_key(&part);
             bucket.delete(&key).map_err(|e| RemoteError::Parquet {
                 key: key.clone(),
                 reason: e.to_string(),
             })?;
             self.have.remove(&part);
+            self.inactive.remove(&part);
             done.deleted += 1;
+        }
+        self.inactive.retain(|part, _| self.have.contains_key(part));
+        Ok(())
+    }
+
+    /// One version of each stream's table that does not hold `wanted`'s objects of it as the
+    /// state of `log/seq`.
+    #[allow(clippy::too_many_arguments, reason = "one publish's state, told once")]
+    fn commit_tables(
+        &mut self,
+        bucket: &Bucket,
+        store: &Store,
+        wanted: &BTreeMap<Part, Expected>,
+        seq: u64,
+        identity: &[u8; 16],
+        config: &RemoteConfig,
+        done: &mut Synced,
+    ) -> Result<(), RemoteError> {
+        let mut per_stream: BTreeMap<&str, BTreeMap<String, WantedFile>> = BTreeMap::new();
+        for (part, expected) in wanted {
+            let Some(&(size, rows)) = self.have.get(part) else {
+                continue;
+            };
+            let decl = store.catalog().stream(&part.0);
+            let stats = decl.and_then(|decl| stats(decl, expected, rows.or(expected.rows)));
+            per_stream
+                .entry(part.0.as_str())
+                .or_default()
+                .insert(file_name(part), WantedFile { size, stats });
+        }
+        // Every stream the store declares has a table from its first publish on (empty until
+        // rows come: its schema is there to read); one no longer declared keeps its table.
+        let streams: BTreeSet<String> = store
+            .catalog()
+            .streams()
+            .map(|decl| decl.id.clone())
+            .chain(self.tables.keys().cloned())
+            .collect();
+        let empty = BTreeMap::new();
+        for stream in streams {
+            if self.stale.remove(&stream) {
+                let fresh = ParquetObjects::list_table(bucket, &stream, config)?;
+                self.tables.insert(stream.clone(), fresh);
+            }
+            let files = per_stream.get(stream.as_str()).unwrap_or(&empty);
+            let schema = table_schema(store, &stream).map_err(|reason| RemoteError::Parquet {
+                key: table_log_key(&stream, 0),
+                reason,
+            })?;
+            let meta = (schema, configuration(config.table_retention.as_secs()));
+            let table = self.tables.entry(stream.clone()).or_default();
+            let id = || table_id(identity, &stream);
+            match table.commit(bucket, &stream, seq, id, meta, files) {
+                Ok(true) => done.versions += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    self.stale.insert(stream);
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
+
+    /// `stream`'s table as the bucket holds it now.
+    fn list_table(
+        bucket: &Bucket,
+        stream: &str,
+        config: &RemoteConfig,
+    ) -> Result<Table, RemoteError> {
+        let dir = format!("{PARQUET_DIR}/{}/{DELTA_LOG_DIR}", escape_stream(stream));
+        let mut versions: Vec<(u64, SystemTime)> = bucket
+            .list_modified(&dir)?
+            .into_iter()
+            .filter_map(|(name, written)| Some((parse_version(&name)?, written)))
+            .collect();
+        versions.sort_unstable();
+        Table::load(bucket, stream, &versions, config.log_bytes_max)
+    }
 }
 
-/// What one [`ParquetObjects::sync`] did: objects put, their bytes, objects deleted.
+/// An object's name under its table's root: its file name (`NAME[-DIGEST].parquet`), the
+/// `path` of its `add` action.
+fn file_name(part: &Part) -> String {
+    let key = part_key(part);
+    key.rsplit_once('/')
+        .map_or(key.clone(), |(_, name)| name.to_owned())
+}
+
+/// Delta's `stats` of an object holding `expected`'s partitions of a stream of `decl`, with
+/// `rows` rows: `numRecords`, and bounds of the columns the catalog bounds — each track field
+/// (by its labels), the position, a plain `u64` axis — so that a reader skips the objects a
+/// filter on them rules out (an object of one track, as compaction writes them, is skipped by
+/// any other track). `None` when the rows are not known.
+fn stats(decl: &StreamDecl, expected: &Expected, rows: Option<u64>) -> Option<String> {
+    let rows = rows?;
+    let mut min = serde_json::Map::new();
+    let mut max = serde_json::Map::new();
+    let mut nulls = serde_json::Map::new();
+    let mut bound = |name: &str, lo: serde_json::Value, hi: serde_json::Value| {
+        min.insert(name.to_owned(), lo);
+        max.insert(name.to_owned(), hi);
+        nulls.insert(name.to_owned(), 0.into());
+    };
+    for (component, &idx) in decl.track.iter().enumerate() {
+        let Some(field) = decl.fields.get(usize::from(idx)) else {
+            continue;
+        };
+        let labels = expected
+            .ranges
+            .iter()
+            .map(|(track, _, _)| track.labels().nth(component));
+        match field.kind {
+            FieldKind::Str => {
+                let labels: Option<Vec<&str>> = labels.collect();
+                if let Some(labels) = labels
+                    && let (Some(lo), Some(hi)) = (labels.iter().min(), labels.iter().max())
+                {
+                    bound(&field.name, (*lo).into(), (*hi).into());
+                }
+            }
+            FieldKind::U64 | FieldKind::I64 => {
+                let numbers: Option<Vec<i64>> =
+                    labels.map(|label| label?.parse::<i64>().ok()).collect();
+                if let Some(numbers) = numbers
+                    && let (Some(lo), Some(hi)) = (numbers.iter().min(), numbers.iter().max())
+                {
+                    bound(&field.name, (*lo).into(), (*hi).into());
+                }
+            }
+            _ => {}
+        }
+    }
+    let long = |v: u64| i64::try_from(v).ok();
+    let span = |of: &dyn Fn(&Range) -> Option<[u64; 2]>| {
+        let spans: Option<Vec<[u64; 2]>> = expected.ranges.iter().map(of).collect();
+        let spans = spans?;
+        let lo = long(spans.iter().map(|s| s[0]).min()?)?;
+        let hi = long(spans.iter().map(|s| s[1]).max()?)?;
+        Some((lo, hi))
+    };
+    if decl.fields.iter().all(|f| f.name != POSITION_COLUMN)
+        && let Some((lo, hi)) = span(&|(_, positions, _)| Some(*positions))
+    {
+        bound(POSITION_COLUMN, lo.into(), hi.into());
+    }
+    // A time axis is a timestamp, whose bounds Delta spells in milliseconds: left out.
+    if decl.time.is_none()
+        && let Some(field) = decl.axis.and_then(|idx| decl.fields.get(usize::from(idx)))
+        && let Some((lo, hi)) = span(&|(_, _, axis)| *axis)
+    {
+        bound(&field.name, lo.into(), hi.into());
+    }
+    let stats = serde_json::json!({
+        "numRecords": rows,
+        "minValues": min,
+        "maxValues": max,
+        "nullCount": nulls,
+    });
+    Some(stats.to_string())
+}
+
+/// What one [`ParquetObjects::sync`] did: objects put, their bytes, objects deleted, table
+/// versions committed.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Synced {
     pub(crate) put: usize,
     pub(crate) bytes: u64,
     pub(crate) deleted: usize,
+    pub(crate) versions: usize,
 }
 
 /// Puts a Parquet object, create-only. An object already there is kept when it is a whole
@@ -351,7 +613,7 @@ fn whole_parquet(bytes: &[u8]) -> bool {
 const ROW_GROUP_ROWS: usize = 1 << 20;
 
 /// The rows of `stream` that `segment` holds (above the stream's raw floors), as one Parquet
-/// file in memory, and how many they are.
+/// file in memory, and how many they are. Its columns are the table's ([`TableShape`]).
 ///
 /// Memory: the whole object is built in memory before it is put (a create-only put takes one
 /// body). It holds one segment's rows of one stream, zstd-compressed, so it is bounded by that
@@ -367,10 +629,12 @@ fn encode(store: &Store, stream: &str, segment: FileName) -> Result<(Vec<u8>, u6
     use parquet::file::metadata::KeyValue;
     use parquet::file::properties::WriterProperties;
 
+    let decl = store.declaration(stream).map_err(|e| e.to_string())?;
     let batches = store
         .segment_arrow(stream, segment)
         .map_err(|e| e.to_string())?;
-    let schema = batches.schema();
+    let shape = TableShape::new(decl);
+    let schema = std::sync::Arc::clone(&shape.schema);
     // The schema's own metadata (the stream and its declaration), and the segment, as the
     // file's key-value metadata: readers that ignore the Arrow schema see them too.
     let mut metadata: Vec<KeyValue> = schema
@@ -392,7 +656,7 @@ fn encode(store: &Store, stream: &str, segment: FileName) -> Result<(Vec<u8>, u6
         ArrowWriter::try_new(Vec::new(), schema, Some(properties)).map_err(|e| e.to_string())?;
     let mut rows = 0u64;
     for batch in batches {
-        let batch = batch.map_err(|e| e.to_string())?;
+        let batch = shape.apply(&batch.map_err(|e| e.to_string())?)?;
         rows += batch.num_rows() as u64;
         writer.write(&batch).map_err(|e| e.to_string())?;
     }
@@ -400,10 +664,127 @@ fn encode(store: &Store, stream: &str, segment: FileName) -> Result<(Vec<u8>, u6
     Ok((bytes, rows))
 }
 
+/// The columns of a stream's table, and of every Parquet object of it: a query's Arrow columns
+/// (`Store::query_arrow`), with a time axis as a UTC timestamp of its declared unit, and every
+/// other `u64` column (the position, a plain axis, a `u64` field) as a signed `i64`, Delta's
+/// `long` (the table format has no unsigned integers; Polars refuses a `u64` column where the
+/// schema says `long`). A value past `i64::MAX` is refused, naming it, rather than wrapped.
+#[cfg(feature = "parquet")]
+struct TableShape {
+    stamper: Option<strata_engine::Timestamper>,
+    schema: strata_engine::arrow_schema::SchemaRef,
+}
+
+#[cfg(feature = "parquet")]
+impl TableShape {
+    fn new(decl: &StreamDecl) -> TableShape {
+        use strata_engine::arrow_schema::{DataType, Field, Schema};
+        let rows = strata_engine::arrow_schema_of(decl);
+        let stamper = strata_engine::Timestamper::new(&rows, decl, false);
+        let stamped = stamper
+            .as_ref()
+            .map_or(rows, |s| std::sync::Arc::clone(s.schema()));
+        let fields: Vec<Field> = stamped
+            .fields()
+            .iter()
+            .map(|field| match field.data_type() {
+                DataType::UInt64 => field.as_ref().clone().with_data_type(DataType::Int64),
+                _ => field.as_ref().clone(),
+            })
+            .collect();
+        let schema = std::sync::Arc::new(Schema::new_with_metadata(
+            fields,
+            stamped.metadata().clone(),
+        ));
+        TableShape { stamper, schema }
+    }
+
+    /// A batch of the stream's rows (as `Store::segment_arrow` gives them) in the table's
+    /// columns.
+    fn apply(
+        &self,
+        batch: &strata_engine::arrow_array::RecordBatch,
+    ) -> Result<strata_engine::arrow_array::RecordBatch, String> {
+        use strata_engine::arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
+        let batch = match &self.stamper {
+            Some(stamper) => stamper.apply(batch)?,
+            None => batch.clone(),
+        };
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
+        for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
+            let Some(unsigned) = column.as_any().downcast_ref::<UInt64Array>() else {
+                columns.push(std::sync::Arc::clone(column));
+                continue;
+            };
+            let signed: Vec<i64> = unsigned
+                .values()
+                .iter()
+                .map(|&v| {
+                    i64::try_from(v).map_err(|_| {
+                        format!(
+                            "column `{}` holds {v}, past the largest a table's `long` holds \
+                             (2^63 - 1)",
+                            field.name()
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            columns.push(std::sync::Arc::new(Int64Array::new(
+                signed.into(),
+                unsigned.nulls().cloned(),
+            )));
+        }
+        RecordBatch::try_new(std::sync::Arc::clone(&self.schema), columns)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The Delta schema (its `schemaString`) of `stream`'s table: [`TableShape`]'s columns in
+/// Delta's types.
+#[cfg(feature = "parquet")]
+fn table_schema(store: &Store, stream: &str) -> Result<String, String> {
+    use strata_engine::arrow_schema::DataType;
+    let decl = store.declaration(stream).map_err(|e| e.to_string())?;
+    let shape = TableShape::new(decl);
+    let fields = shape
+        .schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let delta = match field.data_type() {
+                DataType::Int64 => "long",
+                DataType::Float64 => "double",
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Dictionary(..) => "string",
+                DataType::Binary | DataType::LargeBinary => "binary",
+                DataType::Timestamp(_, Some(_)) => "timestamp",
+                other => {
+                    return Err(format!(
+                        "column `{}` is {other}, which a table does not hold",
+                        field.name()
+                    ));
+                }
+            };
+            Ok(serde_json::json!({
+                "name": field.name(),
+                "type": delta,
+                "nullable": field.is_nullable(),
+                "metadata": {},
+            }))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(serde_json::json!({ "type": "struct", "fields": fields }).to_string())
+}
+
 /// Built without the `parquet` feature: never reached, since a publisher asked for Parquet is
 /// refused when it attaches.
 #[cfg(not(feature = "parquet"))]
 fn encode(_: &Store, _: &str, _: FileName) -> Result<(Vec<u8>, u64), String> {
+    Err(NO_FEATURE.to_owned())
+}
+
+/// Built without the `parquet` feature: never reached (see [`encode`]).
+#[cfg(not(feature = "parquet"))]
+fn table_schema(_: &Store, _: &str) -> Result<String, String> {
     Err(NO_FEATURE.to_owned())
 }
 

@@ -53,9 +53,12 @@ pub struct Published {
     pub parquet: usize,
     /// Their bytes.
     pub parquet_bytes: u64,
-    /// Parquet objects deleted: those of segments that no longer hold rows of their stream,
-    /// and those replaced by an object of the rows their segment still holds.
+    /// Parquet objects deleted: those no version of their stream's table has held for
+    /// [`RemoteConfig::table_retention`] (of segments that no longer hold rows of their
+    /// stream, and those replaced by an object of the rows their segment still holds).
     pub parquet_deleted: usize,
+    /// Table versions committed (one per stream whose table did not yet hold this state).
+    pub table_versions: usize,
 }
 
 /// What one [`Publisher::collect`] deleted.
@@ -161,7 +164,7 @@ impl Publisher {
         // The object store's clock now: when our epoch marker was written.
         let clock = publisher.bucket.modified(&epoch_key(publisher.epoch))?;
         publisher.sweep_unclaimed(clock)?;
-        publisher.list_parquet()?;
+        publisher.list_parquet(clock)?;
         Ok(publisher)
     }
 
@@ -248,11 +251,13 @@ impl Publisher {
         Ok(())
     }
 
-    /// With [`RemoteConfig::parquet`], lists the Parquet objects the bucket holds: the next
-    /// publish writes those missing and deletes those no longer wanted.
-    fn list_parquet(&mut self) -> Result<(), RemoteError> {
+    /// With [`RemoteConfig::parquet`], lists the Parquet objects the bucket holds and reads
+    /// each stream's table: the next publish writes the objects missing, commits the tables,
+    /// and deletes the objects no table has held for the retention (counted by the object
+    /// store's clock, which reads `clock` now).
+    fn list_parquet(&mut self, clock: SystemTime) -> Result<(), RemoteError> {
         if self.config.parquet {
-            self.parquet = Some(ParquetObjects::list(&self.bucket)?);
+            self.parquet = Some(ParquetObjects::list(&self.bucket, &self.config, clock)?);
         }
         Ok(())
     }
@@ -265,14 +270,23 @@ impl Publisher {
         store: &Store,
         published: &mut Published,
     ) -> Result<(), RemoteError> {
-        let Some(objects) = self.parquet.as_mut() else {
+        let (Some(objects), Some(head)) = (self.parquet.as_mut(), &self.head) else {
             return Ok(());
         };
         let mut done = Synced::default();
-        let synced = objects.sync(&self.bucket, store, &self.raw, &mut done);
+        let synced = objects.sync(
+            &self.bucket,
+            store,
+            &self.raw,
+            head.seq,
+            &self.identity,
+            &self.config,
+            &mut done,
+        );
         published.parquet += done.put;
         published.parquet_bytes += done.bytes;
         published.parquet_deleted += done.deleted;
+        published.table_versions += done.versions;
         synced.map_err(|e| match (e, &self.head) {
             (RemoteError::Parquet { key, reason }, Some(head)) => RemoteError::Parquet {
                 key,
@@ -381,8 +395,9 @@ impl Publisher {
         }
         let store: &Store = store;
         let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
-        // Before anything is put: the next publish brings parquet/ to the adopted history.
-        publisher.list_parquet()?;
+        // Before anything is put: the next publish brings parquet/ and the tables to the
+        // adopted history (objects no table holds wait out the retention from now).
+        publisher.list_parquet(SystemTime::now())?;
         publisher.epoch = take_epoch(&publisher.bucket)?;
         let parent = match adoption.replaces {
             Some(seq) => publisher

@@ -20,5 +20,6 @@ mod parquet;
 mod primitives;
 mod server;
 mod support;
+mod table;
 mod tier;
 mod tiered;

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use bytes::Bytes;
 use object_store::ObjectStore;
@@ -57,8 +57,12 @@ fn line_rows(unit: &str, t0: u64, n: u64) -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// Parquet on, and the objects a table version removes deleted at once (no retention), so
+/// that the bucket holds exactly the objects of the newest state.
 fn parquet_on() -> RemoteConfig {
-    RemoteConfig::default().parquet(true)
+    RemoteConfig::default()
+        .parquet(true)
+        .table_retention(std::time::Duration::ZERO)
 }
 
 /// A store of both streams in `root/store`, and a `file://` bucket in `root/bucket`.
@@ -134,7 +138,8 @@ fn objects_in(bucket: &Path) -> BTreeMap<(String, u64), (PathBuf, bool)> {
         for file in std::fs::read_dir(dir.path()).unwrap() {
             let file = file.unwrap();
             let name = file.file_name().into_string().unwrap();
-            if name == "README.txt" {
+            // The stream's table's commit log (#53) sits beside its objects.
+            if name == "README.txt" || name == strata_remote::DELTA_LOG_DIR {
                 continue;
             }
             let ((key, partial), segment) = parse_name(&stream, &name);
@@ -178,7 +183,10 @@ fn parse_name(stream: &str, name: &str) -> (Named, u64) {
 
 fn value_at(column: &ArrayRef, row: usize, kind: FieldKind) -> Value {
     match (kind, column.data_type()) {
-        (FieldKind::U64, _) => Value::U64(column.as_primitive::<UInt64Type>().value(row)),
+        // A table has no unsigned integers: a `u64` field is written as an `i64`.
+        (FieldKind::U64, _) => Value::U64(
+            u64::try_from(column.as_primitive::<Int64Type>().value(row)).expect("not negative"),
+        ),
         (FieldKind::I64, _) => Value::I64(column.as_primitive::<Int64Type>().value(row)),
         (FieldKind::F64, _) => Value::F64(column.as_primitive::<Float64Type>().value(row)),
         (FieldKind::Str, DataType::Dictionary(..)) => {
@@ -206,7 +214,7 @@ fn read_object(bytes: Bytes, decl: &StreamDecl) -> Vec<(u64, Vec<Value>)> {
         let position = batch
             .column_by_name("position")
             .expect("a position column")
-            .as_primitive::<UInt64Type>()
+            .as_primitive::<Int64Type>()
             .clone();
         assert_eq!(position.null_count(), 0);
         for row in 0..batch.num_rows() {
@@ -218,7 +226,7 @@ fn read_object(bytes: Bytes, decl: &StreamDecl) -> Vec<(u64, Vec<Value>)> {
                     value_at(column, row, field.kind)
                 })
                 .collect();
-            out.push((position.value(row), values));
+            out.push((u64::try_from(position.value(row)).unwrap(), values));
         }
     }
     out
@@ -613,7 +621,12 @@ fn parquet_keys(objects: &Arc<dyn ObjectStore>) -> BTreeSet<String> {
     let prefix = object_store::path::Path::from("store-1/parquet");
     block_on(async {
         let metas: Vec<_> = objects.list(Some(&prefix)).try_collect().await.unwrap();
-        metas.into_iter().map(|m| m.location.to_string()).collect()
+        metas
+            .into_iter()
+            .map(|m| m.location.to_string())
+            // The tables' commit logs (#53) sit beside the objects.
+            .filter(|key| !key.contains(&format!("/{}/", strata_remote::DELTA_LOG_DIR)))
+            .collect()
     })
 }
 

@@ -1,0 +1,379 @@
+//! The bucket as a table (#53): each stream's Parquet objects (`parquet/STREAM/`, [`crate::parquet`])
+//! are also a Delta Lake table, whose commit log (`parquet/STREAM/_delta_log/N.json`) strata
+//! writes itself, one version per publish. A reader of the table (Spark, Trino, DuckDB's
+//! `delta_scan`, Polars `read_delta`, the `deltalake` package) sees exactly the rows of one
+//! published state: the objects a publish adds are put before the version that adds them, and
+//! an object a version removes is deleted only once [`RemoteConfig::table_retention`] has
+//! passed since, so a reader still reading an older version finds its files.
+//!
+//! Why the log is written here rather than with a Delta crate: docs/remote.md, "The bucket as
+//! a table". What is written is the protocol's smallest form (reader version 1, writer version
+//! 2): `protocol` and `metaData` in version 0, then per version a `commitInfo`, a `txn` naming
+//! the strata `log/` object the version publishes (`appId` `strata`, `version` its number),
+//! `remove`s and `add`s. No checkpoints: a reader replays the JSON from version 0.
+//!
+//! [`RemoteConfig::table_retention`]: crate::RemoteConfig::table_retention
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value as Json, json};
+
+use crate::bucket::{Bucket, Created};
+use crate::error::RemoteError;
+use crate::parquet::{PARQUET_DIR, escape_stream};
+
+/// The folder of a table's commit log, under the table's root (`parquet/STREAM/`).
+pub const DELTA_LOG_DIR: &str = "_delta_log";
+/// The application id of strata's `txn` action: its `version` is the number of the `log/`
+/// object whose state the table's version holds.
+pub const TXN_APP_ID: &str = "strata";
+/// Digits of a commit's number in its name (`00000000000000000007.json`), as Delta spells it.
+const VERSION_DIGITS: usize = 20;
+
+/// The key, under the store's prefix, of version `version` of `stream`'s table:
+/// `parquet/STREAM/_delta_log/00000000000000000007.json`.
+pub fn table_log_key(stream: &str, version: u64) -> String {
+    format!(
+        "{PARQUET_DIR}/{}/{DELTA_LOG_DIR}/{version:0VERSION_DIGITS$}.json",
+        escape_stream(stream)
+    )
+}
+
+/// The version a commit's file name (`00000000000000000007.json`) names; `None` for any other
+/// name (a staging file a put left, a checkpoint, `_last_checkpoint`).
+pub(crate) fn parse_version(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".json")?;
+    (digits.len() == VERSION_DIGITS && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// One file the table should hold: its size, and its `stats` (Delta's JSON of `numRecords`
+/// and per-column bounds), if known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WantedFile {
+    pub(crate) size: u64,
+    pub(crate) stats: Option<String>,
+}
+
+/// What one stream's table holds at its newest version, as its log says.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Table {
+    /// The newest version; `None` before the first commit.
+    pub(crate) version: Option<u64>,
+    /// The files of the newest version (paths under the table's root) and their sizes.
+    pub(crate) files: BTreeMap<String, u64>,
+    /// The `log/` object whose state the newest version holds (its `txn`).
+    pub(crate) seq: Option<u64>,
+    /// The table's id, from its `metaData`.
+    id: Option<String>,
+    /// The newest `metaData`'s schema and configuration, as committed.
+    meta: Option<(String, Json)>,
+    /// Files a version removed, with when (by the object store's clock) that version was
+    /// written: what a publisher that attaches waits out the retention from.
+    pub(crate) removed_at: BTreeMap<String, SystemTime>,
+}
+
+impl Table {
+    /// Replays `stream`'s commit log: `versions` are the commits the bucket lists (their
+    /// numbers, and when each was written), which must run from 0 without a gap. Each is read
+    /// whole (at most `bytes_max`).
+    pub(crate) fn load(
+        bucket: &Bucket,
+        stream: &str,
+        versions: &[(u64, SystemTime)],
+        bytes_max: u64,
+    ) -> Result<Table, RemoteError> {
+        let mut table = Table::default();
+        for (expected, &(version, written)) in (0u64..).zip(versions) {
+            let key = table_log_key(stream, version);
+            if version != expected {
+                return Err(RemoteError::unreadable(
+                    &key,
+                    format!(
+                        "the table's log has no version {expected}: a reader cannot replay it \
+                         (versions run {}..={})",
+                        versions[0].0,
+                        versions[versions.len() - 1].0
+                    ),
+                ));
+            }
+            let bytes = bucket.get(&key, bytes_max)?;
+            table
+                .apply(&bytes, written)
+                .map_err(|reason| RemoteError::unreadable(&key, reason))?;
+            table.version = Some(version);
+        }
+        Ok(table)
+    }
+
+    /// Applies one commit's actions.
+    fn apply(&mut self, bytes: &[u8], written: SystemTime) -> Result<(), String> {
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let action: Json = serde_json::from_str(line)
+                .map_err(|e| format!("line {}: not a JSON action: {e}", n + 1))?;
+            let str_of = |value: &Json, what: &str| {
+                value
+                    .get(what)
+                    .and_then(Json::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("line {}: an action without `{what}`", n + 1))
+            };
+            if let Some(add) = action.get("add") {
+                let path = str_of(add, "path")?;
+                let size = add.get("size").and_then(Json::as_u64).unwrap_or(0);
+                self.removed_at.remove(&path);
+                self.files.insert(path, size);
+            } else if let Some(remove) = action.get("remove") {
+                let path = str_of(remove, "path")?;
+                self.files.remove(&path);
+                self.removed_at.insert(path, written);
+            } else if let Some(txn) = action.get("txn") {
+                if str_of(txn, "appId")? == TXN_APP_ID {
+                    self.seq = txn.get("version").and_then(Json::as_u64);
+                }
+            } else if let Some(meta) = action.get("metaData") {
+                self.id = Some(str_of(meta, "id")?);
+                let configuration = meta.get("configuration").cloned().unwrap_or(json!({}));
+                self.meta = Some((str_of(meta, "schemaString")?, configuration));
+            } else if let Some(protocol) = action.get("protocol") {
+                let reader = protocol.get("minReaderVersion").and_then(Json::as_u64);
+                let writer = protocol.get("minWriterVersion").and_then(Json::as_u64);
+                if reader.is_none_or(|v| v > 1) || writer.is_none_or(|v| v > 2) {
+                    return Err(format!(
+                        "line {}: the table asks for reader version {reader:?} and writer \
+                         version {writer:?}; strata writes tables of versions 1 and 2 only, \
+                         and will not write to one another writer moved on",
+                        n + 1
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits the next version of `stream`'s table, holding exactly `wanted` (paths under the
+    /// table's root), as the state of `log/seq`, with `schema` (Delta's schema string) and
+    /// `configuration`; `false` when the newest version already holds all of that, and nothing
+    /// was committed.
+    /// The commit is one create-only put: a version another writer put first is refused,
+    /// naming it, and the table is read again by the next publish.
+    pub(crate) fn commit(
+        &mut self,
+        bucket: &Bucket,
+        stream: &str,
+        seq: u64,
+        new_id: impl FnOnce() -> String,
+        (schema, configuration): (String, Json),
+        wanted: &BTreeMap<String, WantedFile>,
+    ) -> Result<bool, RemoteError> {
+        let removed: Vec<String> = self
+            .files
+            .keys()
+            .filter(|path| !wanted.contains_key(*path))
+            .cloned()
+            .collect();
+        let added: Vec<String> = wanted
+            .keys()
+            .filter(|path| !self.files.contains_key(*path))
+            .cloned()
+            .collect();
+        let meta = (schema, configuration);
+        let new_meta = self.meta.as_ref() != Some(&meta);
+        if added.is_empty() && removed.is_empty() && !new_meta && self.seq == Some(seq) {
+            return Ok(false);
+        }
+        let version = self.version.map_or(0, |v| v + 1);
+        let now = now_millis();
+        let mut actions = vec![json!({"commitInfo": {
+            "timestamp": now,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append"},
+            "engineInfo": concat!("strata/", env!("CARGO_PKG_VERSION")),
+            "txnId": format!("strata-log-{seq}"),
+        }})];
+        if version == 0 {
+            actions.push(json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}));
+        }
+        let id = self.id.clone().unwrap_or_else(new_id);
+        if new_meta {
+            actions.push(json!({"metaData": {
+                "id": id,
+                "name": stream,
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": meta.0,
+                "partitionColumns": [],
+                "configuration": meta.1,
+                "createdTime": now,
+            }}));
+        }
+        actions.push(json!({"txn": {"appId": TXN_APP_ID, "version": seq, "lastUpdated": now}}));
+        for path in &removed {
+            actions.push(json!({"remove": {
+                "path": path,
+                "deletionTimestamp": now,
+                "dataChange": true,
+                "extendedFileMetadata": true,
+                "partitionValues": {},
+                "size": self.files[path],
+            }}));
+        }
+        for path in &added {
+            let file = &wanted[path];
+            let mut add = json!({
+                "path": path,
+                "partitionValues": {},
+                "size": file.size,
+                "modificationTime": now,
+                "dataChange": true,
+            });
+            if let Some(stats) = &file.stats {
+                add["stats"] = Json::String(stats.clone());
+            }
+            actions.push(json!({ "add": add }));
+        }
+        let mut body = String::new();
+        for action in &actions {
+            body.push_str(&action.to_string());
+            body.push('\n');
+        }
+        let key = table_log_key(stream, version);
+        if bucket.put_create(&key, body.clone().into_bytes())? == Created::Exists {
+            // Our own put, whose acknowledgement was lost, holds these bytes; anything else is
+            // another writer's.
+            let there = bucket.get(&key, (body.len() as u64).saturating_mul(4).max(1 << 20));
+            if there.ok().as_deref() != Some(body.as_bytes()) {
+                return Err(RemoteError::Parquet {
+                    key,
+                    reason: "another writer committed this version of the table first: \
+                             nothing is deleted, and the next publish reads the table again"
+                        .to_owned(),
+                });
+            }
+        }
+        for path in &removed {
+            self.files.remove(path);
+        }
+        for path in &added {
+            self.files.insert(path.clone(), wanted[path].size);
+            self.removed_at.remove(path);
+        }
+        self.version = Some(version);
+        self.seq = Some(seq);
+        self.id = Some(id);
+        self.meta = Some(meta);
+        Ok(true)
+    }
+}
+
+/// Milliseconds since the Unix epoch by this machine's clock: Delta's timestamps (never used
+/// to decide what is deleted).
+fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A table's id (Delta asks for a UUID): the store's identity and the stream, hashed, in the
+/// UUID's spelling, so that the same store's table of a stream always has the same id.
+pub(crate) fn table_id(identity: &[u8; 16], stream: &str) -> String {
+    let mut halves = [0u64; 2];
+    for (i, half) in (0u8..).zip(halves.iter_mut()) {
+        let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
+        for &byte in identity.iter().chain(&[0xFF, i]).chain(stream.as_bytes()) {
+            digest = (digest ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        *half = digest;
+    }
+    let hex = format!("{:016x}{:016x}", halves[0], halves[1]);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Delta's table configuration for a retention of `seconds`: readers and tools (a `VACUUM`)
+/// keep removed files at least that long, as strata does.
+pub(crate) fn configuration(seconds: u64) -> Json {
+    json!({ "delta.deletedFileRetentionDuration": format!("interval {seconds} seconds") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_names_are_deltas_twenty_digits() {
+        assert_eq!(
+            table_log_key("line 4/β", 7),
+            "parquet/line%204%2F%CE%B2/_delta_log/00000000000000000007.json"
+        );
+        assert_eq!(parse_version("00000000000000000007.json"), Some(7));
+        for not_ours in [
+            "7.json",
+            "00000000000000000007.json#1",
+            "00000000000000000010.checkpoint.parquet",
+            "_last_checkpoint",
+            "0000000000000000000x.json",
+        ] {
+            assert_eq!(parse_version(not_ours), None, "{not_ours}");
+        }
+    }
+
+    #[test]
+    fn a_table_id_is_a_uuid_of_the_store_and_stream() {
+        let id = table_id(&[7; 16], "capture");
+        assert_eq!(id.len(), 36);
+        assert_eq!(
+            id.split('-').map(str::len).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert_eq!(id, table_id(&[7; 16], "capture"));
+        assert_ne!(id, table_id(&[7; 16], "capturf"));
+        assert_ne!(id, table_id(&[8; 16], "capture"));
+    }
+
+    #[test]
+    fn a_replay_keeps_what_was_added_and_not_removed() {
+        let mut table = Table::default();
+        let t0 = UNIX_EPOCH;
+        let v0 = concat!(
+            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#,
+            "\n",
+            r#"{"metaData":{"id":"x","schemaString":"{}","configuration":{}}}"#,
+            "\n",
+            r#"{"txn":{"appId":"strata","version":4}}"#,
+            "\n",
+            r#"{"add":{"path":"a.parquet","size":10}}"#,
+            "\n",
+            r#"{"add":{"path":"b.parquet","size":20}}"#,
+            "\n"
+        );
+        table.apply(v0.as_bytes(), t0).unwrap();
+        let v1 = concat!(
+            r#"{"txn":{"appId":"other","version":99}}"#,
+            "\n",
+            r#"{"remove":{"path":"a.parquet"}}"#,
+            "\n",
+            r#"{"txn":{"appId":"strata","version":5}}"#,
+        );
+        table.apply(v1.as_bytes(), t0).unwrap();
+        assert_eq!(table.files, BTreeMap::from([("b.parquet".to_owned(), 20)]));
+        assert_eq!(table.seq, Some(5));
+        assert!(table.removed_at.contains_key("a.parquet"));
+        let newer = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7}}"#;
+        assert!(table.apply(newer.as_bytes(), t0).is_err());
+        assert!(table.apply(b"{not json", t0).is_err());
+        assert!(table.apply(br#"{"add":{"size":1}}"#, t0).is_err());
+    }
+}
