@@ -24,12 +24,19 @@ pub struct Cli {
     pub remote: Option<String>,
 
     /// With --remote and --store: a command that publishes also writes every live segment's
-    /// rows as Parquet beside the store's objects, `parquet/STREAM/NAME.parquet`, and deletes
-    /// those of the segments it retires, so DuckDB or Spark read the history in place
-    /// (docs/remote.md, "Parquet beside the segments"). Give it to every writing command: one
-    /// without it leaves `parquet/` as it is.
+    /// rows as Parquet beside the store's objects, `parquet/STREAM/NAME.parquet`, and commits
+    /// them as a version of the stream's Delta table, `parquet/STREAM/` (Spark, Trino, DuckDB's
+    /// delta_scan and Polars read_delta read one published state at a time: docs/remote.md,
+    /// "The bucket as a table"). Give it to every writing command: one without it leaves
+    /// `parquet/` as it is.
     #[arg(long, global = true)]
     pub remote_parquet: bool,
+
+    /// With --remote-parquet: how long, in seconds, a table keeps offering a version a newer
+    /// one replaced (its objects are deleted once this has passed, by a later publish).
+    /// Default 3600. A reader of an older version needs its objects until it is done.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub remote_table_retention: Option<u64>,
 
     /// Say on stderr what each read answered at: the stream's watermark and the manifest
     /// position read. Without it a read says so only when a writer recorded more while it ran.

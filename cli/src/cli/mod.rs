@@ -131,7 +131,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, Failure> {
                  --store DIR and --remote URL",
             );
         }
-        remote::write_parquet();
+        remote::write_parquet(cli.remote_table_retention);
+    } else if cli.remote_table_retention.is_some() {
+        usage_error(
+            "--remote-table-retention is the retention of --remote-parquet's tables: give both",
+        );
     }
     // A command that writes, with --remote: publish what it made durable once it is done,
     // also when only its summary could not be written (the work is durable all the same).

@@ -4,24 +4,35 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use strata::remote::{Adoption, Bucket, Publisher, RemoteConfig, RemoteError, Replica};
 use strata::{Config, Store};
 
 use super::{Failure, count, grouped, open_existing};
 
-/// Whether publishers write Parquet beside the segments (`--remote-parquet`): set once, before
-/// any command runs, and read by every publisher the command attaches.
-static PARQUET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// Whether publishers write Parquet beside the segments and commit the tables
+/// (`--remote-parquet`), and the tables' retention in seconds (`--remote-table-retention`):
+/// set once, before any command runs, and read by every publisher the command attaches.
+static PARQUET: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
 
-/// Makes every publisher of this process write Parquet beside the segments (`--remote-parquet`).
-pub fn write_parquet() {
-    let _ = PARQUET.set(true);
+/// Makes every publisher of this process write Parquet beside the segments and commit the
+/// tables (`--remote-parquet`), keeping replaced versions `retention` seconds (the default's
+/// when `None`).
+pub fn write_parquet(retention: Option<u64>) {
+    let _ = PARQUET.set(retention);
 }
 
 /// The tier's settings a publisher of this process attaches with.
 fn publisher_config() -> RemoteConfig {
-    RemoteConfig::default().parquet(PARQUET.get().copied().unwrap_or(false))
+    let config = RemoteConfig::default();
+    match PARQUET.get() {
+        None => config,
+        Some(retention) => {
+            let retention = retention.map_or(config.table_retention, Duration::from_secs);
+            config.parquet(true).table_retention(retention)
+        }
+    }
 }
 
 /// After a writing command ended with `code` (success, or 3 for an ingest or compact a signal
@@ -98,13 +109,18 @@ impl Publishing {
         if published.seq.is_some() && !published.restored.is_empty() {
             let _ = write!(said, "; of them, {}", restored(&published.restored));
         }
-        if published.parquet + published.parquet_deleted > 0 {
+        if published.parquet + published.parquet_deleted + published.table_versions > 0 {
             let _ = write!(
                 said,
-                "; Parquet beside the segments: {} put ({} bytes), {} deleted",
+                "; Parquet beside the segments: {} put ({} bytes), {} deleted, {} committed",
                 count(published.parquet as u64, "object", "objects"),
                 grouped(published.parquet_bytes),
-                grouped(published.parquet_deleted as u64)
+                grouped(published.parquet_deleted as u64),
+                count(
+                    published.table_versions as u64,
+                    "table version",
+                    "table versions"
+                ),
             );
         }
         Ok(said)

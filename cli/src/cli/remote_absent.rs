@@ -16,7 +16,7 @@ pub fn absent() -> Failure {
 }
 
 /// Never built: `--remote-parquet` is refused before any command runs.
-pub fn write_parquet() {}
+pub fn write_parquet(_retention: Option<u64>) {}
 
 /// Refused: this build cannot publish.
 pub fn publish_after(_dir: &Path, _url: &str, _code: ExitCode) -> Result<ExitCode, Failure> {
