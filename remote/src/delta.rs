@@ -14,8 +14,8 @@
 //!
 //! [`RemoteConfig::table_retention`]: crate::RemoteConfig::table_retention
 
-use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value as Json, json};
 
@@ -70,20 +70,25 @@ pub(crate) struct Table {
     id: Option<String>,
     /// The newest `metaData`'s schema and configuration, as committed.
     meta: Option<(String, Json)>,
-    /// Files a version removed, with when (by the object store's clock) that version was
-    /// written: what a publisher that attaches waits out the retention from.
-    pub(crate) removed_at: BTreeMap<String, SystemTime>,
+    /// The retention the newest `metaData` declares (`delta.deletedFileRetentionDuration`).
+    pub(crate) retention: Option<Duration>,
+    /// Of the files still in the bucket that a version removed: when (by the object store's
+    /// clock) that version was written, and the retention the table declared then — what a
+    /// publisher that attaches waits out before it deletes them.
+    pub(crate) removed_at: BTreeMap<String, (SystemTime, Option<Duration>)>,
 }
 
 impl Table {
     /// Replays `stream`'s commit log: `versions` are the commits the bucket lists (their
     /// numbers, and when each was written), which must run from 0 without a gap. Each is read
-    /// whole (at most `bytes_max`).
+    /// whole (at most `bytes_max`), one at a time. Of the files versions removed, only those
+    /// named in `present` (the objects the bucket still holds) are remembered.
     pub(crate) fn load(
         bucket: &Bucket,
         stream: &str,
         versions: &[(u64, SystemTime)],
         bytes_max: u64,
+        present: &BTreeSet<String>,
     ) -> Result<Table, RemoteError> {
         let mut table = Table::default();
         for (expected, &(version, written)) in (0u64..).zip(versions) {
@@ -101,15 +106,20 @@ impl Table {
             }
             let bytes = bucket.get(&key, bytes_max)?;
             table
-                .apply(&bytes, written)
+                .apply(&bytes, written, present)
                 .map_err(|reason| RemoteError::unreadable(&key, reason))?;
             table.version = Some(version);
         }
         Ok(table)
     }
 
-    /// Applies one commit's actions.
-    fn apply(&mut self, bytes: &[u8], written: SystemTime) -> Result<(), String> {
+    /// Applies one commit's actions (the removals of files in `present` remembered).
+    fn apply(
+        &mut self,
+        bytes: &[u8],
+        written: SystemTime,
+        present: &BTreeSet<String>,
+    ) -> Result<(), String> {
         let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
         for (n, line) in text
             .lines()
@@ -133,7 +143,9 @@ impl Table {
             } else if let Some(remove) = action.get("remove") {
                 let path = str_of(remove, "path")?;
                 self.files.remove(&path);
-                self.removed_at.insert(path, written);
+                if present.contains(&path) {
+                    self.removed_at.insert(path, (written, self.retention));
+                }
             } else if let Some(txn) = action.get("txn") {
                 if str_of(txn, "appId")? == TXN_APP_ID {
                     self.seq = txn.get("version").and_then(Json::as_u64);
@@ -141,6 +153,7 @@ impl Table {
             } else if let Some(meta) = action.get("metaData") {
                 self.id = Some(str_of(meta, "id")?);
                 let configuration = meta.get("configuration").cloned().unwrap_or(json!({}));
+                self.retention = retention_of(&configuration);
                 self.meta = Some((str_of(meta, "schemaString")?, configuration));
             } else if let Some(protocol) = action.get("protocol") {
                 let reader = protocol.get("minReaderVersion").and_then(Json::as_u64);
@@ -160,8 +173,9 @@ impl Table {
 
     /// Commits the next version of `stream`'s table, holding exactly `wanted` (paths under the
     /// table's root), as the state of `log/seq`, with `schema` (Delta's schema string) and
-    /// `configuration`; `false` when the newest version already holds all of that, and nothing
-    /// was committed.
+    /// `configuration`; `false` when the newest version already holds those files as the
+    /// state of `log/seq`, and nothing was committed (a new schema or configuration alone
+    /// waits for the next version: one version per publish).
     /// The commit is one create-only put: a version another writer put first is refused,
     /// naming it, and the table is read again by the next publish.
     pub(crate) fn commit(
@@ -186,7 +200,7 @@ impl Table {
             .collect();
         let meta = (schema, configuration);
         let new_meta = self.meta.as_ref() != Some(&meta);
-        if added.is_empty() && removed.is_empty() && !new_meta && self.seq == Some(seq) {
+        if added.is_empty() && removed.is_empty() && self.seq == Some(seq) {
             return Ok(false);
         }
         let version = self.version.map_or(0, |v| v + 1);
@@ -194,7 +208,7 @@ impl Table {
         let mut actions = vec![json!({"commitInfo": {
             "timestamp": now,
             "operation": "WRITE",
-            "operationParameters": {"mode": "Append"},
+            "operationParameters": {"strataLog": seq},
             "engineInfo": concat!("strata/", env!("CARGO_PKG_VERSION")),
             "txnId": format!("strata-log-{seq}"),
         }})];
@@ -219,7 +233,6 @@ impl Table {
                 "path": path,
                 "deletionTimestamp": now,
                 "dataChange": true,
-                "extendedFileMetadata": true,
                 "partitionValues": {},
                 "size": self.files[path],
             }}));
@@ -267,6 +280,7 @@ impl Table {
         self.version = Some(version);
         self.seq = Some(seq);
         self.id = Some(id);
+        self.retention = retention_of(&meta.1);
         self.meta = Some(meta);
         Ok(true)
     }
@@ -302,10 +316,21 @@ pub(crate) fn table_id(identity: &[u8; 16], stream: &str) -> String {
     )
 }
 
+/// The table property that says how long removed files are kept.
+const RETENTION_KEY: &str = "delta.deletedFileRetentionDuration";
+
 /// Delta's table configuration for a retention of `seconds`: readers and tools (a `VACUUM`)
 /// keep removed files at least that long, as strata does.
 pub(crate) fn configuration(seconds: u64) -> Json {
-    json!({ "delta.deletedFileRetentionDuration": format!("interval {seconds} seconds") })
+    json!({ RETENTION_KEY: format!("interval {seconds} seconds") })
+}
+
+/// The retention a table's configuration declares, as [`configuration`] spells it; `None`
+/// for any other spelling (another tool's).
+fn retention_of(configuration: &Json) -> Option<Duration> {
+    let text = configuration.get(RETENTION_KEY)?.as_str()?;
+    let seconds = text.strip_prefix("interval ")?.strip_suffix(" seconds")?;
+    seconds.parse().ok().map(Duration::from_secs)
 }
 
 #[cfg(test)]
@@ -359,7 +384,8 @@ mod tests {
             r#"{"add":{"path":"b.parquet","size":20}}"#,
             "\n"
         );
-        table.apply(v0.as_bytes(), t0).unwrap();
+        let present = BTreeSet::from(["a.parquet".to_owned()]);
+        table.apply(v0.as_bytes(), t0, &present).unwrap();
         let v1 = concat!(
             r#"{"txn":{"appId":"other","version":99}}"#,
             "\n",
@@ -367,13 +393,35 @@ mod tests {
             "\n",
             r#"{"txn":{"appId":"strata","version":5}}"#,
         );
-        table.apply(v1.as_bytes(), t0).unwrap();
+        table.apply(v1.as_bytes(), t0, &present).unwrap();
         assert_eq!(table.files, BTreeMap::from([("b.parquet".to_owned(), 20)]));
         assert_eq!(table.seq, Some(5));
-        assert!(table.removed_at.contains_key("a.parquet"));
+        assert_eq!(table.removed_at.get("a.parquet"), Some(&(t0, None)));
+        // A file the bucket no longer holds is not remembered.
+        table
+            .apply(br#"{"remove":{"path":"b.parquet"}}"#, t0, &present)
+            .unwrap();
+        assert!(table.files.is_empty());
+        assert_eq!(table.removed_at.len(), 1);
         let newer = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7}}"#;
-        assert!(table.apply(newer.as_bytes(), t0).is_err());
-        assert!(table.apply(b"{not json", t0).is_err());
-        assert!(table.apply(br#"{"add":{"size":1}}"#, t0).is_err());
+        assert!(table.apply(newer.as_bytes(), t0, &present).is_err());
+        assert!(table.apply(b"{not json", t0, &present).is_err());
+        assert!(table.apply(br#"{"add":{"size":1}}"#, t0, &present).is_err());
+    }
+
+    #[test]
+    fn the_retention_reads_back_as_it_is_written() {
+        assert_eq!(
+            retention_of(&configuration(3600)),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(retention_of(&configuration(0)), Some(Duration::ZERO));
+        for other in [
+            json!({}),
+            json!({RETENTION_KEY: "interval 1 hour"}),
+            json!({RETENTION_KEY: 5}),
+        ] {
+            assert_eq!(retention_of(&other), None, "{other}");
+        }
     }
 }

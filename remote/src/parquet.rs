@@ -262,9 +262,10 @@ pub(crate) struct ParquetObjects {
     have: BTreeMap<Part, (u64, Option<u64>)>,
     /// Each stream's table, as its log says (read when the publisher attached).
     tables: BTreeMap<String, Table>,
-    /// Objects no table version holds any longer and no publish wants, with since when: each
-    /// is deleted once [`RemoteConfig::table_retention`] has passed.
-    inactive: BTreeMap<Part, Instant>,
+    /// Objects no table version holds any longer and no publish wants, with since when and
+    /// the retention their table declared when it let them go: each is deleted once that has
+    /// passed.
+    inactive: BTreeMap<Part, (Instant, Duration)>,
     /// A table whose newest version this publisher is not sure of (a commit refused): read
     /// again before the next commit.
     stale: BTreeSet<String>,
@@ -283,8 +284,9 @@ impl ParquetObjects {
     /// The Parquet objects `bucket` holds under names strata writes, and each stream's table
     /// (one listing of `parquet/`, then every commit of every table read once). Anything else
     /// under `parquet/` is not strata's, and is never touched. An object no table holds waits
-    /// out the retention from when the version that removed it was written (or, never in a
-    /// table, from its own put), by the object store's clock, which reads `clock` now.
+    /// out the retention the table declared in the version that removed it, from when that
+    /// version was written (or, never in a table, `config`'s, from its own put), by the object
+    /// store's clock, which reads `clock` now.
     pub(crate) fn list(
         bucket: &Bucket,
         config: &RemoteConfig,
@@ -305,22 +307,33 @@ impl ParquetObjects {
         }
         for (stream, mut versions) in logs {
             versions.sort_unstable();
-            let table = Table::load(bucket, &stream, &versions, config.log_bytes_max)?;
+            let present: BTreeSet<String> = written
+                .keys()
+                .filter(|part| part.0 == stream)
+                .map(file_name)
+                .collect();
+            let table = Table::load(bucket, &stream, &versions, config.log_bytes_max, &present)?;
             objects.tables.insert(stream, table);
         }
-        let retention = config.table_retention;
         for (part, modified) in written {
             let table = objects.tables.get(&part.0);
             let path = file_name(&part);
             if table.is_some_and(|t| t.files.contains_key(&path)) {
                 continue;
             }
-            let since = table
-                .and_then(|t| t.removed_at.get(&path))
-                .map_or(modified, |&removed| removed.max(modified));
-            objects
-                .inactive
-                .insert(part, instant_of(since, clock, retention));
+            let (since, keep) = match table.and_then(|t| t.removed_at.get(&path)) {
+                Some(&(removed, declared)) => (
+                    removed.max(modified),
+                    declared.unwrap_or(config.table_retention),
+                ),
+                None => (modified, config.table_retention),
+            };
+            let at = instant_of(since, clock, keep);
+            objects.inactive.insert(part, (at, keep));
+        }
+        // Needed only here: what the bucket held when the publisher attached.
+        for table in objects.tables.values_mut() {
+            table.removed_at.clear();
         }
         Ok(objects)
     }
@@ -372,7 +385,6 @@ impl ParquetObjects {
             done.bytes += len;
         }
         self.commit_tables(bucket, store, wanted, seq, identity, config, done)?;
-        let retention = config.table_retention;
         let held = |part: &Part| {
             wanted.contains_key(part)
                 || self
@@ -380,16 +392,24 @@ impl ParquetObjects {
                     .get(&part.0)
                     .is_some_and(|t| t.files.contains_key(&file_name(part)))
         };
+        // An object held again (wanted, or back in its table) waits afresh once it is let go.
+        self.inactive.retain(|part, _| !held(part));
         let now = Instant::now();
         for part in self.have.keys() {
             if !held(part) {
-                self.inactive.entry(part.clone()).or_insert(now);
+                // Let go by this publish's version, under the retention its table declares.
+                let keep = self
+                    .tables
+                    .get(&part.0)
+                    .and_then(|t| t.retention)
+                    .unwrap_or(config.table_retention);
+                self.inactive.entry(part.clone()).or_insert((now, keep));
             }
         }
         let due: Vec<Part> = self
             .inactive
             .iter()
-            .filter(|(part, since)| !held(part) && since.elapsed() >= retention)
+            .filter(|(_, (since, keep))| since.elapsed() >= *keep)
             .map(|(part, _)| part.clone())
             .collect();
         for part in due {
@@ -432,7 +452,8 @@ impl ParquetObjects {
                 .insert(file_name(part), WantedFile { size, stats });
         }
         // Every stream the store declares has a table from its first publish on (empty until
-        // rows come: its schema is there to read); one no longer declared keeps its table.
+        // rows come: its schema is there to read). A table of a stream the store does not
+        // declare (an adopted store's history lacks it) is left as it is, objects and all.
         let streams: BTreeSet<String> = store
             .catalog()
             .streams()
@@ -444,6 +465,9 @@ impl ParquetObjects {
             if self.stale.remove(&stream) {
                 let fresh = ParquetObjects::list_table(bucket, &stream, config)?;
                 self.tables.insert(stream.clone(), fresh);
+            }
+            if store.catalog().stream(&stream).is_none() {
+                continue;
             }
             let files = per_stream.get(stream.as_str()).unwrap_or(&empty);
             let schema = table_schema(store, &stream).map_err(|reason| RemoteError::Parquet {
@@ -457,8 +481,15 @@ impl ParquetObjects {
                 Ok(true) => done.versions += 1,
                 Ok(false) => {}
                 Err(e) => {
-                    self.stale.insert(stream);
-                    return Err(e);
+                    let next = table.version.map_or(0, |v| v + 1);
+                    self.stale.insert(stream.clone());
+                    return Err(match e {
+                        RemoteError::Parquet { .. } => e,
+                        other => RemoteError::Parquet {
+                            key: table_log_key(&stream, next),
+                            reason: format!("the table's version was not committed: {other}"),
+                        },
+                    });
                 }
             }
         }
@@ -471,6 +502,7 @@ impl ParquetObjects {
         stream: &str,
         config: &RemoteConfig,
     ) -> Result<Table, RemoteError> {
+        // Removals are not needed: this publisher's `inactive` already times them.
         let dir = format!("{PARQUET_DIR}/{}/{DELTA_LOG_DIR}", escape_stream(stream));
         let mut versions: Vec<(u64, SystemTime)> = bucket
             .list_modified(&dir)?
@@ -478,7 +510,13 @@ impl ParquetObjects {
             .filter_map(|(name, written)| Some((parse_version(&name)?, written)))
             .collect();
         versions.sort_unstable();
-        Table::load(bucket, stream, &versions, config.log_bytes_max)
+        Table::load(
+            bucket,
+            stream,
+            &versions,
+            config.log_bytes_max,
+            &BTreeSet::new(),
+        )
     }
 }
 

@@ -395,10 +395,11 @@ impl Publisher {
         }
         let store: &Store = store;
         let (mut publisher, vfs) = Publisher::bind(store, bucket, config)?;
-        // Before anything is put: the next publish brings parquet/ and the tables to the
-        // adopted history (objects no table holds wait out the retention from now).
-        publisher.list_parquet(SystemTime::now())?;
         publisher.epoch = take_epoch(&publisher.bucket)?;
+        // Before anything is put under parquet/: the next publish brings it and the tables to
+        // the adopted history. Times by the object store's clock: when it wrote our marker.
+        let clock = publisher.bucket.modified(&epoch_key(publisher.epoch))?;
+        publisher.list_parquet(clock)?;
         let parent = match adoption.replaces {
             Some(seq) => publisher
                 .bucket

@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use strata_engine::Store;
-use strata_remote::{Bucket, DELTA_LOG_DIR, Publisher, RemoteConfig};
+use strata_remote::{Bucket, DELTA_LOG_DIR, Publisher, RemoteConfig, RemoteError};
 
+use crate::fault_store::{Fault, FaultStore};
 use crate::support::{TRACKS, config, decl, rows};
 
 fn file_bucket(dir: &Path) -> Bucket {
@@ -334,4 +335,54 @@ fn removed_objects_stay_for_the_retention_then_go() {
         old.is_err(),
         "version {before} is past the retention: {old:?}"
     );
+}
+
+/// A regression test (found in review): an object that waited unclaimed — put by a publish
+/// whose table commit failed, found by a writer that attached after the retention — and that
+/// a version then adds is timed afresh when a later version removes it. Before the fix its
+/// old time stood, and the compaction step that replaced it deleted it at once, from under a
+/// reader of the version before.
+#[test]
+fn an_object_committed_late_waits_the_whole_retention_once_removed() {
+    let objects = FaultStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::create(dir.path(), config(), &[decl()]).unwrap();
+    let retention = Duration::from_secs(2);
+    let remote = RemoteConfig::default()
+        .parquet(true)
+        .table_retention(retention);
+    let mut publisher = Publisher::attach(&store, objects.bucket(), remote.clone()).unwrap();
+    let mut at = 0;
+    for _ in 0..3 {
+        ingest(&mut store, &mut at, 40);
+        publisher.publish(&store).unwrap();
+    }
+    // The segment, log/S and the barrier's object land; the table's version does not.
+    ingest(&mut store, &mut at, 40);
+    objects.arm(4, Fault::FailBefore);
+    let error = publisher.publish(&store).unwrap_err();
+    assert!(
+        matches!(&error, RemoteError::Parquet { key, .. } if key.contains(DELTA_LOG_DIR)),
+        "{error}"
+    );
+    drop(publisher);
+    std::thread::sleep(retention + Duration::from_millis(300));
+    let mut publisher = Publisher::attach(&store, objects.bucket(), remote).unwrap();
+    let published = publisher.publish(&store).unwrap();
+    assert_eq!(published.seq, None, "log/S was published before");
+    assert_eq!(published.table_versions, 1, "log/S's version, late");
+    assert_eq!(published.parquet_deleted, 0);
+    let start = Instant::now();
+    let mut steps = 0;
+    while store.compact_step().unwrap().is_some() {
+        let published = publisher.publish(&store).unwrap();
+        steps += 1;
+        if start.elapsed() < retention {
+            assert_eq!(
+                published.parquet_deleted, 0,
+                "compaction step {steps}: an object deleted within the retention"
+            );
+        }
+    }
+    assert!(steps >= 1);
 }
