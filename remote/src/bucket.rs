@@ -193,6 +193,15 @@ impl Bucket {
         }
     }
 
+    /// Puts `bytes` at `key`, over whatever is there (a whole put: readers see the old object
+    /// or the new, never part of one).
+    pub(crate) fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), RemoteError> {
+        let path = self.path(key);
+        self.block(self.store.put(&path, PutPayload::from(bytes)))
+            .map(|_| ())
+            .map_err(|e| RemoteError::object(key, e))
+    }
+
     /// Deletes the object at `key` (a missing one is not an error).
     pub(crate) fn delete(&self, key: &str) -> Result<(), RemoteError> {
         let path = self.path(key);

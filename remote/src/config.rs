@@ -48,6 +48,11 @@ pub struct RemoteConfig {
     /// given, and time travel reaches back this far. Zero deletes at the commit that removes
     /// it. The table's `delta.deletedFileRetentionDuration` says the same to other tools.
     pub table_retention: Duration,
+    /// With [`RemoteConfig::parquet`]: every how many versions a table also gets a checkpoint
+    /// (default 100; 0 never), the state at that version as one Parquet object that readers,
+    /// and a publisher that attaches, replay from instead of from version 0. What one reader
+    /// reads of the log is then at most a checkpoint and this many commits.
+    pub table_checkpoint_every: u64,
 }
 
 impl Default for RemoteConfig {
@@ -60,6 +65,7 @@ impl Default for RemoteConfig {
             log_bytes_max: 1 << 30,
             parquet: false,
             table_retention: Duration::from_secs(3600),
+            table_checkpoint_every: 100,
         }
     }
 }
@@ -104,6 +110,13 @@ impl RemoteConfig {
     #[must_use]
     pub fn table_retention(mut self, retention: Duration) -> Self {
         self.table_retention = retention;
+        self
+    }
+
+    /// Sets [`RemoteConfig::table_checkpoint_every`].
+    #[must_use]
+    pub fn table_checkpoint_every(mut self, versions: u64) -> Self {
+        self.table_checkpoint_every = versions;
         self
     }
 

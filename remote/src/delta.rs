@@ -40,13 +40,51 @@ pub fn table_log_key(stream: &str, version: u64) -> String {
     )
 }
 
+/// The key of `stream`'s checkpoint at `version`:
+/// `parquet/STREAM/_delta_log/00000000000000000100.checkpoint.parquet`.
+pub fn table_checkpoint_key(stream: &str, version: u64) -> String {
+    format!(
+        "{PARQUET_DIR}/{}/{DELTA_LOG_DIR}/{version:0VERSION_DIGITS$}{CHECKPOINT_SUFFIX}",
+        escape_stream(stream)
+    )
+}
+
+/// The name of a checkpoint, after its version's digits.
+const CHECKPOINT_SUFFIX: &str = ".checkpoint.parquet";
+/// The file that names a table's newest checkpoint, in its log's folder.
+const LAST_CHECKPOINT: &str = "_last_checkpoint";
+
+/// What a name in a table's `_delta_log/` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogName {
+    /// `00000000000000000007.json`: version 7.
+    Commit(u64),
+    /// `00000000000000000100.checkpoint.parquet`: the state at version 100.
+    Checkpoint(u64),
+}
+
+/// What a file name in `_delta_log/` names; `None` for any other name (a staging file a put
+/// left, `_last_checkpoint`, another tool's multi-part or V2 checkpoint).
+pub(crate) fn parse_log_name(name: &str) -> Option<LogName> {
+    let digits_of = |digits: &str| {
+        (digits.len() == VERSION_DIGITS && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse().ok())
+            .flatten()
+    };
+    if let Some(digits) = name.strip_suffix(CHECKPOINT_SUFFIX) {
+        return digits_of(digits).map(LogName::Checkpoint);
+    }
+    digits_of(name.strip_suffix(".json")?).map(LogName::Commit)
+}
+
 /// The version a commit's file name (`00000000000000000007.json`) names; `None` for any other
-/// name (a staging file a put left, a checkpoint, `_last_checkpoint`).
-pub(crate) fn parse_version(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".json")?;
-    (digits.len() == VERSION_DIGITS && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| digits.parse().ok())
-        .flatten()
+/// name.
+#[cfg(test)]
+fn parse_version(name: &str) -> Option<u64> {
+    match parse_log_name(name)? {
+        LogName::Commit(version) => Some(version),
+        LogName::Checkpoint(_) => None,
+    }
 }
 
 /// One file the table should hold: its size, and its `stats` (Delta's JSON of `numRecords`
@@ -62,14 +100,21 @@ pub(crate) struct WantedFile {
 pub(crate) struct Table {
     /// The newest version; `None` before the first commit.
     pub(crate) version: Option<u64>,
-    /// The files of the newest version (paths under the table's root) and their sizes.
-    pub(crate) files: BTreeMap<String, u64>,
+    /// The files of the newest version (paths under the table's root), each with its `add`
+    /// action (what a checkpoint writes of it).
+    pub(crate) files: BTreeMap<String, Json>,
     /// The `log/` object whose state the newest version holds (its `txn`).
     pub(crate) seq: Option<u64>,
     /// The table's id, from its `metaData`.
     id: Option<String>,
     /// The newest `metaData`'s schema and configuration, as committed.
     meta: Option<(String, Json)>,
+    /// The newest `metaData` action whole (what a checkpoint writes).
+    meta_action: Option<Json>,
+    /// When (by the object store's clock) the checkpoint the replay started from was written:
+    /// an object the bucket holds that no version after it holds or removes may have been
+    /// removed as late as that.
+    pub(crate) checkpoint_written: Option<SystemTime>,
     /// The retention the newest `metaData` declares (`delta.deletedFileRetentionDuration`).
     pub(crate) retention: Option<Duration>,
     /// Of the files still in the bucket that a version removed: when (by the object store's
@@ -79,31 +124,67 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Replays `stream`'s commit log: `versions` are the commits the bucket lists (their
-    /// numbers, and when each was written), which must run from 0 without a gap. Each is read
-    /// whole (at most `bytes_max`), one at a time. Of the files versions removed, only those
-    /// named in `present` (the objects the bucket still holds) are remembered.
+    /// Replays `stream`'s commit log from what the bucket lists of it (`listed`: names in
+    /// `_delta_log/`, and when each was written): from its newest checkpoint that every later
+    /// version follows without a gap, else from version 0, which every version must then
+    /// follow. Each object is read whole (at most `bytes_max`), one at a time. Of the files
+    /// versions removed, only those named in `present` (the objects the bucket still holds)
+    /// are remembered.
     pub(crate) fn load(
         bucket: &Bucket,
         stream: &str,
-        versions: &[(u64, SystemTime)],
+        listed: &[(LogName, SystemTime)],
         bytes_max: u64,
         present: &BTreeSet<String>,
     ) -> Result<Table, RemoteError> {
+        let commits: BTreeMap<u64, SystemTime> = listed
+            .iter()
+            .filter_map(|&(name, written)| match name {
+                LogName::Commit(v) => Some((v, written)),
+                LogName::Checkpoint(_) => None,
+            })
+            .collect();
         let mut table = Table::default();
-        for (expected, &(version, written)) in (0u64..).zip(versions) {
+        let Some(&newest) = commits.keys().next_back() else {
+            return Ok(table);
+        };
+        // The newest checkpoint every later version follows, else none.
+        let start = listed
+            .iter()
+            .filter_map(|&(name, written)| match name {
+                LogName::Checkpoint(v) if v <= newest => Some((v, written)),
+                _ => None,
+            })
+            .filter(|&(v, _)| (v + 1..=newest).all(|next| commits.contains_key(&next)))
+            .max_by_key(|&(v, _)| v);
+        let first = match start {
+            Some((version, written)) => {
+                let key = table_checkpoint_key(stream, version);
+                let bytes = bucket.get(&key, bytes_max)?;
+                let actions = crate::checkpoint::decode(bytes)
+                    .map_err(|reason| RemoteError::unreadable(&key, reason))?;
+                for (n, action) in actions.iter().enumerate() {
+                    table
+                        .apply_action(action, n, written, present)
+                        .map_err(|reason| RemoteError::unreadable(&key, reason))?;
+                }
+                table.version = Some(version);
+                table.checkpoint_written = Some(written);
+                version + 1
+            }
+            None => 0,
+        };
+        for version in first..=newest {
             let key = table_log_key(stream, version);
-            if version != expected {
+            let Some(&written) = commits.get(&version) else {
                 return Err(RemoteError::unreadable(
                     &key,
                     format!(
-                        "the table's log has no version {expected}: a reader cannot replay it \
-                         (versions run {}..={})",
-                        versions[0].0,
-                        versions[versions.len() - 1].0
+                        "the table's log has no version {version}, and no checkpoint after it: a \
+                         reader cannot replay it (its newest version is {newest})"
                     ),
                 ));
-            }
+            };
             let bytes = bucket.get(&key, bytes_max)?;
             table
                 .apply(&bytes, written, present)
@@ -128,6 +209,20 @@ impl Table {
         {
             let action: Json = serde_json::from_str(line)
                 .map_err(|e| format!("line {}: not a JSON action: {e}", n + 1))?;
+            self.apply_action(&action, n, written, present)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one action (the `n`th of its commit or checkpoint).
+    fn apply_action(
+        &mut self,
+        action: &Json,
+        n: usize,
+        written: SystemTime,
+        present: &BTreeSet<String>,
+    ) -> Result<(), String> {
+        {
             let str_of = |value: &Json, what: &str| {
                 value
                     .get(what)
@@ -137,9 +232,8 @@ impl Table {
             };
             if let Some(add) = action.get("add") {
                 let path = str_of(add, "path")?;
-                let size = add.get("size").and_then(Json::as_u64).unwrap_or(0);
                 self.removed_at.remove(&path);
-                self.files.insert(path, size);
+                self.files.insert(path, add.clone());
             } else if let Some(remove) = action.get("remove") {
                 let path = str_of(remove, "path")?;
                 self.files.remove(&path);
@@ -155,6 +249,7 @@ impl Table {
                 let configuration = meta.get("configuration").cloned().unwrap_or(json!({}));
                 self.retention = retention_of(&configuration);
                 self.meta = Some((str_of(meta, "schemaString")?, configuration));
+                self.meta_action = Some(meta.clone());
             } else if let Some(protocol) = action.get("protocol") {
                 let reader = protocol.get("minReaderVersion").and_then(Json::as_u64);
                 let writer = protocol.get("minWriterVersion").and_then(Json::as_u64);
@@ -172,19 +267,19 @@ impl Table {
     }
 
     /// Commits the next version of `stream`'s table, holding exactly `wanted` (paths under the
-    /// table's root), as the state of `log/seq`, with `schema` (Delta's schema string) and
-    /// `configuration`; `false` when the newest version already holds those files as the
-    /// state of `log/seq`, and nothing was committed (a new schema or configuration alone
-    /// waits for the next version: one version per publish).
+    /// table's root), as the state of `log/seq`, with `settings`' schema and configuration;
+    /// `false` when the newest version already holds those files as the state of `log/seq`,
+    /// and nothing was committed (a new schema or configuration alone waits for the next
+    /// version: one version per publish).
     /// The commit is one create-only put: a version another writer put first is refused,
-    /// naming it, and the table is read again by the next publish.
+    /// naming it, and the table is read again by the next publish. Every
+    /// `settings.checkpoint_every`th version (none when 0) is also written as a checkpoint.
     pub(crate) fn commit(
         &mut self,
         bucket: &Bucket,
         stream: &str,
         seq: u64,
-        new_id: impl FnOnce() -> String,
-        (schema, configuration): (String, Json),
+        settings: Settings,
         wanted: &BTreeMap<String, WantedFile>,
     ) -> Result<bool, RemoteError> {
         let removed: Vec<String> = self
@@ -198,13 +293,23 @@ impl Table {
             .filter(|path| !self.files.contains_key(*path))
             .cloned()
             .collect();
-        let meta = (schema, configuration);
+        let meta = (settings.schema, settings.configuration);
         let new_meta = self.meta.as_ref() != Some(&meta);
         if added.is_empty() && removed.is_empty() && self.seq == Some(seq) {
             return Ok(false);
         }
         let version = self.version.map_or(0, |v| v + 1);
         let now = now_millis();
+        let id = self.id.clone().unwrap_or(settings.id);
+        let meta_action = json!({
+            "id": id,
+            "name": stream,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": meta.0,
+            "partitionColumns": [],
+            "configuration": meta.1,
+            "createdTime": now,
+        });
         let mut actions = vec![json!({"commitInfo": {
             "timestamp": now,
             "operation": "WRITE",
@@ -215,75 +320,141 @@ impl Table {
         if version == 0 {
             actions.push(json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}));
         }
-        let id = self.id.clone().unwrap_or_else(new_id);
         if new_meta {
-            actions.push(json!({"metaData": {
-                "id": id,
-                "name": stream,
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": meta.0,
-                "partitionColumns": [],
-                "configuration": meta.1,
-                "createdTime": now,
-            }}));
+            actions.push(json!({ "metaData": meta_action }));
         }
         actions.push(json!({"txn": {"appId": TXN_APP_ID, "version": seq, "lastUpdated": now}}));
-        for path in &removed {
-            actions.push(json!({"remove": {
+        actions.extend(removed.iter().map(|path| {
+            json!({"remove": {
                 "path": path,
                 "deletionTimestamp": now,
                 "dataChange": true,
                 "partitionValues": {},
-                "size": self.files[path],
-            }}));
-        }
-        for path in &added {
-            let file = &wanted[path];
-            let mut add = json!({
-                "path": path,
-                "partitionValues": {},
-                "size": file.size,
-                "modificationTime": now,
-                "dataChange": true,
-            });
-            if let Some(stats) = &file.stats {
-                add["stats"] = Json::String(stats.clone());
-            }
-            actions.push(json!({ "add": add }));
-        }
-        let mut body = String::new();
-        for action in &actions {
-            body.push_str(&action.to_string());
-            body.push('\n');
-        }
-        let key = table_log_key(stream, version);
-        if bucket.put_create(&key, body.clone().into_bytes())? == Created::Exists {
-            // Our own put, whose acknowledgement was lost, holds these bytes; anything else is
-            // another writer's.
-            let there = bucket.get(&key, (body.len() as u64).saturating_mul(4).max(1 << 20));
-            if there.ok().as_deref() != Some(body.as_bytes()) {
-                return Err(RemoteError::Parquet {
-                    key,
-                    reason: "another writer committed this version of the table first: \
-                             nothing is deleted, and the next publish reads the table again"
-                        .to_owned(),
+                "size": self.files[path].get("size").and_then(Json::as_u64).unwrap_or(0),
+            }})
+        }));
+        let adds: Vec<(String, Json)> = added
+            .into_iter()
+            .map(|path| {
+                let file = &wanted[&path];
+                let mut add = json!({
+                    "path": path,
+                    "partitionValues": {},
+                    "size": file.size,
+                    "modificationTime": now,
+                    "dataChange": true,
                 });
-            }
-        }
+                if let Some(stats) = &file.stats {
+                    add["stats"] = Json::String(stats.clone());
+                }
+                (path, add)
+            })
+            .collect();
+        actions.extend(adds.iter().map(|(_, add)| json!({ "add": add })));
+        put_commit(bucket, &table_log_key(stream, version), &actions)?;
         for path in &removed {
             self.files.remove(path);
         }
-        for path in &added {
-            self.files.insert(path.clone(), wanted[path].size);
-            self.removed_at.remove(path);
+        for (path, add) in adds {
+            self.removed_at.remove(&path);
+            self.files.insert(path, add);
         }
         self.version = Some(version);
         self.seq = Some(seq);
         self.id = Some(id);
         self.retention = retention_of(&meta.1);
         self.meta = Some(meta);
+        if new_meta || self.meta_action.is_none() {
+            self.meta_action = Some(meta_action);
+        }
+        let every = settings.checkpoint_every;
+        if every > 0 && version > 0 && version.is_multiple_of(every) {
+            self.checkpoint(bucket, stream, version, now)?;
+        }
         Ok(true)
     }
+
+    /// Writes the checkpoint of the newest version, `version`: every action a reader needs to
+    /// start there (the protocol, the `metaData`, strata's `txn`, an `add` of every file) as
+    /// one Parquet object, then `_last_checkpoint` naming it. A reader (and a publisher that
+    /// attaches) then replays from it instead of from version 0.
+    fn checkpoint(
+        &self,
+        bucket: &Bucket,
+        stream: &str,
+        version: u64,
+        now: u64,
+    ) -> Result<(), RemoteError> {
+        let mut actions = vec![json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}})];
+        if let Some(meta) = &self.meta_action {
+            actions.push(json!({ "metaData": meta }));
+        }
+        if let Some(seq) = self.seq {
+            actions.push(json!({"txn": {"appId": TXN_APP_ID, "version": seq, "lastUpdated": now}}));
+        }
+        for add in self.files.values() {
+            let mut add = add.clone();
+            add["dataChange"] = Json::Bool(false);
+            actions.push(json!({ "add": add }));
+        }
+        let key = table_checkpoint_key(stream, version);
+        let failed = |reason: String| RemoteError::Parquet {
+            key: key.clone(),
+            reason: format!(
+                "version {version} is committed, its checkpoint not: {reason} (readers replay \
+                 from the checkpoint before)"
+            ),
+        };
+        let bytes = crate::checkpoint::encode(&actions).map_err(failed)?;
+        // An object already there is this version's checkpoint: a put whose acknowledgement
+        // was lost, or another writer's of the same state.
+        bucket
+            .put_create(&key, bytes)
+            .map_err(|e| failed(e.to_string()))?;
+        let last = json!({"version": version, "size": actions.len()}).to_string();
+        let last_key = format!(
+            "{PARQUET_DIR}/{}/{DELTA_LOG_DIR}/{LAST_CHECKPOINT}",
+            escape_stream(stream)
+        );
+        bucket
+            .put(&last_key, last.into_bytes())
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// What a table's next version is written with: the table's id (kept from its first
+/// version on), its schema and configuration (a `metaData` when they change), and how often
+/// a version is also a checkpoint.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) id: String,
+    pub(crate) schema: String,
+    pub(crate) configuration: Json,
+    pub(crate) checkpoint_every: u64,
+}
+
+/// Puts one version, `actions` a line each, create-only. Our own put whose acknowledgement was
+/// lost holds the same bytes and is taken as done; anything else there is another writer's,
+/// refused.
+fn put_commit(bucket: &Bucket, key: &str, actions: &[Json]) -> Result<(), RemoteError> {
+    let mut body = String::new();
+    for action in actions {
+        body.push_str(&action.to_string());
+        body.push('\n');
+    }
+    if bucket.put_create(key, body.clone().into_bytes())? == Created::Exists {
+        let there = bucket.get(key, (body.len() as u64).saturating_mul(4).max(1 << 20));
+        if there.ok().as_deref() != Some(body.as_bytes()) {
+            return Err(RemoteError::Parquet {
+                key: key.to_owned(),
+                reason: "another writer committed this version of the table first: nothing is \
+                         deleted, and the next publish reads the table again"
+                    .to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Milliseconds since the Unix epoch by this machine's clock: Delta's timestamps (never used
@@ -394,7 +565,7 @@ mod tests {
             r#"{"txn":{"appId":"strata","version":5}}"#,
         );
         table.apply(v1.as_bytes(), t0, &present).unwrap();
-        assert_eq!(table.files, BTreeMap::from([("b.parquet".to_owned(), 20)]));
+        assert_eq!(table.files.keys().collect::<Vec<_>>(), ["b.parquet"]);
         assert_eq!(table.seq, Some(5));
         assert_eq!(table.removed_at.get("a.parquet"), Some(&(t0, None)));
         // A file the bucket no longer holds is not remembered.

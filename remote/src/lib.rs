@@ -29,6 +29,7 @@
 mod bucket;
 mod cache;
 mod chain;
+mod checkpoint;
 mod config;
 mod delta;
 mod error;
@@ -43,7 +44,7 @@ pub use object_store;
 pub use bucket::{Bucket, conditional_s3};
 pub use cache::SegmentCache;
 pub use config::RemoteConfig;
-pub use delta::{DELTA_LOG_DIR, TXN_APP_ID, table_log_key};
+pub use delta::{DELTA_LOG_DIR, TXN_APP_ID, table_checkpoint_key, table_log_key};
 pub use error::RemoteError;
 pub use logobj::{LogKind, LogObject};
 pub use parquet::{PARQUET_DIR, escape_stream, parquet_glob, parquet_key, unescape_stream};

@@ -34,7 +34,8 @@ use strata_index::{FieldKind, StreamDecl};
 use crate::bucket::{Bucket, Created};
 use crate::config::RemoteConfig;
 use crate::delta::{
-    DELTA_LOG_DIR, Table, WantedFile, configuration, parse_version, table_id, table_log_key,
+    DELTA_LOG_DIR, LogName, Settings, Table, WantedFile, configuration, parse_log_name, table_id,
+    table_log_key,
 };
 use crate::error::RemoteError;
 
@@ -294,19 +295,18 @@ impl ParquetObjects {
     ) -> Result<ParquetObjects, RemoteError> {
         let mut objects = ParquetObjects::default();
         let mut written = BTreeMap::new();
-        let mut logs: BTreeMap<String, Vec<(u64, SystemTime)>> = BTreeMap::new();
+        let mut logs: BTreeMap<String, Vec<(LogName, SystemTime)>> = BTreeMap::new();
         for (key, size, modified) in bucket.list_deep_meta(PARQUET_DIR)? {
             if let Some(part) = parse_key(&key) {
                 objects.have.insert(part.clone(), (size, None));
                 written.insert(part, modified);
             } else if let Some((dir, name)) = key.split_once(&format!("/{DELTA_LOG_DIR}/"))
-                && let (Some(stream), Some(version)) = (unescape_stream(dir), parse_version(name))
+                && let (Some(stream), Some(name)) = (unescape_stream(dir), parse_log_name(name))
             {
-                logs.entry(stream).or_default().push((version, modified));
+                logs.entry(stream).or_default().push((name, modified));
             }
         }
-        for (stream, mut versions) in logs {
-            versions.sort_unstable();
+        for (stream, versions) in logs {
             let present: BTreeSet<String> = written
                 .keys()
                 .filter(|part| part.0 == stream)
@@ -326,7 +326,15 @@ impl ParquetObjects {
                     removed.max(modified),
                     declared.unwrap_or(config.table_retention),
                 ),
-                None => (modified, config.table_retention),
+                // Removed, if at all, no later than the checkpoint the replay started from.
+                None => (
+                    table
+                        .and_then(|t| t.checkpoint_written)
+                        .map_or(modified, |at| at.max(modified)),
+                    table
+                        .and_then(|t| t.retention)
+                        .unwrap_or(config.table_retention),
+                ),
             };
             let at = instant_of(since, clock, keep);
             objects.inactive.insert(part, (at, keep));
@@ -474,10 +482,14 @@ impl ParquetObjects {
                 key: table_log_key(&stream, 0),
                 reason,
             })?;
-            let meta = (schema, configuration(config.table_retention.as_secs()));
+            let settings = Settings {
+                id: table_id(identity, &stream),
+                schema,
+                configuration: configuration(config.table_retention.as_secs()),
+                checkpoint_every: config.table_checkpoint_every,
+            };
             let table = self.tables.entry(stream.clone()).or_default();
-            let id = || table_id(identity, &stream);
-            match table.commit(bucket, &stream, seq, id, meta, files) {
+            match table.commit(bucket, &stream, seq, settings, files) {
                 Ok(true) => done.versions += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -504,12 +516,11 @@ impl ParquetObjects {
     ) -> Result<Table, RemoteError> {
         // Removals are not needed: this publisher's `inactive` already times them.
         let dir = format!("{PARQUET_DIR}/{}/{DELTA_LOG_DIR}", escape_stream(stream));
-        let mut versions: Vec<(u64, SystemTime)> = bucket
+        let versions: Vec<(LogName, SystemTime)> = bucket
             .list_modified(&dir)?
             .into_iter()
-            .filter_map(|(name, written)| Some((parse_version(&name)?, written)))
+            .filter_map(|(name, written)| Some((parse_log_name(&name)?, written)))
             .collect();
-        versions.sort_unstable();
         Table::load(
             bucket,
             stream,

@@ -51,6 +51,37 @@ fn versions(bucket: &Path) -> usize {
     })
 }
 
+/// The versions the table's log holds checkpoints of.
+fn checkpoints(bucket: &Path) -> Vec<usize> {
+    let mut found: Vec<usize> = std::fs::read_dir(table_dir(bucket).join(DELTA_LOG_DIR))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".checkpoint.parquet")?.parse().ok()
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// The table's newest version's row count as DuckDB's `delta_scan` reads it (its extension
+/// loaded from the file the PyPI package `duckdb-extension-delta` holds: no network).
+fn duckdb_count(bucket: &Path) -> u64 {
+    const SCRIPT: &str = r#"
+import glob, os, sys
+import duckdb, duckdb_extension_delta
+ext = glob.glob(os.path.join(os.path.dirname(duckdb_extension_delta.__file__), "extensions", "*", "delta.duckdb_extension"))
+con = duckdb.connect()
+con.execute(f"LOAD '{ext[0]}'")
+print(con.sql(f"select count(*) from delta_scan('{sys.argv[1]}')").fetchall()[0][0])
+"#;
+    let table = table_dir(bucket);
+    python(SCRIPT, &[table.to_str().unwrap()])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 /// The rows of every Parquet object in the table's folder, as a glob reads them (its footers'
 /// row counts).
 fn glob_rows(bucket: &Path) -> u64 {
@@ -193,9 +224,11 @@ fn a_reader_of_the_table_sees_exactly_one_published_state_while_the_writer_compa
     let bucket = root.path().join("bucket");
     let mut store = Store::create(root.path().join("store"), config(), &[decl()]).unwrap();
     let retention = Duration::from_secs(600);
+    // A checkpoint every 10 versions: the reader starts from one most of the time.
     let remote = RemoteConfig::default()
         .parquet(true)
-        .table_retention(retention);
+        .table_retention(retention)
+        .table_checkpoint_every(10);
     let mut publisher = Publisher::attach(&store, file_bucket(&bucket), remote).unwrap();
     // counts[v]: the rows of the state version v of the table holds.
     let mut counts: Vec<u64> = Vec::new();
@@ -249,6 +282,10 @@ fn a_reader_of_the_table_sees_exactly_one_published_state_while_the_writer_compa
         versions(&bucket),
         PUBLISHES,
         "the table's versions are the publishes"
+    );
+    assert_eq!(
+        checkpoints(&bucket),
+        (10..PUBLISHES).step_by(10).collect::<Vec<_>>()
     );
 
     let ReaderLog {
@@ -385,4 +422,54 @@ fn an_object_committed_late_waits_the_whole_retention_once_removed() {
         }
     }
     assert!(steps >= 1);
+}
+
+/// Every `table_checkpoint_every`th version is also a checkpoint (Parquet), and readers start
+/// from it: with the commits before it gone, `deltalake` and DuckDB's `delta_scan` read the
+/// same table, and a publisher that attaches replays from the checkpoint and goes on.
+#[test]
+fn a_table_read_from_its_checkpoint_alone_is_the_same_table() {
+    let root = tempfile::tempdir().unwrap();
+    let bucket = root.path().join("bucket");
+    let mut store = Store::create(root.path().join("store"), config(), &[decl()]).unwrap();
+    let remote = RemoteConfig::default()
+        .parquet(true)
+        .table_retention(Duration::from_secs(600))
+        .table_checkpoint_every(5);
+    let mut publisher = Publisher::attach(&store, file_bucket(&bucket), remote.clone()).unwrap();
+    let mut at = 0;
+    let mut rows = 0;
+    let mut publishes = 0;
+    while publishes < 12 {
+        rows = ingest(&mut store, &mut at, 30);
+        publisher.publish(&store).unwrap();
+        publishes += 1;
+        if publishes % 4 == 0 {
+            while publishes < 12 && store.compact_step().unwrap().is_some() {
+                publisher.publish(&store).unwrap();
+                publishes += 1;
+            }
+        }
+    }
+    assert_eq!(checkpoints(&bucket), [5, 10]);
+    let last = std::fs::read_to_string(table_dir(&bucket).join("_delta_log/_last_checkpoint"));
+    assert!(last.unwrap().contains(r#""version":10"#));
+    assert_eq!(table_count(&bucket, None), Ok(rows));
+    assert_eq!(duckdb_count(&bucket), rows);
+    // The commits before the newest checkpoint, gone: what a reader reads is the checkpoint
+    // and version 11.
+    for version in 0..=10 {
+        let name = format!("{version:020}.json");
+        std::fs::remove_file(table_dir(&bucket).join(DELTA_LOG_DIR).join(name)).unwrap();
+    }
+    assert_eq!(table_count(&bucket, None), Ok(rows));
+    assert_eq!(duckdb_count(&bucket), rows);
+    drop(publisher);
+    let mut publisher = Publisher::attach(&store, file_bucket(&bucket), remote).unwrap();
+    rows = ingest(&mut store, &mut at, 30);
+    let published = publisher.publish(&store).unwrap();
+    assert_eq!(published.table_versions, 1);
+    assert_eq!(versions(&bucket), 2, "versions 11 and 12 are left");
+    assert_eq!(table_count(&bucket, None), Ok(rows));
+    assert_eq!(duckdb_count(&bucket), rows);
 }
