@@ -260,12 +260,18 @@ impl Sink {
                     output.display()
                 )));
             }
-            let mut partial = output.as_os_str().to_owned();
-            partial.push(".partial");
-            let partial = PathBuf::from(partial);
-            let file = File::create(&partial)
-                .map_err(|e| Failure::new(format!("cannot create {}: {e}", partial.display())))?;
-            (Target::File(file), Some(partial))
+            if let Some(file) = super::query::special_output(output)? {
+                // Written in place: no partial file, nothing renamed over it.
+                (Target::File(file), None)
+            } else {
+                let mut partial = output.as_os_str().to_owned();
+                partial.push(".partial");
+                let partial = PathBuf::from(partial);
+                let file = File::create(&partial).map_err(|e| {
+                    Failure::new(format!("cannot create {}: {e}", partial.display()))
+                })?;
+                (Target::File(file), Some(partial))
+            }
         };
         let compression = match args.compression {
             ExportCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),

@@ -54,6 +54,21 @@ pub fn run(source: &super::Source, args: &QueryArgs) -> Result<ExitCode, Failure
 /// `strata export STREAM --format csv OUT|-`: the rows `query --format csv` prints, into `OUT`
 /// (written as `OUT.partial` and renamed once whole, so a failed export never leaves a file that
 /// looks finished) or standard output. Streamed, as `query` is.
+/// `output`, opened for writing, when it already exists and is not a regular file (a FIFO, a
+/// device such as `/dev/null`, a socket): an export writes into it as it is, rather than into
+/// `OUT.partial` renamed over it, which would replace the special file with a regular one (and
+/// hide a full device). `None` for a regular file or a path with nothing there.
+pub(crate) fn special_output(output: &Path) -> Result<Option<File>, Failure> {
+    match fs::metadata(output) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => fs::OpenOptions::new()
+            .write(true)
+            .open(output)
+            .map(Some)
+            .map_err(|e| Failure::new(format!("cannot open {}: {e}", output.display()))),
+        _ => Ok(None),
+    }
+}
+
 pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode, Failure> {
     let to_stdout = args.output == Path::new("-");
     if !to_stdout && args.output.is_dir() {
@@ -70,6 +85,11 @@ pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode,
     let rows =
         store.query_iter_within(&args.stream, &selection, selected.positions, selected.axis)?;
     let shape = Shape::of(decl);
+    let special = if to_stdout {
+        None
+    } else {
+        special_output(&args.output)?
+    };
     let written = if to_stdout {
         let out = BufWriter::new(io::stdout().lock());
         match write_csv(out, &shape, rows) {
@@ -77,6 +97,17 @@ pub fn export_csv(source: &super::Source, args: &ExportArgs) -> Result<ExitCode,
             Err(Stop::Write(error)) => {
                 quiet_pipe(Err(error))?;
                 return Ok(ExitCode::SUCCESS);
+            }
+            Err(Stop::Read(error)) => return Err(error.into()),
+        }
+    } else if let Some(file) = special {
+        match write_csv(BufWriter::new(file), &shape, rows) {
+            Ok(n_rows) => n_rows,
+            Err(Stop::Write(error)) => {
+                return Err(Failure::new(format!(
+                    "cannot write {}: {error}",
+                    args.output.display()
+                )));
             }
             Err(Stop::Read(error)) => return Err(error.into()),
         }

@@ -970,6 +970,41 @@ fn the_last_position_u64_max_is_assigned_as_the_store_takes_it() {
     assert!(run.stderr.contains("watermark is u64::MAX"), "{run:?}");
 }
 
+/// An OUT that exists and is not a regular file — here a FIFO another process reads — is
+/// written in place: before, the export wrote `OUT.partial` and renamed it over OUT, replacing
+/// the FIFO (or a device such as `/dev/full`, whose full-disk error then went unseen) with a
+/// regular file. CSV in every build, Parquet and Arrow alike.
+#[test]
+fn export_writes_into_a_fifo_in_place_rather_than_replacing_it() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let s = runs_and_probes();
+    s.ok(
+        &["ingest", "c"],
+        "run,probe,t,v\na,p,1,1.5\na,q,2,\nb,p,3,2.5\n",
+    );
+    let fifo = s.dir.path().join("out.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let query = s.ok(&["query", "c"], "").stdout;
+    for format in ["csv", "parquet", "arrow"] {
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        s.ok(&["export", "c", "--format", format, "out.fifo"], "");
+        // First: a FIFO renamed over leaves its reader waiting for a writer for good.
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "{format}: out.fifo is still a FIFO");
+        assert!(!s.dir.path().join("out.fifo.partial").exists());
+        let got = reader.join().unwrap();
+        match format {
+            "csv" => assert_eq!(String::from_utf8(got).unwrap(), query),
+            "parquet" => assert!(got.starts_with(b"PAR1") && got.ends_with(b"PAR1")),
+            _ => assert!(got.len() > 100, "{} bytes of Arrow", got.len()),
+        }
+    }
+}
+
 #[test]
 fn export_csv_writes_what_query_prints_into_a_file_or_standard_output() {
     let s = runs_and_probes();
