@@ -97,8 +97,9 @@ impl fmt::Display for Failure {
 impl From<EngineError> for Failure {
     /// The engine's refusal, in its own words (every face says one mistake alike), with the
     /// exit code of its kind: a floor's 4, a range given backwards a bad command line's 2. A
-    /// selection with more labels than the track has fields most likely meant a comma within a
-    /// label, which the command line's text spells `\,`: that much is added.
+    /// selection of several labels, more than the stream's track fields (one or more), most
+    /// likely meant a comma within a label, which the command line's text spells `\,`: that
+    /// much is added. Not for a stream without track fields, where no label is a selection.
     fn from(error: EngineError) -> Failure {
         let code = match error {
             EngineError::Floor { .. } => EXIT_FLOOR,
@@ -106,7 +107,12 @@ impl From<EngineError> for Failure {
             _ => 1,
         };
         let mut message = error.to_string();
-        if let EngineError::TrackDepth { selection, .. } = &error {
+        if let EngineError::TrackDepth {
+            selection, fields, ..
+        } = &error
+            && selection.len() > 1
+            && !fields.is_empty()
+        {
             let joined = selection.join(",");
             let _ = write!(
                 message,

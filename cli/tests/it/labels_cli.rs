@@ -116,6 +116,23 @@ fn too_many_labels_say_how_a_comma_within_a_label_is_written() {
     );
 }
 
+/// A stream without track fields has no label to escape a comma in: its refusal of any
+/// `--track` says only that it has none (it used to add the comma hint, which cannot help).
+#[test]
+fn a_track_on_a_stream_without_track_fields_gets_no_comma_hint() {
+    let s = store_with_commas();
+    s.ok(&["declare", "flat", "--field", "v:f64"], "");
+    s.ok(&["ingest", "flat", "-"], "v\n1.5\n");
+    for track in ["a", "a,b"] {
+        let run = s.run(&["query", "flat", "--track", track]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(
+            run.stderr.contains("has 0 track fields (none)") && !run.stderr.contains("comma"),
+            "{run:?}"
+        );
+    }
+}
+
 /// Runs `strata --store store ARGS TRACK_WORD` through `sh`, the word pasted as a message
 /// spelt it: what a person does with a listed track.
 fn typed_back(dir: &Path, args: &str, word: &str) -> Run {
